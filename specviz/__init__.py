@@ -1,0 +1,48 @@
+"""specviz: see speculative decoding token by token.
+
+The library behind the app: an engine that performs speculative decoding exactly as SPEC.md
+describes (Leviathan et al. 2023; Chen et al. 2023) and records every decision in immutable
+traces, the models it can pair, the metrics and theory it reports, and the charts it draws.
+It never imports Streamlit.
+"""
+
+from specviz.config import MODES, SpecConfig
+from specviz.engine import DecodingFinished, Decoder, acceptance_length, choose
+from specviz.errors import (
+    ConfigError,
+    IncompatibleModelsError,
+    ModelError,
+    PromptError,
+    SpecvizError,
+)
+from specviz.lm import HFModel, NextTokenModel, PromptLookupDrafter, Session, TableModel
+from specviz.metrics import Metrics
+from specviz.pair import ModelPair
+from specviz.text import HFCodec, WordCodec
+from specviz.trace import RunTrace, StepTrace, TokenProb
+
+__all__ = [
+    "MODES",
+    "ConfigError",
+    "DecodingFinished",
+    "Decoder",
+    "HFCodec",
+    "HFModel",
+    "IncompatibleModelsError",
+    "Metrics",
+    "ModelError",
+    "ModelPair",
+    "NextTokenModel",
+    "PromptError",
+    "PromptLookupDrafter",
+    "RunTrace",
+    "Session",
+    "SpecConfig",
+    "SpecvizError",
+    "StepTrace",
+    "TableModel",
+    "TokenProb",
+    "WordCodec",
+    "acceptance_length",
+    "choose",
+]

@@ -1,0 +1,63 @@
+"""Settings of one speculative decoding run (SPEC.md, "Three acceptance modes")."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from specviz.errors import ConfigError
+
+MODES = ("textbook", "lossless", "greedy")
+MAX_TAU = 64
+
+
+@dataclass(frozen=True)
+class SpecConfig:
+    tau: int = 4  # τ: draft tokens proposed per step
+    mode: str = "textbook"  # "textbook" | "lossless" | "greedy" (SPEC.md table)
+    temperature: float = 1.0  # applied to p and q alike; 0 means argmax (one-hot)
+    top_k: int = 0  # keep the k most likely tokens of p and of q; 0 keeps all
+    top_p: float = 1.0  # nucleus: smallest set with mass >= top_p; 1.0 keeps all
+    seed: int = 0  # seeds the run's torch.Generator: same seed, same trace
+    max_new_tokens: int = 32  # hard cap on emitted tokens; never exceeded
+    top_n: int = 10  # size of the top-n slices of q, p and the residual kept in traces
+
+    def __post_init__(self) -> None:
+        _check_int("tau", self.tau, 1, MAX_TAU)
+        if self.mode not in MODES:
+            raise ConfigError(f"mode must be one of {', '.join(MODES)}; got {self.mode!r}")
+        _check_float("temperature", self.temperature, 0.0, 100.0)
+        _check_int("top_k", self.top_k, 0, 10**9)
+        _check_float("top_p", self.top_p, 0.0, 1.0)
+        if self.top_p <= 0.0:
+            raise ConfigError(f"top_p must be in (0, 1]; got {self.top_p}")
+        _check_int("seed", self.seed, 0, 2**63 - 1)
+        _check_int("max_new_tokens", self.max_new_tokens, 1, 100_000)
+        _check_int("top_n", self.top_n, 1, 1000)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SpecConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown setting(s): {', '.join(unknown)}")
+        return cls(**data)
+
+
+def _check_int(name: str, value: object, lo: int, hi: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{name} must be an integer; got {value!r}")
+    if not lo <= value <= hi:
+        raise ConfigError(f"{name} must be between {lo} and {hi}; got {value}")
+
+
+def _check_float(name: str, value: object, lo: float, hi: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise ConfigError(f"{name} must be a number; got {value!r}")
+    if not lo <= value <= hi:
+        raise ConfigError(f"{name} must be between {lo} and {hi}; got {value}")

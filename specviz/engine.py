@@ -1,0 +1,298 @@
+"""Speculative decoding, one step at a time, exactly as SPEC.md describes it.
+
+References: Leviathan, Kalman, Matias, "Fast Inference from Transformers via Speculative
+Decoding" (ICML 2023); Chen et al., "Accelerating Large Language Model Decoding with Speculative
+Sampling" (2023). Notation: p is the target, q the draft, τ the draft tokens per step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from specviz.config import SpecConfig
+from specviz.errors import PromptError, SpecvizError
+from specviz.lm import Session
+from specviz.pair import ModelPair
+from specviz.sampling import logits_to_probs, overlap, residual, sample
+from specviz.trace import RunTrace, StepTrace, TokenProb, build_run_trace
+
+
+class DecodingFinished(SpecvizError):
+    """step() was called on a run that already stopped (EOS, max_new_tokens, context length)."""
+
+
+def acceptance_length(r: Sequence[float], ratio: Sequence[float]) -> int:
+    """n = min{t − 1 : r_t > p/q at t}, or τ when no draft token is rejected (SPEC.md step 4)."""
+    if len(r) != len(ratio):
+        raise ValueError(f"r and ratio differ in length ({len(r)} vs {len(ratio)})")
+    for t, (r_t, ratio_t) in enumerate(zip(r, ratio, strict=True)):
+        if r_t > ratio_t:
+            return t
+    return len(r)
+
+
+def greedy_match_length(draft: Sequence[int], target_argmax: Sequence[int]) -> int:
+    """Greedy mode: the run of draft tokens equal to the target's argmax."""
+    for t, (y, best) in enumerate(zip(draft, target_argmax, strict=False)):
+        if y != best:
+            return t
+    return len(draft)
+
+
+@dataclass(frozen=True)
+class _Choice:
+    """The decision half of a step: what was accepted and which token the target adds."""
+
+    r: tuple[float | None, ...]
+    n: int
+    token: int
+    rule: str
+    dist: torch.Tensor  # the distribution `token` was chosen from
+    residual: torch.Tensor | None
+
+
+def choose(
+    mode: str, draft: list[int], q: torch.Tensor, p: torch.Tensor, gen: torch.Generator
+) -> _Choice:
+    """Accept/reject (SPEC.md step 3–4) and pick the next token (step 5) for one mode.
+    `q` has one row per draft token, `p` one more (position τ+1)."""
+    k = len(draft)
+    if mode == "greedy":
+        r: tuple[float | None, ...] = (None,) * k
+        n = greedy_match_length(draft, p[:k].argmax(-1).tolist())
+    else:
+        ratio = _ratio(_at(p[:k], draft), _at(q, draft))
+        draws = torch.rand(k, generator=gen, dtype=torch.float64).tolist()
+        r, n = tuple(draws), acceptance_length(draws, ratio.tolist())
+    if n == k:  # every draft token accepted: the target's free token from position τ+1
+        dist = p[k]
+        token = sample(dist, gen) if mode == "lossless" else int(dist.argmax())
+        return _Choice(r, n, token, "bonus", dist, None)
+    if mode == "lossless":  # resample from what p has and q lacks: keeps the output ~ p
+        dist = residual(p[n], q[n])
+        return _Choice(r, n, sample(dist, gen), "residual", dist, dist)
+    rule = "greedy" if mode == "greedy" else "argmax"
+    return _Choice(r, n, int(p[n].argmax()), rule, p[n], None)
+
+
+def _at(dists: torch.Tensor, tokens: list[int]) -> torch.Tensor:
+    """Row t's probability of tokens[t]."""
+    return dists.gather(-1, torch.tensor(tokens, dtype=torch.long).reshape(-1, 1))[:, 0]
+
+
+def _ratio(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    # q > 0 for any token the draft proposed; the guard only keeps the division defined
+    return torch.where(q > 0, p / q.clamp(min=1e-300), torch.full_like(p, float("inf")))
+
+
+class Decoder:
+    """One run: a pair, a prompt, settings and a seeded generator. `step()` advances by one
+    speculative step and returns its trace; `undo()` steps back; `run()` goes to the end."""
+
+    def __init__(
+        self, pair: ModelPair, prompt: str | Sequence[int], config: SpecConfig | None = None
+    ) -> None:
+        self.pair = pair
+        self.config = config or SpecConfig()
+        if isinstance(prompt, str):
+            self.prompt_text, ids = prompt, pair.codec.encode(prompt)
+        else:
+            ids = [int(y) for y in prompt]
+            self.prompt_text = pair.codec.decode(ids)
+        _check_prompt(ids, pair)
+        self.prompt_ids = tuple(ids)
+        self._ids = list(ids)
+        self._gen = torch.Generator().manual_seed(self.config.seed)
+        self._target: Session = pair.target.new_session()
+        self._draft: Session = pair.draft.new_session()
+        self._steps: list[StepTrace] = []
+        self._history: list[torch.Tensor] = []  # generator state before each step, for undo()
+        self.prefill_ms = self._prefill()
+
+    # --- public ---------------------------------------------------------------------------------
+
+    @property
+    def steps(self) -> tuple[StepTrace, ...]:
+        return tuple(self._steps)
+
+    @property
+    def new_tokens(self) -> tuple[int, ...]:
+        return tuple(self._ids[len(self.prompt_ids) :])
+
+    @property
+    def stop_reason(self) -> str | None:
+        new = self.new_tokens
+        eos = self.pair.codec.eos_token_id
+        if new and eos is not None and new[-1] == eos:
+            return "eos"
+        if len(new) >= self.config.max_new_tokens:
+            return "max_new_tokens"
+        if self._budget() <= 0:
+            return "context_length"
+        return None
+
+    @property
+    def done(self) -> bool:
+        return self.stop_reason is not None
+
+    def step(self) -> StepTrace:
+        if self.done:
+            raise DecodingFinished(f"the run has finished ({self.stop_reason}); reset to start again")
+        self._history.append(self._gen.get_state())
+        trace = self._step(len(self._steps), min(self.config.tau, self._budget() - 1))
+        self._steps.append(trace)
+        return trace
+
+    def undo(self) -> StepTrace | None:
+        """Take back the last step: output, caches and random state return to before it."""
+        if not self._steps:
+            return None
+        trace = self._steps.pop()
+        self._gen.set_state(self._history.pop())
+        del self._ids[len(self._ids) - len(trace.emitted) :]
+        self._crop_sessions()
+        return trace
+
+    def run(self) -> RunTrace:
+        while not self.done:
+            self.step()
+        return self.trace()
+
+    def trace(self) -> RunTrace:
+        return build_run_trace(
+            config=self.config,
+            target_name=self.pair.target.name,
+            draft_name=self.pair.draft.name,
+            prompt_text=self.prompt_text,
+            prompt_ids=self.prompt_ids,
+            steps=self._steps,
+            new_tokens=self.new_tokens,
+            text=self.pair.codec.decode(self.new_tokens),
+            stop_reason=self.stop_reason,
+            prefill_ms=self.prefill_ms,
+        )
+
+    # --- one step, as SPEC.md -------------------------------------------------------------------
+
+    def _step(self, index: int, tau: int) -> StepTrace:
+        cfg, context_length = self.config, len(self._ids)
+        t0 = time.perf_counter()
+        draft, q = self._propose(tau)  # 1. draft τ tokens
+        t1 = time.perf_counter()
+        feed = self._ids[self._target.length :] + draft  # 2. verify all of them in one pass
+        p = self._warp(self._target.extend(feed, keep=len(draft) + 1))
+        t2 = time.perf_counter()
+        choice = choose(cfg.mode, draft, q, p, self._gen)  # 3–5. accept, count, next token
+        emitted = self._emit(draft[: choice.n] + [choice.token])  # 6. new confirmed sequence
+        return self._record(index, context_length, draft, q, p, choice, emitted, t1 - t0, t2 - t1)
+
+    def _propose(self, tau: int) -> tuple[list[int], torch.Tensor]:
+        """Each draft token conditions on the prefix and the earlier draft tokens of this step."""
+        tokens: list[int] = []
+        rows: list[torch.Tensor] = []
+        feed = self._ids[self._draft.length :]
+        for _ in range(tau):
+            logits = self._draft.extend(feed, keep=1)[-1]
+            if torch.isneginf(logits).all():  # the drafter has no proposal: stop drafting
+                break
+            q = self._warp(logits)
+            y = sample(q, self._gen) if self.config.mode == "lossless" else int(q.argmax())
+            tokens.append(y)
+            rows.append(q)
+            if y == self.pair.codec.eos_token_id:
+                break
+            feed = [y]
+        vocab = self.pair.target.vocab_size
+        return tokens, torch.stack(rows) if rows else torch.empty(0, vocab, dtype=torch.float64)
+
+    def _warp(self, logits: torch.Tensor) -> torch.Tensor:
+        cfg = self.config
+        return logits_to_probs(logits, cfg.temperature, cfg.top_k, cfg.top_p)
+
+    def _emit(self, tokens: list[int]) -> tuple[int, ...]:
+        eos = self.pair.codec.eos_token_id
+        if eos is not None and eos in tokens:
+            tokens = tokens[: tokens.index(eos) + 1]
+        self._ids.extend(tokens)
+        self._crop_sessions()
+        return tuple(tokens)
+
+    def _crop_sessions(self) -> None:
+        # Keep in each cache only the prefix it shares with the confirmed sequence, minus the
+        # last token, which the next step feeds. After an all-accepted step the draft cache
+        # lacks ŷ_τ as well; the next step then feeds it two tokens.
+        for session in (self._target, self._draft):
+            session.crop(min(session.length, len(self._ids) - 1))
+
+    def _prefill(self) -> float:
+        start = time.perf_counter()
+        for session in (self._target, self._draft):
+            if len(self._ids) > 1:
+                session.extend(self._ids[:-1], keep=1)
+        return (time.perf_counter() - start) * 1000.0
+
+    def _budget(self) -> int:
+        """Tokens this run may still emit (max_new_tokens, and the target's context length)."""
+        left = self.config.max_new_tokens - (len(self._ids) - len(self.prompt_ids))
+        max_length = self.pair.target.max_length
+        return left if max_length is None else min(left, max_length - len(self._ids))
+
+    def _record(
+        self, index: int, context_length: int, draft: list[int], q: torch.Tensor,
+        p: torch.Tensor, choice: _Choice, emitted: tuple[int, ...], draft_s: float, verify_s: float,
+    ) -> StepTrace:  # fmt: skip
+        k, n, text, top_n = len(draft), choice.n, self.pair.codec.token_text, self.config.top_n
+        q_tok, p_tok = _at(q, draft), _at(p[:k], draft)
+        return StepTrace(
+            index=index,
+            context_length=context_length,
+            tau=k,
+            draft_tokens=tuple(draft),
+            draft_text=tuple(text(y) for y in draft),
+            q=tuple(q_tok.tolist()),
+            p=tuple(p_tok.tolist()),
+            ratio=tuple(_ratio(p_tok, q_tok).tolist()),
+            r=choice.r,
+            accepted=tuple(t < n for t in range(k)),
+            decision=tuple("accepted" if t < n else "rejected" if t == n else "not reached" for t in range(k)),
+            beta=tuple(overlap(p[:k], q).tolist()),
+            n_accepted=n,
+            next_token=choice.token,
+            next_text=text(choice.token),
+            next_rule=choice.rule,
+            next_prob=float(choice.dist[choice.token]),
+            emitted=emitted,
+            q_top=_top_rows(q, top_n, text),
+            p_top=_top_rows(p[:k], top_n, text),
+            next_top=_top_rows(p[n : n + 1], top_n, text)[0],
+            residual_top=None if choice.residual is None else _top_rows(choice.residual[None], top_n, text)[0],
+            draft_ms=draft_s * 1000.0,
+            verify_ms=verify_s * 1000.0,
+        )  # fmt: skip
+
+
+def _top_rows(dists: torch.Tensor, n: int, text) -> tuple[tuple[TokenProb, ...], ...]:
+    if dists.shape[0] == 0:
+        return ()
+    values, indices = torch.topk(dists, min(n, dists.shape[-1]), dim=-1)
+    return tuple(
+        tuple(TokenProb(t, text(t), pr) for t, pr in zip(row_i, row_v, strict=True) if pr > 0)
+        for row_i, row_v in zip(indices.tolist(), values.tolist(), strict=True)
+    )
+
+
+def _check_prompt(ids: list[int], pair: ModelPair) -> None:
+    if not ids:
+        raise PromptError("the prompt is empty: type some text to continue")
+    max_length = pair.target.max_length
+    if max_length is not None and len(ids) >= max_length:
+        raise PromptError(
+            f"the prompt is {len(ids)} tokens long; the target reads at most {max_length}: shorten it"
+        )
+    bad = [y for y in ids if not 0 <= y < pair.target.vocab_size]
+    if bad:
+        raise PromptError(f"token ids outside the vocabulary: {bad[:5]}")

@@ -1,0 +1,23 @@
+"""Typed errors of specviz: every failure a user can cause is a subclass of `SpecvizError`."""
+
+from __future__ import annotations
+
+
+class SpecvizError(Exception):
+    """Base class of every error specviz raises on purpose; the message is meant for the user."""
+
+
+class ConfigError(SpecvizError, ValueError):
+    """A setting is out of range or of the wrong kind (τ, mode, temperature, ...)."""
+
+
+class PromptError(SpecvizError, ValueError):
+    """The prompt is empty, or too long for the models."""
+
+
+class ModelError(SpecvizError):
+    """A model could not be found, loaded or used."""
+
+
+class IncompatibleModelsError(ModelError):
+    """Draft and target cannot be paired (different vocabularies, devices, ...)."""

@@ -1,0 +1,215 @@
+"""The next-token model protocol (DESIGN.md, "The seams") and its three implementations.
+
+A `NextTokenModel` is shared and never mutated; each run opens its own `Session`, which owns
+the KV cache (or whatever state the model keeps) and can be cropped back to a prefix. The
+engine sees only this protocol, so a Hugging Face causal LM, a hand-made probability table and
+a model-free prompt-lookup drafter are interchangeable on either side of a pair.
+
+Convention: a logits row that is entirely −inf means "no proposal" (the prompt-lookup drafter
+found no match); the engine then stops drafting for that step.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import torch
+
+NO_PROPOSAL = float("-inf")
+
+
+@runtime_checkable
+class Session(Protocol):
+    """Per-run scoring state over a growing token sequence."""
+
+    length: int  # tokens held (the cache covers exactly these)
+    forwards: int  # forward passes made so far
+    forward_seconds: float  # wall time spent inside those forward passes
+
+    def extend(self, ids: Sequence[int], keep: int | None = None) -> torch.Tensor:
+        """Append `ids` in one forward pass; return float64 CPU logits of shape (m, V) for the
+        last m = `keep` (default: all) of them. Row j scores the token that follows row j's input."""
+        ...
+
+    def crop(self, length: int) -> None:
+        """Forget everything after the first `length` tokens."""
+        ...
+
+
+@runtime_checkable
+class NextTokenModel(Protocol):
+    name: str
+    vocab_size: int  # width of the logits rows
+    max_length: int | None  # longest sequence the model can score, None if unbounded
+
+    def new_session(self) -> Session: ...
+
+
+class _Timed:
+    """Bookkeeping shared by the sessions: length, forward count and forward time."""
+
+    def __init__(self) -> None:
+        self.length = 0
+        self.forwards = 0
+        self.forward_seconds = 0.0
+
+    def _check_crop(self, length: int) -> None:
+        if not 0 <= length <= self.length:
+            raise ValueError(f"cannot crop a session of {self.length} tokens to {length}")
+
+
+# --- Hugging Face causal LM -------------------------------------------------------------------
+
+
+class HFModel:
+    """A transformers causal LM behind the protocol; each session owns a `DynamicCache`."""
+
+    def __init__(self, model: torch.nn.Module, name: str = "") -> None:
+        self.model = model.eval()
+        self.name = name or getattr(model.config, "name_or_path", "") or type(model).__name__
+        self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
+        self.max_length = getattr(model.config, "max_position_embeddings", None)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def new_session(self) -> HFSession:
+        return HFSession(self)
+
+
+class HFSession(_Timed):
+    def __init__(self, owner: HFModel) -> None:
+        from transformers import DynamicCache
+
+        super().__init__()
+        self._model = owner.model
+        self._device = owner.device
+        self._cache = DynamicCache(config=owner.model.config)
+
+    def extend(self, ids: Sequence[int], keep: int | None = None) -> torch.Tensor:
+        keep = len(ids) if keep is None else keep
+        input_ids = torch.tensor([list(ids)], dtype=torch.long, device=self._device)
+        start = time.perf_counter()
+        with torch.inference_mode():
+            out = self._model(
+                input_ids=input_ids,
+                past_key_values=self._cache,
+                use_cache=True,
+                logits_to_keep=keep,
+            )
+        logits = out.logits[0, -keep:].to("cpu", torch.float64)
+        self.forward_seconds += time.perf_counter() - start
+        self.forwards += 1
+        self.length += len(ids)
+        return logits
+
+    def crop(self, length: int) -> None:
+        self._check_crop(length)
+        if length < self.length:
+            # transformers 5.x: crop takes the (negative) number of tokens to remove
+            self._cache.crop(length - self.length)
+            self.length = length
+
+
+# --- table-driven model ------------------------------------------------------------------------
+
+
+class TableModel:
+    """Next-token probabilities from a table: shape (V,) for a context-free model, or (V, V) for
+    a bigram model whose row is chosen by the previous token. Exact, tiny and fast."""
+
+    def __init__(self, probs: torch.Tensor | Sequence, name: str = "table") -> None:
+        table = torch.as_tensor(probs, dtype=torch.float64)
+        if table.dim() not in (1, 2) or (table.dim() == 2 and table.shape[0] != table.shape[1]):
+            raise ValueError("a table must have shape (V,) or (V, V)")
+        if (table < 0).any() or not torch.allclose(table.sum(-1), torch.ones(()).double()):
+            raise ValueError("every row of a table must be a probability distribution")
+        self.name = name
+        self.table = table
+        self.vocab_size = int(table.shape[-1])
+        self.max_length = None
+        self._logits = table.log()
+
+    def row(self, previous: int) -> torch.Tensor:
+        return self._logits if self._logits.dim() == 1 else self._logits[previous]
+
+    def new_session(self) -> TableSession:
+        return TableSession(self)
+
+
+class _ListSession(_Timed):
+    """A session whose whole state is the token list; subclasses score its last `keep` positions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._ids: list[int] = []
+
+    def extend(self, ids: Sequence[int], keep: int | None = None) -> torch.Tensor:
+        start = time.perf_counter()
+        self._ids.extend(int(y) for y in ids)
+        self.length = len(self._ids)
+        logits = self._score(keep or len(ids))
+        self.forward_seconds += time.perf_counter() - start
+        self.forwards += 1
+        return logits
+
+    def _score(self, keep: int) -> torch.Tensor:
+        raise NotImplementedError
+
+    def crop(self, length: int) -> None:
+        self._check_crop(length)
+        del self._ids[length:]
+        self.length = length
+
+
+class TableSession(_ListSession):
+    def __init__(self, owner: TableModel) -> None:
+        super().__init__()
+        self._owner = owner
+
+    def _score(self, keep: int) -> torch.Tensor:
+        return torch.stack([self._owner.row(y) for y in self._ids[-keep:]])
+
+
+# --- prompt lookup (model-free drafter) ---------------------------------------------------------
+
+
+class PromptLookupDrafter:
+    """Proposes the token that followed the most recent earlier occurrence of the context's last
+    n-gram (longest n first). Its q is one-hot; with no match it makes no proposal."""
+
+    def __init__(self, vocab_size: int, max_ngram: int = 3, name: str = "prompt lookup") -> None:
+        if max_ngram < 1:
+            raise ValueError("max_ngram must be at least 1")
+        self.name = name
+        self.vocab_size = vocab_size
+        self.max_length = None
+        self.max_ngram = max_ngram
+
+    def propose(self, context: Sequence[int]) -> int | None:
+        for n in range(min(self.max_ngram, len(context) - 1), 0, -1):
+            pattern = list(context[-n:])
+            for start in range(len(context) - n - 1, -1, -1):
+                if list(context[start : start + n]) == pattern:
+                    return int(context[start + n])
+        return None
+
+    def new_session(self) -> PromptLookupSession:
+        return PromptLookupSession(self)
+
+
+class PromptLookupSession(_ListSession):
+    def __init__(self, owner: PromptLookupDrafter) -> None:
+        super().__init__()
+        self._owner = owner
+
+    def _score(self, keep: int) -> torch.Tensor:
+        rows = torch.full((keep, self._owner.vocab_size), NO_PROPOSAL, dtype=torch.float64)
+        for j, end in enumerate(range(self.length - keep + 1, self.length + 1)):
+            token = self._owner.propose(self._ids[:end])
+            if token is not None:
+                rows[j, token] = 0.0
+        return rows

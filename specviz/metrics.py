@@ -1,0 +1,73 @@
+"""The metrics of SPEC.md, computed from step traces (names as serving engines report them)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from specviz.trace import StepTrace
+
+
+@dataclass(frozen=True)
+class Metrics:
+    steps: int  # speculative steps = target verification passes
+    drafted_tokens: int  # draft tokens proposed
+    accepted_tokens: int  # draft tokens accepted
+    emitted_tokens: int  # tokens appended to the output (accepted + one target token per step)
+    draft_acceptance_rate: float | None  # accepted / drafted
+    mean_acceptance_length: float | None  # 1 + accepted / steps (includes the target's token)
+    per_position_acceptance_rate: tuple[float, ...]  # steps with draft token i accepted / steps
+    alpha: float | None  # mean over draft positions of β = Σ min(p, q)
+    c: float | None  # time of one draft forward / time of one target forward, measured
+    target_forward_passes: int  # one per step (the prompt's prefill is not counted)
+    draft_forward_passes: int
+    draft_ms: float  # total draft-phase time
+    verify_ms: float  # total verification-phase time
+    tokens_per_second: float | None  # emitted tokens / (draft + verify time)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Metrics:
+        rates = tuple(data["per_position_acceptance_rate"])
+        return cls(**{**data, "per_position_acceptance_rate": rates})
+
+
+def compute_metrics(steps: Sequence[StepTrace], tau: int) -> Metrics:
+    n_steps = len(steps)
+    drafted = sum(s.tau for s in steps)
+    accepted = sum(s.n_accepted for s in steps)
+    betas = [b for s in steps for b in s.beta]
+    draft_ms = sum(s.draft_ms for s in steps)
+    verify_ms = sum(s.verify_ms for s in steps)
+    emitted = sum(len(s.emitted) for s in steps)
+    per_position = tuple(
+        sum(s.n_accepted >= i for s in steps) / n_steps if n_steps else 0.0 for i in range(1, tau + 1)
+    )
+    c = None
+    if drafted and n_steps and verify_ms > 0:
+        c = (draft_ms / drafted) / (verify_ms / n_steps)
+    return Metrics(
+        steps=n_steps,
+        drafted_tokens=drafted,
+        accepted_tokens=accepted,
+        emitted_tokens=emitted,
+        draft_acceptance_rate=_ratio(accepted, drafted),
+        mean_acceptance_length=1 + accepted / n_steps if n_steps else None,
+        per_position_acceptance_rate=per_position,
+        alpha=_ratio(sum(betas), len(betas)),
+        c=c,
+        target_forward_passes=n_steps,
+        draft_forward_passes=drafted,
+        draft_ms=draft_ms,
+        verify_ms=verify_ms,
+        tokens_per_second=_ratio(emitted * 1000.0, draft_ms + verify_ms),
+    )
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return num / den if den else None

@@ -1,0 +1,29 @@
+"""A draft and a target that can decode together, with the codec that turns text into ids."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from specviz.errors import IncompatibleModelsError
+from specviz.lm import HFModel, NextTokenModel
+from specviz.text import Codec, HFCodec
+
+
+@dataclass(frozen=True)
+class ModelPair:
+    target: NextTokenModel  # p: the model whose output the run must reproduce
+    draft: NextTokenModel  # q: the cheap proposer
+    codec: Codec  # the shared tokenizer
+
+    def __post_init__(self) -> None:
+        if self.target.vocab_size != self.draft.vocab_size:
+            raise IncompatibleModelsError(
+                f"draft {self.draft.name!r} scores {self.draft.vocab_size} tokens but target "
+                f"{self.target.name!r} scores {self.target.vocab_size}: they need one vocabulary"
+            )
+
+    @classmethod
+    def from_hf(cls, target: Any, draft: Any, tokenizer: Any) -> ModelPair:
+        """A pair from already-loaded transformers models and their shared tokenizer."""
+        return cls(HFModel(target), HFModel(draft), HFCodec(tokenizer))

@@ -1,0 +1,68 @@
+"""Text codecs: how a pair turns a prompt into token ids and ids back into text."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from specviz.errors import PromptError
+
+
+@runtime_checkable
+class Codec(Protocol):
+    name: str
+    eos_token_id: int | None
+
+    def encode(self, text: str) -> list[int]: ...
+
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+    def token_text(self, token: int) -> str:
+        """How one token reads on its own (for charts and tables)."""
+        ...
+
+
+class HFCodec:
+    """A Hugging Face tokenizer; token texts are decoded once and memoised."""
+
+    def __init__(self, tokenizer: Any, name: str = "") -> None:
+        self.tokenizer = tokenizer
+        self.name = name or getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
+        self.eos_token_id = tokenizer.eos_token_id
+        self._texts: dict[int, str] = {}
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+    def token_text(self, token: int) -> str:
+        text = self._texts.get(token)
+        if text is None:
+            text = self._texts[token] = self.tokenizer.decode([token])
+        return text
+
+
+class WordCodec:
+    """A vocabulary of whole words separated by spaces, for table models and the sandbox."""
+
+    def __init__(self, words: Sequence[str], eos: str | None = None, name: str = "words") -> None:
+        if len(set(words)) != len(words) or any(not w or w.split() != [w] for w in words):
+            raise ValueError("words must be distinct and contain no whitespace")
+        self.name = name
+        self.words = tuple(words)
+        self._ids = {w: i for i, w in enumerate(words)}
+        self.eos_token_id = None if eos is None else self._ids[eos]
+
+    def encode(self, text: str) -> list[int]:
+        unknown = [w for w in text.split() if w not in self._ids]
+        if unknown:
+            raise PromptError(f"not in the vocabulary: {', '.join(unknown)}")
+        return [self._ids[w] for w in text.split()]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return " ".join(self.words[i] for i in ids if i != self.eos_token_id)
+
+    def token_text(self, token: int) -> str:
+        return self.words[token]

@@ -1,0 +1,174 @@
+"""Immutable records of what the engine did: one `StepTrace` per speculative step, one `RunTrace`
+per run. Both convert to pandas DataFrames and to JSON and back without loss."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import pandas as pd
+
+from specviz.config import SpecConfig
+from specviz.metrics import Metrics, compute_metrics
+
+NEXT_RULES = ("argmax", "residual", "bonus", "greedy")
+DECISIONS = ("accepted", "rejected", "not reached")
+
+
+class TokenProb(NamedTuple):
+    token: int
+    text: str
+    prob: float
+
+
+TopN = tuple[TokenProb, ...]
+
+
+@dataclass(frozen=True)
+class StepTrace:
+    index: int  # 0-based step number within the run
+    context_length: int  # confirmed tokens (prompt + emitted) before this step
+    tau: int  # draft tokens proposed this step (config τ, fewer near the end or on EOS)
+    draft_tokens: tuple[int, ...]  # ŷ_1..ŷ_τ
+    draft_text: tuple[str, ...]
+    q: tuple[float, ...]  # q(ŷ_t): draft probability of each draft token
+    p: tuple[float, ...]  # p(ŷ_t): target probability of each draft token
+    ratio: tuple[float, ...]  # p/q (the acceptance threshold for r)
+    r: tuple[float | None, ...]  # uniform draws r_t; None in greedy mode (no draw is made)
+    accepted: tuple[bool, ...]  # True only for the contiguous accepted run
+    decision: tuple[str, ...]  # "accepted" | "rejected" | "not reached" per draft token
+    beta: tuple[float, ...]  # Σ_y min(p, q) at each draft position
+    n_accepted: int  # n: length of the accepted run
+    next_token: int  # the target's token after the run
+    next_text: str
+    next_rule: str  # "argmax" | "residual" | "bonus" | "greedy"
+    next_prob: float  # probability of next_token under the distribution it was chosen from
+    emitted: tuple[int, ...]  # tokens appended to the output (accepted run + next, cut at EOS)
+    q_top: tuple[TopN, ...]  # top-n of q at each draft position
+    p_top: tuple[TopN, ...]  # top-n of p at each draft position
+    next_top: TopN  # top-n of p at position n+1
+    residual_top: TopN | None  # top-n of norm(max(0, p − q)) when lossless mode resampled
+    draft_ms: float  # wall time of the draft phase
+    verify_ms: float  # wall time of the verification phase
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StepTrace:
+        fields = dict(data)
+        for name in _TUPLE_FIELDS:
+            fields[name] = tuple(fields[name])
+        for name in ("q_top", "p_top"):
+            fields[name] = tuple(_top(pos) for pos in fields[name])
+        fields["next_top"] = _top(fields["next_top"])
+        if fields["residual_top"] is not None:
+            fields["residual_top"] = _top(fields["residual_top"])
+        return cls(**fields)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The step table: one row per draft position. `attrs` keeps the step-level fields."""
+        rows = {name: list(getattr(self, name)) for name in _POSITION_FIELDS}
+        frame = pd.DataFrame({"position": range(1, self.tau + 1), **rows})
+        frame.attrs["step"] = {k: v for k, v in self.to_dict().items() if k not in rows}
+        return frame
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame) -> StepTrace:
+        fields = dict(frame.attrs["step"])
+        for name in _POSITION_FIELDS:
+            fields[name] = [_plain(v) for v in frame[name].tolist()]
+        return cls.from_dict(fields)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> StepTrace:
+        return cls.from_dict(json.loads(text))
+
+
+_POSITION_FIELDS = (
+    "draft_tokens", "draft_text", "q", "p", "ratio", "r", "decision", "accepted", "beta",
+    "q_top", "p_top",
+)  # fmt: skip
+_TUPLE_FIELDS = ("draft_tokens", "draft_text", "q", "p", "ratio", "r", "accepted", "decision",
+                 "beta", "emitted")  # fmt: skip
+
+
+def _top(entries: Any) -> TopN:
+    return tuple(TokenProb(int(t), str(s), float(pr)) for t, s, pr in entries)
+
+
+def _plain(value: Any) -> Any:
+    # pandas turns None into NaN in float columns; NaN never occurs otherwise in a trace
+    if isinstance(value, float) and value != value:
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+@dataclass(frozen=True)
+class RunTrace:
+    config: SpecConfig
+    target_name: str
+    draft_name: str
+    prompt_text: str  # the exact text that was encoded
+    prompt_ids: tuple[int, ...]
+    steps: tuple[StepTrace, ...]
+    new_tokens: tuple[int, ...]  # every emitted token, in order
+    text: str  # the emitted tokens decoded
+    stop_reason: str | None  # "eos" | "max_new_tokens" | "context_length" | None (not finished)
+    prefill_ms: float  # wall time to encode the prompt into both caches
+    metrics: Metrics
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data["config"] = self.config.to_dict()
+        data["steps"] = [s.to_dict() for s in self.steps]
+        data["metrics"] = self.metrics.to_dict()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunTrace:
+        fields = dict(data)
+        fields["config"] = SpecConfig.from_dict(fields["config"])
+        fields["steps"] = tuple(StepTrace.from_dict(s) for s in fields["steps"])
+        fields["metrics"] = Metrics.from_dict(fields["metrics"])
+        fields["prompt_ids"] = tuple(fields["prompt_ids"])
+        fields["new_tokens"] = tuple(fields["new_tokens"])
+        return cls(**fields)
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, indent=indent)
+
+    @classmethod
+    def from_json(cls, text: str) -> RunTrace:
+        return cls.from_dict(json.loads(text))
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per step with every StepTrace field; `attrs` keeps the run-level fields."""
+        frame = pd.DataFrame([s.to_dict() for s in self.steps], columns=_STEP_COLUMNS)
+        frame.attrs["run"] = {k: v for k, v in self.to_dict().items() if k != "steps"}
+        return frame
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame) -> RunTrace:
+        steps = [{k: _plain(v) for k, v in row.items()} for row in frame.to_dict("records")]
+        return cls.from_dict({**frame.attrs["run"], "steps": steps})
+
+    def positions_frame(self) -> pd.DataFrame:
+        """One row per drafted token of the whole run, with its step number."""
+        frames = [s.to_frame().assign(step=s.index) for s in self.steps]
+        columns = ["step", "position", *_POSITION_FIELDS]
+        return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
+
+
+_STEP_COLUMNS = [f.name for f in dataclasses.fields(StepTrace)]
+
+
+def build_run_trace(**fields: Any) -> RunTrace:
+    """A RunTrace whose metrics are computed from its steps."""
+    steps = tuple(fields["steps"])
+    return RunTrace(**{**fields, "steps": steps}, metrics=compute_metrics(steps, fields["config"].tau))
