@@ -125,11 +125,11 @@ class Decoder:
 
     @property
     def stop_reason(self) -> str | None:
-        new = self.new_tokens
+        emitted = len(self._ids) - len(self.prompt_ids)
         eos = self.pair.codec.eos_token_id
-        if new and eos is not None and new[-1] == eos:
+        if emitted and eos is not None and self._ids[-1] == eos:
             return "eos"
-        if len(new) >= self.config.max_new_tokens:
+        if emitted >= self.config.max_new_tokens:
             return "max_new_tokens"
         if self._budget() <= 0:
             return "context_length"

@@ -1,0 +1,56 @@
+"""Command line: `python -m specviz --prompt "..." --tau 4 --json` prints a run trace as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from specviz.config import MODES, SpecConfig
+from specviz.engine import Decoder
+from specviz.errors import SpecvizError
+from specviz.models import load_pair
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit code 2
+        self.exit(2, f"specviz: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m specviz", description="Run speculative decoding and print the trace.")
+    parser.add_argument("--prompt", required=True, help="text to continue")
+    parser.add_argument("--target", required=True, help="target model: local directory or hub id")
+    parser.add_argument("--draft", required=True, help="draft model: local directory or hub id")
+    parser.add_argument("--tau", type=int, default=4, help="draft tokens per step (default 4)")
+    parser.add_argument("--mode", choices=MODES, default="textbook")
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--top-k", type=int, default=0)
+    parser.add_argument("--top-p", type=float, default=1.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-new-tokens", type=int, default=32)
+    parser.add_argument("--json", action="store_true", help="print the whole run trace as JSON")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        config = SpecConfig(
+            tau=args.tau, mode=args.mode, temperature=args.temperature, top_k=args.top_k,
+            top_p=args.top_p, seed=args.seed, max_new_tokens=args.max_new_tokens,
+        )  # fmt: skip
+        run = Decoder(load_pair(args.target, args.draft), args.prompt, config).run()
+    except SpecvizError as exc:
+        print(f"specviz: error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(run.to_json(indent=1))
+    else:
+        m = run.metrics
+        print(run.prompt_text + run.text)
+        print(
+            f"\n{m.steps} steps, mean acceptance length {m.mean_acceptance_length:.2f}, "
+            f"draft acceptance rate {m.draft_acceptance_rate or 0:.2f}, α {m.alpha or 0:.2f}"
+        )
+    return 0

@@ -1,0 +1,88 @@
+"""Tiny models and codecs for fast engine tests (no network, no real weights)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from specviz import HFModel, ModelPair, TableModel
+
+VOCAB = 96
+
+
+def tiny_llama(seed: int, layers: int = 2, vocab: int = VOCAB, hidden: int = 32) -> LlamaForCausalLM:
+    """A random 2-layer Llama in float64 (float64 so that batched and incremental scoring agree
+    to ~1e-15 and argmax ties never flip)."""
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+        bos_token_id=None, eos_token_id=None, pad_token_id=None, tie_word_embeddings=False,
+    )  # fmt: skip
+    return LlamaForCausalLM(config).to(torch.float64).eval()
+
+
+class IdsCodec:
+    """Text is space-separated token ids; enough to drive the engine on random models."""
+
+    name = "ids"
+
+    def __init__(self, eos_token_id: int | None = None) -> None:
+        self.eos_token_id = eos_token_id
+
+    def encode(self, text: str) -> list[int]:
+        return [int(x) for x in text.split()]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return " ".join(str(i) for i in ids)
+
+    def token_text(self, token: int) -> str:
+        return f"<{token}>"
+
+
+class Wrapped:
+    """Wraps a model behind the protocol: records how many tokens each extend() fed and, with
+    negate=True, proposes the model's *least* likely token (an adversarial draft)."""
+
+    def __init__(self, model, negate: bool = False) -> None:
+        self.inner, self.negate = model, negate
+        self.name = f"anti-{model.name}" if negate else model.name
+        self.vocab_size, self.max_length = model.vocab_size, model.max_length
+        self.fed: list[int] = []
+
+    def new_session(self):
+        return _WrappedSession(self, self.inner.new_session())
+
+
+class _WrappedSession:
+    def __init__(self, owner: Wrapped, inner) -> None:
+        self._owner, self._inner = owner, inner
+
+    def __getattr__(self, attr):  # length, forwards, forward_seconds
+        return getattr(self._inner, attr)
+
+    def extend(self, ids, keep=None):
+        self._owner.fed.append(len(ids))
+        logits = self._inner.extend(ids, keep)
+        return -logits if self._owner.negate else logits
+
+    def crop(self, length):
+        self._inner.crop(length)
+
+
+def hf_pair(target_seed: int = 0, draft_seed: int = 1, draft_layers: int = 1, eos: int | None = None):
+    target = HFModel(tiny_llama(target_seed), "tiny-target")
+    draft = HFModel(tiny_llama(draft_seed, layers=draft_layers), "tiny-draft")
+    return ModelPair(target, draft, IdsCodec(eos))
+
+
+def table_pair(p, q, eos: int | None = None) -> ModelPair:
+    return ModelPair(TableModel(p, "p-table"), TableModel(q, "q-table"), IdsCodec(eos))
+
+
+def full_logits(model: LlamaForCausalLM, ids: Sequence[int]) -> torch.Tensor:
+    """Logits at every position from one cache-free forward pass."""
+    with torch.inference_mode():
+        return model(torch.tensor([list(ids)]), use_cache=False).logits[0].double()
