@@ -7,7 +7,7 @@ It never imports Streamlit.
 """
 
 from specviz.config import MODES, SpecConfig
-from specviz.engine import DecodingFinished, Decoder, acceptance_length, choose
+from specviz.engine import Decoder, DecodingFinished, acceptance_length, choose
 from specviz.errors import (
     ConfigError,
     IncompatibleModelsError,
@@ -24,8 +24,8 @@ from specviz.trace import RunTrace, StepTrace, TokenProb
 __all__ = [
     "MODES",
     "ConfigError",
-    "DecodingFinished",
     "Decoder",
+    "DecodingFinished",
     "HFCodec",
     "HFModel",
     "IncompatibleModelsError",

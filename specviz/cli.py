@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from specviz.config import MODES, SpecConfig
 from specviz.engine import Decoder
-from specviz.errors import SpecvizError
+from specviz.errors import PromptError, SpecvizError
 from specviz.models import load_pair
 
 
@@ -33,13 +33,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_transformers() -> None:
+    # stderr carries only our one-line errors; stdout only the trace
+    from transformers.utils import logging
+
+    logging.set_verbosity_error()
+    logging.disable_progress_bar()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         config = SpecConfig(
-            tau=args.tau, mode=args.mode, temperature=args.temperature, top_k=args.top_k,
-            top_p=args.top_p, seed=args.seed, max_new_tokens=args.max_new_tokens,
-        )  # fmt: skip
+            tau=args.tau,
+            mode=args.mode,
+            temperature=args.temperature,
+            top_k=args.top_k,
+            top_p=args.top_p,
+            seed=args.seed,
+            max_new_tokens=args.max_new_tokens,
+        )
+        if not args.prompt.strip():
+            raise PromptError("the prompt is empty: give some text with --prompt")
+        _quiet_transformers()
         run = Decoder(load_pair(args.target, args.draft), args.prompt, config).run()
     except SpecvizError as exc:
         print(f"specviz: error: {exc}", file=sys.stderr)

@@ -48,6 +48,7 @@ class _Choice:
     """The decision half of a step: what was accepted and which token the target adds."""
 
     r: tuple[float | None, ...]
+    ratio: torch.Tensor  # p(ŷ_t) / q(ŷ_t) per draft token
     n: int
     token: int
     rule: str
@@ -55,28 +56,26 @@ class _Choice:
     residual: torch.Tensor | None
 
 
-def choose(
-    mode: str, draft: list[int], q: torch.Tensor, p: torch.Tensor, gen: torch.Generator
-) -> _Choice:
+def choose(mode: str, draft: list[int], q: torch.Tensor, p: torch.Tensor, gen: torch.Generator) -> _Choice:
     """Accept/reject (SPEC.md step 3–4) and pick the next token (step 5) for one mode.
     `q` has one row per draft token, `p` one more (position τ+1)."""
     k = len(draft)
+    ratio = _ratio(_at(p[:k], draft), _at(q, draft))
     if mode == "greedy":
         r: tuple[float | None, ...] = (None,) * k
         n = greedy_match_length(draft, p[:k].argmax(-1).tolist())
     else:
-        ratio = _ratio(_at(p[:k], draft), _at(q, draft))
         draws = torch.rand(k, generator=gen, dtype=torch.float64).tolist()
         r, n = tuple(draws), acceptance_length(draws, ratio.tolist())
     if n == k:  # every draft token accepted: the target's free token from position τ+1
         dist = p[k]
         token = sample(dist, gen) if mode == "lossless" else int(dist.argmax())
-        return _Choice(r, n, token, "bonus", dist, None)
+        return _Choice(r, ratio, n, token, "bonus", dist, None)
     if mode == "lossless":  # resample from what p has and q lacks: keeps the output ~ p
         dist = residual(p[n], q[n])
-        return _Choice(r, n, sample(dist, gen), "residual", dist, dist)
+        return _Choice(r, ratio, n, sample(dist, gen), "residual", dist, dist)
     rule = "greedy" if mode == "greedy" else "argmax"
-    return _Choice(r, n, int(p[n].argmax()), rule, p[n], None)
+    return _Choice(r, ratio, n, int(p[n].argmax()), rule, p[n], None)
 
 
 def _at(dists: torch.Tensor, tokens: list[int]) -> torch.Tensor:
@@ -136,6 +135,11 @@ class Decoder:
         return None
 
     @property
+    def forward_seconds(self) -> tuple[float, float]:
+        """Wall time spent inside the models' own forward passes so far: (draft, target)."""
+        return self._draft.forward_seconds, self._target.forward_seconds
+
+    @property
     def done(self) -> bool:
         return self.stop_reason is not None
 
@@ -187,27 +191,32 @@ class Decoder:
         p = self._warp(self._target.extend(feed, keep=len(draft) + 1))
         t2 = time.perf_counter()
         choice = choose(cfg.mode, draft, q, p, self._gen)  # 3–5. accept, count, next token
-        emitted = self._emit(draft[: choice.n] + [choice.token])  # 6. new confirmed sequence
+        emitted = self._emit([*draft[: choice.n], choice.token])  # 6. new confirmed sequence
         return self._record(index, context_length, draft, q, p, choice, emitted, t1 - t0, t2 - t1)
 
     def _propose(self, tau: int) -> tuple[list[int], torch.Tensor]:
         """Each draft token conditions on the prefix and the earlier draft tokens of this step."""
+        lossless, eos = self.config.mode == "lossless", self.pair.codec.eos_token_id
         tokens: list[int] = []
         rows: list[torch.Tensor] = []
         feed = self._ids[self._draft.length :]
         for _ in range(tau):
             logits = self._draft.extend(feed, keep=1)[-1]
-            if torch.isneginf(logits).all():  # the drafter has no proposal: stop drafting
+            best = int(logits.argmax())  # = argmax of q: warping keeps the order of tokens
+            if logits[best] == float("-inf"):  # the drafter has no proposal: stop drafting
                 break
-            q = self._warp(logits)
-            y = sample(q, self._gen) if self.config.mode == "lossless" else int(q.argmax())
-            tokens.append(y)
-            rows.append(q)
-            if y == self.pair.codec.eos_token_id:
+            if lossless:
+                logits = self._warp(logits)
+                best = sample(logits, self._gen)
+            tokens.append(best)
+            rows.append(logits)
+            if best == eos:
                 break
-            feed = [y]
-        vocab = self.pair.target.vocab_size
-        return tokens, torch.stack(rows) if rows else torch.empty(0, vocab, dtype=torch.float64)
+            feed = [best]
+        if not rows:
+            return tokens, torch.empty(0, self.pair.target.vocab_size, dtype=torch.float64)
+        stacked = torch.stack(rows)
+        return tokens, stacked if lossless else self._warp(stacked)
 
     def _warp(self, logits: torch.Tensor) -> torch.Tensor:
         cfg = self.config
@@ -245,20 +254,23 @@ class Decoder:
         self, index: int, context_length: int, draft: list[int], q: torch.Tensor,
         p: torch.Tensor, choice: _Choice, emitted: tuple[int, ...], draft_s: float, verify_s: float,
     ) -> StepTrace:  # fmt: skip
-        k, n, text, top_n = len(draft), choice.n, self.pair.codec.token_text, self.config.top_n
-        q_tok, p_tok = _at(q, draft), _at(p[:k], draft)
+        k, n, text = len(draft), choice.n, self.pair.codec.token_text
+        extra = [] if choice.residual is None else [choice.residual[None]]
+        tops = _top_rows(torch.cat([q, p[:k], p[n : n + 1], *extra]), self.config.top_n, text)
         return StepTrace(
             index=index,
             context_length=context_length,
             tau=k,
             draft_tokens=tuple(draft),
             draft_text=tuple(text(y) for y in draft),
-            q=tuple(q_tok.tolist()),
-            p=tuple(p_tok.tolist()),
-            ratio=tuple(_ratio(p_tok, q_tok).tolist()),
+            q=tuple(_at(q, draft).tolist()),
+            p=tuple(_at(p[:k], draft).tolist()),
+            ratio=tuple(choice.ratio.tolist()),
             r=choice.r,
             accepted=tuple(t < n for t in range(k)),
-            decision=tuple("accepted" if t < n else "rejected" if t == n else "not reached" for t in range(k)),
+            decision=tuple(
+                "accepted" if t < n else "rejected" if t == n else "not reached" for t in range(k)
+            ),
             beta=tuple(overlap(p[:k], q).tolist()),
             n_accepted=n,
             next_token=choice.token,
@@ -266,21 +278,20 @@ class Decoder:
             next_rule=choice.rule,
             next_prob=float(choice.dist[choice.token]),
             emitted=emitted,
-            q_top=_top_rows(q, top_n, text),
-            p_top=_top_rows(p[:k], top_n, text),
-            next_top=_top_rows(p[n : n + 1], top_n, text)[0],
-            residual_top=None if choice.residual is None else _top_rows(choice.residual[None], top_n, text)[0],
+            q_top=tops[:k],
+            p_top=tops[k : 2 * k],
+            next_top=tops[2 * k],
+            residual_top=tops[2 * k + 1] if extra else None,
             draft_ms=draft_s * 1000.0,
             verify_ms=verify_s * 1000.0,
-        )  # fmt: skip
+        )
 
 
 def _top_rows(dists: torch.Tensor, n: int, text) -> tuple[tuple[TokenProb, ...], ...]:
-    if dists.shape[0] == 0:
-        return ()
+    """The n most likely tokens of each row, as (token, text, prob); zero-probability ones omitted."""
     values, indices = torch.topk(dists, min(n, dists.shape[-1]), dim=-1)
     return tuple(
-        tuple(TokenProb(t, text(t), pr) for t, pr in zip(row_i, row_v, strict=True) if pr > 0)
+        tuple([TokenProb(t, text(t), pr) for t, pr in zip(row_i, row_v, strict=True) if pr > 0])
         for row_i, row_v in zip(indices.tolist(), values.tolist(), strict=True)
     )
 

@@ -90,9 +90,9 @@ class HFSession(_Timed):
         self._cache = DynamicCache(config=owner.model.config)
 
     def extend(self, ids: Sequence[int], keep: int | None = None) -> torch.Tensor:
+        start = time.perf_counter()
         keep = len(ids) if keep is None else keep
         input_ids = torch.tensor([list(ids)], dtype=torch.long, device=self._device)
-        start = time.perf_counter()
         with torch.inference_mode():
             out = self._model(
                 input_ids=input_ids,

@@ -17,10 +17,18 @@ def tiny_llama(seed: int, layers: int = 2, vocab: int = VOCAB, hidden: int = 32)
     to ~1e-15 and argmax ties never flip)."""
     torch.manual_seed(seed)
     config = LlamaConfig(
-        vocab_size=vocab, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-        bos_token_id=None, eos_token_id=None, pad_token_id=None, tie_word_embeddings=False,
-    )  # fmt: skip
+        vocab_size=vocab,
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
+        tie_word_embeddings=False,
+    )
     return LlamaForCausalLM(config).to(torch.float64).eval()
 
 
@@ -86,3 +94,21 @@ def full_logits(model: LlamaForCausalLM, ids: Sequence[int]) -> torch.Tensor:
     """Logits at every position from one cache-free forward pass."""
     with torch.inference_mode():
         return model(torch.tensor([list(ids)]), use_cache=False).logits[0].double()
+
+
+def word_tokenizer(vocab: int = VOCAB):
+    """A whitespace word-level fast tokenizer over "w0".."w{vocab-1}"; "w{vocab-1}" is EOS."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = {f"w{i}": i for i in range(vocab)}
+    core = Tokenizer(models.WordLevel(words, unk_token="w0"))
+    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return PreTrainedTokenizerFast(tokenizer_object=core, unk_token="w0", eos_token=f"w{vocab - 1}")
+
+
+def save_tiny(path, seed: int, layers: int = 2, vocab: int = VOCAB) -> str:
+    """A tiny random Llama and its tokenizer, written as a local model folder."""
+    tiny_llama(seed, layers=layers, vocab=vocab).to(torch.float32).save_pretrained(path)
+    word_tokenizer(vocab).save_pretrained(path)
+    return str(path)

@@ -201,7 +201,7 @@ def test_trace_fields_are_consistent_with_spec():
                 assert s.decision[t] == "not reached"
         assert s.next_rule == ("bonus" if s.n_accepted == s.tau else "argmax")
         assert s.next_token == s.next_top[0].token  # textbook: the mode of p at n+1
-        assert s.emitted == s.draft_tokens[: s.n_accepted] + (s.next_token,)
+        assert s.emitted == (*s.draft_tokens[: s.n_accepted], s.next_token)
         assert s.q_top[0][0].token == s.draft_tokens[0]  # greedy drafting: the mode of q
     m = run.metrics
     assert m.emitted_tokens == m.accepted_tokens + m.steps == len(run.new_tokens)

@@ -1,0 +1,91 @@
+"""The command line, run as a user runs it: a subprocess on local model folders."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from specviz import RunTrace
+from tests.helpers import save_tiny
+
+
+@pytest.fixture(scope="module")
+def model_dirs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("models")
+    return save_tiny(root / "target", seed=0), save_tiny(root / "draft", seed=1, layers=1)
+
+
+def specviz(*args):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "specviz", *args], capture_output=True, text=True, env=env, timeout=300
+    )
+
+
+def test_json_trace_of_a_run(model_dirs):
+    target, draft = model_dirs
+    out = specviz(
+        "--prompt",
+        "w1 w2 w3 w4",
+        "--tau",
+        "4",
+        "--mode",
+        "textbook",
+        "--seed",
+        "0",
+        "--max-new-tokens",
+        "12",
+        "--json",
+        "--target",
+        target,
+        "--draft",
+        draft,
+    )
+    assert out.returncode == 0, out.stderr
+    run = RunTrace.from_json(out.stdout)
+    assert run.config.tau == 4 and run.config.mode == "textbook"
+    assert 1 <= len(run.new_tokens) <= 12
+    assert run.metrics.steps == len(run.steps) == json.loads(out.stdout)["metrics"]["steps"]
+    assert run.prompt_text == "w1 w2 w3 w4"
+
+
+def test_same_arguments_give_the_same_tokens(model_dirs):
+    target, draft = model_dirs
+    args = [
+        "--prompt",
+        "w5 w6",
+        "--mode",
+        "lossless",
+        "--seed",
+        "3",
+        "--json",
+        "--target",
+        target,
+        "--draft",
+        draft,
+    ]
+    first, second = specviz(*args), specviz(*args)
+    assert RunTrace.from_json(first.stdout).new_tokens == RunTrace.from_json(second.stdout).new_tokens
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--tau", "0"], "tau must be between 1 and"),
+        (["--mode", "fast"], "invalid choice: 'fast'"),
+        (["--tau", "four"], "invalid int value"),
+        (["--prompt", ""], "the prompt is empty"),
+        (["--target", "/no/such/dir"], "no such directory"),
+    ],
+)
+def test_bad_arguments_give_one_line_and_exit_code_2(model_dirs, args, message):
+    target, draft = model_dirs
+    base = {"--prompt": "w1 w2", "--target": target, "--draft": draft}
+    for flag, value in zip(args[::2], args[1::2], strict=True):
+        base[flag] = value
+    out = specviz(*[x for kv in base.items() for x in kv])
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("specviz: error:") and message in lines[0]
