@@ -17,22 +17,34 @@ from specviz.errors import (
 )
 from specviz.lm import HFModel, NextTokenModel, PromptLookupDrafter, Session, TableModel
 from specviz.metrics import Metrics
+from specviz.models import (
+    PRESETS,
+    HubUnreachableError,
+    ModelTooLargeError,
+    Preset,
+    VocabularyMismatchError,
+    load_pair,
+)
 from specviz.pair import ModelPair
 from specviz.text import HFCodec, WordCodec
 from specviz.trace import RunTrace, StepTrace, TokenProb
 
 __all__ = [
     "MODES",
+    "PRESETS",
     "ConfigError",
     "Decoder",
     "DecodingFinished",
     "HFCodec",
     "HFModel",
+    "HubUnreachableError",
     "IncompatibleModelsError",
     "Metrics",
     "ModelError",
     "ModelPair",
+    "ModelTooLargeError",
     "NextTokenModel",
+    "Preset",
     "PromptError",
     "PromptLookupDrafter",
     "RunTrace",
@@ -42,7 +54,9 @@ __all__ = [
     "StepTrace",
     "TableModel",
     "TokenProb",
+    "VocabularyMismatchError",
     "WordCodec",
     "acceptance_length",
     "choose",
+    "load_pair",
 ]

@@ -93,15 +93,27 @@ class Decoder:
     speculative step and returns its trace; `undo()` steps back; `run()` goes to the end."""
 
     def __init__(
-        self, pair: ModelPair, prompt: str | Sequence[int], config: SpecConfig | None = None
+        self,
+        pair: ModelPair,
+        prompt: str | Sequence[int],
+        config: SpecConfig | None = None,
+        chat: bool | None = None,
     ) -> None:
+        """`chat`: wrap a text prompt in the target's chat template; None = the model's default
+        (on for Instruct models that have a template)."""
         self.pair = pair
         self.config = config or SpecConfig()
-        if isinstance(prompt, str):
-            self.prompt_text, ids = prompt, pair.codec.encode(prompt)
-        else:
+        self.prompt = prompt if isinstance(prompt, str) else ""
+        self.chat = _resolve_chat(pair, chat) if isinstance(prompt, str) else False
+        if not isinstance(prompt, str):
             ids = [int(y) for y in prompt]
             self.prompt_text = pair.codec.decode(ids)
+        elif self.chat:
+            _check_prompt_text(prompt)
+            self.prompt_text, ids = pair.codec.encode_chat(prompt)
+        else:
+            _check_prompt_text(prompt)
+            self.prompt_text, ids = prompt, pair.codec.encode(prompt)
         _check_prompt(ids, pair)
         self.prompt_ids = tuple(ids)
         self._ids = list(ids)
@@ -171,6 +183,8 @@ class Decoder:
             config=self.config,
             target_name=self.pair.target.name,
             draft_name=self.pair.draft.name,
+            prompt=self.prompt,
+            chat=self.chat,
             prompt_text=self.prompt_text,
             prompt_ids=self.prompt_ids,
             steps=self._steps,
@@ -294,6 +308,18 @@ def _top_rows(dists: torch.Tensor, n: int, text) -> tuple[tuple[TokenProb, ...],
         tuple([TokenProb(t, text(t), pr) for t, pr in zip(row_i, row_v, strict=True) if pr > 0])
         for row_i, row_v in zip(indices.tolist(), values.tolist(), strict=True)
     )
+
+
+def _resolve_chat(pair: ModelPair, chat: bool | None) -> bool:
+    default = getattr(pair.codec, "chat_default", None)
+    if chat and default is None:
+        raise PromptError(f"{pair.target.name} has no chat template: turn the chat option off")
+    return bool(default) if chat is None else chat
+
+
+def _check_prompt_text(text: str) -> None:
+    if not text.strip():
+        raise PromptError("the prompt is empty: type some text to continue")
 
 
 def _check_prompt(ids: list[int], pair: ModelPair) -> None:

@@ -1,40 +1,314 @@
-"""Loading models into pairs: local directories and Hugging Face hub ids.
+"""Loading models into pairs: the embedded default, Hugging Face hub ids and local directories.
 
-Every failure becomes a typed `ModelError` whose message says what to do next.
+Every choice a user can make either works or fails with a typed `ModelError` whose message says
+what to do next. Weights load with trust_remote_code=False and prefer safetensors.
 """
 
 from __future__ import annotations
 
+import copy
 import os
+import socket
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
-from specviz.errors import ModelError
-from specviz.lm import HFModel
+import torch
+
+from specviz import embedded
+from specviz.errors import IncompatibleModelsError, ModelError
+from specviz.lm import HFModel, NextTokenModel, PromptLookupDrafter
 from specviz.pair import ModelPair
 from specviz.text import HFCodec
 
+EMBEDDED = "embedded"
+SELF = "self"
+PROMPT_LOOKUP = "prompt-lookup"
+EARLY_EXIT = "early-exit"  # "early-exit:K": the target's first K layers, its final norm and head
+EMBEDDED_DRAFT_LAYERS = 8
+MAX_PARAMS_ENV = "SPECVIZ_MAX_PARAMS"
+DEFAULT_MAX_PARAMS = 2_000_000_000
+HUB_TIMEOUT_S = 3.0
 
-def load_hf(spec: str) -> tuple[Any, Any]:
-    """(model, tokenizer) from a local directory or a hub id, with trust_remote_code=False."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    source = str(Path(spec).expanduser()) if Path(spec).expanduser().is_dir() else spec
-    if source == spec and os.path.sep in spec and not Path(spec).exists():
-        raise ModelError(f"no such directory: {spec}")
+class VocabularyMismatchError(IncompatibleModelsError):
+    """Draft and target tokenizers differ in size or in their token ↔ id mapping."""
+
+
+class ModelTooLargeError(ModelError):
+    """A model's estimated parameter count exceeds the configured limit."""
+
+
+class HubUnreachableError(ModelError):
+    """A hub id was asked for but the Hugging Face hub cannot be reached."""
+
+
+@dataclass(frozen=True)
+class Preset:
+    label: str
+    target: str
+    draft: str
+    description: str
+    offline: bool  # works with no network
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset(
+        "Embedded pair",
+        EMBEDDED,
+        EMBEDDED,
+        "SmolLM2-135M-Instruct with its first 8 layers as the draft; no network",
+        True,
+    ),
+    Preset(
+        "Self-draft (α = 1)", EMBEDDED, SELF, "the target drafts for itself: every token is accepted", True
+    ),
+    Preset(
+        "Prompt lookup",
+        EMBEDDED,
+        PROMPT_LOOKUP,
+        "model-free draft copying text that follows the last n-gram",
+        True,
+    ),
+    Preset("distilgpt2 → gpt2", "gpt2", "distilgpt2", "the classic small pair; needs the hub", False),
+    Preset(
+        "SmolLM2 135M → 360M",
+        "HuggingFaceTB/SmolLM2-360M-Instruct",
+        "HuggingFaceTB/SmolLM2-135M-Instruct",
+        "same family, 2.7× larger target; needs the hub",
+        False,
+    ),
+    Preset(
+        "SmolLM2 135M → 1.7B",
+        "HuggingFaceTB/SmolLM2-1.7B-Instruct",
+        "HuggingFaceTB/SmolLM2-135M-Instruct",
+        "a 13× larger target; slow on a CPU; needs the hub",
+        False,
+    ),
+    Preset(
+        "Qwen2.5 0.5B → 1.5B",
+        "Qwen/Qwen2.5-1.5B-Instruct",
+        "Qwen/Qwen2.5-0.5B-Instruct",
+        "a modern instruct pair; needs the hub",
+        False,
+    ),
+)
+
+
+def load_pair(
+    target: str = EMBEDDED,
+    draft: str = EMBEDDED,
+    *,
+    device: str = "auto",
+    dtype: str = "auto",
+    max_params: int | None = None,
+    progress: embedded.Progress | None = None,
+) -> ModelPair:
+    """A pair from "embedded", a hub id or a local directory for the target; the draft may also be
+    "self", "prompt-lookup" or "early-exit:K". Both models end up on the same device."""
+    dev, torch_dtype = resolve_device(device), resolve_dtype(dtype, device)
+    limit = max_params if max_params is not None else int(os.environ.get(MAX_PARAMS_ENV, DEFAULT_MAX_PARAMS))
+    say = progress or (lambda _msg: None)
+    say(f"Loading target {target}...")
+    target_model, tokenizer = load_model(target, limit, dev, torch_dtype, progress)
+    target_lm = HFModel(target_model, embedded.NAME if target == EMBEDDED else target)
+    say(f"Preparing draft {draft}...")
+    draft_lm = _draft(draft, target, target_lm, tokenizer, limit, dev, torch_dtype, progress)
+    return ModelPair(target_lm, draft_lm, HFCodec(tokenizer, target_lm.name))
+
+
+def _draft(
+    spec: str, target_spec: str, target: HFModel, tokenizer: Any, limit: int, dev: torch.device,
+    torch_dtype: torch.dtype, progress: embedded.Progress | None,
+) -> NextTokenModel:  # fmt: skip
+    if spec == SELF or (spec == target_spec and spec != EMBEDDED):
+        return target
+    if spec == PROMPT_LOOKUP:
+        return PromptLookupDrafter(target.vocab_size)
+    if spec == EMBEDDED or spec.startswith(EARLY_EXIT):
+        layers = EMBEDDED_DRAFT_LAYERS if spec == EMBEDDED else _layer_count(spec)
+        name = f"{target.name} first {layers} layers" + (" (embedded draft)" if spec == EMBEDDED else "")
+        return HFModel(early_exit(target.model, layers), name)
+    model, draft_tokenizer = load_model(spec, limit, dev, torch_dtype, progress)
+    check_vocabularies(tokenizer, draft_tokenizer, target.name, spec)
+    return HFModel(model, spec)
+
+
+def _layer_count(spec: str) -> int:
+    _, _, k = spec.partition(":")
+    if not k.isdigit() or int(k) < 1:
+        raise ModelError(f"write the early-exit draft as {EARLY_EXIT}:K with K ≥ 1 layers; got {spec!r}")
+    return int(k)
+
+
+def load_model(
+    spec: str, max_params: int, device: torch.device, dtype: torch.dtype,
+    progress: embedded.Progress | None = None,
+) -> tuple[Any, Any]:  # fmt: skip
+    """(model, tokenizer) for "embedded", a local directory or a hub id."""
+    from transformers import AutoTokenizer
+
+    source = _resolve_source(spec, progress)
+    config = _load_config(source, spec)
+    estimate = estimate_parameters(config)
+    if estimate > max_params:
+        raise ModelTooLargeError(
+            f"{spec} has about {estimate / 1e9:.2f} B parameters, over the limit of "
+            f"{max_params / 1e9:.2f} B; raise it with {MAX_PARAMS_ENV}={int(estimate * 1.1)} "
+            f"(or max_params=...) if this machine has the memory"
+        )
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
-        model = AutoModelForCausalLM.from_pretrained(source, trust_remote_code=False)
-    except (OSError, ValueError) as exc:
+        model = _auto_model(source, dtype)
+    except (OSError, ValueError, KeyError, ImportError) as exc:
         raise ModelError(f"could not load {spec!r}: {_first_line(exc)}") from exc
-    return model.eval(), tokenizer
+    return model.to(device).eval(), tokenizer
 
 
-def load_pair(target: str, draft: str) -> ModelPair:
-    """A pair from two local directories or hub ids; the target's tokenizer encodes text."""
-    target_model, tokenizer = load_hf(target)
-    draft_model, _ = load_hf(draft)
-    return ModelPair(HFModel(target_model, target), HFModel(draft_model, draft), HFCodec(tokenizer, target))
+def _auto_model(source: str, dtype: torch.dtype) -> Any:
+    from transformers import AutoModelForCausalLM
+
+    try:
+        return AutoModelForCausalLM.from_pretrained(
+            source, trust_remote_code=False, use_safetensors=True, dtype=dtype
+        )
+    except OSError:  # no safetensors weights: fall back to PyTorch files
+        return AutoModelForCausalLM.from_pretrained(source, trust_remote_code=False, dtype=dtype)
+
+
+def _resolve_source(spec: str, progress: embedded.Progress | None) -> str:
+    if not spec or not spec.strip():
+        raise ModelError("no model given: choose a preset, or type a hub id or a local folder")
+    spec = spec.strip()
+    if spec == EMBEDDED:
+        return str(embedded.ensure_cache(progress))
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        return str(path)
+    if path.is_absolute() or spec.startswith((".", "~")) or spec.count("/") > 1:
+        raise ModelError(f"no such folder: {spec}")
+    if not _is_cached_on_disk(spec):
+        _require_hub(spec)
+    return spec
+
+
+def _load_config(source: str, spec: str) -> Any:
+    from transformers import AutoConfig
+
+    try:
+        return AutoConfig.from_pretrained(source, trust_remote_code=False)
+    except (OSError, ValueError, KeyError) as exc:
+        raise ModelError(
+            f"{spec!r} is not a model folder or hub id transformers can read: {_first_line(exc)}"
+        ) from exc
+
+
+def _is_cached_on_disk(repo_id: str) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    except ValueError:  # not a valid repo id
+        return False
+
+
+def _require_hub(repo_id: str) -> None:
+    from huggingface_hub import constants
+
+    hint = "choose the embedded pair (works offline) or a local folder"
+    if constants.HF_HUB_OFFLINE:
+        raise HubUnreachableError(
+            f"cannot download {repo_id!r}: the hub is switched off (HF_HUB_OFFLINE); {hint}"
+        )
+    url = urlparse(constants.ENDPOINT)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname, port), timeout=HUB_TIMEOUT_S).close()
+    except OSError as exc:
+        raise HubUnreachableError(
+            f"cannot download {repo_id!r}: the Hugging Face hub is unreachable "
+            f"({exc.strerror or exc}); {hint}"
+        ) from exc
+
+
+def estimate_parameters(config: Any) -> int:
+    """Parameter count of the architecture, from its config alone (built on the meta device)."""
+    from transformers import AutoModelForCausalLM
+
+    try:
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(config, trust_remote_code=False)
+        return sum(p.numel() for p in model.parameters())
+    except (ValueError, KeyError, TypeError, RuntimeError) as exc:
+        raise ModelError(f"cannot build a causal LM from this config: {_first_line(exc)}") from exc
+
+
+def early_exit(target: Any, layers: int) -> Any:
+    """A draft made of the target's first `layers` decoder layers, its final norm and LM head.
+    It shares the target's weight tensors (no copy), so it costs no memory."""
+    from transformers import AutoModelForCausalLM
+
+    base = getattr(target, "model", None)
+    if base is None or not hasattr(base, "layers") or not hasattr(base, "norm"):
+        raise ModelError(f"an early-exit draft needs a Llama-style model; {type(target).__name__} is not one")
+    total = len(base.layers)
+    if not 1 <= layers < total:
+        raise ModelError(
+            f"an early-exit draft keeps 1 to {total - 1} of the target's {total} layers; got {layers}"
+        )
+    config = copy.deepcopy(target.config)
+    config.num_hidden_layers = layers
+    if getattr(config, "layer_types", None):
+        config.layer_types = config.layer_types[:layers]
+    with torch.device("meta"):
+        draft = AutoModelForCausalLM.from_config(config, trust_remote_code=False)
+    draft.model.embed_tokens = base.embed_tokens
+    draft.model.layers = torch.nn.ModuleList(base.layers[:layers])
+    draft.model.norm = base.norm
+    draft.model.rotary_emb = base.rotary_emb
+    draft.lm_head = target.lm_head
+    return draft.eval()
+
+
+def check_vocabularies(target_tok: Any, draft_tok: Any, target_name: str, draft_name: str) -> None:
+    """Same size and the same token ↔ id mapping, or a VocabularyMismatchError naming the first
+    differing entry."""
+    t_vocab, d_vocab = target_tok.get_vocab(), draft_tok.get_vocab()
+    if t_vocab == d_vocab:
+        return
+    t_by_id = {i: tok for tok, i in t_vocab.items()}
+    d_by_id = {i: tok for tok, i in d_vocab.items()}
+    first = next(i for i in sorted(set(t_by_id) | set(d_by_id)) if t_by_id.get(i) != d_by_id.get(i))
+    raise VocabularyMismatchError(
+        f"the draft {draft_name!r} ({type(draft_tok).__name__}, {len(d_vocab)} tokens) and the target "
+        f"{target_name!r} ({type(target_tok).__name__}, {len(t_vocab)} tokens) use different vocabularies: "
+        f"id {first} is {d_by_id.get(first)!r} in the draft but {t_by_id.get(first)!r} in the target. "
+        f"Pick two models from one family."
+    )
+
+
+def resolve_device(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except RuntimeError as exc:
+        raise ModelError(f"unknown device {device!r}: use auto, cpu or cuda") from exc
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ModelError("device cuda was asked for, but no GPU is available here: use auto or cpu")
+    return dev
+
+
+def resolve_dtype(dtype: str, device: str = "auto") -> torch.dtype:
+    if dtype == "auto":
+        return torch.bfloat16 if resolve_device(device).type == "cuda" else torch.float32
+    choices = {
+        "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64,
+    }  # fmt: skip
+    if dtype not in choices:
+        raise ModelError(f"unknown dtype {dtype!r}: use auto, {', '.join(choices)}")
+    return choices[dtype]
 
 
 def _first_line(exc: BaseException) -> str:

@@ -31,8 +31,23 @@ class HFCodec:
         self.eos_token_id = tokenizer.eos_token_id
         self._texts: dict[int, str] = {}
 
+    @property
+    def chat_default(self) -> bool | None:
+        """None without a chat template; else whether to use it by default (Instruct models)."""
+        if not getattr(self.tokenizer, "chat_template", None):
+            return None
+        return "instruct" in self.name.lower()
+
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer.encode(text))
+
+    def encode_chat(self, text: str) -> tuple[str, list[int]]:
+        """The prompt as one user message in the chat template: (exact text, its ids)."""
+        wrapped = self.tokenizer.apply_chat_template(
+            [{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True
+        )
+        # the template already holds every special token the model expects
+        return wrapped, list(self.tokenizer.encode(wrapped, add_special_tokens=False))
 
     def decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)

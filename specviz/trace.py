@@ -114,6 +114,8 @@ class RunTrace:
     config: SpecConfig
     target_name: str
     draft_name: str
+    prompt: str  # the prompt as the user gave it ("" when given as token ids)
+    chat: bool  # whether it was wrapped in the target's chat template
     prompt_text: str  # the exact text that was encoded
     prompt_ids: tuple[int, ...]
     steps: tuple[StepTrace, ...]

@@ -96,19 +96,29 @@ def full_logits(model: LlamaForCausalLM, ids: Sequence[int]) -> torch.Tensor:
         return model(torch.tensor([list(ids)]), use_cache=False).logits[0].double()
 
 
-def word_tokenizer(vocab: int = VOCAB):
-    """A whitespace word-level fast tokenizer over "w0".."w{vocab-1}"; "w{vocab-1}" is EOS."""
+CHAT_TEMPLATE = "{% for m in messages %}w90 {{ m['content'] }} w91 {% endfor %}{% if add_generation_prompt %}w92{% endif %}"
+
+
+def word_tokenizer(vocab: int = VOCAB, prefix: str = "w", chat: bool = False):
+    """A whitespace word-level fast tokenizer over "w0".."w{vocab-1}"; the last word is EOS."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    words = {f"w{i}": i for i in range(vocab)}
-    core = Tokenizer(models.WordLevel(words, unk_token="w0"))
+    words = {f"{prefix}{i}": i for i in range(vocab)}
+    core = Tokenizer(models.WordLevel(words, unk_token=f"{prefix}0"))
     core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    return PreTrainedTokenizerFast(tokenizer_object=core, unk_token="w0", eos_token=f"w{vocab - 1}")
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core, unk_token=f"{prefix}0", eos_token=f"{prefix}{vocab - 1}"
+    )
+    if chat:
+        tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
 
 
-def save_tiny(path, seed: int, layers: int = 2, vocab: int = VOCAB) -> str:
-    """A tiny random Llama and its tokenizer, written as a local model folder."""
-    tiny_llama(seed, layers=layers, vocab=vocab).to(torch.float32).save_pretrained(path)
-    word_tokenizer(vocab).save_pretrained(path)
+def save_tiny(
+    path, seed: int, layers: int = 2, vocab: int = VOCAB, prefix: str = "w", chat: bool = False
+) -> str:
+    """A tiny random Llama (float64 weights) and its tokenizer, written as a local model folder."""
+    tiny_llama(seed, layers=layers, vocab=vocab).save_pretrained(path)
+    word_tokenizer(vocab, prefix, chat).save_pretrained(path)
     return str(path)

