@@ -303,9 +303,7 @@ def resolve_device(device: str) -> torch.device:
 def resolve_dtype(dtype: str, device: str = "auto") -> torch.dtype:
     if dtype == "auto":
         return torch.bfloat16 if resolve_device(device).type == "cuda" else torch.float32
-    choices = {
-        "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64,
-    }  # fmt: skip
+    choices = {name: getattr(torch, name) for name in ("float32", "float16", "bfloat16", "float64")}
     if dtype not in choices:
         raise ModelError(f"unknown dtype {dtype!r}: use auto, {', '.join(choices)}")
     return choices[dtype]

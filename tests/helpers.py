@@ -96,7 +96,10 @@ def full_logits(model: LlamaForCausalLM, ids: Sequence[int]) -> torch.Tensor:
         return model(torch.tensor([list(ids)]), use_cache=False).logits[0].double()
 
 
-CHAT_TEMPLATE = "{% for m in messages %}w90 {{ m['content'] }} w91 {% endfor %}{% if add_generation_prompt %}w92{% endif %}"
+CHAT_TEMPLATE = (
+    "{% for m in messages %}w90 {{ m['content'] }} w91 {% endfor %}"
+    "{% if add_generation_prompt %}w92{% endif %}"
+)
 
 
 def word_tokenizer(vocab: int = VOCAB, prefix: str = "w", chat: bool = False):

