@@ -20,9 +20,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m specviz", description="Run speculative decoding and print the trace.")
     parser.add_argument("--prompt", required=True, help="text to continue")
-    parser.add_argument(
-        "--target", default="embedded", help="target: 'embedded' (default), a hub id or a local folder"
-    )
+    parser.add_argument("--target", default="embedded", help="target: 'embedded' (default), a hub id or a local folder")
     parser.add_argument(
         "--draft",
         default="embedded",

@@ -282,9 +282,7 @@ class Decoder:
             ratio=tuple(choice.ratio.tolist()),
             r=choice.r,
             accepted=tuple(t < n for t in range(k)),
-            decision=tuple(
-                "accepted" if t < n else "rejected" if t == n else "not reached" for t in range(k)
-            ),
+            decision=tuple("accepted" if t < n else "rejected" if t == n else "not reached" for t in range(k)),
             beta=tuple(overlap(p[:k], q).tolist()),
             n_accepted=n,
             next_token=choice.token,
@@ -327,9 +325,7 @@ def _check_prompt(ids: list[int], pair: ModelPair) -> None:
         raise PromptError("the prompt is empty: type some text to continue")
     max_length = pair.target.max_length
     if max_length is not None and len(ids) >= max_length:
-        raise PromptError(
-            f"the prompt is {len(ids)} tokens long; the target reads at most {max_length}: shorten it"
-        )
+        raise PromptError(f"the prompt is {len(ids)} tokens long; the target reads at most {max_length}: shorten it")
     bad = [y for y in ids if not 0 <= y < pair.target.vocab_size]
     if bad:
         raise PromptError(f"token ids outside the vocabulary: {bad[:5]}")

@@ -45,9 +45,7 @@ def compute_metrics(steps: Sequence[StepTrace], tau: int) -> Metrics:
     draft_ms = sum(s.draft_ms for s in steps)
     verify_ms = sum(s.verify_ms for s in steps)
     emitted = sum(len(s.emitted) for s in steps)
-    per_position = tuple(
-        sum(s.n_accepted >= i for s in steps) / n_steps if n_steps else 0.0 for i in range(1, tau + 1)
-    )
+    per_position = tuple(sum(s.n_accepted >= i for s in steps) / n_steps if n_steps else 0.0 for i in range(1, tau + 1))
     c = None
     if drafted and n_steps and verify_ms > 0:
         c = (draft_ms / drafted) / (verify_ms / n_steps)

@@ -61,9 +61,7 @@ PRESETS: tuple[Preset, ...] = (
         "SmolLM2-135M-Instruct with its first 8 layers as the draft; no network",
         True,
     ),
-    Preset(
-        "Self-draft (α = 1)", EMBEDDED, SELF, "the target drafts for itself: every token is accepted", True
-    ),
+    Preset("Self-draft (α = 1)", EMBEDDED, SELF, "the target drafts for itself: every token is accepted", True),
     Preset(
         "Prompt lookup",
         EMBEDDED,
@@ -170,9 +168,7 @@ def _auto_model(source: str, dtype: torch.dtype) -> Any:
     from transformers import AutoModelForCausalLM
 
     try:
-        return AutoModelForCausalLM.from_pretrained(
-            source, trust_remote_code=False, use_safetensors=True, dtype=dtype
-        )
+        return AutoModelForCausalLM.from_pretrained(source, trust_remote_code=False, use_safetensors=True, dtype=dtype)
     except OSError:  # no safetensors weights: fall back to PyTorch files
         return AutoModelForCausalLM.from_pretrained(source, trust_remote_code=False, dtype=dtype)
 
@@ -199,9 +195,7 @@ def _load_config(source: str, spec: str) -> Any:
     try:
         return AutoConfig.from_pretrained(source, trust_remote_code=False)
     except (OSError, ValueError, KeyError) as exc:
-        raise ModelError(
-            f"{spec!r} is not a model folder or hub id transformers can read: {_first_line(exc)}"
-        ) from exc
+        raise ModelError(f"{spec!r} is not a model folder or hub id transformers can read: {_first_line(exc)}") from exc
 
 
 def _is_cached_on_disk(repo_id: str) -> bool:
@@ -218,17 +212,14 @@ def _require_hub(repo_id: str) -> None:
 
     hint = "choose the embedded pair (works offline) or a local folder"
     if constants.HF_HUB_OFFLINE:
-        raise HubUnreachableError(
-            f"cannot download {repo_id!r}: the hub is switched off (HF_HUB_OFFLINE); {hint}"
-        )
+        raise HubUnreachableError(f"cannot download {repo_id!r}: the hub is switched off (HF_HUB_OFFLINE); {hint}")
     url = urlparse(constants.ENDPOINT)
     port = url.port or (443 if url.scheme == "https" else 80)
     try:
         socket.create_connection((url.hostname, port), timeout=HUB_TIMEOUT_S).close()
     except OSError as exc:
         raise HubUnreachableError(
-            f"cannot download {repo_id!r}: the Hugging Face hub is unreachable "
-            f"({exc.strerror or exc}); {hint}"
+            f"cannot download {repo_id!r}: the Hugging Face hub is unreachable ({exc.strerror or exc}); {hint}"
         ) from exc
 
 
@@ -254,9 +245,7 @@ def early_exit(target: Any, layers: int) -> Any:
         raise ModelError(f"an early-exit draft needs a Llama-style model; {type(target).__name__} is not one")
     total = len(base.layers)
     if not 1 <= layers < total:
-        raise ModelError(
-            f"an early-exit draft keeps 1 to {total - 1} of the target's {total} layers; got {layers}"
-        )
+        raise ModelError(f"an early-exit draft keeps 1 to {total - 1} of the target's {total} layers; got {layers}")
     config = copy.deepcopy(target.config)
     config.num_hidden_layers = layers
     if getattr(config, "layer_types", None):

@@ -9,9 +9,7 @@ from __future__ import annotations
 import torch
 
 
-def logits_to_probs(
-    logits: torch.Tensor, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0
-) -> torch.Tensor:
+def logits_to_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
     """Temperature, then top-k, then top-p, then softmax; temperature 0 gives a one-hot argmax."""
     logits = logits.to(torch.float64)
     if temperature == 0.0:

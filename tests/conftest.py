@@ -4,3 +4,24 @@ import os
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def embedded_cache(tmp_path_factory):
+    """A fresh cache for the embedded model, converted once per test session and shared by the
+    slow tests and the browser test (subprocesses inherit the variable)."""
+    from specviz import embedded
+
+    root = tmp_path_factory.mktemp("specviz-cache")
+    previous = os.environ.get(embedded.CACHE_ENV)
+    os.environ[embedded.CACHE_ENV] = str(root)
+    messages = []
+    path = embedded.ensure_cache(messages.append)
+    yield {"root": root, "path": path, "messages": messages}
+    if previous is None:
+        os.environ.pop(embedded.CACHE_ENV, None)
+    else:
+        os.environ[embedded.CACHE_ENV] = previous

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from specviz import HFModel, ModelPair, TableModel
+from specviz import HFCodec, HFModel, ModelPair, PromptError, TableModel
 
 VOCAB = 96
 
@@ -41,7 +41,10 @@ class IdsCodec:
         self.eos_token_id = eos_token_id
 
     def encode(self, text: str) -> list[int]:
-        return [int(x) for x in text.split()]
+        try:
+            return [int(x) for x in text.split()]
+        except ValueError as exc:
+            raise PromptError(f"token ids only: {exc}") from exc
 
     def decode(self, ids: Sequence[int]) -> str:
         return " ".join(str(i) for i in ids)
@@ -97,8 +100,7 @@ def full_logits(model: LlamaForCausalLM, ids: Sequence[int]) -> torch.Tensor:
 
 
 CHAT_TEMPLATE = (
-    "{% for m in messages %}w90 {{ m['content'] }} w91 {% endfor %}"
-    "{% if add_generation_prompt %}w92{% endif %}"
+    "{% for m in messages %}w90 {{ m['content'] }} w91 {% endfor %}{% if add_generation_prompt %}w92{% endif %}"
 )
 
 
@@ -110,18 +112,21 @@ def word_tokenizer(vocab: int = VOCAB, prefix: str = "w", chat: bool = False):
     words = {f"{prefix}{i}": i for i in range(vocab)}
     core = Tokenizer(models.WordLevel(words, unk_token=f"{prefix}0"))
     core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core, unk_token=f"{prefix}0", eos_token=f"{prefix}{vocab - 1}"
-    )
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, unk_token=f"{prefix}0", eos_token=f"{prefix}{vocab - 1}")
     if chat:
         tokenizer.chat_template = CHAT_TEMPLATE
     return tokenizer
 
 
-def save_tiny(
-    path, seed: int, layers: int = 2, vocab: int = VOCAB, prefix: str = "w", chat: bool = False
-) -> str:
+def save_tiny(path, seed: int, layers: int = 2, vocab: int = VOCAB, prefix: str = "w", chat: bool = False) -> str:
     """A tiny random Llama (float64 weights) and its tokenizer, written as a local model folder."""
     tiny_llama(seed, layers=layers, vocab=vocab).save_pretrained(path)
     word_tokenizer(vocab, prefix, chat).save_pretrained(path)
     return str(path)
+
+
+def tiny_text_pair(chat: bool = False) -> ModelPair:
+    """A tiny random pair behind a word-level tokenizer: any text encodes (unknown words as w0)."""
+    target = HFModel(tiny_llama(0), "tiny-target")
+    draft = HFModel(tiny_llama(1, layers=1), "tiny-draft")
+    return ModelPair(target, draft, HFCodec(word_tokenizer(chat=chat), "tiny-Instruct" if chat else "tiny"))

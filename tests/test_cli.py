@@ -77,7 +77,7 @@ def test_same_arguments_give_the_same_tokens(model_dirs):
         (["--mode", "fast"], "invalid choice: 'fast'"),
         (["--tau", "four"], "invalid int value"),
         (["--prompt", ""], "the prompt is empty"),
-        (["--target", "/no/such/dir"], "no such directory"),
+        (["--target", "/no/such/dir"], "no such folder"),
     ],
 )
 def test_bad_arguments_give_one_line_and_exit_code_2(model_dirs, args, message):

@@ -16,15 +16,9 @@ PROMPT = "The cat sat on the"
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    """A fresh cache directory: the first load converts the GGUF file into it."""
-    root = tmp_path_factory.mktemp("specviz-cache")
-    mp = pytest.MonkeyPatch()
-    mp.setenv(embedded.CACHE_ENV, str(root))
-    messages = []
-    path = embedded.ensure_cache(messages.append)
-    yield {"root": root, "path": path, "messages": messages}
-    mp.undo()
+def cache(embedded_cache):
+    """A fresh cache directory: the first load converted the GGUF file into it."""
+    return embedded_cache
 
 
 @pytest.fixture(scope="module")

@@ -125,8 +125,7 @@ def test_no_step_re_encodes_the_confirmed_prefix():
 def test_same_seed_same_trace_different_seed_different_trace():
     pair = hf_pair()
     runs = [
-        Decoder(pair, PROMPT, SpecConfig(tau=3, mode="lossless", seed=s, max_new_tokens=16)).run()
-        for s in (7, 7, 8)
+        Decoder(pair, PROMPT, SpecConfig(tau=3, mode="lossless", seed=s, max_new_tokens=16)).run() for s in (7, 7, 8)
     ]
     strip = [[s.to_dict() | {"draft_ms": 0, "verify_ms": 0} for s in r.steps] for r in runs]
     assert strip[0] == strip[1]

@@ -1,0 +1,32 @@
+"""specviz: step through speculative decoding and see q against p for every draft token."""
+
+import streamlit as st
+
+st.set_page_config(page_title="specviz", page_icon=":material/compare_arrows:", layout="wide")
+
+DEFAULTS = {
+    "decode_preset": "Embedded pair",
+    "decode_target": "embedded",
+    "decode_draft": "embedded",
+    "decode_prompt": "The cat sat on the",
+    "decode_chat": True,
+    "decode_tau": 4,
+    "decode_mode": "textbook",
+    "decode_temperature": 1.0,
+    "decode_top_k": 0,
+    "decode_top_p": 1.0,
+    "decode_seed": 0,
+    "decode_max_new": 32,
+}
+for key, value in DEFAULTS.items():
+    st.session_state.setdefault(key, value)
+    # re-assign so that widget values survive a visit to another page
+    st.session_state[key] = st.session_state[key]
+
+page = st.navigation(
+    [
+        st.Page("pages/decode.py", title="Decode", icon=":material/play_arrow:", default=True),
+        st.Page("pages/about.py", title="About", icon=":material/school:"),
+    ]
+)
+page.run()

@@ -1,0 +1,136 @@
+"""Decode: step through speculative decoding and see q against p for every draft token."""
+
+import streamlit as st
+
+import specviz
+from pages._shared import load_pair
+from specviz import charts
+from specviz.render import run_html
+
+CUSTOM = "Custom: hub id or local folder"
+PRESETS = {p.label: p for p in specviz.PRESETS}
+MODE_HELP = (
+    "textbook: greedy draft, accept if r ≤ p/q, else argmax p.  "
+    "lossless: sampled draft, resample from norm(max(0, p − q)); output follows p exactly.  "
+    "greedy: accept while the draft equals argmax p; output equals the target's greedy decoding."
+)
+
+with st.sidebar:
+    st.header("Models")
+    label = st.selectbox("Pair", [*PRESETS, CUSTOM], key="decode_preset")
+    if label == CUSTOM:
+        target = st.text_input("Target (p)", key="decode_target", help="embedded, a hub id, or a local folder")
+        draft = st.text_input("Draft (q)", key="decode_draft", help="also: self, prompt-lookup, early-exit:K")
+    else:
+        target, draft = PRESETS[label].target, PRESETS[label].draft
+        st.caption(PRESETS[label].description)
+    st.header("Prompt")
+    prompt = st.text_area("Prompt", key="decode_prompt", height=90)
+    chat = st.toggle("Chat template", key="decode_chat", help="Wrap the prompt as a user message (Instruct models)")
+    st.header("Decoding")
+    tau = st.slider("τ — draft tokens per step", 1, 16, key="decode_tau")
+    mode = st.radio("Mode", specviz.MODES, key="decode_mode", horizontal=True, help=MODE_HELP)
+    temperature = st.slider("Temperature (0 = argmax)", 0.0, 2.0, step=0.05, key="decode_temperature")
+    top_k = st.number_input("Top-k (0 = all tokens)", 0, 100_000, key="decode_top_k")
+    top_p = st.slider("Top-p", 0.05, 1.0, step=0.05, key="decode_top_p")
+    seed = st.number_input("Seed", 0, 2**31 - 1, key="decode_seed")
+    max_new = st.number_input("Max new tokens", 1, 1024, key="decode_max_new")
+
+st.title("Speculative decoding, step by step")
+config = specviz.SpecConfig(
+    tau=tau, mode=mode, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, max_new_tokens=max_new
+)
+settings = (target, draft, prompt, chat, config)
+pair = load_pair(target, draft)
+
+
+def start_run() -> specviz.Decoder | None:
+    if pair is None:
+        return None
+    try:
+        use_chat = chat and getattr(pair.codec, "chat_default", None) is not None
+        decoder = specviz.Decoder(pair, prompt, config, chat=use_chat)
+    except specviz.SpecvizError as exc:
+        st.error(f"**Cannot start.** {exc}", icon=":material/error:")
+        return None
+    st.session_state["decode_state"] = {"decoder": decoder, "settings": settings}
+    return decoder
+
+
+cols = st.columns([1, 1.3, 1, 1, 4])
+step_clicked = cols[0].button("Step", type="primary", key="decode_step", icon=":material/skip_next:")
+run_clicked = cols[1].button("Run to end", key="decode_run_all", icon=":material/fast_forward:")
+back_clicked = cols[2].button("Back", key="decode_back", icon=":material/undo:")
+reset_clicked = cols[3].button("Reset", key="decode_reset", icon=":material/restart_alt:")
+
+state = st.session_state.get("decode_state")
+stale = state is not None and state["settings"] != settings
+dec = state["decoder"] if state else None
+if reset_clicked or ((step_clicked or run_clicked) and (dec is None or stale)):
+    dec = start_run()
+if dec is not None and (step_clicked or run_clicked) and dec.done:
+    st.info(f"This run has finished ({dec.stop_reason}). Press **Reset** to start again.")
+elif dec is not None and step_clicked:
+    dec.step()
+elif dec is not None and run_clicked:
+    bar = st.progress(0.0, text="Decoding…")
+    while not dec.done:
+        dec.step()
+        bar.progress(min(1.0, len(dec.new_tokens) / max_new), text=f"{len(dec.new_tokens)} / {max_new} tokens")
+    bar.empty()
+elif dec is not None and back_clicked and dec.undo() is None:
+    st.toast("Already at the start of the run.")
+stale = stale and not (reset_clicked or step_clicked or run_clicked)
+
+if dec is None or not dec.steps:
+    st.info(
+        "Press **Step**: the draft proposes τ tokens, the target scores them all in one pass, and each is "
+        "accepted or rejected. Hover the marked tokens for q, p, p/q and r.",
+        icon=":material/info:",
+    )
+    st.stop()
+if stale:
+    st.warning("Settings changed: the next **Step** starts a new run with them. The run below used the old ones.")
+
+run = dec.trace()
+last = run.steps[-1]
+st.html(run_html(run.prompt if run.chat else run.prompt_text, run.steps, chat=run.chat))
+with st.expander("Exact text the target read (after the chat template)" if run.chat else "Prompt token ids"):
+    st.code(run.prompt_text if run.chat else str(list(run.prompt_ids)))
+
+if last.tau == 0:
+    st.info(f"No draft this step ({'the drafter found no match' if not dec.done else 'the end was near'}): "
+            f"the target alone chose '{last.next_text}'.")  # fmt: skip
+else:
+    st.plotly_chart(charts.step_chart(last), key="decode_step_chart")
+    left, right = st.columns([3, 2])
+    with left:
+        position = st.segmented_control(
+            "Top-10 at draft position", list(range(1, last.tau + 1)), default=1, key="decode_position"
+        )
+        st.plotly_chart(charts.top_chart(last, (position or 1) - 1), key="decode_top_chart")
+    with right:
+        table = last.to_frame()[["position", "draft_text", "q", "p", "ratio", "r", "decision"]]
+        st.dataframe(
+            table.rename(columns={"draft_text": "token", "ratio": "p/q"}),
+            hide_index=True,
+            column_config={c: st.column_config.NumberColumn(format="%.4f") for c in ("q", "p", "p/q", "r")},
+        )
+        st.markdown(f"Next token **{charts.token_label(last.next_text)!r}** by rule **{last.next_rule}**, "
+                    f"probability {last.next_prob:.4f}.")  # fmt: skip
+
+m = run.metrics
+st.subheader("Running metrics")
+row = st.columns(6)
+row[0].metric("mean acceptance length", f"{m.mean_acceptance_length:.2f}", help="1 + accepted / steps")
+row[1].metric("draft acceptance rate", f"{(m.draft_acceptance_rate or 0):.0%}", help="accepted / drafted")
+row[2].metric("α", f"{(m.alpha or 0):.3f}", help="mean over draft positions of Σ min(p, q)")
+row[3].metric("target forward passes", m.target_forward_passes, help=f"for {m.emitted_tokens} tokens")
+row[4].metric("tokens/s", f"{(m.tokens_per_second or 0):.1f}")
+share = m.draft_ms / (m.draft_ms + m.verify_ms) if m.draft_ms + m.verify_ms else 0
+row[5].metric("time: draft / verify", f"{share:.0%} / {1 - share:.0%}", help=f"c = {m.c or 0:.2f}")
+left, right = st.columns(2)
+left.markdown("**Accepted length per step**")
+left.plotly_chart(charts.history_chart(run.steps), key="decode_history_chart")
+right.markdown("**Per-position acceptance rate**")
+right.plotly_chart(charts.per_position_chart(m.per_position_acceptance_rate), key="decode_position_chart")

@@ -1,0 +1,131 @@
+"""Charts as pure functions: trace in, plotly Figure out. Pages only call st.plotly_chart."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from specviz.theory import expected_tokens_per_step
+from specviz.trace import StepTrace, TokenProb
+
+DECISION_COLORS = {"accepted": "#1a9850", "rejected": "#d73027", "not reached": "#9e9e9e"}
+Q_COLOR, P_COLOR, RESIDUAL_COLOR, TARGET_COLOR = "#f4a261", "#457b9d", "#8e44ad", "#1f5fbf"
+FONT = {"size": 16}
+
+
+def token_label(text: str) -> str:
+    """A token as it reads on an axis: spaces and newlines made visible."""
+    shown = text.replace("\n", "↵").replace("\t", "⇥")
+    if shown.startswith(" "):
+        shown = "·" + shown[1:]
+    return shown if shown.strip() else repr(text)
+
+
+def step_chart(step: StepTrace) -> go.Figure:
+    """The centrepiece: per draft position, bars of q and p for the draft token, a marker for the
+    acceptance probability min(1, p/q) and one for the draw r, coloured by the decision."""
+    x = [f"{t + 1}. {token_label(s)}" for t, s in enumerate(step.draft_text)]
+    colors = [DECISION_COLORS[d] for d in step.decision]
+    accept_prob = [min(1.0, ratio) for ratio in step.ratio]
+    fig = go.Figure()
+    fig.add_bar(name="q (draft)", x=x, y=list(step.q), marker_color=Q_COLOR, texttemplate="%{y:.2f}")
+    fig.add_bar(name="p (target)", x=x, y=list(step.p), marker_color=P_COLOR, texttemplate="%{y:.2f}")
+    fig.add_scatter(
+        name="min(1, p/q): chance to accept", x=x, y=accept_prob, mode="markers",
+        marker={"symbol": "diamond-wide", "size": 22, "color": colors, "line": {"width": 2, "color": "black"}},
+        hovertemplate="min(1, p/q) = %{y:.3f}<extra></extra>",
+    )  # fmt: skip
+    if any(r is not None for r in step.r):
+        fig.add_scatter(
+            name="r (uniform draw)", x=x, y=list(step.r), mode="markers",
+            marker={"symbol": "x-thin", "size": 20, "color": colors, "line": {"width": 4, "color": colors}},
+            hovertemplate="r = %{y:.3f}<extra></extra>",
+        )  # fmt: skip
+    for label, decision, color in zip(x, step.decision, colors, strict=True):
+        fig.add_annotation(x=label, y=1.08, text=f"<b>{decision}</b>", showarrow=False, font={"color": color})
+    fig.update_layout(
+        barmode="group", font=FONT, yaxis={"range": [0, 1.15], "title": "probability"},
+        title=f"Step {step.index + 1}: {step.n_accepted} of {step.tau} draft tokens accepted, then "
+        f"'{token_label(step.next_text)}' from the target ({step.next_rule})",
+        legend={"orientation": "h", "y": -0.2}, margin={"t": 70, "b": 40}, height=460,
+    )  # fmt: skip
+    return fig
+
+
+def top_chart(step: StepTrace, position: int) -> go.Figure:
+    """Top-n of q and of p at one draft position (0-based), side by side; the residual
+    distribution too when lossless mode resampled at this position."""
+    panels: list[tuple[str, Sequence[TokenProb], str]] = [
+        (f"q (draft) at position {position + 1}", step.q_top[position], Q_COLOR),
+        (f"p (target) at position {position + 1}", step.p_top[position], P_COLOR),
+    ]
+    if step.residual_top is not None and position == step.n_accepted:
+        panels.append(("residual norm(max(0, p − q))", step.residual_top, RESIDUAL_COLOR))
+    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[title for title, _, _ in panels])
+    chosen = step.draft_tokens[position]
+    for col, (title, top, color) in enumerate(panels, start=1):
+        entries = list(reversed(top))  # most likely at the top
+        fig.add_bar(
+            x=[e.prob for e in entries], y=[f"{token_label(e.text)} #{e.token}" for e in entries],
+            orientation="h", name=title, showlegend=False, texttemplate="%{x:.3f}",
+            marker_color=[TARGET_COLOR if e.token == chosen else color for e in entries],
+            row=1, col=col,
+        )  # fmt: skip
+    fig.update_layout(font=FONT, height=420, margin={"t": 50, "l": 10, "r": 10})
+    fig.update_xaxes(range=[0, 1])
+    return fig
+
+
+def history_chart(steps: Sequence[StepTrace]) -> go.Figure:
+    """Accepted length per step over the whole run, with τ of each step for reference."""
+    x = [s.index + 1 for s in steps]
+    fig = go.Figure()
+    fig.add_bar(
+        name="accepted draft tokens n", x=x, y=[s.n_accepted for s in steps],
+        marker_color=[DECISION_COLORS["accepted"] if s.n_accepted == s.tau else P_COLOR for s in steps],
+        hovertemplate="step %{x}: n = %{y}<extra></extra>",
+    )  # fmt: skip
+    fig.add_scatter(
+        name="τ (drafted)",
+        x=x,
+        y=[s.tau for s in steps],
+        mode="lines+markers",
+        line={"dash": "dot", "color": "black"},
+    )
+    fig.update_layout(
+        font=FONT, height=320, xaxis={"title": "step", "dtick": 1 if len(steps) <= 30 else None},
+        yaxis={"title": "accepted", "rangemode": "tozero"}, legend={"orientation": "h", "y": -0.3},
+        margin={"t": 30},
+    )  # fmt: skip
+    return fig
+
+
+def per_position_chart(rates: Sequence[float]) -> go.Figure:
+    """Per-position acceptance rate: the share of steps whose draft token i was accepted."""
+    x = list(range(1, len(rates) + 1))
+    fig = go.Figure(go.Bar(x=x, y=list(rates), marker_color=DECISION_COLORS["accepted"], texttemplate="%{y:.2f}"))
+    fig.update_layout(
+        font=FONT, height=300, xaxis={"title": "draft position i", "dtick": 1},
+        yaxis={"title": "acceptance rate", "range": [0, 1.05]}, margin={"t": 30},
+    )  # fmt: skip
+    return fig
+
+
+def theory_chart(alphas: Sequence[float], max_tau: int = 12) -> go.Figure:
+    """Expected tokens per step (1 − α^{τ+1}) / (1 − α) against τ, one curve per α."""
+    taus = list(range(1, max_tau + 1))
+    fig = go.Figure()
+    for alpha in alphas:
+        fig.add_scatter(
+            x=taus,
+            y=[expected_tokens_per_step(alpha, t) for t in taus],
+            mode="lines+markers",
+            name=f"α = {alpha}",
+        )
+    fig.update_layout(
+        font=FONT, height=380, xaxis={"title": "τ (draft tokens per step)", "dtick": 1},
+        yaxis={"title": "expected tokens per step"}, margin={"t": 30},
+    )  # fmt: skip
+    return fig

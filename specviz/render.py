@@ -1,0 +1,79 @@
+"""The confirmed text with every step's tokens marked, as HTML (no Streamlit here).
+
+The last step stands out: accepted draft tokens green, rejected and discarded ones red and struck
+through, the target's own token blue with the rule that chose it. Earlier steps keep a faint tint
+of the same colours. Hovering a draft token shows its q, p, p/q and r."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+from specviz.trace import StepTrace
+
+STYLE = """<style>
+.sv-text { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 1.25rem; line-height: 2.3;
+           white-space: pre-wrap; word-break: break-word; }
+.sv-text span { border-radius: 4px; padding: 1px 1px; }
+.sv-prompt { color: #555; }
+.sv-acc { background: #c7eed0; color: #0b5a23; border-bottom: 3px solid #1a9850; }
+.sv-rej { background: #fbd0cc; color: #8c1a10; text-decoration: line-through; border-bottom: 3px solid #d73027; }
+.sv-tgt { background: #cfe0fb; color: #0d3d91; border-bottom: 3px solid #1f5fbf; }
+.sv-acc-old { background: #eaf7ed; }
+.sv-tgt-old { background: #ebf1fc; }
+.sv-role { font-family: sans-serif; font-size: 0.75rem; font-weight: 600; color: #fff; background: #666;
+           border-radius: 4px; padding: 2px 6px; margin-right: 6px; }
+.sv-rule { font-size: 0.7rem; vertical-align: super; color: #1f5fbf; margin-left: 2px; }
+</style>"""
+
+
+def _show(text: str) -> str:
+    return html.escape(text).replace("\n", "↵\n")
+
+
+def _span(text: str, cls: str, title: str = "") -> str:
+    tip = f' title="{html.escape(title)}"' if title else ""
+    return f'<span class="{cls}"{tip}>{_show(text)}</span>'
+
+
+def draft_tooltip(step: StepTrace, t: int) -> str:
+    r = step.r[t]
+    r_text = "no draw (greedy: compares argmaxes)" if r is None else f"{r:.3f}"
+    return (
+        f"position {t + 1}: q = {step.q[t]:.4f}, p = {step.p[t]:.4f}, p/q = {step.ratio[t]:.3f}, "
+        f"r = {r_text} → {step.decision[t]}"
+    )
+
+
+def _step_spans(step: StepTrace, current: bool) -> list[str]:
+    shown = len(step.emitted)
+    accepted = min(step.n_accepted, shown)
+    parts = []
+    for t in range(step.tau):
+        text = step.draft_text[t]
+        if t < accepted:
+            parts.append(_span(text, "sv-acc" if current else "sv-acc-old", draft_tooltip(step, t)))
+        elif current and t >= step.n_accepted:
+            parts.append(_span(text, "sv-rej", draft_tooltip(step, t)))
+    if shown == step.n_accepted + 1:
+        tip = f"from the target ({step.next_rule}), probability {step.next_prob:.4f}"
+        parts.append(_span(step.next_text, "sv-tgt" if current else "sv-tgt-old", tip))
+        if current:
+            parts.append(f'<span class="sv-rule">{step.next_rule}</span>')
+    return parts
+
+
+def run_html(prompt: str, steps: Sequence[StepTrace], chat: bool = False) -> str:
+    """The prompt, then every step's emitted tokens; the last step fully marked. With `chat`, the
+    prompt and the reply are labelled as the user's and the assistant's turns."""
+    parts = [STYLE, '<div class="sv-text">']
+    if chat:
+        parts += ['<span class="sv-role">user</span>', _span(prompt, "sv-prompt"), "\n"]
+        parts += ['<span class="sv-role">assistant</span>']
+    else:
+        parts.append(_span(prompt, "sv-prompt"))
+    for i, step in enumerate(steps):
+        last = i == len(steps) - 1
+        parts.extend(_step_spans(step, current=last))
+    parts.append("</div>")
+    return "".join(parts)

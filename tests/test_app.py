@@ -1,0 +1,178 @@
+"""The app through Streamlit's AppTest: every page, widgets set by key, buttons pressed, and what
+the page then shows (session state, chart data, metrics, error messages). Model loading is
+patched to a tiny random pair."""
+
+import json
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+import specviz
+from tests.helpers import tiny_text_pair
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = ["pages/decode.py", "pages/about.py"]
+
+
+@pytest.fixture
+def loads(monkeypatch):
+    """Patch model loading; returns the list of (target, draft) the app asked for."""
+    calls = []
+
+    def fake_load_pair(target, draft, **_kwargs):
+        calls.append((target, draft))
+        return tiny_text_pair(chat=True)
+
+    monkeypatch.setattr(specviz, "load_pair", fake_load_pair)
+    st.cache_resource.clear()
+    yield calls
+    st.cache_resource.clear()
+
+
+def app() -> AppTest:
+    return AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+
+
+def decoder(at: AppTest) -> specviz.Decoder:
+    return at.session_state["decode_state"]["decoder"]
+
+
+def figure(at: AppTest, index: int = 0) -> dict:
+    return json.loads(at.get("plotly_chart")[index].proto.spec)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_opens_without_exception(loads, page):
+    at = app()
+    at.switch_page(page).run()
+    assert not at.exception
+    assert at.title
+
+
+def test_first_page_opens_ready_to_step_with_the_embedded_pair(loads):
+    at = app()
+    assert not at.exception
+    assert loads == [("embedded", "embedded")]  # loaded up front, once
+    assert at.text_area(key="decode_prompt").value == "The cat sat on the"
+    assert [b.label for b in at.button] == ["Step", "Run to end", "Back", "Reset"]
+    assert "Press **Step**" in at.info[0].value
+
+
+def test_step_shows_the_trace_and_its_chart(loads):
+    at = app()
+    at.slider(key="decode_tau").set_value(3)
+    at.radio(key="decode_mode").set_value("lossless")
+    at.number_input(key="decode_seed").set_value(5)
+    at.button(key="decode_step").click().run()
+    assert not at.exception
+    dec = decoder(at)
+    assert len(dec.steps) == 1 and dec.config.tau == 3 and dec.config.mode == "lossless" and dec.config.seed == 5
+    step = dec.steps[0]
+    spec = figure(at, 0)
+    assert spec["data"][0]["y"] == list(step.q) and spec["data"][1]["y"] == list(step.p)
+    assert spec["data"][3]["y"] == list(step.r)
+    assert f"Step 1: {step.n_accepted} of 3" in spec["layout"]["title"]["text"]
+    table = at.dataframe[0].value
+    assert list(table["q"]) == list(step.q) and list(table["decision"]) == list(step.decision)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["target forward passes"] == "1"
+    assert metrics["mean acceptance length"] == f"{1 + step.n_accepted:.2f}"
+    assert loads == [("embedded", "embedded")]  # no second load
+    assert dec.chat  # chat template on for an Instruct model
+
+
+def test_position_selector_shows_that_positions_top_ten(loads):
+    at = app()
+    at.button(key="decode_step").click().run()
+    at.segmented_control(key="decode_position").set_value(3).run()
+    step = decoder(at).steps[0]
+    spec = figure(at, 1)
+    assert spec["data"][0]["x"] == [e.prob for e in reversed(step.q_top[2])]
+    assert "position 3" in spec["layout"]["annotations"][0]["text"]
+
+
+def test_run_to_end_back_and_reset(loads):
+    at = app()
+    at.number_input(key="decode_max_new").set_value(12)
+    at.button(key="decode_run_all").click().run()
+    dec = decoder(at)
+    assert dec.done and len(dec.new_tokens) == 12
+    n_steps = len(dec.steps)
+    history = figure(at, 2)
+    assert history["data"][0]["y"] == [s.n_accepted for s in dec.steps]
+    at.button(key="decode_back").click().run()
+    assert len(decoder(at).steps) == n_steps - 1 and not decoder(at).done
+    at.button(key="decode_step").click().run()
+    assert len(decoder(at).steps) == n_steps
+    at.button(key="decode_step").click().run()  # finished: says so, keeps the run
+    assert "has finished" in at.info[0].value and len(decoder(at).steps) == n_steps
+    at.button(key="decode_reset").click().run()
+    assert decoder(at).steps == ()
+
+
+def test_changed_settings_keep_the_run_until_the_next_step(loads):
+    at = app()
+    at.button(key="decode_step").click().run()
+    at.slider(key="decode_tau").set_value(2).run()
+    assert "Settings changed" in at.warning[0].value
+    assert len(decoder(at).steps) == 1 and decoder(at).config.tau == 4
+    at.button(key="decode_step").click().run()
+    assert decoder(at).config.tau == 2 and len(decoder(at).steps) == 1
+    assert not at.warning
+
+
+def test_empty_prompt_is_a_message_and_the_run_is_kept(loads):
+    at = app()
+    at.button(key="decode_step").click().run()
+    at.text_area(key="decode_prompt").set_value("   ").run()
+    at.button(key="decode_step").click().run()
+    assert not at.exception
+    assert "prompt is empty" in at.error[0].value
+    assert len(decoder(at).steps) == 1  # the earlier run survives
+
+
+def test_over_long_prompt_is_a_message(loads):
+    at = app()
+    at.text_area(key="decode_prompt").set_value("word " * 600).run()  # the tiny target reads 512
+    at.button(key="decode_step").click().run()
+    assert not at.exception
+    assert "shorten it" in at.error[0].value
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        specviz.VocabularyMismatchError("id 0 is 'v0' in the draft but 'w0' in the target"),
+        specviz.HubUnreachableError("the Hugging Face hub is unreachable; choose the embedded pair"),
+        specviz.ModelTooLargeError("about 7.00 B parameters, over the limit"),
+    ],
+)
+def test_model_errors_are_messages_and_the_session_stays_usable(loads, monkeypatch, error):
+    at = app()
+    at.button(key="decode_step").click().run()
+
+    def failing(target, draft, **_kwargs):
+        raise error
+
+    monkeypatch.setattr(specviz, "load_pair", failing)
+    at.selectbox(key="decode_preset").set_value("Qwen2.5 0.5B → 1.5B").run()
+    assert not at.exception
+    assert str(error) in at.error[0].value
+    at.button(key="decode_step").click().run()  # nothing to step with; no crash, old run kept
+    assert not at.exception and len(decoder(at).steps) == 1
+    monkeypatch.undo()
+    monkeypatch.setattr(specviz, "load_pair", lambda t, d, **k: tiny_text_pair())
+    at.selectbox(key="decode_preset").set_value("Embedded pair").run()
+    at.button(key="decode_step").click().run()
+    assert not at.exception and len(decoder(at).steps) == 2
+
+
+def test_unknown_local_model_is_a_message(loads, monkeypatch):
+    at = app()
+    monkeypatch.setattr(specviz, "load_pair", specviz.models.load_pair)  # real loading from here on
+    at.selectbox(key="decode_preset").set_value("Custom: hub id or local folder").run()
+    at.text_input(key="decode_target").set_value("/no/such/model").run()
+    assert not at.exception
+    assert any("no such folder: /no/such/model" in e.value for e in at.error)

@@ -1,0 +1,99 @@
+"""Charts and the marked text, checked on the figure data and the HTML they produce."""
+
+import pytest
+
+from specviz import Decoder, SpecConfig
+from specviz.charts import (
+    DECISION_COLORS,
+    history_chart,
+    per_position_chart,
+    step_chart,
+    theory_chart,
+    token_label,
+    top_chart,
+)
+from specviz.render import run_html
+from specviz.theory import expected_tokens_per_step
+from tests.helpers import hf_pair
+
+
+@pytest.fixture(scope="module")
+def runs():
+    pair = hf_pair()
+    return {
+        mode: Decoder(pair, [4, 8, 15, 16, 23, 42], SpecConfig(tau=4, mode=mode, seed=1, max_new_tokens=30)).run()
+        for mode in ("textbook", "lossless", "greedy")
+    }
+
+
+def _trace(fig, name_start):
+    return next(t for t in fig.data if t.name.startswith(name_start))
+
+
+def test_step_chart_shows_q_p_acceptance_chance_and_r_coloured_by_decision(runs):
+    step = next(s for s in runs["textbook"].steps if 0 < s.n_accepted < s.tau)
+    fig = step_chart(step)
+    q, p = _trace(fig, "q"), _trace(fig, "p")
+    assert list(q.y) == list(step.q) and list(p.y) == list(step.p)
+    assert len(q.x) == step.tau and q.x[0].startswith("1. ")
+    chance, r = _trace(fig, "min(1, p/q)"), _trace(fig, "r")
+    assert list(chance.y) == pytest.approx([min(1, x) for x in step.ratio])
+    assert list(r.y) == list(step.r)
+    expected = [DECISION_COLORS[d] for d in step.decision]
+    assert list(r.marker.color) == expected and list(chance.marker.color) == expected
+    assert "accepted" in step.decision and "rejected" in step.decision
+    assert [a.text for a in fig.layout.annotations] == [f"<b>{d}</b>" for d in step.decision]
+
+
+def test_step_chart_in_greedy_mode_has_no_r(runs):
+    fig = step_chart(runs["greedy"].steps[0])
+    assert not any(t.name.startswith("r ") for t in fig.data)
+
+
+def test_top_chart_shows_both_top_tens_and_the_residual_where_resampled(runs):
+    step = next(s for s in runs["lossless"].steps if s.next_rule == "residual")
+    fig = top_chart(step, step.n_accepted)
+    assert len(fig.data) == 3
+    q_bars, p_bars, res_bars = fig.data
+    assert list(q_bars.x) == [e.prob for e in reversed(step.q_top[step.n_accepted])]
+    assert list(p_bars.x) == [e.prob for e in reversed(step.p_top[step.n_accepted])]
+    assert list(res_bars.x) == [e.prob for e in reversed(step.residual_top)]
+    assert len(top_chart(runs["textbook"].steps[0], 0).data) == 2
+
+
+def test_history_and_per_position_charts(runs):
+    run = runs["textbook"]
+    fig = history_chart(run.steps)
+    assert list(fig.data[0].y) == [s.n_accepted for s in run.steps]
+    assert list(fig.data[1].y) == [s.tau for s in run.steps]
+    fig = per_position_chart(run.metrics.per_position_acceptance_rate)
+    assert list(fig.data[0].y) == list(run.metrics.per_position_acceptance_rate)
+
+
+def test_theory_chart_draws_the_formula():
+    fig = theory_chart([0.8], max_tau=6)
+    assert list(fig.data[0].y) == [expected_tokens_per_step(0.8, t) for t in range(1, 7)]
+    assert fig.data[0].y[4] == pytest.approx(3.69, abs=0.005)
+
+
+def test_token_labels_make_whitespace_visible():
+    assert token_label(" cat") == "·cat"
+    assert token_label("\n") == "↵"
+    assert token_label("a<b") == "a<b"
+
+
+def test_run_html_marks_the_last_step_and_escapes_text(runs):
+    run = runs["textbook"]
+    step = next(s for s in run.steps if 0 < s.n_accepted < s.tau)
+    steps = run.steps[: step.index + 1]
+    html = run_html("<b>prompt</b> & more", steps)
+    assert "&lt;b&gt;prompt&lt;/b&gt; &amp; more" in html
+    assert html.count('class="sv-acc"') == step.n_accepted
+    assert html.count('class="sv-rej"') == step.tau - step.n_accepted
+    assert html.count('class="sv-tgt"') == 1 and f">{step.next_rule}</span>" in html
+    assert html.count('class="sv-tgt-old"') == len(steps) - 1
+    t = step.n_accepted  # the rejected token's tooltip gives q, p, p/q and r
+    assert f"q = {step.q[t]:.4f}, p = {step.p[t]:.4f}, p/q = {step.ratio[t]:.3f}, r = {step.r[t]:.3f}" in html
+    assert "rejected" in html
+    chat = run_html("hi", steps, chat=True)
+    assert ">user</span>" in chat and ">assistant</span>" in chat
