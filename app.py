@@ -18,6 +18,7 @@ DEFAULTS = {
     "decode_seed": 0,
     "decode_max_new": 32,
 }
+st.session_state["specviz_shell"] = True  # pages check that they run inside this navigation
 for key, value in DEFAULTS.items():
     st.session_state.setdefault(key, value)
     # re-assign so that widget values survive a visit to another page

@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+import runpy
+from pathlib import Path
+
 import streamlit as st
 
 import specviz
+
+SHELL_MARK = "specviz_shell"
+APP = Path(__file__).resolve().parents[1] / "app.py"
+
+
+def ensure_shell() -> None:
+    """Run the page inside app.py's navigation. Until some session has run app.py, Streamlit's
+    legacy router (it sees a pages/ folder) may run a page file directly, e.g. for a first visit
+    to /about: then run app.py, which routes back to this page properly, and stop."""
+    if SHELL_MARK not in st.session_state:
+        runpy.run_path(str(APP), run_name="__main__")
+        st.stop()
 
 
 @st.cache_resource(show_spinner=False, max_entries=3)

@@ -3,9 +3,11 @@
 import streamlit as st
 
 import specviz
+from pages._shared import ensure_shell
 from specviz import charts
 from specviz.theory import first_token_distribution
 
+ensure_shell()
 st.title("How speculative decoding works")
 st.markdown(
     """

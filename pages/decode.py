@@ -3,10 +3,11 @@
 import streamlit as st
 
 import specviz
-from pages._shared import load_pair
+from pages._shared import ensure_shell, load_pair
 from specviz import charts
 from specviz.render import run_html
 
+ensure_shell()
 CUSTOM = "Custom: hub id or local folder"
 PRESETS = {p.label: p for p in specviz.PRESETS}
 MODE_HELP = (

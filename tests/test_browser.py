@@ -68,6 +68,12 @@ def test_step_in_a_real_browser(server, tmp_path):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1600, "height": 2400})
+        # a shared link to a sub-page, as the very first request the fresh server sees
+        page.goto(f"{server}/about")
+        page.get_by_role("heading", name="How speculative decoding works").wait_for(timeout=180_000)
+        nav = page.locator('[data-testid="stSidebarNav"]')
+        assert nav.get_by_text("Decode", exact=True).count() == 1
+        assert nav.get_by_text("shared").count() == 0 and nav.get_by_text("app", exact=True).count() == 0
         page.goto(server)
         step = page.get_by_role("button", name="Step", exact=True)
         step.wait_for(timeout=180_000)  # the app loads the embedded pair before showing buttons
