@@ -15,24 +15,12 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from specviz import Decoder, HFModel, ModelPair, SpecConfig
+from specviz.text import IdsCodec
 
 SIZES = {  # name: (hidden, target layers, draft layers, vocab)
     "tiny": (64, 2, 1, 256),
     "mid": (512, 8, 2, 32_000),
 }
-
-
-class _Ids:
-    name, eos_token_id = "ids", None
-
-    def encode(self, text):
-        return [int(x) for x in text.split()]
-
-    def decode(self, ids):
-        return " ".join(map(str, ids))
-
-    def token_text(self, token):
-        return str(token)
 
 
 def _llama(hidden: int, layers: int, vocab: int, seed: int) -> HFModel:
@@ -54,7 +42,7 @@ def _llama(hidden: int, layers: int, vocab: int, seed: int) -> HFModel:
 
 def measure(size: str, steps: int, tau: int) -> tuple[float, float, float]:
     hidden, t_layers, d_layers, vocab = SIZES[size]
-    pair = ModelPair(_llama(hidden, t_layers, vocab, 0), _llama(hidden, d_layers, vocab, 1), _Ids())
+    pair = ModelPair(_llama(hidden, t_layers, vocab, 0), _llama(hidden, d_layers, vocab, 1), IdsCodec())
     prompt = list(range(1, 33))
     config = SpecConfig(tau=tau, mode="textbook", max_new_tokens=steps * (tau + 1))
     dec = Decoder(pair, prompt, config)

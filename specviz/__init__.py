@@ -26,7 +26,7 @@ from specviz.models import (
     load_pair,
 )
 from specviz.pair import ModelPair
-from specviz.text import HFCodec, WordCodec
+from specviz.text import HFCodec, IdsCodec, WordCodec
 from specviz.trace import RunTrace, StepTrace, TokenProb
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "HFCodec",
     "HFModel",
     "HubUnreachableError",
+    "IdsCodec",
     "IncompatibleModelsError",
     "Metrics",
     "ModelError",

@@ -81,3 +81,24 @@ class WordCodec:
 
     def token_text(self, token: int) -> str:
         return self.words[token]
+
+
+class IdsCodec:
+    """Text is space-separated token ids: drives the engine on models that have no tokenizer."""
+
+    name = "ids"
+
+    def __init__(self, eos_token_id: int | None = None) -> None:
+        self.eos_token_id = eos_token_id
+
+    def encode(self, text: str) -> list[int]:
+        try:
+            return [int(x) for x in text.split()]
+        except ValueError as exc:
+            raise PromptError(f"write the prompt as token ids separated by spaces ({exc})") from exc
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return " ".join(str(i) for i in ids)
+
+    def token_text(self, token: int) -> str:
+        return f"<{token}>"

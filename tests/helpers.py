@@ -7,7 +7,8 @@ from collections.abc import Sequence
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from specviz import HFCodec, HFModel, ModelPair, PromptError, TableModel
+from specviz import HFCodec, HFModel, ModelPair, TableModel
+from specviz.text import IdsCodec
 
 VOCAB = 96
 
@@ -30,27 +31,6 @@ def tiny_llama(seed: int, layers: int = 2, vocab: int = VOCAB, hidden: int = 32)
         tie_word_embeddings=False,
     )
     return LlamaForCausalLM(config).to(torch.float64).eval()
-
-
-class IdsCodec:
-    """Text is space-separated token ids; enough to drive the engine on random models."""
-
-    name = "ids"
-
-    def __init__(self, eos_token_id: int | None = None) -> None:
-        self.eos_token_id = eos_token_id
-
-    def encode(self, text: str) -> list[int]:
-        try:
-            return [int(x) for x in text.split()]
-        except ValueError as exc:
-            raise PromptError(f"token ids only: {exc}") from exc
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return " ".join(str(i) for i in ids)
-
-    def token_text(self, token: int) -> str:
-        return f"<{token}>"
 
 
 class Wrapped:
