@@ -1,5 +1,5 @@
 # make test: create .venv if missing, install everything, lint, run the whole test suite.
-# make run:  start the app.  make bench: the step-overhead benchmark.
+# make run:  start the app.  make bench: the benchmarks (step overhead; engine against HF assisted generation).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -32,6 +32,7 @@ run: install
 
 bench: install
 	$(PY) benchmarks/step_overhead.py
+	$(PY) benchmarks/hf_assisted.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -17,6 +17,18 @@ DEFAULTS = {
     "decode_top_p": 1.0,
     "decode_seed": 0,
     "decode_max_new": 32,
+    "sweep_preset": "Embedded pair",
+    "sweep_target": "embedded",
+    "sweep_draft": "embedded",
+    "sweep_prompts": "The cat sat on the\nWrite a Python function that reverses a list.",
+    "sweep_chat": True,
+    "sweep_mode": "greedy",
+    "sweep_temperature": 1.0,
+    "sweep_top_k": 0,
+    "sweep_top_p": 1.0,
+    "sweep_taus": (1, 8),
+    "sweep_max_new": 48,
+    "sweep_seeds": 1,
 }
 st.session_state["specviz_shell"] = True  # pages check that they run inside this navigation
 for key, value in DEFAULTS.items():
@@ -27,6 +39,7 @@ for key, value in DEFAULTS.items():
 page = st.navigation(
     [
         st.Page("pages/decode.py", title="Decode", icon=":material/play_arrow:", default=True),
+        st.Page("pages/sweep.py", title="τ sweep", icon=":material/stacked_line_chart:"),
         st.Page("pages/about.py", title="About", icon=":material/school:"),
     ]
 )

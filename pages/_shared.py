@@ -35,3 +35,33 @@ def load_pair(target: str, draft: str) -> specviz.ModelPair | None:
     except specviz.SpecvizError as exc:
         st.error(f"**Could not load the models.** {exc}", icon=":material/error:")
         return None
+
+
+CUSTOM = "Custom: hub id or local folder"
+PRESETS = {p.label: p for p in specviz.PRESETS}
+MODE_HELP = (
+    "textbook: greedy draft, accept if r ≤ p/q, else argmax p.  "
+    "lossless: sampled draft, resample from norm(max(0, p − q)); output follows p exactly.  "
+    "greedy: accept while the draft equals argmax p; output equals the target's greedy decoding."
+)
+
+
+def model_picker(prefix: str) -> tuple[str, str]:
+    """Preset pairs, or free text for a hub id or local folder: (target, draft)."""
+    label = st.selectbox("Pair", [*PRESETS, CUSTOM], key=f"{prefix}_preset")
+    if label == CUSTOM:
+        target = st.text_input("Target (p)", key=f"{prefix}_target", help="embedded, a hub id, or a local folder")
+        draft = st.text_input("Draft (q)", key=f"{prefix}_draft", help="also: self, prompt-lookup, early-exit:K")
+        return target, draft
+    st.caption(PRESETS[label].description)
+    return PRESETS[label].target, PRESETS[label].draft
+
+
+def sampling_widgets(prefix: str) -> dict:
+    """Mode, temperature, top-k and top-p, as SpecConfig keyword arguments."""
+    return {
+        "mode": st.radio("Mode", specviz.MODES, key=f"{prefix}_mode", horizontal=True, help=MODE_HELP),
+        "temperature": st.slider("Temperature (0 = argmax)", 0.0, 2.0, step=0.05, key=f"{prefix}_temperature"),
+        "top_k": st.number_input("Top-k (0 = all tokens)", 0, 100_000, key=f"{prefix}_top_k"),
+        "top_p": st.slider("Top-p", 0.05, 1.0, step=0.05, key=f"{prefix}_top_p"),
+    }

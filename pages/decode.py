@@ -3,44 +3,25 @@
 import streamlit as st
 
 import specviz
-from pages._shared import ensure_shell, load_pair
+from pages._shared import ensure_shell, load_pair, model_picker, sampling_widgets
 from specviz import charts
 from specviz.render import run_html
 
 ensure_shell()
-CUSTOM = "Custom: hub id or local folder"
-PRESETS = {p.label: p for p in specviz.PRESETS}
-MODE_HELP = (
-    "textbook: greedy draft, accept if r ≤ p/q, else argmax p.  "
-    "lossless: sampled draft, resample from norm(max(0, p − q)); output follows p exactly.  "
-    "greedy: accept while the draft equals argmax p; output equals the target's greedy decoding."
-)
-
 with st.sidebar:
     st.header("Models")
-    label = st.selectbox("Pair", [*PRESETS, CUSTOM], key="decode_preset")
-    if label == CUSTOM:
-        target = st.text_input("Target (p)", key="decode_target", help="embedded, a hub id, or a local folder")
-        draft = st.text_input("Draft (q)", key="decode_draft", help="also: self, prompt-lookup, early-exit:K")
-    else:
-        target, draft = PRESETS[label].target, PRESETS[label].draft
-        st.caption(PRESETS[label].description)
+    target, draft = model_picker("decode")
     st.header("Prompt")
     prompt = st.text_area("Prompt", key="decode_prompt", height=90)
     chat = st.toggle("Chat template", key="decode_chat", help="Wrap the prompt as a user message (Instruct models)")
     st.header("Decoding")
     tau = st.slider("τ — draft tokens per step", 1, 16, key="decode_tau")
-    mode = st.radio("Mode", specviz.MODES, key="decode_mode", horizontal=True, help=MODE_HELP)
-    temperature = st.slider("Temperature (0 = argmax)", 0.0, 2.0, step=0.05, key="decode_temperature")
-    top_k = st.number_input("Top-k (0 = all tokens)", 0, 100_000, key="decode_top_k")
-    top_p = st.slider("Top-p", 0.05, 1.0, step=0.05, key="decode_top_p")
+    sampling = sampling_widgets("decode")
     seed = st.number_input("Seed", 0, 2**31 - 1, key="decode_seed")
     max_new = st.number_input("Max new tokens", 1, 1024, key="decode_max_new")
 
 st.title("Speculative decoding, step by step")
-config = specviz.SpecConfig(
-    tau=tau, mode=mode, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, max_new_tokens=max_new
-)
+config = specviz.SpecConfig(tau=tau, seed=seed, max_new_tokens=max_new, **sampling)
 settings = (target, draft, prompt, chat, config)
 pair = load_pair(target, draft)
 
@@ -49,8 +30,7 @@ def start_run() -> specviz.Decoder | None:
     if pair is None:
         return None
     try:
-        use_chat = chat and getattr(pair.codec, "chat_default", None) is not None
-        decoder = specviz.Decoder(pair, prompt, config, chat=use_chat)
+        decoder = specviz.Decoder(pair, prompt, config, chat=None if chat else False)
     except specviz.SpecvizError as exc:
         st.error(f"**Cannot start.** {exc}", icon=":material/error:")
         return None

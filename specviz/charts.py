@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from specviz.sweep import SweepResult
 from specviz.theory import expected_tokens_per_step
 from specviz.trace import StepTrace, TokenProb
 
@@ -127,5 +128,93 @@ def theory_chart(alphas: Sequence[float], max_tau: int = 12) -> go.Figure:
     fig.update_layout(
         font=FONT, height=380, xaxis={"title": "τ (draft tokens per step)", "dtick": 1},
         yaxis={"title": "expected tokens per step"}, margin={"t": 30},
+    )  # fmt: skip
+    return fig
+
+
+# --- τ sweep ---------------------------------------------------------------------------------------
+
+
+def sweep_length_chart(result: SweepResult) -> go.Figure:
+    """The distribution of accepted length n per step, one box per τ."""
+    fig = go.Figure()
+    for tau in result.settings.taus:
+        lengths = [n for r in result.runs if r.tau == tau for n in r.accepted_lengths]
+        if lengths:
+            fig.add_box(y=lengths, name=f"τ = {tau}", boxmean=True, marker_color=P_COLOR, showlegend=False)
+    fig.update_layout(
+        font=FONT, height=380, yaxis={"title": "accepted draft tokens per step", "rangemode": "tozero"},
+        margin={"t": 30},
+    )  # fmt: skip
+    return fig
+
+
+def sweep_acceptance_chart(result: SweepResult) -> go.Figure:
+    """Mean acceptance length against τ, measured (with the band across seeds) and predicted by
+    (1 − α^{τ+1}) / (1 − α) from the measured α."""
+    rows = result.by_tau()
+    taus = [s.tau for s in rows]
+    high, low = [s.mean_acceptance_length_high for s in rows], [s.mean_acceptance_length_low for s in rows]
+    fig = go.Figure()
+    fig.add_scatter(
+        x=taus + taus[::-1], y=high + low[::-1],
+        fill="toself", fillcolor="rgba(69,123,157,0.2)", line={"width": 0}, name="range across seeds", hoverinfo="skip",
+    )  # fmt: skip
+    fig.add_scatter(
+        x=taus, y=[s.mean_acceptance_length for s in rows], mode="lines+markers", name="measured",
+        line={"color": P_COLOR, "width": 3},
+    )  # fmt: skip
+    if result.alpha is not None:
+        fig.add_scatter(
+            x=taus, y=[s.expected_tokens_per_step for s in rows], mode="lines", name=f"theory, α = {result.alpha:.2f}",
+            line={"color": "black", "dash": "dash"},
+        )  # fmt: skip
+    fig.update_layout(
+        font=FONT, height=380, xaxis={"title": "τ", "dtick": 1}, yaxis={"title": "mean acceptance length"},
+        legend={"orientation": "h", "y": -0.25}, margin={"t": 30},
+    )  # fmt: skip
+    return fig
+
+
+def sweep_position_chart(result: SweepResult) -> go.Figure:
+    """Per-position acceptance rate, one line per τ."""
+    fig = go.Figure()
+    for s in result.by_tau():
+        fig.add_scatter(
+            x=list(range(1, s.tau + 1)),
+            y=list(s.per_position_acceptance_rate),
+            mode="lines+markers",
+            name=f"τ = {s.tau}",
+        )
+    fig.update_layout(
+        font=FONT, height=380, xaxis={"title": "draft position i", "dtick": 1},
+        yaxis={"title": "acceptance rate", "range": [0, 1.05]}, margin={"t": 30},
+    )  # fmt: skip
+    return fig
+
+
+def sweep_speedup_chart(result: SweepResult) -> go.Figure:
+    """Measured speedup over target-only decoding against the predicted S(τ) = E / (τc + 1), the
+    best measured τ marked."""
+    rows = [s for s in result.by_tau() if s.speedup is not None]
+    taus = [s.tau for s in rows]
+    fig = go.Figure()
+    fig.add_scatter(x=taus, y=[s.speedup for s in rows], mode="lines+markers", name="measured", line={"width": 3})
+    if result.c is not None:
+        fig.add_scatter(
+            x=taus, y=[s.predicted_speedup for s in rows], mode="lines", name=f"predicted S(τ), c = {result.c:.2f}",
+            line={"color": "black", "dash": "dash"},
+        )  # fmt: skip
+    best = result.best_tau_measured()
+    if best is not None:
+        top = next(s for s in rows if s.tau == best)
+        fig.add_scatter(
+            x=[best], y=[top.speedup], mode="markers+text", name="best τ", text=[f"best τ = {best}"],
+            textposition="top center", marker={"symbol": "star", "size": 20, "color": DECISION_COLORS["accepted"]},
+        )  # fmt: skip
+    fig.add_hline(y=1.0, line={"color": "grey", "dash": "dot"}, annotation_text="target alone")
+    fig.update_layout(
+        font=FONT, height=380, xaxis={"title": "τ", "dtick": 1}, yaxis={"title": "speedup ×", "rangemode": "tozero"},
+        legend={"orientation": "h", "y": -0.25}, margin={"t": 30},
     )  # fmt: skip
     return fig

@@ -1,4 +1,7 @@
-"""Command line: `python -m specviz --prompt "..." --tau 4 --json` prints a run trace as JSON."""
+"""Command line.
+
+`python -m specviz --prompt "..." --tau 4 --json` prints a run trace as JSON;
+`python -m specviz sweep --taus 1-8 --prompt "..." --prompt "..." --json` prints a τ sweep."""
 
 from __future__ import annotations
 
@@ -10,6 +13,8 @@ from specviz.config import MODES, SpecConfig
 from specviz.engine import Decoder
 from specviz.errors import PromptError, SpecvizError
 from specviz.models import load_pair
+from specviz.pair import ModelPair
+from specviz.sweep import Sweep, SweepSettings, parse_taus
 
 
 class _Parser(argparse.ArgumentParser):
@@ -17,9 +22,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"specviz: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m specviz", description="Run speculative decoding and print the trace.")
-    parser.add_argument("--prompt", required=True, help="text to continue")
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    """Models, prompt options and sampling settings: the same for a run and a sweep."""
     parser.add_argument("--target", default="embedded", help="target: 'embedded' (default), a hub id or a local folder")
     parser.add_argument(
         "--draft",
@@ -35,19 +39,35 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", default="auto", help="auto (default), cpu or cuda")
     parser.add_argument("--dtype", default="auto", help="auto (default), float32, float16 or bfloat16")
     parser.add_argument("--max-params", type=int, default=None, help="refuse larger models (parameters)")
-    parser.add_argument("--tau", type=int, default=4, help="draft tokens per step (default 4)")
     parser.add_argument("--mode", choices=MODES, default="textbook")
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--top-k", type=int, default=0)
     parser.add_argument("--top-p", type=float, default=1.0)
+    parser.add_argument("--json", action="store_true", help="print the result as one JSON document")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m specviz", description="Run speculative decoding and print the trace.")
+    parser.add_argument("--prompt", required=True, help="text to continue")
+    parser.add_argument("--tau", type=int, default=4, help="draft tokens per step (default 4)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-new-tokens", type=int, default=32)
-    parser.add_argument("--json", action="store_true", help="print the whole run trace as JSON")
+    _add_common(parser)
+    return parser
+
+
+def build_sweep_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m specviz sweep", description="Measure acceptance length and speedup against τ.")
+    parser.add_argument("--taus", default="1-8", help="τ values: 1-8, or 1,2,4 (default 1-8)")
+    parser.add_argument("--prompt", action="append", required=True, help="a prompt; repeat for several")
+    parser.add_argument("--seeds", type=int, default=1, help="runs per τ and prompt, seeds 0..N-1 (default 1)")
+    parser.add_argument("--max-new-tokens", type=int, default=48)
+    _add_common(parser)
     return parser
 
 
 def _quiet_transformers() -> None:
-    # stderr carries only our one-line errors; stdout only the trace
+    # stderr carries only our one-line errors; stdout only the result
     from transformers.utils import logging
 
     logging.set_verbosity_error()
@@ -59,36 +79,60 @@ def _say_conversion(message: str) -> None:
         print(f"specviz: {message}", file=sys.stderr)
 
 
+def _pair(args: argparse.Namespace) -> ModelPair:
+    _quiet_transformers()
+    return load_pair(
+        args.target, args.draft, device=args.device, dtype=args.dtype, max_params=args.max_params,
+        progress=_say_conversion,
+    )  # fmt: skip
+
+
+def _run(args: argparse.Namespace) -> None:
+    config = SpecConfig(
+        tau=args.tau, mode=args.mode, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+        seed=args.seed, max_new_tokens=args.max_new_tokens,
+    )  # fmt: skip
+    if not args.prompt.strip():
+        raise PromptError("the prompt is empty: give some text with --prompt")
+    run = Decoder(_pair(args), args.prompt, config, chat=args.chat).run()
+    if args.json:
+        print(run.to_json(indent=1))
+        return
+    m = run.metrics
+    print(f"[user] {run.prompt}\n[assistant] {run.text}" if run.chat else run.prompt_text + run.text)
+    print(
+        f"\n{m.steps} steps, mean acceptance length {m.mean_acceptance_length:.2f}, "
+        f"draft acceptance rate {m.draft_acceptance_rate or 0:.2f}, α {m.alpha or 0:.2f}"
+    )
+
+
+def _sweep(args: argparse.Namespace) -> None:
+    if args.seeds < 1:
+        raise PromptError("--seeds must be at least 1")
+    settings = SweepSettings(
+        taus=parse_taus(args.taus), prompts=tuple(args.prompt), seeds=tuple(range(args.seeds)), mode=args.mode,
+        temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, max_new_tokens=args.max_new_tokens,
+        chat=args.chat,
+    )  # fmt: skip
+    sweep = Sweep(_pair(args), settings)
+    for done, total, unit in sweep.advance():
+        what = "target-only baseline" if unit.kind == "baseline" else f"τ = {unit.tau}"
+        print(f"specviz: {done}/{total} {what}, prompt {unit.prompt_index + 1}", file=sys.stderr)
+    result = sweep.result()
+    if args.json:
+        print(result.to_json(indent=1))
+        return
+    print(result.to_frame()[["tau", "mean_acceptance_length", "alpha", "speedup", "predicted_speedup"]].round(3))
+    print(result.verdict())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    sweep = bool(argv) and argv[0] == "sweep"
+    args = (build_sweep_parser() if sweep else build_parser()).parse_args(argv[1:] if sweep else argv)
     try:
-        config = SpecConfig(
-            tau=args.tau,
-            mode=args.mode,
-            temperature=args.temperature,
-            top_k=args.top_k,
-            top_p=args.top_p,
-            seed=args.seed,
-            max_new_tokens=args.max_new_tokens,
-        )
-        if not args.prompt.strip():
-            raise PromptError("the prompt is empty: give some text with --prompt")
-        _quiet_transformers()
-        pair = load_pair(
-            args.target, args.draft, device=args.device, dtype=args.dtype, max_params=args.max_params,
-            progress=_say_conversion,
-        )  # fmt: skip
-        run = Decoder(pair, args.prompt, config, chat=args.chat).run()
+        _sweep(args) if sweep else _run(args)
     except SpecvizError as exc:
         print(f"specviz: error: {exc}", file=sys.stderr)
         return 2
-    if args.json:
-        print(run.to_json(indent=1))
-    else:
-        m = run.metrics
-        print(f"[user] {run.prompt}\n[assistant] {run.text}" if run.chat else run.prompt_text + run.text)
-        print(
-            f"\n{m.steps} steps, mean acceptance length {m.mean_acceptance_length:.2f}, "
-            f"draft acceptance rate {m.draft_acceptance_rate or 0:.2f}, α {m.alpha or 0:.2f}"
-        )
     return 0

@@ -104,17 +104,7 @@ class Decoder:
         self.pair = pair
         self.config = config or SpecConfig()
         self.prompt = prompt if isinstance(prompt, str) else ""
-        self.chat = _resolve_chat(pair, chat) if isinstance(prompt, str) else False
-        if not isinstance(prompt, str):
-            ids = [int(y) for y in prompt]
-            self.prompt_text = pair.codec.decode(ids)
-        elif self.chat:
-            _check_prompt_text(prompt)
-            self.prompt_text, ids = pair.codec.encode_chat(prompt)
-        else:
-            _check_prompt_text(prompt)
-            self.prompt_text, ids = prompt, pair.codec.encode(prompt)
-        _check_prompt(ids, pair)
+        self.prompt_text, ids, self.chat = encode_prompt(pair, prompt, chat)
         self.prompt_ids = tuple(ids)
         self._ids = list(ids)
         self._gen = torch.Generator().manual_seed(self.config.seed)
@@ -308,16 +298,25 @@ def _top_rows(dists: torch.Tensor, n: int, text) -> tuple[tuple[TokenProb, ...],
     )
 
 
+def encode_prompt(pair: ModelPair, prompt: str | Sequence[int], chat: bool | None) -> tuple[str, list[int], bool]:
+    """(exact text encoded, its ids, whether the chat template was used), checked for the target."""
+    if isinstance(prompt, str):
+        if not prompt.strip():
+            raise PromptError("the prompt is empty: type some text to continue")
+        use_chat = _resolve_chat(pair, chat)
+        text, ids = pair.codec.encode_chat(prompt) if use_chat else (prompt, pair.codec.encode(prompt))
+    else:
+        ids, use_chat = [int(y) for y in prompt], False
+        text = pair.codec.decode(ids)
+    _check_prompt(ids, pair)
+    return text, ids, use_chat
+
+
 def _resolve_chat(pair: ModelPair, chat: bool | None) -> bool:
     default = getattr(pair.codec, "chat_default", None)
     if chat and default is None:
         raise PromptError(f"{pair.target.name} has no chat template: turn the chat option off")
     return bool(default) if chat is None else chat
-
-
-def _check_prompt_text(text: str) -> None:
-    if not text.strip():
-        raise PromptError("the prompt is empty: type some text to continue")
 
 
 def _check_prompt(ids: list[int], pair: ModelPair) -> None:

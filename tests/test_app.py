@@ -13,7 +13,7 @@ import specviz
 from tests.helpers import tiny_text_pair
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["pages/decode.py", "pages/about.py"]
+PAGES = ["pages/decode.py", "pages/sweep.py", "pages/about.py"]
 
 
 @pytest.fixture
@@ -176,3 +176,54 @@ def test_unknown_local_model_is_a_message(loads, monkeypatch):
     at.text_input(key="decode_target").set_value("/no/such/model").run()
     assert not at.exception
     assert any("no such folder: /no/such/model" in e.value for e in at.error)
+
+
+def sweep_page(at: AppTest) -> AppTest:
+    at.switch_page("pages/sweep.py").run()
+    at.slider(key="sweep_taus").set_value((1, 3))
+    at.text_area(key="sweep_prompts").set_value("w1 w2\nw5")
+    at.number_input(key="sweep_max_new").set_value(8)
+    return at.run()
+
+
+def test_sweep_page_runs_and_shows_theory_beside_measurement(loads):
+    at = sweep_page(app())
+    assert not at.exception
+    assert at.button(key="sweep_run").label == "Run 8 of 8 units"  # 2 baselines + 3 τ × 2 prompts
+    at.button(key="sweep_run").click().run()
+    assert not at.exception
+    assert len(at.session_state["sweep_cache"]) == 8
+    assert at.button(key="sweep_run").label == "All finished"
+    assert "Speculation helps when α > c; here α = " in at.success[0].value
+    table = at.dataframe[0].value
+    assert list(table["tau"]) == [1, 2, 3]
+    assert (table["emitted"] == table["accepted"] + table["steps"]).all()
+    acceptance = figure(at, 0)
+    assert acceptance["data"][1]["y"] == list(table["mean_acceptance_length"])
+    assert len(at.get("plotly_chart")) == 4 and len(at.get("download_button")) == 2
+    assert loads.count(("embedded", "embedded")) == 1  # the decode page's load is reused
+
+
+def test_sweep_page_keeps_partial_results_after_a_stop(loads):
+    from specviz.sweep import Sweep, SweepSettings
+
+    settings = SweepSettings(taus=(1, 2, 3), prompts=("w1 w2", "w5"), mode="greedy", max_new_tokens=8, chat=None)
+    cache: dict = {}
+    progress = Sweep(tiny_text_pair(chat=True), settings, cache).advance()
+    for _ in range(4):  # both baselines and τ = 1 for both prompts finished before Stop
+        next(progress)
+    at = app()
+    at.session_state["sweep_cache"] = cache
+    sweep_page(at)
+    assert not at.exception
+    assert "Stopped with 4 of 8 units left" in at.warning[0].value
+    assert list(at.dataframe[0].value["tau"]) == [1]
+    assert at.button(key="sweep_run").label == "Run 4 of 8 units"
+
+
+def test_sweep_page_reports_bad_settings(loads):
+    at = app()
+    at.switch_page("pages/sweep.py").run()
+    at.text_area(key="sweep_prompts").set_value("  \n ").run()
+    assert not at.exception
+    assert "at least one" in at.error[0].value

@@ -1,0 +1,81 @@
+"""τ sweep: how the accepted length and the speedup change with τ, theory beside measurement."""
+
+import streamlit as st
+
+import specviz
+from pages._shared import ensure_shell, load_pair, model_picker, sampling_widgets
+from specviz import charts
+from specviz.sweep import Sweep, SweepSettings
+
+ensure_shell()
+with st.sidebar:
+    st.header("Models")
+    target, draft = model_picker("sweep")
+    st.header("Prompts")
+    prompts_text = st.text_area("One prompt per line", key="sweep_prompts", height=110)
+    chat = st.toggle("Chat template", key="sweep_chat", help="Wrap each prompt as a user message (Instruct models)")
+    st.header("Sweep")
+    low, high = st.slider("τ range", 1, 16, key="sweep_taus")
+    max_new = st.number_input("Tokens per run", 4, 512, key="sweep_max_new")
+    seeds = st.number_input("Seeds per τ and prompt", 1, 10, key="sweep_seeds")
+    sampling = sampling_widgets("sweep")
+
+st.title("Acceptance length against τ")
+prompts = tuple(line.strip() for line in prompts_text.splitlines() if line.strip())
+pair = load_pair(target, draft)
+if pair is None:
+    st.stop()
+try:
+    settings = SweepSettings(
+        taus=tuple(range(low, high + 1)), prompts=prompts, seeds=tuple(range(seeds)), max_new_tokens=max_new,
+        chat=None if chat else False, **sampling,
+    )  # fmt: skip
+    sweep = Sweep(pair, settings, st.session_state.setdefault("sweep_cache", {}))
+except specviz.SpecvizError as exc:
+    st.error(f"**Cannot sweep.** {exc}", icon=":material/error:")
+    st.stop()
+
+total, pending = len(sweep.units()), len(sweep.pending())
+cols = st.columns([1.6, 1, 4])
+run_clicked = cols[0].button(
+    f"Run {pending} of {total} units" if pending else "All finished", type="primary", key="sweep_run",
+    disabled=not pending, icon=":material/play_arrow:",
+)  # fmt: skip
+cols[1].button("Stop", key="sweep_stop", icon=":material/stop:", help="Keeps every finished run")
+cols[2].caption(
+    f"{len(prompts)} prompt(s) × τ {low}–{high} × {seeds} seed(s), {max_new} tokens each, plus one target-only "
+    "baseline per prompt. Finished runs are cached: revisiting costs nothing."
+)
+if run_clicked:
+    bar = st.progress(0.0, text="Starting…")
+    for done, _, unit in sweep.advance():
+        what = "target-only baseline" if unit.kind == "baseline" else f"τ = {unit.tau}, seed {unit.seed}"
+        bar.progress(done / total, text=f"{done} / {total}: {what}, prompt {unit.prompt_index + 1}")
+    st.rerun()  # redraw the buttons and results from the finished cache
+
+result = sweep.result()
+if not result.runs:
+    st.info("Press **Run** to measure. A sweep of τ 1–8 over two prompts takes a few minutes on a laptop CPU.")
+    st.stop()
+if not result.complete:
+    st.warning(f"Stopped with {result.pending} of {total} units left; the charts show what finished. Run to go on.")
+st.success(result.verdict(), icon=":material/insights:")
+
+left, right = st.columns(2)
+left.markdown("**Mean acceptance length: measured and (1 − α^(τ+1)) / (1 − α)**")
+left.plotly_chart(charts.sweep_acceptance_chart(result), key="sweep_acceptance_chart")
+right.markdown("**Speedup over the target alone: measured and predicted S(τ)**")
+right.plotly_chart(charts.sweep_speedup_chart(result), key="sweep_speedup_chart")
+left.markdown("**Accepted draft tokens per step**")
+left.plotly_chart(charts.sweep_length_chart(result), key="sweep_length_chart")
+right.markdown("**Per-position acceptance rate**")
+right.plotly_chart(charts.sweep_position_chart(result), key="sweep_position_chart")
+
+st.subheader("Results")
+table = result.to_frame()
+st.dataframe(table, hide_index=True)
+cols = st.columns(4)
+cols[0].download_button("Download CSV", table.to_csv(index=False), "specviz-sweep.csv", "text/csv", key="sweep_csv")
+cols[1].download_button(
+    "Download JSON", result.to_json(indent=1), "specviz-sweep.json", "application/json", key="sweep_json"
+)

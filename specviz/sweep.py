@@ -1,0 +1,336 @@
+"""How the accepted length varies with τ: runs over τ × prompts × seeds, a target-only baseline
+per prompt, and per-τ summaries with Leviathan et al.'s theory beside the measurements.
+
+The work is split into units (one baseline, or one speculative run) that a caller advances one
+at a time (`Sweep.advance()`), so a UI can show progress and stop at any point with the finished
+units kept. Finished units live in a cache dict the caller may keep and pass again: revisiting
+the same settings costs nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Hashable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import torch
+
+from specviz.config import MODES, SpecConfig
+from specviz.engine import Decoder, encode_prompt
+from specviz.errors import ConfigError
+from specviz.pair import ModelPair
+from specviz.sampling import logits_to_probs, sample
+from specviz.theory import best_tau, expected_speedup, expected_tokens_per_step
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    taus: tuple[int, ...]  # the τ values to run
+    prompts: tuple[str, ...]  # one run per prompt, τ and seed
+    seeds: tuple[int, ...] = (0,)  # repetitions with different random draws
+    mode: str = "textbook"
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    max_new_tokens: int = 48  # tokens per run
+    chat: bool | None = None  # chat template: None = the model's default
+
+    def __post_init__(self) -> None:
+        if not self.taus or not self.prompts or not self.seeds:
+            raise ConfigError("a sweep needs at least one τ, one prompt and one seed")
+        if any(not p.strip() for p in self.prompts):
+            raise ConfigError("every prompt of a sweep needs some text")
+        if self.mode not in MODES:
+            raise ConfigError(f"mode must be one of {', '.join(MODES)}; got {self.mode!r}")
+        for tau in self.taus:  # SpecConfig validates every setting
+            self.config(tau, self.seeds[0])
+        for seed in self.seeds:
+            self.config(self.taus[0], seed)
+
+    def config(self, tau: int, seed: int) -> SpecConfig:
+        return SpecConfig(
+            tau=tau, mode=self.mode, temperature=self.temperature, top_k=self.top_k, top_p=self.top_p,
+            seed=seed, max_new_tokens=self.max_new_tokens,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One speculative run, reduced to what the sweep's charts and table need."""
+
+    tau: int
+    prompt_index: int
+    seed: int
+    accepted_lengths: tuple[int, ...]  # n of every step
+    step_taus: tuple[int, ...]  # τ of every step (shorter near max_new_tokens)
+    emitted: int
+    alpha: float | None
+    per_position: tuple[float, ...]
+    draft_ms: float
+    verify_ms: float
+
+    @property
+    def steps(self) -> int:
+        return len(self.accepted_lengths)
+
+    @property
+    def accepted(self) -> int:
+        return sum(self.accepted_lengths)
+
+    @property
+    def drafted(self) -> int:
+        return sum(self.step_taus)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """Target-only decoding of one prompt: the reference speed."""
+
+    prompt_index: int
+    tokens: int
+    decode_ms: float  # wall time of the token loop (prefill excluded, as for the runs)
+
+    @property
+    def ms_per_token(self) -> float:
+        return self.decode_ms / max(self.tokens, 1)
+
+
+@dataclass(frozen=True)
+class TauSummary:
+    tau: int
+    runs: int
+    steps: int
+    drafted: int
+    accepted: int
+    emitted: int
+    mean_acceptance_length: float  # 1 + accepted / steps, pooled over prompts and seeds
+    mean_acceptance_length_low: float  # lowest per-seed value (band)
+    mean_acceptance_length_high: float  # highest per-seed value (band)
+    draft_acceptance_rate: float
+    per_position_acceptance_rate: tuple[float, ...]
+    alpha: float | None
+    tokens_per_second: float
+    baseline_tokens_per_second: float | None
+    speedup: float | None  # measured: tokens/s over target-only tokens/s
+    expected_tokens_per_step: float | None  # (1 − α^{τ+1}) / (1 − α) from the sweep's α
+    predicted_speedup: float | None  # S(τ) from the sweep's α and c
+
+
+@dataclass(frozen=True)
+class Unit:
+    kind: str  # "baseline" | "run"
+    prompt_index: int
+    tau: int = 0
+    seed: int = 0
+
+
+class Sweep:
+    """Runs the units of a sweep on one pair, skipping those already in `cache`."""
+
+    def __init__(self, pair: ModelPair, settings: SweepSettings, cache: dict | None = None) -> None:
+        self.pair, self.settings = pair, settings
+        self.cache: dict[Hashable, Any] = {} if cache is None else cache
+        for prompt in settings.prompts:  # fail early, before any work, on a bad prompt
+            encode_prompt(pair, prompt, settings.chat)
+
+    def units(self) -> list[Unit]:
+        s = self.settings
+        baselines = [Unit("baseline", i) for i in range(len(s.prompts))]
+        runs = [Unit("run", i, tau, seed) for tau in s.taus for i in range(len(s.prompts)) for seed in s.seeds]
+        return baselines + runs
+
+    def key(self, unit: Unit) -> tuple:
+        s = self.settings
+        models = (self.pair.target.name, self.pair.draft.name if unit.kind == "run" else "")
+        config = s.config(max(unit.tau, 1), unit.seed)
+        if unit.kind == "baseline":  # the same baseline serves every τ and seed
+            config = dataclasses.replace(config, tau=1, seed=0)
+        return (unit.kind, *models, s.prompts[unit.prompt_index], s.chat, config)
+
+    def pending(self) -> list[Unit]:
+        return [u for u in self.units() if self.key(u) not in self.cache]
+
+    def advance(self) -> Iterator[tuple[int, int, Unit]]:
+        """Run the pending units one by one; yields (done, total, unit) after each."""
+        total = len(self.units())
+        done = total - len(self.pending())
+        for unit in self.pending():
+            self.cache[self.key(unit)] = self._run_unit(unit)
+            done += 1
+            yield done, total, unit
+
+    def run(self) -> SweepResult:
+        for _ in self.advance():
+            pass
+        return self.result()
+
+    def result(self) -> SweepResult:
+        """Whatever has finished so far."""
+        found = [(u, self.cache.get(self.key(u))) for u in self.units()]
+        runs = tuple(r for u, r in found if u.kind == "run" and r is not None)
+        baselines = tuple(b for u, b in found if u.kind == "baseline" and b is not None)
+        return SweepResult(self.settings, runs, baselines, len(self.pending()))
+
+    def _run_unit(self, unit: Unit) -> RunSummary | Baseline:
+        prompt = self.settings.prompts[unit.prompt_index]
+        if unit.kind == "baseline":
+            return target_only(self.pair, prompt, self.settings.config(1, 0), unit.prompt_index, self.settings.chat)
+        trace = Decoder(self.pair, prompt, self.settings.config(unit.tau, unit.seed), chat=self.settings.chat).run()
+        m = trace.metrics
+        return RunSummary(
+            tau=unit.tau, prompt_index=unit.prompt_index, seed=unit.seed,
+            accepted_lengths=tuple(s.n_accepted for s in trace.steps), step_taus=tuple(s.tau for s in trace.steps),
+            emitted=m.emitted_tokens, alpha=m.alpha, per_position=m.per_position_acceptance_rate,
+            draft_ms=m.draft_ms, verify_ms=m.verify_ms,
+        )  # fmt: skip
+
+
+def target_only(
+    pair: ModelPair, prompt: str, config: SpecConfig, prompt_index: int = 0, chat: bool | None = None
+) -> Baseline:
+    """Decode with the target alone (same warping, argmax in greedy mode), timing the token loop."""
+    _, ids, _ = encode_prompt(pair, prompt, chat)
+    session, gen, eos = pair.target.new_session(), torch.Generator().manual_seed(config.seed), pair.codec.eos_token_id
+    logits = session.extend(ids, keep=1)[-1]
+    budget = config.max_new_tokens if pair.target.max_length is None else min(
+        config.max_new_tokens, pair.target.max_length - len(ids)
+    )  # fmt: skip
+    tokens, start = 0, time.perf_counter()
+    while tokens < budget:
+        probs = logits_to_probs(logits, config.temperature, config.top_k, config.top_p)
+        token = int(probs.argmax()) if config.mode == "greedy" else sample(probs, gen)
+        tokens += 1
+        if token == eos or tokens == budget:
+            break
+        logits = session.extend([token], keep=1)[-1]
+    return Baseline(prompt_index, tokens, (time.perf_counter() - start) * 1000.0)
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    settings: SweepSettings
+    runs: tuple[RunSummary, ...]
+    baselines: tuple[Baseline, ...]
+    pending: int  # units not run yet (a stopped or unfinished sweep)
+
+    @property
+    def complete(self) -> bool:
+        return self.pending == 0
+
+    @property
+    def alpha(self) -> float | None:
+        """α pooled over every drafted position of every run."""
+        weighted = [(r.alpha, r.drafted) for r in self.runs if r.alpha is not None]
+        total = sum(w for _, w in weighted)
+        return sum(a * w for a, w in weighted) / total if total else None
+
+    @property
+    def c(self) -> float | None:
+        """Draft time per forward pass over the target's time per token (target-only)."""
+        drafted = sum(r.drafted for r in self.runs)
+        tokens = sum(b.tokens for b in self.baselines)
+        if not drafted or not tokens:
+            return None
+        return (sum(r.draft_ms for r in self.runs) / drafted) / (sum(b.decode_ms for b in self.baselines) / tokens)
+
+    @property
+    def baseline_tokens_per_second(self) -> float | None:
+        ms = sum(b.decode_ms for b in self.baselines)
+        return 1000.0 * sum(b.tokens for b in self.baselines) / ms if ms else None
+
+    def by_tau(self) -> list[TauSummary]:
+        return [self._summary(tau) for tau in self.settings.taus if any(r.tau == tau for r in self.runs)]
+
+    def _summary(self, tau: int) -> TauSummary:
+        runs = [r for r in self.runs if r.tau == tau]
+        steps, accepted = sum(r.steps for r in runs), sum(r.accepted for r in runs)
+        per_seed = [
+            1 + sum(r.accepted for r in runs if r.seed == s) / max(1, sum(r.steps for r in runs if r.seed == s))
+            for s in sorted({r.seed for r in runs})
+        ]
+        alpha, c, base = self.alpha, self.c, self.baseline_tokens_per_second
+        ms = sum(r.draft_ms + r.verify_ms for r in runs)
+        tps = 1000.0 * sum(r.emitted for r in runs) / ms if ms else 0.0
+        per_position = tuple(
+            sum(n >= i for r in runs for n in r.accepted_lengths) / steps if steps else 0.0 for i in range(1, tau + 1)
+        )
+        return TauSummary(
+            tau=tau, runs=len(runs), steps=steps, drafted=sum(r.drafted for r in runs), accepted=accepted,
+            emitted=sum(r.emitted for r in runs), mean_acceptance_length=1 + accepted / steps if steps else 1.0,
+            mean_acceptance_length_low=min(per_seed), mean_acceptance_length_high=max(per_seed),
+            draft_acceptance_rate=accepted / max(1, sum(r.drafted for r in runs)),
+            per_position_acceptance_rate=per_position, alpha=alpha, tokens_per_second=tps,
+            baseline_tokens_per_second=base, speedup=tps / base if base else None,
+            expected_tokens_per_step=None if alpha is None else expected_tokens_per_step(alpha, tau),
+            predicted_speedup=None if alpha is None or c is None else expected_speedup(alpha, tau, c),
+        )  # fmt: skip
+
+    def best_tau_measured(self) -> int | None:
+        rows = [s for s in self.by_tau() if s.speedup is not None]
+        return max(rows, key=lambda s: s.speedup).tau if rows else None
+
+    def best_tau_predicted(self) -> int | None:
+        if self.alpha is None or self.c is None:
+            return None
+        return best_tau(self.alpha, self.c, max_tau=max(self.settings.taus))
+
+    def verdict(self) -> str:
+        alpha, c = self.alpha, self.c
+        if alpha is None or c is None:
+            return "Not enough finished work for a verdict yet."
+        helps = "so speculation can help" if alpha > c else "so speculation cannot beat the target alone"
+        measured = self.best_tau_measured()
+        best = next((s for s in self.by_tau() if s.tau == measured), None)
+        tail = f"; measured best τ = {measured} ({best.speedup:.2f}×)" if best and best.speedup else ""
+        return (
+            f"Speculation helps when α > c; here α = {alpha:.2f}, c = {c:.2f}, {helps}. "
+            f"Predicted best τ = {self.best_tau_predicted()}{tail}."
+        )
+
+    def to_frame(self) -> pd.DataFrame:
+        """The results table: one row per τ."""
+        return pd.DataFrame([dataclasses.asdict(s) for s in self.by_tau()])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "settings": dataclasses.asdict(self.settings),
+            "alpha": self.alpha,
+            "c": self.c,
+            "baseline_tokens_per_second": self.baseline_tokens_per_second,
+            "best_tau_measured": self.best_tau_measured(),
+            "best_tau_predicted": self.best_tau_predicted(),
+            "verdict": self.verdict(),
+            "complete": self.complete,
+            "taus": [dataclasses.asdict(s) for s in self.by_tau()],
+            "runs": [dataclasses.asdict(r) for r in self.runs],
+            "baselines": [dataclasses.asdict(b) for b in self.baselines],
+        }
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+
+def parse_taus(text: str) -> tuple[int, ...]:
+    """'1-8' → 1..8; '1,2,4' → (1, 2, 4); '1-4,8' → (1, 2, 3, 4, 8)."""
+    taus: list[int] = []
+    try:
+        for part in text.replace(" ", "").split(","):
+            lo, _, hi = part.partition("-")
+            taus.extend(range(int(lo), int(hi or lo) + 1))
+    except ValueError as exc:
+        raise ConfigError(f"write τ values like 1-8 or 1,2,4; got {text!r}") from exc
+    if not taus:
+        raise ConfigError(f"no τ values in {text!r}")
+    return tuple(sorted(set(taus)))
+
+
+def histogram(lengths: Sequence[int], tau: int) -> list[int]:
+    """How many steps accepted k = 0..τ draft tokens."""
+    counts = [0] * (tau + 1)
+    for n in lengths:
+        counts[n] += 1
+    return counts

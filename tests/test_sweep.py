@@ -1,0 +1,137 @@
+"""The τ sweep: counts, the i.i.d. acceptance model on a constant-β toy pair, caching and
+resuming, charts, and the command line."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from scipy.stats import chisquare
+
+from specviz import ConfigError, HFCodec, HFModel, ModelPair, PromptError
+from specviz.charts import sweep_acceptance_chart, sweep_length_chart, sweep_position_chart, sweep_speedup_chart
+from specviz.sweep import Sweep, SweepSettings, histogram, parse_taus
+from specviz.theory import acceptance_length_pmf, expected_speedup, expected_tokens_per_step
+from tests.helpers import save_tiny, table_pair, tiny_llama, word_tokenizer
+
+
+@pytest.fixture(scope="module")
+def tiny_pair():
+    target = HFModel(tiny_llama(0), "tiny-target")
+    return ModelPair(target, HFModel(tiny_llama(1, layers=1), "tiny-draft"), HFCodec(word_tokenizer(), "tiny"))
+
+
+@pytest.fixture(scope="module")
+def result(tiny_pair):
+    settings = SweepSettings(taus=(1, 2, 3, 4), prompts=("w1 w2 w3", "w7 w8"), seeds=(0, 1), max_new_tokens=16)
+    return Sweep(tiny_pair, settings).run()
+
+
+def test_one_row_per_tau_with_consistent_counts(result):
+    rows = result.by_tau()
+    assert [s.tau for s in rows] == [1, 2, 3, 4]
+    for s in rows:
+        assert s.runs == 4  # 2 prompts × 2 seeds
+        assert s.emitted == s.accepted + s.steps  # every step adds its accepted run and one target token
+        assert s.mean_acceptance_length == pytest.approx(1 + s.accepted / s.steps)
+        assert s.mean_acceptance_length_low <= s.mean_acceptance_length <= s.mean_acceptance_length_high
+        assert list(s.per_position_acceptance_rate) == sorted(s.per_position_acceptance_rate, reverse=True)
+        assert s.expected_tokens_per_step == pytest.approx(expected_tokens_per_step(result.alpha, s.tau))
+        assert s.predicted_speedup == pytest.approx(expected_speedup(result.alpha, s.tau, result.c))
+        assert s.speedup == pytest.approx(s.tokens_per_second / result.baseline_tokens_per_second)
+    assert len(result.baselines) == 2 and result.complete
+    frame = result.to_frame()
+    assert list(frame["tau"]) == [1, 2, 3, 4]
+    data = json.loads(result.to_json())
+    assert [row["tau"] for row in data["taus"]] == [1, 2, 3, 4] and "α = " in data["verdict"]
+
+
+def test_constant_beta_histogram_matches_the_iid_model():
+    """Context-free p and q in lossless mode: every draft token is accepted with probability
+    β = Σ min(p, q) = 0.6, independently, so P(n = k) = β^k (1 − β) for k < τ and β^τ at τ."""
+    pair = table_pair([0.5, 0.3, 0.2], [0.2, 0.2, 0.6])
+    settings = SweepSettings(taus=(2, 4), prompts=("0",), mode="lossless", max_new_tokens=12_000)
+    res = Sweep(pair, settings).run()
+    assert res.alpha == pytest.approx(0.6)
+    for tau in (2, 4):
+        run = next(r for r in res.runs if r.tau == tau)
+        full = [n for n, t in zip(run.accepted_lengths, run.step_taus, strict=True) if t == tau]
+        observed = histogram(full, tau)
+        expected = [pk * len(full) for pk in acceptance_length_pmf(0.6, tau)]
+        assert chisquare(observed, expected).pvalue > 1e-3
+    # the test has power: the same counts are rejected for a slightly different α
+    wrong = [pk * len(full) for pk in acceptance_length_pmf(0.5, 4)]
+    assert chisquare(observed, wrong).pvalue < 1e-6
+
+
+def test_stop_keeps_finished_work_and_the_cache_makes_revisits_free(tiny_pair):
+    settings = SweepSettings(taus=(1, 2, 3), prompts=("w1 w2",), max_new_tokens=8)
+    cache: dict = {}
+    sweep = Sweep(tiny_pair, settings, cache)
+    units = sweep.units()
+    assert [u.kind for u in units].count("baseline") == 1  # one baseline per prompt, for every τ
+    progress = sweep.advance()
+    for _ in range(2):  # baseline and τ = 1, then the user presses Stop
+        next(progress)
+    partial = sweep.result()
+    assert not partial.complete and partial.pending == 2 and [r.tau for r in partial.runs] == [1]
+    again = Sweep(tiny_pair, settings, cache)  # the page reruns with the same cache
+    assert len(again.pending()) == 2
+    finished = again.run()
+    assert finished.complete and [s.tau for s in finished.by_tau()] == [1, 2, 3]
+    revisit = Sweep(tiny_pair, settings, cache)
+    assert revisit.pending() == [] and list(revisit.advance()) == []
+    assert revisit.result().runs == finished.runs
+    wider = Sweep(tiny_pair, SweepSettings(taus=(1, 2, 3, 4), prompts=("w1 w2",), max_new_tokens=8), cache)
+    assert [(u.kind, u.tau) for u in wider.pending()] == [("run", 4)]
+
+
+def test_bad_sweep_settings_are_typed_errors(tiny_pair):
+    with pytest.raises(ConfigError):
+        SweepSettings(taus=(), prompts=("a",))
+    with pytest.raises(ConfigError):
+        SweepSettings(taus=(0, 1), prompts=("a",))
+    with pytest.raises(ConfigError):
+        SweepSettings(taus=(1,), prompts=("  ",))
+    with pytest.raises(PromptError):
+        Sweep(tiny_pair, SweepSettings(taus=(1,), prompts=("w1 " * 600,)))
+    assert parse_taus("1-8") == tuple(range(1, 9))
+    assert parse_taus("1,2,4") == (1, 2, 4) and parse_taus("1-3, 8") == (1, 2, 3, 8)
+    with pytest.raises(ConfigError):
+        parse_taus("one-eight")
+
+
+def test_sweep_charts_show_the_summaries(result):
+    rows = result.by_tau()
+    fig = sweep_acceptance_chart(result)
+    measured = next(t for t in fig.data if t.name == "measured")
+    theory = next(t for t in fig.data if t.name.startswith("theory"))
+    assert list(measured.y) == [s.mean_acceptance_length for s in rows]
+    assert list(theory.y) == [s.expected_tokens_per_step for s in rows]
+    fig = sweep_speedup_chart(result)
+    assert list(fig.data[0].y) == [s.speedup for s in rows]
+    assert list(fig.data[1].y) == [s.predicted_speedup for s in rows]
+    star = next(t for t in fig.data if t.name == "best τ")
+    assert list(star.x) == [result.best_tau_measured()]
+    fig = sweep_length_chart(result)
+    assert list(fig.data[1].y) == [n for r in result.runs if r.tau == 2 for n in r.accepted_lengths]
+    fig = sweep_position_chart(result)
+    assert [list(t.y) for t in fig.data] == [list(s.per_position_acceptance_rate) for s in rows]
+
+
+def test_sweep_command_line_prints_one_json_document(tmp_path):
+    target, draft = save_tiny(tmp_path / "t", seed=0), save_tiny(tmp_path / "d", seed=1, layers=1)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    cmd = [sys.executable, "-m", "specviz", "sweep", "--taus", "1-3", "--prompt", "w1 w2", "--prompt", "w3",
+           "--max-new-tokens", "8", "--seeds", "1", "--json", "--target", target, "--draft", draft]  # fmt: skip
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert [row["tau"] for row in data["taus"]] == [1, 2, 3]
+    assert all(row["emitted"] == row["accepted"] + row["steps"] for row in data["taus"])
+    assert len(data["baselines"]) == 2 and data["complete"]
+    bad = subprocess.run([*cmd[:4], "--taus", "x", *cmd[6:]], capture_output=True, text=True, env=env, timeout=300)
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
+        "specviz: error: write τ values like 1-8 or 1,2,4; got 'x'"
+    ]
