@@ -36,17 +36,32 @@ DEFAULTS = {
     "sweep_taus": (1, 8),
     "sweep_max_new": 48,
     "sweep_seeds": 1,
+    "sandbox_preset": "One token: q = 0.8, p = 0.6, r = 0.7",
+    "sandbox_mode": "textbook",
+    "sandbox_tau": 1,
+    "sandbox_seed": 0,
+    "lossless_source": "Hand-made tables",
+    "lossless_tau": 2,
+    "lossless_temperature": 1.0,
+    "lossless_trials": 20_000,
 }
 st.session_state["specviz_shell"] = True  # pages check that they run inside this navigation
-for key, value in DEFAULTS.items():
-    st.session_state.setdefault(key, value)
-    # re-assign so that widget values survive a visit to another page
-    st.session_state[key] = st.session_state[key]
+# Streamlit forgets a widget's value once a run does not draw it (another page), and a value restored
+# in such a run never reaches the browser. So keep a copy under a plain key, and assign every value
+# again on every run: the run that draws the widget then sends it.
+kept = st.session_state.setdefault("specviz_kept", dict(DEFAULTS))
+r_sliders = {k for k in [*st.session_state, *kept] if k.startswith("sandbox_r") and k[9:].isdigit()}
+for key in [*DEFAULTS, *sorted(r_sliders)]:
+    if key in st.session_state:
+        kept[key] = st.session_state[key]
+    st.session_state[key] = kept[key]
 
 page = st.navigation(
     [
         st.Page("pages/decode.py", title="Decode", icon=":material/play_arrow:", default=True),
         st.Page("pages/sweep.py", title="τ sweep", icon=":material/stacked_line_chart:"),
+        st.Page("pages/sandbox.py", title="Sandbox", icon=":material/edit_note:"),
+        st.Page("pages/lossless.py", title="Is it lossless?", icon=":material/balance:"),
         st.Page("pages/about.py", title="About", icon=":material/school:"),
     ]
 )

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from specviz.lossless import LosslessCheck
 from specviz.sweep import SweepResult
 from specviz.theory import expected_tokens_per_step
 from specviz.trace import StepTrace, TokenProb
@@ -216,5 +217,23 @@ def sweep_speedup_chart(result: SweepResult) -> go.Figure:
     fig.update_layout(
         font=FONT, height=380, xaxis={"title": "τ", "dtick": 1}, yaxis={"title": "speedup ×", "rangemode": "tozero"},
         legend={"orientation": "h", "y": -0.25}, margin={"t": 30},
+    )  # fmt: skip
+    return fig
+
+
+def lossless_chart(check: LosslessCheck, text: Callable[[int], str]) -> go.Figure:
+    """Empirical frequency of the first emitted token beside the target's probability."""
+    labels = [token_label(text(t)) for t in check.tokens]
+    observed = [o / check.trials for o in check.observed]
+    fig = go.Figure()
+    fig.add_bar(name="target", x=labels, y=list(check.expected), marker_color=P_COLOR, texttemplate="%{y:.3f}")
+    fig.add_bar(
+        name=f"emitted ({check.mode})", x=labels, y=observed, texttemplate="%{y:.3f}",
+        marker_color=DECISION_COLORS["accepted" if check.consistent else "rejected"],
+    )  # fmt: skip
+    fig.update_layout(
+        barmode="group", font=FONT, height=340, yaxis={"title": "probability", "rangemode": "tozero"},
+        title=f"{check.mode}: chi-square p-value {check.p_value:.3g}", margin={"t": 50},
+        legend={"orientation": "h", "y": -0.25},
     )  # fmt: skip
     return fig

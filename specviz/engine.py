@@ -7,8 +7,9 @@ Sampling" (2023). Notation: p is the target, q the draft, τ the draft tokens pe
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -56,16 +57,24 @@ class _Choice:
     residual: torch.Tensor | None
 
 
-def choose(mode: str, draft: list[int], q: torch.Tensor, p: torch.Tensor, gen: torch.Generator) -> _Choice:
+def choose(
+    mode: str,
+    draft: list[int],
+    q: torch.Tensor,
+    p: torch.Tensor,
+    gen: torch.Generator,
+    given_r: Sequence[float] | None = None,
+) -> _Choice:
     """Accept/reject (SPEC.md step 3–4) and pick the next token (step 5) for one mode.
-    `q` has one row per draft token, `p` one more (position τ+1)."""
+    `q` has one row per draft token, `p` one more (position τ+1). The draws r come from `gen`
+    unless `given_r` supplies them (the sandbox sets them by hand)."""
     k = len(draft)
     ratio = _ratio(_at(p[:k], draft), _at(q, draft))
     if mode == "greedy":
         r: tuple[float | None, ...] = (None,) * k
         n = greedy_match_length(draft, p[:k].argmax(-1).tolist())
     else:
-        draws = torch.rand(k, generator=gen, dtype=torch.float64).tolist()
+        draws = list(given_r) if given_r is not None else torch.rand(k, generator=gen, dtype=torch.float64).tolist()
         r, n = tuple(draws), acceptance_length(draws, ratio.tolist())
     if n == k:  # every draft token accepted: the target's free token from position τ+1
         dist = p[k]
@@ -163,6 +172,13 @@ class Decoder:
         self._crop_sessions()
         return trace
 
+    def restart(self, seed: int) -> None:
+        """Back to the start of the run with a new seed; the prompt stays encoded in the caches."""
+        while self.undo() is not None:
+            pass
+        self._gen.manual_seed(seed)
+        self.config = dataclasses.replace(self.config, seed=seed)
+
     def run(self) -> RunTrace:
         while not self.done:
             self.step()
@@ -196,7 +212,10 @@ class Decoder:
         t2 = time.perf_counter()
         choice = choose(cfg.mode, draft, q, p, self._gen)  # 3–5. accept, count, next token
         emitted = self._emit([*draft[: choice.n], choice.token])  # 6. new confirmed sequence
-        return self._record(index, context_length, draft, q, p, choice, emitted, t1 - t0, t2 - t1)
+        timing = (t1 - t0, t2 - t1)
+        return record_step(
+            index, context_length, draft, q, p, choice, emitted, timing, self.pair.codec.token_text, cfg.top_n
+        )
 
     def _propose(self, tau: int) -> tuple[list[int], torch.Tensor]:
         """Each draft token conditions on the prefix and the earlier draft tokens of this step."""
@@ -254,39 +273,41 @@ class Decoder:
         max_length = self.pair.target.max_length
         return left if max_length is None else min(left, max_length - len(self._ids))
 
-    def _record(
-        self, index: int, context_length: int, draft: list[int], q: torch.Tensor,
-        p: torch.Tensor, choice: _Choice, emitted: tuple[int, ...], draft_s: float, verify_s: float,
-    ) -> StepTrace:  # fmt: skip
-        k, n, text = len(draft), choice.n, self.pair.codec.token_text
-        extra = [] if choice.residual is None else [choice.residual[None]]
-        tops = _top_rows(torch.cat([q, p[:k], p[n : n + 1], *extra]), self.config.top_n, text)
-        return StepTrace(
-            index=index,
-            context_length=context_length,
-            tau=k,
-            draft_tokens=tuple(draft),
-            draft_text=tuple(text(y) for y in draft),
-            q=tuple(_at(q, draft).tolist()),
-            p=tuple(_at(p[:k], draft).tolist()),
-            ratio=tuple(choice.ratio.tolist()),
-            r=choice.r,
-            accepted=tuple(t < n for t in range(k)),
-            decision=tuple("accepted" if t < n else "rejected" if t == n else "not reached" for t in range(k)),
-            beta=tuple(overlap(p[:k], q).tolist()),
-            n_accepted=n,
-            next_token=choice.token,
-            next_text=text(choice.token),
-            next_rule=choice.rule,
-            next_prob=float(choice.dist[choice.token]),
-            emitted=emitted,
-            q_top=tops[:k],
-            p_top=tops[k : 2 * k],
-            next_top=tops[2 * k],
-            residual_top=tops[2 * k + 1] if extra else None,
-            draft_ms=draft_s * 1000.0,
-            verify_ms=verify_s * 1000.0,
-        )
+
+def record_step(
+    index: int, context_length: int, draft: list[int], q: torch.Tensor, p: torch.Tensor, choice: _Choice,
+    emitted: tuple[int, ...], timing: tuple[float, float], text: Callable[[int], str], top_n: int = 10,
+) -> StepTrace:  # fmt: skip
+    """The immutable record of one step: every number a chart or a student needs."""
+    k, n = len(draft), choice.n
+    extra = [] if choice.residual is None else [choice.residual[None]]
+    tops = _top_rows(torch.cat([q, p[:k], p[n : n + 1], *extra]), top_n, text)
+    return StepTrace(
+        index=index,
+        context_length=context_length,
+        tau=k,
+        draft_tokens=tuple(draft),
+        draft_text=tuple(text(y) for y in draft),
+        q=tuple(_at(q, draft).tolist()),
+        p=tuple(_at(p[:k], draft).tolist()),
+        ratio=tuple(choice.ratio.tolist()),
+        r=choice.r,
+        accepted=tuple(t < n for t in range(k)),
+        decision=tuple("accepted" if t < n else "rejected" if t == n else "not reached" for t in range(k)),
+        beta=tuple(overlap(p[:k], q).tolist()),
+        n_accepted=n,
+        next_token=choice.token,
+        next_text=text(choice.token),
+        next_rule=choice.rule,
+        next_prob=float(choice.dist[choice.token]),
+        emitted=emitted,
+        q_top=tops[:k],
+        p_top=tops[k : 2 * k],
+        next_top=tops[2 * k],
+        residual_top=tops[2 * k + 1] if extra else None,
+        draft_ms=timing[0] * 1000.0,
+        verify_ms=timing[1] * 1000.0,
+    )
 
 
 def _top_rows(dists: torch.Tensor, n: int, text) -> tuple[tuple[TokenProb, ...], ...]:

@@ -13,7 +13,7 @@ import specviz
 from tests.helpers import tiny_text_pair
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["pages/decode.py", "pages/sweep.py", "pages/about.py"]
+PAGES = ["pages/decode.py", "pages/sweep.py", "pages/sandbox.py", "pages/lossless.py", "pages/about.py"]
 
 
 @pytest.fixture
@@ -227,3 +227,41 @@ def test_sweep_page_reports_bad_settings(loads):
     at.text_area(key="sweep_prompts").set_value("  \n ").run()
     assert not at.exception
     assert "at least one" in at.error[0].value
+
+
+def test_sandbox_presets_give_the_expected_decisions(loads):
+    at = app()
+    at.switch_page("pages/sandbox.py").run()
+    assert not at.exception
+    assert "**n = 1** of 1 accepted (none rejected)" in at.success[0].value
+    at.selectbox(key="sandbox_preset").set_value("Five-token draft, the third rejected first").run()
+    assert "**n = 2** of 5 accepted (position 3 is the first rejected)" in at.success[0].value
+    assert "'cat'** by rule **argmax" in at.success[0].value
+    decisions = [a["text"] for a in figure(at, 0)["layout"]["annotations"]]
+    assert decisions == [
+        "<b>accepted</b>",
+        "<b>accepted</b>",
+        "<b>rejected</b>",
+        "<b>not reached</b>",
+        "<b>not reached</b>",
+    ]
+    at.slider(key="sandbox_r2").set_value(0.25).run()  # r3 ≤ p/q = 0.2/0.7 now: all five accepted
+    assert "**n = 5** of 5 accepted (none rejected)" in at.success[0].value
+    at.selectbox(key="sandbox_preset").set_value("The next token after the accepted run").run()
+    at.radio(key="sandbox_mode").set_value("lossless").run()
+    assert "by rule **residual" in at.success[0].value
+    residual = figure(at, 1)["data"][2]
+    assert residual["y"][-1].startswith("sat") and residual["x"][-1] == pytest.approx(2 / 3)
+
+
+def test_lossless_page_verdicts_on_tables(loads):
+    at = app()
+    at.switch_page("pages/lossless.py").run()
+    at.number_input(key="lossless_trials").set_value(3000)
+    at.button(key="lossless_run").click().run(timeout=300)
+    assert not at.exception
+    good = [s.value for s in at.success]
+    bad = [e.value for e in at.error]
+    assert [v.split(":")[0] for v in good] == ["lossless", "greedy"]
+    assert [v.split(":")[0] for v in bad] == ["textbook"] and "differs from the target's distribution" in bad[0]
+    assert len(at.get("plotly_chart")) == 3

@@ -88,4 +88,15 @@ def test_step_in_a_real_browser(server, tmp_path):
         assert page.locator('[data-testid="stException"]').count() == 0
         assert page.get_by_text("Traceback").count() == 0
         assert page.locator(".sv-tgt").count() == 1  # the target's token is marked
+        # settings survive a visit to another page (Streamlit drops undrawn widgets' values)
+        seed = page.get_by_label("Seed")
+        seed.fill("7")
+        seed.press("Enter")
+        page.get_by_text("Settings changed").wait_for(timeout=60_000)
+        page.get_by_role("link", name="About").click()
+        page.get_by_role("heading", name="How speculative decoding works").wait_for(timeout=60_000)
+        page.get_by_role("link", name="Decode").click()
+        page.get_by_label("Seed").wait_for(timeout=60_000)
+        page.get_by_text("Settings changed").wait_for(timeout=60_000)
+        assert page.get_by_label("Seed").input_value() == "7"
         browser.close()

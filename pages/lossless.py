@@ -1,0 +1,75 @@
+"""Is it lossless? Repeat the first step many times in each mode and test the emitted token
+against the target's own distribution."""
+
+import pandas as pd
+import streamlit as st
+
+import specviz
+from pages._shared import ensure_shell, load_pair, model_picker
+from specviz import charts
+from specviz.lossless import check, first_tokens, reference
+
+ensure_shell()
+st.title("Is it lossless?")
+st.markdown(
+    "Run the **first step** many times with different seeds and count which token comes out first. "
+    "**lossless** should match the target's distribution and **greedy** the target's greedy token, "
+    "whatever the draft; **textbook** with sampling should not."
+)
+TABLES = "Hand-made tables"
+source = st.radio("Models", [TABLES, "Real models (first step)"], key="lossless_source", horizontal=True)
+cols = st.columns(3)
+tau = cols[0].number_input("τ", 1, 8, key="lossless_tau")
+temperature = cols[1].slider("Temperature", 0.05, 2.0, step=0.05, key="lossless_temperature")
+if source == TABLES:
+    trials = cols[2].number_input("Trials per mode", 100, 50_000, step=1000, key="lossless_trials")
+    example = pd.DataFrame({"token": ["a", "b", "c"], "p (target)": [0.5, 0.3, 0.2], "q (draft)": [0.2, 0.2, 0.6]})
+    table = st.data_editor(example, key="lossless_table", hide_index=True, num_rows="dynamic")
+    try:
+        words = [str(w).strip() for w in table["token"]]
+        p, q = [[float(x) for x in table[c]] for c in ("p (target)", "q (draft)")]
+        pair = specviz.ModelPair(
+            specviz.TableModel([x / sum(p) for x in p], "p"), specviz.TableModel([x / sum(q) for x in q], "q"),
+            specviz.WordCodec(words),
+        )  # fmt: skip
+        prompt = words[0]
+    except (ValueError, ZeroDivisionError, specviz.SpecvizError) as exc:
+        st.error(f"**Check the table**: distinct tokens, non-negative numbers, not all zero. ({exc})")
+        st.stop()
+else:
+    trials = cols[2].number_input("Trials per mode", 10, 1000, value=200, step=50, key="lossless_trials_real")
+    with st.sidebar:
+        target, draft = model_picker("lossless")
+    prompt = st.text_input("Prompt", "The cat sat on the", key="lossless_prompt")
+    pair = load_pair(target, draft)
+    if pair is None:
+        st.stop()
+
+settings = (source, tau, temperature, trials, prompt, repr(pair.target.name), repr(pair.draft.name))
+if source == TABLES:
+    settings += (tuple(map(tuple, table.values.tolist())),)
+results = st.session_state.setdefault("lossless_results", {})
+if st.button("Run the check", type="primary", key="lossless_run", icon=":material/play_arrow:"):
+    bar, checks = st.progress(0.0, text="Starting…"), {}
+    try:
+        for m, mode in enumerate(specviz.MODES):
+            config = specviz.SpecConfig(tau=tau, mode=mode, temperature=temperature)
+            samples = []
+            for i, token in enumerate(first_tokens(pair, prompt, config, trials)):
+                samples.append(token)
+                if i % max(1, trials // 50) == 0:
+                    bar.progress((m + i / trials) / 3, text=f"{mode}: {i} / {trials}")
+            checks[mode] = check(mode, samples, reference(pair, prompt, config))
+    except specviz.SpecvizError as exc:
+        st.error(f"**Cannot run.** {exc}")
+        st.stop()
+    results[settings] = checks
+    bar.empty()
+
+checks = results.get(settings)
+if not checks:
+    st.info("Press **Run the check**. 20,000 trials per mode on tables take about a minute here.")
+    st.stop()
+for mode, result in checks.items():
+    (st.success if result.consistent else st.error)(result.verdict())
+    st.plotly_chart(charts.lossless_chart(result, pair.codec.token_text), key=f"lossless_chart_{mode}")

@@ -1,0 +1,58 @@
+"""Sandbox: one speculative step on hand-made distributions. Edit q and p, set r, see the rule."""
+
+import streamlit as st
+
+from pages._shared import ensure_shell
+from specviz import MODES, ConfigError, charts
+from specviz.render import run_html
+from specviz.sandbox import MAX_TAU, PRESETS, case_frame, case_from_frame, draw_r, resize, sandbox_step
+
+ensure_shell()
+st.title("Sandbox: one step by hand")
+state = st.session_state
+
+cols = st.columns([3, 2, 1])
+preset = cols[0].selectbox("Exercise", list(PRESETS), key="sandbox_preset")
+mode = cols[1].radio("Mode", MODES, key="sandbox_mode", horizontal=True)
+if state.get("sandbox_loaded") != preset:  # a new exercise: its table, τ and draws
+    case = PRESETS[preset]
+    state.update({"sandbox_loaded": preset, "sandbox_tau": case.tau, "sandbox_case": case})
+    state.update({f"sandbox_r{t}": case.r[t] for t in range(case.tau)})
+tau = cols[2].number_input("τ", 1, MAX_TAU, key="sandbox_tau")
+case = resize(state["sandbox_case"], tau)
+st.caption(case.note or "Edit the table: each column is normalised to sum to 1. The draft proposes the mode of q.")
+
+edited = st.data_editor(
+    case_frame(case), key=f"sandbox_table_{preset}_{tau}", hide_index=True, num_rows="dynamic",
+    column_config={"token": st.column_config.TextColumn("token", required=True)},
+)  # fmt: skip
+r_cols = st.columns(tau + 1)
+for t in range(tau):
+    state.setdefault(f"sandbox_r{t}", 0.5)
+    r_cols[t].slider(f"r{t + 1}", 0.0, 0.999, step=0.001, format="%.3f", key=f"sandbox_r{t}")
+seed = r_cols[tau].number_input("seed", 0, 10_000, key="sandbox_seed")
+if r_cols[tau].button("Draw r", key="sandbox_draw", icon=":material/casino:"):
+    state.update({f"sandbox_r{t}": r for t, r in enumerate(draw_r(tau, seed))})
+    st.rerun()
+
+try:
+    case = case_from_frame(edited, [state[f"sandbox_r{t}"] for t in range(tau)], case.note)
+    step = sandbox_step(case, mode, seed)
+except ConfigError as exc:
+    st.error(f"**Check the table.** {exc}", icon=":material/error:")
+    st.stop()
+
+rejected = f"position {step.n_accepted + 1} is the first rejected" if step.n_accepted < step.tau else "none rejected"
+st.success(
+    f"**n = {step.n_accepted}** of {step.tau} accepted ({rejected}); the target then adds "
+    f"**'{step.next_text}'** by rule **{step.next_rule}**.",
+    icon=":material/check_circle:",
+)
+st.html(run_html("", [step]))
+st.plotly_chart(charts.step_chart(step), key="sandbox_step_chart")
+position = step.n_accepted if step.n_accepted < step.tau else step.tau - 1
+st.markdown(
+    f"**Position {position + 1}: q and p"
+    + (" and the residual norm(max(0, p − q)) that lossless mode resampled from**" if step.residual_top else "**")
+)
+st.plotly_chart(charts.top_chart(step, position), key="sandbox_top_chart")

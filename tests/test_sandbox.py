@@ -1,0 +1,89 @@
+"""The sandbox and the lossless check: textbook exercises decided by the engine's rule, and the
+chi-square verdicts on table models."""
+
+import pytest
+
+from specviz import ConfigError, Decoder, SpecConfig
+from specviz.lossless import check, first_tokens, reference
+from specviz.sandbox import PRESETS, case_frame, case_from_frame, draw_r, residual_distribution, resize, sandbox_step
+from tests.helpers import hf_pair, table_pair
+
+ONE, FIVE, NEXT = PRESETS
+
+
+def test_one_token_q_above_p_is_accepted_when_r_is_below_p_over_q():
+    step = sandbox_step(PRESETS[ONE], "textbook")
+    assert step.draft_text == ("cat",) and step.q == pytest.approx((0.8,)) and step.p == pytest.approx((0.6,))
+    assert step.ratio == pytest.approx((0.75,)) and step.r == (0.7,)
+    assert step.decision == ("accepted",) and step.n_accepted == 1 and step.next_rule == "bonus"
+    higher = PRESETS[ONE].__class__(**{**PRESETS[ONE].__dict__, "r": (0.76,)})
+    assert sandbox_step(higher, "textbook").decision == ("rejected",)
+
+
+def test_five_token_draft_third_rejected_and_later_ones_discarded():
+    step = sandbox_step(PRESETS[FIVE], "textbook")
+    assert step.draft_text == ("the", "cat", "sat", "on", "mat")
+    assert step.decision == ("accepted", "accepted", "rejected", "not reached", "not reached")
+    assert step.n_accepted == 2
+    assert all(step.r[t] <= step.ratio[t] for t in (3, 4))  # they would pass on their own
+    assert step.next_text == "cat" and step.next_rule == "argmax"  # the mode of p at position 3
+    assert step.emitted == (0, 1, 1)
+
+
+def test_next_token_after_the_accepted_run_in_each_mode():
+    case = PRESETS[NEXT]
+    textbook = sandbox_step(case, "textbook")
+    assert textbook.n_accepted == 1 and textbook.next_text == "sat" and textbook.next_rule == "argmax"
+    lossless = sandbox_step(case, "lossless", seed=0)
+    assert lossless.next_rule == "residual"
+    assert [(e.text, e.prob) for e in lossless.residual_top] == [
+        ("sat", pytest.approx(2 / 3)),
+        ("slept", pytest.approx(1 / 3)),
+    ]
+    assert residual_distribution(case, 1) == pytest.approx([2 / 3, 0.0, 1 / 3, 0.0])
+    seen = {sandbox_step(case, "lossless", seed=s).next_text for s in range(40)}
+    assert seen == {"sat", "slept"}  # sampled from the residual; never 'ran' or 'jumped'
+    greedy = sandbox_step(case, "greedy")
+    assert greedy.n_accepted == 1 and greedy.next_rule == "greedy" and greedy.r == (None, None)
+
+
+def test_table_round_trip_normalises_and_checks():
+    case = PRESETS[FIVE]
+    frame = case_frame(case)
+    assert list(frame.columns) == ["token", "q1", "p1", "q2", "p2", "q3", "p3", "q4", "p4", "q5", "p5", "p6"]
+    assert case_from_frame(frame, case.r, case.note) == case
+    frame.loc[0, "q1"] = 1.5  # column sums to 2: normalised
+    assert case_from_frame(frame, case.r).q[0][0] == pytest.approx(1.5 / 2.0)
+    frame.loc[1, "p2"] = -0.1
+    with pytest.raises(ConfigError, match="p2"):
+        case_from_frame(frame, case.r)
+    with pytest.raises(ConfigError, match="distinct"):
+        case_from_frame(case_frame(case).assign(token=["a", "a", "b", "c", "d"]), case.r)
+    with pytest.raises(ConfigError, match=r"\[0, 1\)"):
+        case_from_frame(case_frame(case), (0.5, 0.5, 1.0, 0.1, 0.1))
+    bigger = resize(PRESETS[ONE], 3)
+    assert bigger.tau == 3 and len(bigger.p) == 4 and bigger.r == (0.7, 0.5, 0.5)
+    assert draw_r(4, seed=3) == draw_r(4, seed=3) != draw_r(4, seed=4)
+
+
+def test_lossless_check_verdicts_on_tables():
+    pair = table_pair([0.5, 0.3, 0.2], [0.2, 0.2, 0.6])
+    verdicts = {}
+    for mode in ("lossless", "textbook", "greedy"):
+        config = SpecConfig(tau=2, mode=mode)
+        result = check(mode, list(first_tokens(pair, "0", config, 4000)), reference(pair, "0", config))
+        verdicts[mode] = result.consistent
+        assert result.trials == 4000 and sum(result.observed) == 4000
+    assert verdicts == {"lossless": True, "textbook": False, "greedy": True}
+
+
+def test_first_tokens_equal_fresh_first_steps_with_those_seeds():
+    pair = hf_pair()
+    config = SpecConfig(tau=3, mode="lossless", seed=10)
+    samples = list(first_tokens(pair, [5, 6, 7], config, 5))
+    fresh = [
+        Decoder(pair, [5, 6, 7], SpecConfig(tau=3, mode="lossless", seed=10 + i)).step().emitted[0] for i in range(5)
+    ]
+    assert samples == fresh
+    probs = reference(pair, [5, 6, 7], config)
+    assert float(probs.sum()) == pytest.approx(1.0)
