@@ -48,7 +48,7 @@ st.success(
     f"**'{step.next_text}'** by rule **{step.next_rule}**.",
     icon=":material/check_circle:",
 )
-st.html(run_html("", [step]))
+st.html(run_html("", [step], words=True))
 st.plotly_chart(charts.step_chart(step), key="sandbox_step_chart")
 position = step.n_accepted if step.n_accepted < step.tau else step.tau - 1
 st.markdown(

@@ -42,8 +42,9 @@ class LosslessCheck:
                 f"{self.mode}: consistent with {target} (chi-square p-value {self.p_value:.3f} over "
                 f"{self.trials} trials): no sign of a difference."
             )
+        shown = f"{self.p_value:.2g}" if self.p_value >= 1e-4 else "< 0.0001"
         return (
-            f"{self.mode}: differs from {target} (p-value {self.p_value:.2g} over {self.trials} trials): "
+            f"{self.mode}: differs from {target} (p-value {shown} over {self.trials} trials): "
             "this mode changes what the model says."
         )
 

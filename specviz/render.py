@@ -16,6 +16,7 @@ STYLE = """<style>
            white-space: pre-wrap; word-break: break-word; }
 .sv-text span { border-radius: 4px; padding: 1px 1px; }
 .sv-prompt { color: #555; }
+.sv-words span { margin-right: 0.45em; }
 .sv-acc { background: #c7eed0; color: #0b5a23; border-bottom: 3px solid #1a9850; }
 .sv-rej { background: #fbd0cc; color: #8c1a10; text-decoration: line-through; border-bottom: 3px solid #d73027; }
 .sv-tgt { background: #cfe0fb; color: #0d3d91; border-bottom: 3px solid #1f5fbf; }
@@ -63,10 +64,11 @@ def _step_spans(step: StepTrace, current: bool) -> list[str]:
     return parts
 
 
-def run_html(prompt: str, steps: Sequence[StepTrace], chat: bool = False) -> str:
+def run_html(prompt: str, steps: Sequence[StepTrace], chat: bool = False, words: bool = False) -> str:
     """The prompt, then every step's emitted tokens; the last step fully marked. With `chat`, the
-    prompt and the reply are labelled as the user's and the assistant's turns."""
-    parts = [STYLE, '<div class="sv-text">']
+    prompt and the reply are labelled as the user's and the assistant's turns; with `words`, tokens
+    are whole words and get a space between them."""
+    parts = [STYLE, f'<div class="sv-text{" sv-words" if words else ""}">']
     if chat:
         parts += ['<span class="sv-role">user</span>', _span(prompt, "sv-prompt"), "\n"]
         parts += ['<span class="sv-role">assistant</span>']

@@ -95,5 +95,6 @@ def test_run_html_marks_the_last_step_and_escapes_text(runs):
     t = step.n_accepted  # the rejected token's tooltip gives q, p, p/q and r
     assert f"q = {step.q[t]:.4f}, p = {step.p[t]:.4f}, p/q = {step.ratio[t]:.3f}, r = {step.r[t]:.3f}" in html
     assert "rejected" in html
+    assert 'class="sv-text sv-words"' in run_html("", steps, words=True)
     chat = run_html("hi", steps, chat=True)
     assert ">user</span>" in chat and ">assistant</span>" in chat
