@@ -24,6 +24,7 @@ DEFAULTS = {
     "decode_top_p": 1.0,
     "decode_seed": 0,
     "decode_max_new": 32,
+    "decode_present": False,
     "sweep_preset": "Embedded pair",
     "sweep_target": "embedded",
     "sweep_draft": "embedded",

@@ -65,3 +65,21 @@ def sampling_widgets(prefix: str) -> dict:
         "top_k": st.number_input("Top-k (0 = all tokens)", 0, 100_000, key=f"{prefix}_top_k"),
         "top_p": st.slider("Top-p", 0.05, 1.0, step=0.05, key=f"{prefix}_top_p"),
     }
+
+
+PRESENTATION_CSS = """<style>
+section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none; }
+.stMainBlockContainer { max-width: 100%; padding-left: 2rem; padding-right: 2rem; }
+.stMarkdown p, .stMarkdown li, [data-testid="stMetricLabel"] p { font-size: 1.35rem !important; }
+[data-testid="stMetricValue"] { font-size: 3rem !important; }
+.sv-text { font-size: 1.8rem !important; }
+h1 { font-size: 3.2rem !important; }
+</style>"""
+
+
+def presentation_toggle(key: str) -> bool:
+    """Larger type and no sidebar, for a projector; on by the toggle at the top of the page."""
+    on = st.toggle("Presentation view", key=key, help="Larger type, sidebar hidden; toggle again to edit settings")
+    if on:
+        st.html(PRESENTATION_CSS)
+    return on

@@ -3,9 +3,10 @@
 import streamlit as st
 
 import specviz
-from pages._shared import ensure_shell, load_pair, model_picker, sampling_widgets
+from pages._shared import ensure_shell, load_pair, model_picker, presentation_toggle, sampling_widgets
 from specviz import charts
 from specviz.render import run_html
+from specviz.replay import Replay
 
 ensure_shell()
 with st.sidebar:
@@ -19,11 +20,21 @@ with st.sidebar:
     sampling = sampling_widgets("decode")
     seed = st.number_input("Seed", 0, 2**31 - 1, key="decode_seed")
     max_new = st.number_input("Max new tokens", 1, 1024, key="decode_max_new")
+    st.header("Replay")
+    upload = st.file_uploader("A saved trace (JSON): replayed without any model", type="json", key="decode_upload")
 
 st.title("Speculative decoding, step by step")
+presentation_toggle("decode_present")
 config = specviz.SpecConfig(tau=tau, seed=seed, max_new_tokens=max_new, **sampling)
 settings = (target, draft, prompt, chat, config)
-pair = load_pair(target, draft)
+replay = st.session_state.get("decode_replay") if upload else None
+if upload and (replay is None or replay.name != upload.file_id):
+    try:
+        replay = Replay(specviz.RunTrace.from_json(upload.getvalue().decode("utf-8")), upload.file_id)
+    except (ValueError, KeyError, TypeError) as exc:  # JSON, missing fields, wrong types
+        st.error(f"**This file is not a specviz trace** ({type(exc).__name__}: {exc}).", icon=":material/error:")
+    st.session_state["decode_replay"] = replay
+pair = None if replay else load_pair(target, draft)
 
 
 def start_run() -> specviz.Decoder | None:
@@ -45,9 +56,11 @@ back_clicked = cols[2].button("Back", key="decode_back", icon=":material/undo:")
 reset_clicked = cols[3].button("Reset", key="decode_reset", icon=":material/restart_alt:")
 
 state = st.session_state.get("decode_state")
-stale = state is not None and state["settings"] != settings
-dec = state["decoder"] if state else None
-if reset_clicked or ((step_clicked or run_clicked) and (dec is None or stale)):
+stale = state is not None and state["settings"] != settings and replay is None
+dec = replay or (state["decoder"] if state else None)
+if replay and reset_clicked:
+    replay.cursor = 0
+elif reset_clicked or ((step_clicked or run_clicked) and (dec is None or stale)):
     dec = start_run()
 if dec is not None and (step_clicked or run_clicked) and dec.done:
     st.info(f"This run has finished ({dec.stop_reason}). Press **Reset** to start again.")
@@ -75,6 +88,9 @@ if stale:
 
 run = dec.trace()
 last = run.steps[-1]
+if replay:
+    where = f"step {len(run.steps)} of {len(replay.run_trace.steps)}, {run.target_name} with draft {run.draft_name}"
+    st.info(f"Replaying a saved trace: {where}. No model is loaded; remove the file to decode live.")
 st.html(run_html(run.prompt if run.chat else run.prompt_text, run.steps, chat=run.chat))
 with st.expander("Exact text the target read (after the chat template)" if run.chat else "Prompt token ids"):
     st.code(run.prompt_text if run.chat else str(list(run.prompt_ids)))
@@ -115,3 +131,9 @@ left.markdown("**Accepted length per step**")
 left.plotly_chart(charts.history_chart(run.steps), key="decode_history_chart")
 right.markdown("**Per-position acceptance rate**")
 right.plotly_chart(charts.per_position_chart(m.per_position_acceptance_rate), key="decode_position_chart")
+cols = st.columns(4)
+cols[0].download_button(
+    "Trace as JSON", run.to_json(indent=1), "specviz-trace.json", "application/json", key="decode_json"
+)
+table = run.positions_frame()[["step", "position", "draft_tokens", "draft_text", "q", "p", "ratio", "r", "decision"]]
+cols[1].download_button("Steps as CSV", table.to_csv(index=False), "specviz-trace.csv", "text/csv", key="decode_csv")

@@ -265,3 +265,43 @@ def test_lossless_page_verdicts_on_tables(loads):
     assert [v.split(":")[0] for v in good] == ["lossless", "greedy"]
     assert [v.split(":")[0] for v in bad] == ["textbook"] and "differs from the target's distribution" in bad[0]
     assert len(at.get("plotly_chart")) == 3
+
+
+def test_export_then_replay_without_any_model(loads):
+    at = app()
+    at.number_input(key="decode_max_new").set_value(10)
+    at.button(key="decode_run_all").click().run()
+    saved = decoder(at).trace()
+    assert [b.label for b in at.get("download_button")] == ["Trace as JSON", "Steps as CSV"]
+
+    fresh = app()
+    calls_before = len(loads)
+    fresh.file_uploader(key="decode_upload").set_value(("run.json", saved.to_json().encode(), "application/json"))
+    fresh.run()
+    assert not fresh.exception and len(loads) == calls_before  # nothing loaded for a replay
+    fresh.button(key="decode_step").click().run()
+    fresh.button(key="decode_step").click().run()
+    replay = fresh.session_state["decode_replay"]
+    assert replay.steps == saved.steps[:2]
+    assert "Replaying a saved trace: step 2 of" in fresh.info[0].value
+    assert figure(fresh, 0)["data"][0]["y"] == list(saved.steps[1].q)
+    fresh.button(key="decode_back").click().run()
+    assert replay.steps == saved.steps[:1]
+    fresh.button(key="decode_run_all").click().run()
+    assert replay.trace() == saved  # the replay is identical to the run that was saved
+
+
+def test_a_file_that_is_not_a_trace_is_a_message(loads):
+    at = app()
+    at.file_uploader(key="decode_upload").set_value(("notes.json", b'{"hello": 1}', "application/json"))
+    at.run()
+    assert not at.exception
+    assert "not a specviz trace" in at.error[0].value
+
+
+def test_presentation_view_hides_the_sidebar_and_enlarges_type(loads):
+    at = app()
+    assert not any("stSidebar" in h.proto.body for h in at.get("html"))
+    at.toggle(key="decode_present").set_value(True).run()
+    css = [h.proto.body for h in at.get("html") if "stSidebar" in h.proto.body]
+    assert css and "display: none" in css[0] and "font-size" in css[0]

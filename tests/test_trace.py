@@ -117,3 +117,21 @@ def test_metrics_by_hand():
 def test_metrics_of_an_empty_run_are_defined():
     m = compute_metrics([], tau=4)
     assert m.steps == 0 and m.alpha is None and m.per_position_acceptance_rate == (0.0,) * 4
+
+
+def test_replay_walks_a_saved_trace_without_models(runs):
+    from specviz.metrics import compute_metrics
+    from specviz.replay import Replay
+
+    saved = RunTrace.from_json(runs["lossless"].to_json())
+    replay = Replay(saved)
+    assert replay.steps == () and replay.undo() is None and not replay.done
+    for k, step in enumerate(saved.steps, start=1):
+        assert replay.step() == step
+        partial = replay.trace()
+        assert partial.steps == saved.steps[:k]
+        assert partial.metrics == compute_metrics(saved.steps[:k], saved.config.tau)
+        assert partial.new_tokens == tuple(t for s in saved.steps[:k] for t in s.emitted)
+    assert replay.done and replay.trace() == saved and replay.stop_reason == saved.stop_reason
+    assert replay.undo() == saved.steps[-1] and not replay.done
+    assert replay.run() == saved
