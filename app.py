@@ -9,6 +9,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import streamlit as st
 
+from specviz import MODES, PRESETS, links
+from specviz.sandbox import PRESETS as EXERCISES
+
 st.set_page_config(page_title="specviz", page_icon=":material/compare_arrows:", layout="wide")
 
 DEFAULTS = {
@@ -47,6 +50,29 @@ DEFAULTS = {
     "lossless_trials": 20_000,
 }
 st.session_state["specviz_shell"] = True  # pages check that they run inside this navigation
+PAIRS = (*(p.label for p in PRESETS), "Custom: hub id or local folder")
+ALLOWED = {  # what a shared link may set: the widgets' own ranges and choices
+    **{f"{page}_mode": MODES for page in ("decode", "sweep", "sandbox")},
+    **{f"{page}_preset": PAIRS for page in ("decode", "sweep")},
+    "decode_tau": (1, 16), "decode_temperature": (0.0, 2.0), "decode_top_k": (0, 100_000), "decode_top_p": (0.05, 1.0),
+    "decode_seed": (0, 2**31 - 1), "decode_max_new": (1, 1024), "decode_steps": (0, 10_000),
+    "sweep_temperature": (0.0, 2.0), "sweep_top_k": (0, 100_000), "sweep_top_p": (0.05, 1.0), "sweep_taus": (1, 16),
+    "sweep_max_new": (4, 512), "sweep_seeds": (1, 10), "sandbox_preset": tuple(EXERCISES), "sandbox_tau": (1, 8),
+    "sandbox_seed": (0, 10_000), **{f"sandbox_r{t}": (0.0, 0.999) for t in range(8)},
+    "lossless_source": ("Hand-made tables", "Real models (first step)"), "lossless_tau": (1, 8),
+    "lossless_temperature": (0.05, 2.0), "lossless_trials": (100, 50_000),
+}  # fmt: skip
+if "specviz_kept" not in st.session_state:  # a session's first run: settings from the link, if any
+    readable = {**DEFAULTS, "decode_steps": 0, **{f"sandbox_r{t}": 0.5 for t in range(8)}}
+    from_link, problems = links.decode(st.query_params.to_dict(), readable, ALLOWED)
+    st.session_state["decode_autostep"] = from_link.pop("decode_steps", 0)
+    st.session_state["specviz_kept"] = {**DEFAULTS, **from_link}
+    if any(k.startswith("sandbox_") for k in from_link):  # the link's τ and r, not the exercise's
+        exercise = from_link.get("sandbox_preset", DEFAULTS["sandbox_preset"])
+        st.session_state.update(sandbox_loaded=exercise, sandbox_case=EXERCISES[exercise])
+    for problem in problems:
+        st.toast(problem, icon=":material/link_off:")
+
 # Streamlit forgets a widget's value once a run does not draw it (another page), and a value restored
 # in such a run never reaches the browser. So keep a copy under a plain key, and assign every value
 # again on every run: the run that draws the widget then sends it.

@@ -8,6 +8,7 @@ from pathlib import Path
 import streamlit as st
 
 import specviz
+from specviz import links
 
 SHELL_MARK = "specviz_shell"
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -83,3 +84,15 @@ def presentation_toggle(key: str) -> bool:
     if on:
         st.html(PRESENTATION_CSS)
     return on
+
+
+def share_link(prefix: str, extra: dict | None = None) -> str:
+    """Put the page's settings in the address bar and show the link, ready to copy."""
+    kept = st.session_state.get("specviz_kept", {})
+    settings = {k: v for k, v in kept.items() if k.startswith(f"{prefix}_")} | (extra or {})
+    st.query_params.from_dict(links.encode(settings))
+    url = links.share_url(st.context.url or "", settings)
+    with st.expander("Share: a link that reopens these settings", icon=":material/link:"):
+        st.code(url, language=None, wrap_lines=True)
+        st.caption("Copy it with the button at the right of the box.")
+    return url

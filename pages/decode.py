@@ -3,7 +3,7 @@
 import streamlit as st
 
 import specviz
-from pages._shared import ensure_shell, load_pair, model_picker, presentation_toggle, sampling_widgets
+from pages._shared import ensure_shell, load_pair, model_picker, presentation_toggle, sampling_widgets, share_link
 from specviz import charts
 from specviz.render import run_html
 from specviz.replay import Replay
@@ -62,6 +62,10 @@ if replay and reset_clicked:
     replay.cursor = 0
 elif reset_clicked or ((step_clicked or run_clicked) and (dec is None or stale)):
     dec = start_run()
+if (autostep := st.session_state.pop("decode_autostep", 0)) and pair is not None:  # opened from a link
+    dec = start_run()
+    while dec is not None and len(dec.steps) < autostep and not dec.done:
+        dec.step()
 if dec is not None and (step_clicked or run_clicked) and dec.done:
     st.info(f"This run has finished ({dec.stop_reason}). Press **Reset** to start again.")
 elif dec is not None and step_clicked:
@@ -74,7 +78,8 @@ elif dec is not None and run_clicked:
     bar.empty()
 elif dec is not None and back_clicked and dec.undo() is None:
     st.toast("Already at the start of the run.")
-stale = stale and not (reset_clicked or step_clicked or run_clicked)
+stale = stale and not (reset_clicked or step_clicked or run_clicked or autostep)
+share_link("decode", {"decode_steps": len(dec.steps) if dec and not stale and not replay else 0})
 
 if dec is None or not dec.steps:
     st.info(

@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 import specviz
-from pages._shared import ensure_shell, load_pair, model_picker
+from pages._shared import ensure_shell, load_pair, model_picker, share_link
 from specviz import charts
 from specviz.lossless import check, first_tokens, reference
 
@@ -45,6 +45,7 @@ else:
     if pair is None:
         st.stop()
 
+share_link("lossless")
 settings = (source, tau, temperature, trials, prompt, repr(pair.target.name), repr(pair.draft.name))
 if source == TABLES:
     settings += (tuple(map(tuple, table.values.tolist())),)

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from pages._shared import ensure_shell
+from pages._shared import ensure_shell, share_link
 from specviz import MODES, ConfigError, charts
 from specviz.render import run_html
 from specviz.sandbox import MAX_TAU, PRESETS, case_frame, case_from_frame, draw_r, resize, sandbox_step
@@ -19,6 +19,7 @@ if state.get("sandbox_loaded") != preset:  # a new exercise: its table, τ and d
     state.update({"sandbox_loaded": preset, "sandbox_tau": case.tau, "sandbox_case": case})
     state.update({f"sandbox_r{t}": case.r[t] for t in range(case.tau)})
 tau = cols[2].number_input("τ", 1, MAX_TAU, key="sandbox_tau")
+share_link("sandbox")
 case = resize(state["sandbox_case"], tau)
 st.caption(case.note or "Edit the table: each column is normalised to sum to 1. The draft proposes the mode of q.")
 

@@ -3,7 +3,7 @@
 import streamlit as st
 
 import specviz
-from pages._shared import ensure_shell, load_pair, model_picker, sampling_widgets
+from pages._shared import ensure_shell, load_pair, model_picker, sampling_widgets, share_link
 from specviz import charts
 from specviz.sweep import Sweep, SweepSettings
 
@@ -22,6 +22,7 @@ with st.sidebar:
 
 st.title("Acceptance length against τ")
 prompts = tuple(line.strip() for line in prompts_text.splitlines() if line.strip())
+share_link("sweep")
 pair = load_pair(target, draft)
 if pair is None:
     st.stop()

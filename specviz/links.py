@@ -1,0 +1,70 @@
+"""Shareable links: page settings to URL query parameters and back, typed by their defaults.
+
+Pure functions (no Streamlit): the app keeps its settings under keys like `decode_tau`; a link
+carries the same keys. Values that do not parse are left out and reported, never raised."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlencode
+
+
+def encode(settings: Mapping[str, Any]) -> dict[str, str]:
+    """Settings as query-parameter strings: booleans as true/false, ranges as low-high."""
+    return {key: _text(value) for key, value in settings.items()}
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return "-".join(str(v) for v in value)
+    return str(value)
+
+
+def decode(
+    params: Mapping[str, str], defaults: Mapping[str, Any], allowed: Mapping[str, Any] | None = None
+) -> tuple[dict[str, Any], list[str]]:
+    """(settings read from the parameters, one message per parameter that could not be used).
+    Only keys with a default are read; each value takes its default's type and must lie in its
+    `allowed` (lo, hi) range, or be one of its allowed strings."""
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for key, raw in params.items():
+        if key not in defaults:
+            continue
+        try:
+            value = _parse(raw, defaults[key])
+        except ValueError:
+            problems.append(f"ignored {key}={raw!r} from the link: not a valid {type(defaults[key]).__name__}")
+            continue
+        if not _fits(value, (allowed or {}).get(key)):
+            problems.append(f"ignored {key}={raw!r} from the link: out of range")
+            continue
+        values[key] = value
+    return values, problems
+
+
+def _fits(value: Any, allowed: Any) -> bool:
+    if allowed is None:
+        return True
+    if isinstance(value, str):
+        return value in allowed
+    lo, hi = allowed
+    return all(lo <= v <= hi for v in (value if isinstance(value, tuple) else (value,)))
+
+
+def _parse(raw: str, default: Any) -> Any:
+    if isinstance(default, bool):
+        if raw.lower() not in ("true", "false", "1", "0"):
+            raise ValueError(raw)
+        return raw.lower() in ("true", "1")
+    if isinstance(default, tuple):
+        return tuple(type(d)(part) for d, part in zip(default, raw.split("-"), strict=True))
+    return type(default)(raw)
+
+
+def share_url(base: str, settings: Mapping[str, Any]) -> str:
+    """The page's address with its settings as query parameters."""
+    return f"{base.split('?')[0]}?{urlencode(encode(settings))}"
