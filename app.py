@@ -28,6 +28,7 @@ DEFAULTS = {
     "decode_seed": 0,
     "decode_max_new": 32,
     "decode_present": False,
+    "decode_quiz": False,
     "sweep_preset": "Embedded pair",
     "sweep_target": "embedded",
     "sweep_draft": "embedded",

@@ -8,7 +8,8 @@ from pathlib import Path
 import streamlit as st
 
 import specviz
-from specviz import links
+from specviz import links, quiz
+from specviz.charts import token_label
 
 SHELL_MARK = "specviz_shell"
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -96,3 +97,26 @@ def share_link(prefix: str, extra: dict | None = None) -> str:
         st.code(url, language=None, wrap_lines=True)
         st.caption("Copy it with the button at the right of the box.")
     return url
+
+
+def quiz_panel(step: specviz.StepTrace) -> bool:
+    """Predictions per draft token, a Reveal button and the running score. True once revealed."""
+    tag = (step.index, step.draft_tokens)
+    revealed = st.session_state.get("decode_revealed") == tag
+    st.markdown("**Quiz: will the target keep each draft token?**")
+    cols = st.columns(step.tau + 1)
+    guesses = [
+        cols[t].segmented_control(
+            f"{t + 1}. {token_label(text)}", quiz.ANSWERS, key=f"decode_guess_{step.index}_{t}", disabled=revealed
+        )
+        for t, text in enumerate(step.draft_text)
+    ]
+    tally = st.session_state.setdefault("decode_quiz_score", [0, 0])
+    if not revealed and cols[-1].button("Reveal", type="primary", key="decode_reveal", icon=":material/visibility:"):
+        tally[0] += quiz.score(step, guesses)
+        tally[1] += step.tau
+        st.session_state["decode_revealed"] = revealed = tag
+    if revealed:
+        right = quiz.score(step, guesses)
+        st.caption(f"This step: {right} of {step.tau} right. Running score: {tally[0]} / {tally[1]}.")
+    return bool(revealed)

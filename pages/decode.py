@@ -3,28 +3,31 @@
 import streamlit as st
 
 import specviz
-from pages._shared import ensure_shell, load_pair, model_picker, presentation_toggle, sampling_widgets, share_link
+from pages import _shared as ui
 from specviz import charts
 from specviz.render import run_html
 from specviz.replay import Replay
 
-ensure_shell()
+ui.ensure_shell()
 with st.sidebar:
     st.header("Models")
-    target, draft = model_picker("decode")
+    target, draft = ui.model_picker("decode")
     st.header("Prompt")
     prompt = st.text_area("Prompt", key="decode_prompt", height=90)
     chat = st.toggle("Chat template", key="decode_chat", help="Wrap the prompt as a user message (Instruct models)")
     st.header("Decoding")
     tau = st.slider("τ — draft tokens per step", 1, 16, key="decode_tau")
-    sampling = sampling_widgets("decode")
+    sampling = ui.sampling_widgets("decode")
     seed = st.number_input("Seed", 0, 2**31 - 1, key="decode_seed")
     max_new = st.number_input("Max new tokens", 1, 1024, key="decode_max_new")
     st.header("Replay")
     upload = st.file_uploader("A saved trace (JSON): replayed without any model", type="json", key="decode_upload")
 
 st.title("Speculative decoding, step by step")
-presentation_toggle("decode_present")
+top = st.columns([1, 1, 3])
+with top[0]:
+    ui.presentation_toggle("decode_present")
+quiz_on = top[1].toggle("Quiz mode", key="decode_quiz", help="Hide r and the decisions until the class has guessed")
 config = specviz.SpecConfig(tau=tau, seed=seed, max_new_tokens=max_new, **sampling)
 settings = (target, draft, prompt, chat, config)
 replay = st.session_state.get("decode_replay") if upload else None
@@ -34,7 +37,7 @@ if upload and (replay is None or replay.name != upload.file_id):
     except (ValueError, KeyError, TypeError) as exc:  # JSON, missing fields, wrong types
         st.error(f"**This file is not a specviz trace** ({type(exc).__name__}: {exc}).", icon=":material/error:")
     st.session_state["decode_replay"] = replay
-pair = None if replay else load_pair(target, draft)
+pair = None if replay else ui.load_pair(target, draft)
 
 
 def start_run() -> specviz.Decoder | None:
@@ -79,7 +82,7 @@ elif dec is not None and run_clicked:
 elif dec is not None and back_clicked and dec.undo() is None:
     st.toast("Already at the start of the run.")
 stale = stale and not (reset_clicked or step_clicked or run_clicked or autostep)
-share_link("decode", {"decode_steps": len(dec.steps) if dec and not stale and not replay else 0})
+ui.share_link("decode", {"decode_steps": len(dec.steps) if dec and not stale and not replay else 0})
 
 if dec is None or not dec.steps:
     st.info(
@@ -93,10 +96,11 @@ if stale:
 
 run = dec.trace()
 last = run.steps[-1]
+hidden = quiz_on and last.tau > 0 and not ui.quiz_panel(last)
 if replay:
     where = f"step {len(run.steps)} of {len(replay.run_trace.steps)}, {run.target_name} with draft {run.draft_name}"
     st.info(f"Replaying a saved trace: {where}. No model is loaded; remove the file to decode live.")
-st.html(run_html(run.prompt if run.chat else run.prompt_text, run.steps, chat=run.chat))
+st.html(run_html(run.prompt if run.chat else run.prompt_text, run.steps, chat=run.chat, hide_last=hidden))
 with st.expander("Exact text the target read (after the chat template)" if run.chat else "Prompt token ids"):
     st.code(run.prompt_text if run.chat else str(list(run.prompt_ids)))
 
@@ -104,7 +108,7 @@ if last.tau == 0:
     st.info(f"No draft this step ({'the drafter found no match' if not dec.done else 'the end was near'}): "
             f"the target alone chose '{last.next_text}'.")  # fmt: skip
 else:
-    st.plotly_chart(charts.step_chart(last), key="decode_step_chart")
+    st.plotly_chart(charts.step_chart(last, hide_decisions=hidden), key="decode_step_chart")
     left, right = st.columns([3, 2])
     with left:
         position = st.segmented_control(
@@ -112,14 +116,15 @@ else:
         )
         st.plotly_chart(charts.top_chart(last, (position or 1) - 1), key="decode_top_chart")
     with right:
-        table = last.to_frame()[["position", "draft_text", "q", "p", "ratio", "r", "decision"]]
+        table = last.to_frame()[["position", "draft_text", "q", "p", "ratio", *([] if hidden else ["r", "decision"])]]
         st.dataframe(
             table.rename(columns={"draft_text": "token", "ratio": "p/q"}),
             hide_index=True,
             column_config={c: st.column_config.NumberColumn(format="%.4f") for c in ("q", "p", "p/q", "r")},
         )
-        st.markdown(f"Next token **{charts.token_label(last.next_text)!r}** by rule **{last.next_rule}**, "
-                    f"probability {last.next_prob:.4f}.")  # fmt: skip
+        if not hidden:
+            label = charts.token_label(last.next_text)
+            st.markdown(f"Next token **{label!r}** by rule **{last.next_rule}**, probability {last.next_prob:.4f}.")
 
 m = run.metrics
 st.subheader("Running metrics")

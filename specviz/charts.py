@@ -25,11 +25,12 @@ def token_label(text: str) -> str:
     return shown if shown.strip() else repr(text)
 
 
-def step_chart(step: StepTrace) -> go.Figure:
+def step_chart(step: StepTrace, hide_decisions: bool = False) -> go.Figure:
     """The centrepiece: per draft position, bars of q and p for the draft token, a marker for the
-    acceptance probability min(1, p/q) and one for the draw r, coloured by the decision."""
+    acceptance probability min(1, p/q) and one for the draw r, coloured by the decision. With
+    `hide_decisions` (quiz mode) only q, p and min(1, p/q) are drawn, in a neutral colour."""
     x = [f"{t + 1}. {token_label(s)}" for t, s in enumerate(step.draft_text)]
-    colors = [DECISION_COLORS[d] for d in step.decision]
+    colors = ["#777777"] * step.tau if hide_decisions else [DECISION_COLORS[d] for d in step.decision]
     accept_prob = [min(1.0, ratio) for ratio in step.ratio]
     fig = go.Figure()
     fig.add_bar(name="q (draft)", x=x, y=list(step.q), marker_color=Q_COLOR, texttemplate="%{y:.2f}")
@@ -39,18 +40,23 @@ def step_chart(step: StepTrace) -> go.Figure:
         marker={"symbol": "diamond-wide", "size": 22, "color": colors, "line": {"width": 2, "color": "black"}},
         hovertemplate="min(1, p/q) = %{y:.3f}<extra></extra>",
     )  # fmt: skip
-    if any(r is not None for r in step.r):
+    if any(r is not None for r in step.r) and not hide_decisions:
         fig.add_scatter(
             name="r (uniform draw)", x=x, y=list(step.r), mode="markers",
             marker={"symbol": "x-thin", "size": 20, "color": colors, "line": {"width": 4, "color": colors}},
             hovertemplate="r = %{y:.3f}<extra></extra>",
         )  # fmt: skip
-    for label, decision, color in zip(x, step.decision, colors, strict=True):
+    decisions = ["accept or reject?"] * step.tau if hide_decisions else step.decision
+    for label, decision, color in zip(x, decisions, colors, strict=True):
         fig.add_annotation(x=label, y=1.08, text=f"<b>{decision}</b>", showarrow=False, font={"color": color})
+    title = (
+        f"Step {step.index + 1}: {step.tau} draft tokens: which will the target accept?"
+        if hide_decisions
+        else f"Step {step.index + 1}: {step.n_accepted} of {step.tau} draft tokens accepted, then "
+        f"'{token_label(step.next_text)}' from the target ({step.next_rule})"
+    )
     fig.update_layout(
-        barmode="group", font=FONT, yaxis={"range": [0, 1.15], "title": "probability"},
-        title=f"Step {step.index + 1}: {step.n_accepted} of {step.tau} draft tokens accepted, then "
-        f"'{token_label(step.next_text)}' from the target ({step.next_rule})",
+        barmode="group", font=FONT, yaxis={"range": [0, 1.15], "title": "probability"}, title=title,
         legend={"orientation": "h", "y": -0.2}, margin={"t": 70, "b": 40}, height=460,
     )  # fmt: skip
     return fig

@@ -24,6 +24,7 @@ STYLE = """<style>
 .sv-tgt-old { background: #ebf1fc; }
 .sv-role { font-family: sans-serif; font-size: 0.75rem; font-weight: 600; color: #fff; background: #666;
            border-radius: 4px; padding: 2px 6px; margin-right: 6px; }
+.sv-quiz { background: #eee; color: #222; border-bottom: 3px dashed #777; }
 .sv-rule { font-size: 0.7rem; vertical-align: super; color: #1f5fbf; margin-left: 2px; }
 </style>"""
 
@@ -46,6 +47,14 @@ def draft_tooltip(step: StepTrace, t: int) -> str:
     )
 
 
+def _quiz_spans(step: StepTrace) -> list[str]:
+    """The draft with q and p only: no r, no decision, no target token (the class predicts)."""
+    return [
+        _span(text, "sv-quiz", f"position {t + 1}: q = {step.q[t]:.4f}, p = {step.p[t]:.4f} — accept or reject?")
+        for t, text in enumerate(step.draft_text)
+    ]
+
+
 def _step_spans(step: StepTrace, current: bool) -> list[str]:
     shown = len(step.emitted)
     accepted = min(step.n_accepted, shown)
@@ -64,10 +73,13 @@ def _step_spans(step: StepTrace, current: bool) -> list[str]:
     return parts
 
 
-def run_html(prompt: str, steps: Sequence[StepTrace], chat: bool = False, words: bool = False) -> str:
+def run_html(
+    prompt: str, steps: Sequence[StepTrace], chat: bool = False, words: bool = False, hide_last: bool = False
+) -> str:
     """The prompt, then every step's emitted tokens; the last step fully marked. With `chat`, the
     prompt and the reply are labelled as the user's and the assistant's turns; with `words`, tokens
-    are whole words and get a space between them."""
+    are whole words and get a space between them; with `hide_last`, the last step shows its draft
+    without r, decisions or the target's token (quiz mode)."""
     parts = [STYLE, f'<div class="sv-text{" sv-words" if words else ""}">']
     if chat:
         parts += ['<span class="sv-role">user</span>', _span(prompt, "sv-prompt"), "\n"]
@@ -76,6 +88,6 @@ def run_html(prompt: str, steps: Sequence[StepTrace], chat: bool = False, words:
         parts.append(_span(prompt, "sv-prompt"))
     for i, step in enumerate(steps):
         last = i == len(steps) - 1
-        parts.extend(_step_spans(step, current=last))
+        parts.extend(_quiz_spans(step) if last and hide_last else _step_spans(step, current=last))
     parts.append("</div>")
     return "".join(parts)

@@ -305,3 +305,25 @@ def test_presentation_view_hides_the_sidebar_and_enlarges_type(loads):
     at.toggle(key="decode_present").set_value(True).run()
     css = [h.proto.body for h in at.get("html") if "stSidebar" in h.proto.body]
     assert css and "display: none" in css[0] and "font-size" in css[0]
+
+
+def test_quiz_mode_hides_then_reveals_and_scores(loads):
+    at = app()
+    at.toggle(key="decode_quiz").set_value(True)
+    at.button(key="decode_step").click().run()
+    step = decoder(at).steps[0]
+    assert [t["name"].split(" ")[0] for t in figure(at, 0)["data"]] == ["q", "p", "min(1,"]  # no r
+    assert "r" not in at.dataframe[0].value.columns and "decision" not in at.dataframe[0].value.columns
+    guesses = ["accept"] * step.tau  # the class says every token survives
+    for t, guess in enumerate(guesses):
+        at.segmented_control(key=f"decode_guess_0_{t}").set_value(guess)
+    at.button(key="decode_reveal").click().run()
+    assert not at.exception
+    right = step.n_accepted
+    message = f"This step: {right} of {step.tau} right. Running score: {right} / {step.tau}."
+    assert any(c.value == message for c in at.caption)
+    assert "decision" in at.dataframe[0].value.columns  # revealed: r and the decisions are back
+    assert any(t["name"].startswith("r ") for t in figure(at, 0)["data"])
+    at.button(key="decode_step").click().run()  # a new step is hidden again, the score kept
+    assert "decision" not in at.dataframe[0].value.columns
+    assert at.session_state["decode_quiz_score"] == [right, step.tau]

@@ -1,5 +1,7 @@
 """Charts and the marked text, checked on the figure data and the HTML they produce."""
 
+import re
+
 import pytest
 
 from specviz import Decoder, SpecConfig
@@ -98,3 +100,24 @@ def test_run_html_marks_the_last_step_and_escapes_text(runs):
     assert 'class="sv-text sv-words"' in run_html("", steps, words=True)
     chat = run_html("hi", steps, chat=True)
     assert ">user</span>" in chat and ">assistant</span>" in chat
+
+
+def test_quiz_hides_r_decisions_and_the_target_token_then_scores(runs):
+    from specviz.quiz import answer, score
+
+    run = runs["textbook"]
+    step = next(s for s in run.steps if s.n_accepted < s.tau - 1)  # a rejected token and one not reached
+    fig = step_chart(step, hide_decisions=True)
+    assert [t.name.split(" ")[0] for t in fig.data] == ["q", "p", "min(1,"]
+    assert {a.text for a in fig.layout.annotations} == {"<b>accept or reject?</b>"}
+    assert "which will the target accept" in fig.layout.title.text
+    html = run_html("prompt", run.steps[: step.index + 1], hide_last=True)
+    assert html.count('class="sv-quiz"') == step.tau
+    assert 'class="sv-acc"' not in html and 'class="sv-rej"' not in html and 'class="sv-tgt"' not in html
+    tips = re.findall(r'class="sv-quiz" title="([^"]*)"', html)
+    assert len(tips) == step.tau and not any("r = " in tip or "accepted" in tip for tip in tips)
+    answers = [answer(step, t) for t in range(step.tau)]
+    assert answers == ["accept"] * step.n_accepted + ["reject"] * (step.tau - step.n_accepted)
+    assert score(step, answers) == step.tau
+    assert score(step, ["accept"] * step.tau) == step.n_accepted
+    assert score(step, [None] * step.tau) == 0
