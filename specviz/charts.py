@@ -57,6 +57,7 @@ def step_chart(step: StepTrace, hide_decisions: bool = False) -> go.Figure:
     )
     fig.update_layout(
         barmode="group", font=FONT, yaxis={"range": [0, 1.15], "title": "probability"}, title=title,
+        xaxis={"type": "category"},  # token labels such as "4. ," would otherwise read as numbers
         legend={"orientation": "h", "y": -0.2}, margin={"t": 70, "b": 40}, height=460,
     )  # fmt: skip
     return fig
@@ -83,6 +84,7 @@ def top_chart(step: StepTrace, position: int) -> go.Figure:
         )  # fmt: skip
     fig.update_layout(font=FONT, height=420, margin={"t": 50, "l": 10, "r": 10})
     fig.update_xaxes(range=[0, 1])
+    fig.update_yaxes(type="category")
     return fig
 
 
@@ -239,6 +241,7 @@ def lossless_chart(check: LosslessCheck, text: Callable[[int], str]) -> go.Figur
     )  # fmt: skip
     fig.update_layout(
         barmode="group", font=FONT, height=340, yaxis={"title": "probability", "rangemode": "tozero"},
+        xaxis={"type": "category"},
         title=f"{check.mode}: chi-square p-value {check.p_value:.3g}", margin={"t": 50},
         legend={"orientation": "h", "y": -0.25},
     )  # fmt: skip

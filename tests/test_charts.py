@@ -45,6 +45,8 @@ def test_step_chart_shows_q_p_acceptance_chance_and_r_coloured_by_decision(runs)
     assert list(r.marker.color) == expected and list(chance.marker.color) == expected
     assert "accepted" in step.decision and "rejected" in step.decision
     assert [a.text for a in fig.layout.annotations] == [f"<b>{d}</b>" for d in step.decision]
+    assert fig.layout.xaxis.type == "category"  # labels like "4. ," must not read as numbers
+    assert top_chart(step, 0).layout.yaxis.type == "category"
 
 
 def test_step_chart_in_greedy_mode_has_no_r(runs):
