@@ -9,8 +9,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import streamlit as st
 
-from specviz import MODES, PRESETS, links
+from specviz import MODES, PRESETS, ConfigError, links
 from specviz.sandbox import PRESETS as EXERCISES
+from specviz.sandbox import case_from_json
 
 st.set_page_config(page_title="specviz", page_icon=":material/compare_arrows:", layout="wide")
 
@@ -63,14 +64,25 @@ ALLOWED = {  # what a shared link may set: the widgets' own ranges and choices
     "lossless_source": ("Hand-made tables", "Real models (first step)"), "lossless_tau": (1, 8),
     "lossless_temperature": (0.05, 2.0), "lossless_trials": (100, 50_000),
 }  # fmt: skip
+R_SLIDERS = {f"sandbox_r{t}": 0.5 for t in range(8)}
 if "specviz_kept" not in st.session_state:  # a session's first run: settings from the link, if any
-    readable = {**DEFAULTS, "decode_steps": 0, **{f"sandbox_r{t}": 0.5 for t in range(8)}}
+    readable = {**DEFAULTS, "decode_steps": 0, "sandbox_table": "", "lossless_table": "", **R_SLIDERS}
     from_link, problems = links.decode(st.query_params.to_dict(), readable, ALLOWED)
     st.session_state["decode_autostep"] = from_link.pop("decode_steps", 0)
+    st.session_state["lossless_table_link"] = links.table(from_link.pop("lossless_table", ""), problems)
+    sandbox_table = from_link.pop("sandbox_table", "")
     st.session_state["specviz_kept"] = {**DEFAULTS, **from_link}
-    if any(k.startswith("sandbox_") for k in from_link):  # the link's τ and r, not the exercise's
+    if any(k.startswith("sandbox_") for k in from_link) or sandbox_table:  # the link's table, τ and r
         exercise = from_link.get("sandbox_preset", DEFAULTS["sandbox_preset"])
-        st.session_state.update(sandbox_loaded=exercise, sandbox_case=EXERCISES[exercise])
+        case = EXERCISES[exercise]
+        if sandbox_table:
+            tau = from_link.get("sandbox_tau", case.tau)
+            r = [from_link.get(f"sandbox_r{t}", 0.5) for t in range(tau)]
+            try:
+                case = case_from_json(sandbox_table, r, case.note)
+            except ConfigError as exc:
+                problems.append(str(exc))
+        st.session_state.update(sandbox_loaded=exercise, sandbox_case=case)
     for problem in problems:
         st.toast(problem, icon=":material/link_off:")
 

@@ -6,7 +6,7 @@ import streamlit as st
 
 import specviz
 from pages._shared import ensure_shell, load_pair, model_picker, share_link
-from specviz import charts
+from specviz import charts, links
 from specviz.lossless import check, first_tokens, reference
 
 ensure_shell()
@@ -23,8 +23,9 @@ tau = cols[0].number_input("τ", 1, 8, key="lossless_tau")
 temperature = cols[1].slider("Temperature", 0.05, 2.0, step=0.05, key="lossless_temperature")
 if source == TABLES:
     trials = cols[2].number_input("Trials per mode", 100, 50_000, step=1000, key="lossless_trials")
-    example = pd.DataFrame({"token": ["a", "b", "c"], "p (target)": [0.5, 0.3, 0.2], "q (draft)": [0.2, 0.2, 0.6]})
-    table = st.data_editor(example, key="lossless_table", hide_index=True, num_rows="dynamic")
+    example = {"token": ["a", "b", "c"], "p (target)": [0.5, 0.3, 0.2], "q (draft)": [0.2, 0.2, 0.6]}
+    base = pd.DataFrame(st.session_state.get("lossless_table_link") or example)
+    table = st.data_editor(base, key="lossless_table", hide_index=True, num_rows="dynamic")
     try:
         words = [str(w).strip() for w in table["token"]]
         p, q = [[float(x) for x in table[c]] for c in ("p (target)", "q (draft)")]
@@ -45,7 +46,7 @@ else:
     if pair is None:
         st.stop()
 
-share_link("lossless")
+share_link("lossless", {"lossless_table": links.table_text(table.to_dict(orient="list"))} if source == TABLES else {})
 settings = (source, tau, temperature, trials, prompt, repr(pair.target.name), repr(pair.draft.name))
 if source == TABLES:
     settings += (tuple(map(tuple, table.values.tolist())),)

@@ -5,7 +5,7 @@ import streamlit as st
 from pages._shared import ensure_shell, share_link
 from specviz import MODES, ConfigError, charts
 from specviz.render import run_html
-from specviz.sandbox import MAX_TAU, PRESETS, case_frame, case_from_frame, draw_r, resize, sandbox_step
+from specviz.sandbox import MAX_TAU, PRESETS, case_frame, case_from_frame, case_to_json, draw_r, resize, sandbox_step
 
 ensure_shell()
 st.title("Sandbox: one step by hand")
@@ -19,7 +19,6 @@ if state.get("sandbox_loaded") != preset:  # a new exercise: its table, τ and d
     state.update({"sandbox_loaded": preset, "sandbox_tau": case.tau, "sandbox_case": case})
     state.update({f"sandbox_r{t}": case.r[t] for t in range(case.tau)})
 tau = cols[2].number_input("τ", 1, MAX_TAU, key="sandbox_tau")
-share_link("sandbox")
 case = resize(state["sandbox_case"], tau)
 st.caption(case.note or "Edit the table: each column is normalised to sum to 1. The draft proposes the mode of q.")
 
@@ -42,6 +41,7 @@ try:
 except ConfigError as exc:
     st.error(f"**Check the table.** {exc}", icon=":material/error:")
     st.stop()
+share_link("sandbox", {"sandbox_table": case_to_json(case)})
 
 rejected = f"position {step.n_accepted + 1} is the first rejected" if step.n_accepted < step.tau else "none rejected"
 st.success(

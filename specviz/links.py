@@ -5,6 +5,7 @@ carries the same keys. Values that do not parse are left out and reported, never
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
@@ -68,3 +69,23 @@ def _parse(raw: str, default: Any) -> Any:
 def share_url(base: str, settings: Mapping[str, Any]) -> str:
     """The page's address with its settings as query parameters."""
     return f"{base.split('?')[0]}?{urlencode(encode(settings))}"
+
+
+def table_text(columns: Mapping[str, list]) -> str:
+    """A small table as compact JSON columns, for a link."""
+    return json.dumps({str(k): list(v) for k, v in columns.items()}, separators=(",", ":"), default=float)
+
+
+def table(text: str, problems: list[str]) -> dict[str, list] | None:
+    """A table carried by a link as JSON columns ({"column": [values]}); None (and a message in
+    `problems`) when it cannot be read."""
+    if not text:
+        return None
+    try:
+        columns = json.loads(text)
+        if not isinstance(columns, dict) or len({len(v) for v in columns.values()}) != 1:
+            raise ValueError("columns of different lengths")
+        return {str(k): list(v) for k, v in columns.items()}
+    except (ValueError, TypeError) as exc:
+        problems.append(f"ignored the table in the link: {exc}")
+        return None

@@ -7,6 +7,7 @@ draws r. The draft proposes the most likely token of q at each position. The res
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -107,6 +108,24 @@ def case_from_frame(frame: pd.DataFrame, r: Sequence[float], note: str = "") -> 
     if any(not 0.0 <= x < 1.0 for x in r):
         raise ConfigError("each r is a draw from [0, 1)")
     return SandboxCase(tuple(words), q, p, tuple(float(x) for x in r), note)
+
+
+def case_to_json(case: SandboxCase) -> str:
+    """The table of a case (words, q, p), compact, for a shareable link."""
+    return json.dumps({"words": case.words, "q": case.q, "p": case.p}, separators=(",", ":"))
+
+
+def case_from_json(text: str, r: Sequence[float], note: str = "") -> SandboxCase:
+    """A case from a link's table, checked like an edited table."""
+    try:
+        data = json.loads(text)
+        words, q, p = data["words"], data["q"], data["p"]
+        if len(p) != len(q) + 1 or len(r) != len(q):
+            raise ConfigError("the table's positions do not match")
+        frame = case_frame(SandboxCase(tuple(words), tuple(map(tuple, q)), tuple(map(tuple, p)), tuple(r)))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"the link's sandbox table cannot be read ({exc})") from exc
+    return case_from_frame(frame, r, note)
 
 
 def resize(case: SandboxCase, tau: int) -> SandboxCase:

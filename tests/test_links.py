@@ -73,3 +73,39 @@ def test_a_bad_link_is_a_message_and_the_page_still_opens(tiny):
     assert not at.exception
     assert at.slider(key="decode_tau").value == 4
     assert any("decode_tau='99'" in t.value for t in at.toast)
+
+
+def test_tables_round_trip_through_links():
+    columns = {"token": ["a", "b"], "p (target)": [0.5, 0.5], "q (draft)": [0.1, 0.9]}
+    problems: list[str] = []
+    assert links.table(links.table_text(columns), problems) == columns and problems == []
+    assert links.table('{"a": [1, 2], "b": [3]}', problems) is None and "different lengths" in problems[0]
+
+
+def test_a_sandbox_link_carries_its_edited_table_and_draws(tiny):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    table = '{"words":["cat","dog"],"q":[[0.9,0.1]],"p":[[0.6,0.4],[0.5,0.5]]}'  # q edited from 0.8 to 0.9
+    at.query_params.update(sandbox_tau="1", sandbox_r0="0.7", sandbox_table=table)
+    at.run()
+    at.switch_page("pages/sandbox.py").run()
+    assert not at.exception
+    # p/q = 0.6/0.9 = 0.667 < r = 0.7: rejected now (the preset's q = 0.8 would accept)
+    assert "**n = 0** of 1 accepted" in at.success[0].value
+    assert "sandbox_table=" in at.code[0].value and "sandbox_r0=0.7" in at.code[0].value
+
+
+def test_a_lossless_link_carries_its_table_and_a_broken_one_is_a_message(tiny):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params.update(lossless_table='{"token":["x","y"],"p (target)":[0.9,0.1],"q (draft)":[0.5,0.5]}')
+    at.run()
+    at.switch_page("pages/lossless.py").run()
+    assert not at.exception
+    assert at.session_state["lossless_table_link"]["p (target)"] == [0.9, 0.1]
+    shared = at.code[0].value  # the page's own link carries the table it shows
+    assert "lossless_table=" in shared and "%22x%22%2C%22y%22" in shared and "0.9%2C0.1" in shared
+    broken = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    broken.query_params.update(sandbox_table="{not json", sandbox_tau="1")
+    broken.run()
+    assert any("sandbox table cannot be read" in t.value for t in broken.toast)
+    broken.switch_page("pages/sandbox.py").run()
+    assert not broken.exception and "n = 1" in broken.success[0].value  # the exercise's own table
