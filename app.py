@@ -9,7 +9,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import streamlit as st
 
-from specviz import MODES, PRESETS, ConfigError, links
+from pages import _shared as ui
+from specviz import MODES, ConfigError, links
 from specviz.sandbox import PRESETS as EXERCISES
 from specviz.sandbox import case_from_json
 
@@ -52,19 +53,14 @@ DEFAULTS = {
     "lossless_trials": 20_000,
 }
 st.session_state["specviz_shell"] = True  # pages check that they run inside this navigation
-PAIRS = (*(p.label for p in PRESETS), "Custom: hub id or local folder")
 ALLOWED = {  # what a shared link may set: the widgets' own ranges and choices
+    **ui.LIMITS,
     **{f"{page}_mode": MODES for page in ("decode", "sweep", "sandbox")},
-    **{f"{page}_preset": PAIRS for page in ("decode", "sweep")},
-    "decode_tau": (1, 16), "decode_temperature": (0.0, 2.0), "decode_top_k": (0, 100_000), "decode_top_p": (0.05, 1.0),
-    "decode_seed": (0, 2**31 - 1), "decode_max_new": (1, 1024), "decode_steps": (0, 10_000),
-    "sweep_temperature": (0.0, 2.0), "sweep_top_k": (0, 100_000), "sweep_top_p": (0.05, 1.0), "sweep_taus": (1, 16),
-    "sweep_max_new": (4, 512), "sweep_seeds": (1, 10), "sandbox_preset": tuple(EXERCISES), "sandbox_tau": (1, 8),
-    "sandbox_seed": (0, 10_000), **{f"sandbox_r{t}": (0.0, 0.999) for t in range(8)},
-    "lossless_source": ("Hand-made tables", "Real models (first step)"), "lossless_tau": (1, 8),
-    "lossless_temperature": (0.05, 2.0), "lossless_trials": (100, 50_000),
-}  # fmt: skip
-R_SLIDERS = {f"sandbox_r{t}": 0.5 for t in range(8)}
+    **{f"{page}_preset": (*ui.PRESETS, ui.CUSTOM) for page in ("decode", "sweep")},
+    "sandbox_preset": tuple(EXERCISES),
+    "lossless_source": ui.LOSSLESS_SOURCES,
+}
+R_SLIDERS = {f"sandbox_r{t}": 0.5 for t in range(ui.SANDBOX_TAU)}
 if "specviz_kept" not in st.session_state:  # a session's first run: settings from the link, if any
     readable = {**DEFAULTS, "decode_steps": 0, "sandbox_table": "", "lossless_table": "", **R_SLIDERS}
     from_link, problems = links.decode(st.query_params.to_dict(), readable, ALLOWED)

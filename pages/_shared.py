@@ -10,6 +10,7 @@ import streamlit as st
 import specviz
 from specviz import links, quiz
 from specviz.charts import token_label
+from specviz.sandbox import MAX_TAU as SANDBOX_TAU
 
 SHELL_MARK = "specviz_shell"
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -40,6 +41,19 @@ def load_pair(target: str, draft: str) -> specviz.ModelPair | None:
 
 
 CUSTOM = "Custom: hub id or local folder"
+LOSSLESS_SOURCES = ("Hand-made tables", "Real models (first step)")
+# Every numeric widget's (min, max), by its key: the widgets draw from here, and app.py accepts a
+# shared link's value only inside the same range.
+LIMITS: dict[str, tuple] = {
+    **{f"{page}_temperature": (0.0, 2.0) for page in ("decode", "sweep")},
+    **{f"{page}_top_k": (0, 100_000) for page in ("decode", "sweep")},
+    **{f"{page}_top_p": (0.05, 1.0) for page in ("decode", "sweep")},
+    "decode_tau": (1, 16), "decode_seed": (0, 2**31 - 1), "decode_max_new": (1, 1024), "decode_steps": (0, 10_000),
+    "sweep_taus": (1, 16), "sweep_max_new": (4, 512), "sweep_seeds": (1, 10),
+    "sandbox_tau": (1, SANDBOX_TAU), "sandbox_seed": (0, 10_000),
+    **{f"sandbox_r{t}": (0.0, 0.999) for t in range(SANDBOX_TAU)},
+    "lossless_tau": (1, 8), "lossless_temperature": (0.05, 2.0), "lossless_trials": (100, 50_000),
+}  # fmt: skip
 PRESETS = {p.label: p for p in specviz.PRESETS}
 MODE_HELP = (
     "textbook: greedy draft, accept if r ≤ p/q, else argmax p.  "
@@ -63,9 +77,11 @@ def sampling_widgets(prefix: str) -> dict:
     """Mode, temperature, top-k and top-p, as SpecConfig keyword arguments."""
     return {
         "mode": st.radio("Mode", specviz.MODES, key=f"{prefix}_mode", horizontal=True, help=MODE_HELP),
-        "temperature": st.slider("Temperature (0 = argmax)", 0.0, 2.0, step=0.05, key=f"{prefix}_temperature"),
-        "top_k": st.number_input("Top-k (0 = all tokens)", 0, 100_000, key=f"{prefix}_top_k"),
-        "top_p": st.slider("Top-p", 0.05, 1.0, step=0.05, key=f"{prefix}_top_p"),
+        "temperature": st.slider(
+            "Temperature (0 = argmax)", *LIMITS[f"{prefix}_temperature"], step=0.05, key=f"{prefix}_temperature"
+        ),
+        "top_k": st.number_input("Top-k (0 = all tokens)", *LIMITS[f"{prefix}_top_k"], key=f"{prefix}_top_k"),
+        "top_p": st.slider("Top-p", *LIMITS[f"{prefix}_top_p"], step=0.05, key=f"{prefix}_top_p"),
     }
 
 

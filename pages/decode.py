@@ -16,10 +16,10 @@ with st.sidebar:
     prompt = st.text_area("Prompt", key="decode_prompt", height=90)
     chat = st.toggle("Chat template", key="decode_chat", help="Wrap the prompt as a user message (Instruct models)")
     st.header("Decoding")
-    tau = st.slider("τ — draft tokens per step", 1, 16, key="decode_tau")
+    tau = st.slider("τ — draft tokens per step", *ui.LIMITS["decode_tau"], key="decode_tau")
     sampling = ui.sampling_widgets("decode")
-    seed = st.number_input("Seed", 0, 2**31 - 1, key="decode_seed")
-    max_new = st.number_input("Max new tokens", 1, 1024, key="decode_max_new")
+    seed = st.number_input("Seed", *ui.LIMITS["decode_seed"], key="decode_seed")
+    max_new = st.number_input("Max new tokens", *ui.LIMITS["decode_max_new"], key="decode_max_new")
     st.header("Replay")
     upload = st.file_uploader("A saved trace (JSON): replayed without any model", type="json", key="decode_upload")
 
@@ -77,7 +77,8 @@ elif dec is not None and run_clicked:
     bar = st.progress(0.0, text="Decoding…")
     while not dec.done:
         dec.step()
-        bar.progress(min(1.0, len(dec.new_tokens) / max_new), text=f"{len(dec.new_tokens)} / {max_new} tokens")
+        done, limit = len(dec.new_tokens), dec.config.max_new_tokens
+        bar.progress(min(1.0, done / limit), text=f"{done} / {limit} tokens")
     bar.empty()
 elif dec is not None and back_clicked and dec.undo() is None:
     st.toast("Already at the start of the run.")

@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 import specviz
-from pages._shared import ensure_shell, load_pair, model_picker, share_link
+from pages._shared import LIMITS, LOSSLESS_SOURCES, ensure_shell, load_pair, model_picker, share_link
 from specviz import charts, links
 from specviz.lossless import check, first_tokens, reference
 
@@ -16,13 +16,13 @@ st.markdown(
     "**lossless** should match the target's distribution and **greedy** the target's greedy token, "
     "whatever the draft; **textbook** with sampling should not."
 )
-TABLES = "Hand-made tables"
-source = st.radio("Models", [TABLES, "Real models (first step)"], key="lossless_source", horizontal=True)
+TABLES = LOSSLESS_SOURCES[0]
+source = st.radio("Models", LOSSLESS_SOURCES, key="lossless_source", horizontal=True)
 cols = st.columns(3)
-tau = cols[0].number_input("τ", 1, 8, key="lossless_tau")
-temperature = cols[1].slider("Temperature", 0.05, 2.0, step=0.05, key="lossless_temperature")
+tau = cols[0].number_input("τ", *LIMITS["lossless_tau"], key="lossless_tau")
+temperature = cols[1].slider("Temperature", *LIMITS["lossless_temperature"], step=0.05, key="lossless_temperature")
 if source == TABLES:
-    trials = cols[2].number_input("Trials per mode", 100, 50_000, step=1000, key="lossless_trials")
+    trials = cols[2].number_input("Trials per mode", *LIMITS["lossless_trials"], step=1000, key="lossless_trials")
     example = {"token": ["a", "b", "c"], "p (target)": [0.5, 0.3, 0.2], "q (draft)": [0.2, 0.2, 0.6]}
     base = pd.DataFrame(st.session_state.get("lossless_table_link") or example)
     table = st.data_editor(base, key="lossless_table", hide_index=True, num_rows="dynamic")

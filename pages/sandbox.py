@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from pages._shared import ensure_shell, share_link
+from pages._shared import LIMITS, ensure_shell, share_link
 from specviz import MODES, ConfigError, charts
 from specviz.render import run_html
-from specviz.sandbox import MAX_TAU, PRESETS, case_frame, case_from_frame, case_to_json, draw_r, resize, sandbox_step
+from specviz.sandbox import PRESETS, case_frame, case_from_frame, case_to_json, draw_r, resize, sandbox_step
 
 ensure_shell()
 st.title("Sandbox: one step by hand")
@@ -18,7 +18,7 @@ if state.get("sandbox_loaded") != preset:  # a new exercise: its table, τ and d
     case = PRESETS[preset]
     state.update({"sandbox_loaded": preset, "sandbox_tau": case.tau, "sandbox_case": case})
     state.update({f"sandbox_r{t}": case.r[t] for t in range(case.tau)})
-tau = cols[2].number_input("τ", 1, MAX_TAU, key="sandbox_tau")
+tau = cols[2].number_input("τ", *LIMITS["sandbox_tau"], key="sandbox_tau")
 case = resize(state["sandbox_case"], tau)
 st.caption(case.note or "Edit the table: each column is normalised to sum to 1. The draft proposes the mode of q.")
 
@@ -29,8 +29,8 @@ edited = st.data_editor(
 r_cols = st.columns(tau + 1)
 for t in range(tau):
     state.setdefault(f"sandbox_r{t}", 0.5)
-    r_cols[t].slider(f"r{t + 1}", 0.0, 0.999, step=0.001, format="%.3f", key=f"sandbox_r{t}")
-seed = r_cols[tau].number_input("seed", 0, 10_000, key="sandbox_seed")
+    r_cols[t].slider(f"r{t + 1}", *LIMITS[f"sandbox_r{t}"], step=0.001, format="%.3f", key=f"sandbox_r{t}")
+seed = r_cols[tau].number_input("seed", *LIMITS["sandbox_seed"], key="sandbox_seed")
 if r_cols[tau].button("Draw r", key="sandbox_draw", icon=":material/casino:"):
     state.update({f"sandbox_r{t}": r for t, r in enumerate(draw_r(tau, seed))})
     st.rerun()

@@ -3,7 +3,7 @@
 import streamlit as st
 
 import specviz
-from pages._shared import ensure_shell, load_pair, model_picker, sampling_widgets, share_link
+from pages._shared import LIMITS, ensure_shell, load_pair, model_picker, sampling_widgets, share_link
 from specviz import charts
 from specviz.sweep import Sweep, SweepSettings
 
@@ -15,9 +15,9 @@ with st.sidebar:
     prompts_text = st.text_area("One prompt per line", key="sweep_prompts", height=110)
     chat = st.toggle("Chat template", key="sweep_chat", help="Wrap each prompt as a user message (Instruct models)")
     st.header("Sweep")
-    low, high = st.slider("τ range", 1, 16, key="sweep_taus")
-    max_new = st.number_input("Tokens per run", 4, 512, key="sweep_max_new")
-    seeds = st.number_input("Seeds per τ and prompt", 1, 10, key="sweep_seeds")
+    low, high = st.slider("τ range", *LIMITS["sweep_taus"], key="sweep_taus")
+    max_new = st.number_input("Tokens per run", *LIMITS["sweep_max_new"], key="sweep_max_new")
+    seeds = st.number_input("Seeds per τ and prompt", *LIMITS["sweep_seeds"], key="sweep_seeds")
     sampling = sampling_widgets("sweep")
 
 st.title("Acceptance length against τ")

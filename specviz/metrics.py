@@ -23,7 +23,6 @@ class Metrics:
     alpha: float | None  # mean over draft positions of β = Σ min(p, q)
     c: float | None  # time of one draft forward / time of one target forward, measured
     target_forward_passes: int  # one per step (the prompt's prefill is not counted)
-    draft_forward_passes: int
     draft_ms: float  # total draft-phase time
     verify_ms: float  # total verification-phase time
     tokens_per_second: float | None  # emitted tokens / (draft + verify time)
@@ -60,7 +59,6 @@ def compute_metrics(steps: Sequence[StepTrace], tau: int) -> Metrics:
         alpha=_ratio(sum(betas), len(betas)),
         c=c,
         target_forward_passes=n_steps,
-        draft_forward_passes=drafted,
         draft_ms=draft_ms,
         verify_ms=verify_ms,
         tokens_per_second=_ratio(emitted * 1000.0, draft_ms + verify_ms),

@@ -75,6 +75,11 @@ PRESETS: dict[str, SandboxCase] = {
 }
 
 
+def _check_tau(tau: int) -> None:
+    if not 1 <= tau <= MAX_TAU:
+        raise ConfigError(f"the sandbox shows 1 to {MAX_TAU} draft positions")
+
+
 def case_frame(case: SandboxCase) -> pd.DataFrame:
     """The editable table: one row per word, columns q1, p1, …, qτ, pτ and p after (position τ+1)."""
     columns: dict[str, list] = {"token": list(case.words)}
@@ -91,8 +96,7 @@ def case_from_frame(frame: pd.DataFrame, r: Sequence[float], note: str = "") -> 
     if len(words) < 2 or any(not w for w in words) or len(set(words)) != len(words):
         raise ConfigError("the vocabulary needs at least two distinct, non-empty tokens")
     tau = len(r)
-    if not 1 <= tau <= MAX_TAU:
-        raise ConfigError(f"the sandbox shows 1 to {MAX_TAU} draft positions")
+    _check_tau(tau)
 
     def column(name: str) -> tuple[float, ...]:
         if name not in frame:
@@ -130,8 +134,7 @@ def case_from_json(text: str, r: Sequence[float], note: str = "") -> SandboxCase
 
 def resize(case: SandboxCase, tau: int) -> SandboxCase:
     """The case with τ positions: extra positions copy the last one, r defaulting to 0.5."""
-    if not 1 <= tau <= MAX_TAU:
-        raise ConfigError(f"the sandbox shows 1 to {MAX_TAU} draft positions")
+    _check_tau(tau)
     q = tuple(case.q[min(t, case.tau - 1)] for t in range(tau))
     p = (*(case.p[min(t, case.tau - 1)] for t in range(tau)), case.p[case.tau])
     r = tuple(case.r[t] if t < case.tau else 0.5 for t in range(tau))
