@@ -69,7 +69,8 @@ class HFModel:
     def __init__(self, model: torch.nn.Module, name: str = "") -> None:
         self.model = model.eval()
         self.name = name or getattr(model.config, "name_or_path", "") or type(model).__name__
-        self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
+        head = model.get_output_embeddings()  # a restricted head reports the full width it fills
+        self.vocab_size = int(getattr(head, "full_vocab_size", 0) or head.weight.shape[0])
         self.max_length = getattr(model.config, "max_position_embeddings", None)
 
     @property

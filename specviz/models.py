@@ -16,6 +16,7 @@ from urllib.parse import urlparse
 
 import torch
 
+from specviz import draft as drafts
 from specviz import embedded
 from specviz.errors import IncompatibleModelsError, ModelError
 from specviz.lm import HFModel, NextTokenModel, PromptLookupDrafter
@@ -26,7 +27,7 @@ EMBEDDED = "embedded"
 SELF = "self"
 PROMPT_LOOKUP = "prompt-lookup"
 EARLY_EXIT = "early-exit"  # "early-exit:K": the target's first K layers, its final norm and head
-EMBEDDED_DRAFT_LAYERS = 8
+EMBEDDED_DRAFT_LAYERS = 8  # the untrained fallback when assets/draft/ is missing
 MAX_PARAMS_ENV = "SPECVIZ_MAX_PARAMS"
 DEFAULT_MAX_PARAMS = 2_000_000_000
 HUB_TIMEOUT_S = 3.0
@@ -58,7 +59,14 @@ PRESETS: tuple[Preset, ...] = (
         "Embedded pair",
         EMBEDDED,
         EMBEDDED,
-        "SmolLM2-135M-Instruct with its first 8 layers as the draft; no network",
+        "SmolLM2-135M-Instruct with the distilled draft from assets/draft (see its model card); no network",
+        True,
+    ),
+    Preset(
+        "Untrained draft (first 8 layers)",
+        EMBEDDED,
+        f"{EARLY_EXIT}:{EMBEDDED_DRAFT_LAYERS}",
+        "the embedded target's first 8 layers, untrained: compare with the distilled draft",
         True,
     ),
     Preset("Self-draft (α = 1)", EMBEDDED, SELF, "the target drafts for itself: every token is accepted", True),
@@ -104,7 +112,9 @@ def load_pair(
     progress: embedded.Progress | None = None,
 ) -> ModelPair:
     """A pair from "embedded", a hub id or a local directory for the target; the draft may also be
-    "self", "prompt-lookup" or "early-exit:K". Both models end up on the same device."""
+    "self", "prompt-lookup", "early-exit:K" or a folder made by scripts/train_draft.py. With the
+    embedded target, the "embedded" draft is the distilled one in assets/draft/. Both models end up
+    on the same device."""
     dev, torch_dtype = resolve_device(device), resolve_dtype(dtype, device)
     limit = max_params if max_params is not None else int(os.environ.get(MAX_PARAMS_ENV, DEFAULT_MAX_PARAMS))
     say = progress or (lambda _msg: None)
@@ -124,9 +134,15 @@ def _draft(
         return target
     if spec == PROMPT_LOOKUP:
         return PromptLookupDrafter(target.vocab_size)
+    if spec == EMBEDDED and target_spec == EMBEDDED and drafts.is_draft_dir(drafts.DEFAULT_DIR):
+        say = progress or (lambda _msg: None)
+        say("Building the distilled draft from assets/draft...")
+        return HFModel(drafts.load_trained(target.model), f"{target.name} distilled draft (embedded)")
+    if spec.strip() and drafts.is_draft_dir(Path(spec.strip()).expanduser()):
+        return HFModel(drafts.load_trained(target.model, Path(spec.strip()).expanduser()), f"distilled draft {spec}")
     if spec == EMBEDDED or spec.startswith(EARLY_EXIT):
         layers = EMBEDDED_DRAFT_LAYERS if spec == EMBEDDED else _layer_count(spec)
-        name = f"{target.name} first {layers} layers" + (" (embedded draft)" if spec == EMBEDDED else "")
+        name = f"{target.name} first {layers} layers" + (" (untrained)" if spec == EMBEDDED else "")
         return HFModel(early_exit(target.model, layers), name)
     model, draft_tokenizer = load_model(spec, limit, dev, torch_dtype, progress)
     check_vocabularies(tokenizer, draft_tokenizer, target.name, spec)

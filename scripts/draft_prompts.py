@@ -1,0 +1,118 @@
+"""Prompts for distilling the embedded draft (train) and for evaluating it (held out).
+
+Both lists are built from templates × subjects. The held-out list uses subjects, tasks and
+templates that never occur in the training list, so evaluation measures generalisation, not recall.
+Each prompt is (text, chat): chat prompts are wrapped in the target's chat template.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+Prompt = tuple[str, bool]
+
+_TRAIN_SUBJECTS = [
+    "a lighthouse keeper", "a lost robot", "a dragon who cannot fly", "two rival bakers", "a girl who talks to birds",
+    "an old clockmaker", "a cat on a train", "a detective in Paris", "a farmer during a drought", "a space station cook",
+    "a boy and his kite", "a haunted library", "a pirate who fears water", "a village festival", "a tiny mouse knight",
+    "a musician who lost her voice", "a snowstorm in the mountains", "a friendly ghost", "a desert caravan",
+    "a scientist's first experiment", "a stray dog in the city", "a king who could not sleep", "a magic umbrella",
+    "a school science fair", "a fisherman and a whale", "an astronaut alone on Mars", "a wizard's apprentice",
+    "a forgotten toy", "a hot air balloon race", "a garden that grows at night",
+]
+_TRAIN_CONCEPTS = [
+    "photosynthesis", "gravity", "inflation", "the water cycle", "machine learning", "democracy", "compound interest",
+    "vaccines", "black holes", "the internet", "supply and demand", "evolution", "electric circuits", "climate change",
+    "recursion", "the immune system", "plate tectonics", "probability", "the French Revolution", "blockchains",
+    "sleep", "nutrition", "renewable energy", "the stock market", "encryption", "volcanoes", "memory in the brain",
+    "the speed of light", "bacteria", "sorting algorithms",
+]
+_TRAIN_ACTIVITIES = [
+    "learning a new language", "running a first marathon", "saving money", "cooking for a family", "studying for exams",
+    "writing a resume", "starting a garden", "public speaking", "working from home", "making friends in a new city",
+    "taking better photos", "reducing stress", "keeping a plant alive", "planning a road trip", "learning to code",
+]
+_TRAIN_CODE = [
+    "reverses a string", "checks whether a number is prime", "counts the words in a sentence",
+    "returns the largest element of a list", "merges two sorted lists", "computes the factorial of n",
+    "removes duplicates from a list", "converts Celsius to Fahrenheit", "reads a CSV file and sums a column",
+    "finds the nth Fibonacci number", "checks whether a string is a palindrome", "flattens a nested list",
+    "counts vowels in a string", "sorts a dictionary by its values", "computes the average of a list",
+    "validates an email address", "returns the GCD of two numbers", "transposes a matrix",
+    "capitalizes every word in a string", "finds the second smallest number in a list",
+]
+_TRAIN_FACTS = [
+    "The Eiffel Tower", "The Amazon rainforest", "Mount Everest", "The Great Wall of China", "Albert Einstein",
+    "The Pacific Ocean", "Ancient Rome", "The human heart", "The Moon", "Honey bees", "The Sahara desert",
+    "William Shakespeare", "The printing press", "Penguins", "The Nile river", "Jupiter", "The Roman alphabet",
+    "Marie Curie", "Coffee", "The Olympic Games", "Tokyo", "The Renaissance", "Dolphins", "Electricity",
+    "The Industrial Revolution",
+]
+_TRAIN_PEOPLE = ["my manager", "a landlord", "a teacher", "a neighbour", "a customer", "an old friend"]
+_TRAIN_REASONS = ["a late delivery", "a schedule change", "a thank-you", "a broken heater", "a team dinner"]
+
+_EVAL_SUBJECTS = ["a retired astronaut who opens a bakery", "an octopus that learns to paint", "a city with no cars"]
+_EVAL_CONCEPTS = ["how a refrigerator keeps food cold", "why the sky is blue", "what a hash table is"]
+_EVAL_CODE = ["checks whether two strings are anagrams", "returns the running sum of a list of numbers"]
+_EVAL_FACTS = ["The Atlantic Ocean", "Leonardo da Vinci", "The city of Kyoto"]
+
+
+def _pick(items: list, n: int, rng: random.Random) -> list:
+    return rng.sample(items, min(n, len(items)))
+
+
+def train_prompts(seed: int = 0) -> list[Prompt]:
+    """About 600 varied prompts (stories, chat instructions, code, facts); half chat-wrapped."""
+    rng = random.Random(seed)
+    out: list[Prompt] = []
+    for s in _TRAIN_SUBJECTS:
+        out += [
+            (f"Write a short story about {s}.", True),
+            (f"Tell me a bedtime story about {s}, in under 200 words.", True),
+            (f"Once upon a time there was {s}.", False),
+            (f"The story of {s} begins on a rainy morning.", False),
+        ]
+    for c in _TRAIN_CONCEPTS:
+        out += [
+            (f"Explain {c} in simple terms.", True),
+            (f"What are the three most important things to know about {c}?", True),
+            (f"Write a paragraph for a textbook chapter on {c}.", False),
+            (f"Here is a short explanation of {c}:", False),
+        ]
+    for a, b in itertools.combinations(_pick(_TRAIN_CONCEPTS, 12, rng), 2):
+        if rng.random() < 0.5:
+            out.append((f"What is the difference between {a} and {b}?", True))
+    for a in _TRAIN_ACTIVITIES:
+        out += [(f"Give me five tips for {a}.", True), (f"How do I get started with {a}?", True)]
+        out.append((f"A beginner's guide to {a}. Step 1:", False))
+    for task in _TRAIN_CODE:
+        out += [
+            (f"Write a Python function that {task}.", True),
+            (f"Write a JavaScript function that {task}, with a comment.", True),
+            (f"# Python function that {task}\ndef ", False),
+        ]
+    for fact in _TRAIN_FACTS:
+        out += [
+            (f"Tell me about {fact[4:] if fact.startswith('The ') else fact}.", True),
+            (f"{fact} is", False),
+            (f"Five facts about {fact.lower() if fact.startswith('The ') else fact}:\n1.", False),
+        ]
+    for person, reason in itertools.product(_TRAIN_PEOPLE, _TRAIN_REASONS):
+        out.append((f"Write a short email to {person} about {reason}.", True))
+    rng.shuffle(out)
+    return out
+
+
+def eval_prompts() -> list[Prompt]:
+    """Held-out prompts: 12 of them, three per kind (stories, chat instructions, code, facts)."""
+    out: list[Prompt] = []
+    out += [(f"Write a short story about {s}.", True) for s in _EVAL_SUBJECTS[:2]]
+    out.append((f"In a small town lived {_EVAL_SUBJECTS[2]}.", False))
+    out += [(f"Can you explain {c}?", True) for c in _EVAL_CONCEPTS[:2]]
+    out.append(("List four ways to stay focused while studying.", True))
+    out += [(f"Write a Python function that {t}.", True) for t in _EVAL_CODE]
+    out.append(("# Python: read a text file and print its longest line\ndef ", False))
+    out += [(f"{f} is", False) for f in _EVAL_FACTS[:2]]
+    out.append((f"Tell me about {_EVAL_FACTS[2][4:]}.", True))
+    return out

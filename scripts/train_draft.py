@@ -1,0 +1,343 @@
+"""Distil the embedded draft from the embedded target (SmolLM2-135M-Instruct), on this CPU.
+
+    python scripts/train_draft.py all --work runs/draft      # data, then training, then export
+    python scripts/train_draft.py data --work runs/draft     # stage 1 only (resumes shard by shard)
+    python scripts/train_draft.py train --work runs/draft    # stage 2 only (resumes from the last checkpoint)
+    python scripts/train_draft.py export --work runs/draft   # write assets/draft/ from the last checkpoint
+
+Stage 1 (data): the target samples continuations of ~480 varied prompts (stories, chat instructions
+in the chat template, code, facts; see draft_prompts.py) in batches, twice per prompt (temperature 1
+and 0.7). At every generated position it keeps the target's top-32 next-token log-probabilities (of
+the raw, temperature-1 distribution) as soft labels. One shard per batch; a killed run resumes at
+the first missing shard.
+
+Stage 2 (train): the student is the target's layers `--layers` (copied), low-rank adapters (LoRA)
+on every projection of those layers, their norms and the final norm trainable, and a trainable LM
+head restricted to the `--vocab` most frequent tokens of the data (initialised from the tied
+embedding rows). Loss: cross-entropy against the target's soft labels (= KL up to a constant).
+Checkpoints every `--save-every` steps and at each epoch end; a killed run resumes from the latest.
+
+Export writes the adapters, norms, head and vocabulary (fp16 safetensors) and a JSON spec to
+assets/draft/, which `specviz.models.load_pair` loads as the embedded draft.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from draft_prompts import eval_prompts, train_prompts  # noqa: E402
+
+from specviz.models import load_model  # noqa: E402
+from specviz.text import HFCodec  # noqa: E402
+
+TOP_K = 32
+
+
+def log(msg: str) -> None:
+    print(time.strftime("%H:%M:%S"), msg, flush=True)
+
+
+def load_target():
+    model, tokenizer = load_model("embedded", 10**10, torch.device("cpu"), torch.float32)
+    model.requires_grad_(False)
+    return model, tokenizer
+
+
+def encode(codec: HFCodec, text: str, chat: bool) -> list[int]:
+    return codec.encode_chat(text)[1] if chat else codec.encode(text)
+
+
+# --- stage 1: data ---------------------------------------------------------------------------------
+
+
+def make_data(args: argparse.Namespace) -> None:
+    model, tokenizer = load_target()
+    codec = HFCodec(tokenizer)
+    for split, prompts, temps in (
+        ("eval", eval_prompts(), (1.0,)),
+        ("train", train_prompts(args.seed), (1.0, 0.7)),
+    ):
+        items = [(encode(codec, text, chat), t) for t in temps for text, chat in prompts]
+        items.sort(key=lambda it: len(it[0]))  # similar lengths share a batch: little padding
+        batches = [items[i : i + args.batch] for i in range(0, len(items), args.batch)]
+        out = Path(args.work) / "data" / split
+        out.mkdir(parents=True, exist_ok=True)
+        started, made = time.perf_counter(), 0
+        for b, batch in enumerate(batches):
+            path = out / f"shard{b:04d}.pt"
+            if path.exists():
+                continue
+            made += generate_shard(model, tokenizer, batch, args.new_tokens, args.seed * 1000 + b, path)
+            rate = made / (time.perf_counter() - started)
+            left = (len(batches) - b - 1) * args.batch * args.new_tokens / max(rate, 1e-9)
+            log(f"data {split}: shard {b + 1}/{len(batches)}, {made} tokens, {rate:.0f} tok/s, ~{left / 60:.0f} min left")
+
+
+def generate_shard(model, tokenizer, batch, new_tokens: int, seed: int, path: Path) -> int:
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    eos = tokenizer.eos_token_id
+    width = max(len(ids) for ids, _ in batch)
+    input_ids = torch.full((len(batch), width), pad, dtype=torch.long)
+    mask = torch.zeros((len(batch), width), dtype=torch.long)
+    for i, (ids, _) in enumerate(batch):  # left padding
+        input_ids[i, width - len(ids) :] = torch.tensor(ids)
+        mask[i, width - len(ids) :] = 1
+    temperature = batch[0][1]
+    torch.manual_seed(seed)
+    with torch.inference_mode():
+        out = model.generate(
+            input_ids=input_ids, attention_mask=mask, do_sample=True, temperature=temperature, top_k=0, top_p=1.0,
+            max_new_tokens=new_tokens, output_logits=True, return_dict_in_generate=True, pad_token_id=pad,
+            eos_token_id=eos,
+        )  # fmt: skip
+    logits = torch.stack(out.logits, dim=1)  # (B, steps, V): raw, temperature 1
+    top = torch.log_softmax(logits.float(), dim=-1).topk(TOP_K, dim=-1)
+    records, tokens = [], 0
+    for i, (ids, _) in enumerate(batch):
+        gen = out.sequences[i, width:].tolist()
+        n = len(gen)
+        if eos in gen:  # keep the end-of-turn token itself, nothing after it
+            n = gen.index(eos) + 1
+        records.append(
+            {
+                "ids": torch.tensor(ids + gen[:n], dtype=torch.int32),
+                "start": len(ids),
+                "top_values": top.values[i, :n].half().clone(),
+                "top_ids": top.indices[i, :n].int().clone(),
+            }
+        )
+        tokens += n
+    tmp = path.with_suffix(".tmp")
+    torch.save(records, tmp)
+    os.replace(tmp, path)
+    return tokens
+
+
+def load_split(work: Path, split: str, max_tokens: int | None = None) -> list[dict]:
+    records: list[dict] = []
+    for path in sorted((work / "data" / split).glob("shard*.pt")):
+        records += torch.load(path)
+        if max_tokens and sum(len(r["top_ids"]) for r in records) >= max_tokens:
+            break
+    if not records:
+        raise SystemExit(f"no {split} data under {work / 'data'}: run the data stage first")
+    return records
+
+
+# --- stage 2: train --------------------------------------------------------------------------------
+
+
+def choose_vocab(records: list[dict], size: int, always: list[int]) -> torch.Tensor:
+    """The `size` tokens carrying the most teacher probability mass in the data (plus `always`)."""
+    mass = torch.zeros(49152 * 2, dtype=torch.float64)
+    for r in records:
+        mass.index_add_(0, r["top_ids"].long().flatten(), r["top_values"].float().exp().double().flatten())
+    for t in always:
+        mass[t] = math.inf
+    return mass.topk(size).indices.sort().values
+
+
+def batches(records: list[dict], tokens_per_batch: int, rng: random.Random) -> list[list[dict]]:
+    order = sorted(records, key=lambda r: len(r["ids"]))
+    out, cur = [], []
+    for r in order:
+        if cur and (len(cur) + 1) * len(r["ids"]) > tokens_per_batch:
+            out.append(cur)
+            cur = []
+        cur.append(r)
+    if cur:
+        out.append(cur)
+    rng.shuffle(out)
+    return out
+
+
+def collate(batch: list[dict], index_of: torch.Tensor):
+    """Right-padded ids, and for every labelled position (b, t): the teacher's top-k over the
+    student's vocabulary (ids outside it are dropped; their mass is out of the draft's reach)."""
+    width = max(len(r["ids"]) for r in batch)
+    ids = torch.zeros((len(batch), width), dtype=torch.long)
+    mask = torch.zeros((len(batch), width), dtype=torch.long)
+    rows, cols, tgt_idx, tgt_p = [], [], [], []
+    for b, r in enumerate(batch):
+        n = len(r["ids"])
+        ids[b, :n] = r["ids"].long()
+        mask[b, :n] = 1
+        g = len(r["top_ids"])
+        pos = torch.arange(r["start"] - 1, r["start"] - 1 + g)  # logits at t-1 predict token t
+        rows.append(torch.full((g,), b))
+        cols.append(pos)
+        tgt_idx.append(index_of[r["top_ids"].long()])
+        tgt_p.append(r["top_values"].float().exp())
+    return ids, mask, torch.cat(rows), torch.cat(cols), torch.cat(tgt_idx), torch.cat(tgt_p)
+
+
+def soft_loss(logp: torch.Tensor, tgt_idx: torch.Tensor, tgt_p: torch.Tensor) -> torch.Tensor:
+    inside = tgt_idx >= 0
+    picked = logp.gather(1, tgt_idx.clamp(min=0))
+    return -(picked * tgt_p * inside).sum(dim=1).mean()
+
+
+def evaluate(student, records: list[dict], index_of: torch.Tensor) -> dict:
+    """α (with the teacher's top-32 only: a slight under-estimate) and greedy agreement."""
+    student.eval()
+    alpha, agree, n = 0.0, 0, 0
+    with torch.no_grad():
+        for r in records:
+            ids, mask, rows, cols, tgt_idx, tgt_p = collate([r], index_of)
+            logp = student.subset_logprobs(ids, mask)[rows, cols]
+            q = logp.exp()
+            inside = tgt_idx >= 0
+            qt = q.gather(1, tgt_idx.clamp(min=0)) * inside
+            alpha += torch.minimum(qt, tgt_p).sum().item()
+            best = torch.where(inside[:, 0], tgt_idx[:, 0], -2)  # teacher argmax
+            agree += (q.argmax(1) == best).sum().item()
+            n += len(rows)
+    student.train()
+    return {"alpha_top32": alpha / n, "greedy": agree / n, "positions": n}
+
+
+def autocast(precision: str):
+    """bf16 autocast: on CPUs with AMX (this machine) matmuls run about 7× faster than fp32."""
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16")
+
+
+def train(args: argparse.Namespace) -> None:
+    from specviz import draft as drafts
+
+    torch.manual_seed(args.seed)
+    work = Path(args.work)
+    ckpt_dir = work / "ckpt"
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    target, tokenizer = load_target()
+    records = load_split(work, "train", args.max_tokens)
+    held_out = load_split(work, "eval")
+    always = sorted({tokenizer.eos_token_id, *tokenizer.convert_tokens_to_ids(["<|im_start|>", "<|im_end|>"])})
+    latest = ckpt_dir / "latest.pt"
+    state = torch.load(latest) if latest.exists() else None
+    vocab = state["vocab"] if state else choose_vocab(records, args.vocab, always)
+    layers = state["layers"] if state else [int(x) for x in args.layers.split(",")]
+    spec = drafts.DraftSpec(layers=layers, rank=args.rank, vocab_size=len(vocab))
+    student = drafts.Student(target, spec, vocab)
+    index_of = torch.full((target.config.vocab_size,), -1, dtype=torch.long)
+    index_of[vocab] = torch.arange(len(vocab))
+    covered = sum(r["top_values"].float().exp()[:, :].mul(index_of[r["top_ids"].long()] >= 0).sum() for r in records)
+    total = sum(r["top_values"].float().exp().sum() for r in records)
+    log(
+        f"train: {sum(len(r['top_ids']) for r in records)} labelled tokens in {len(records)} sequences; "
+        f"layers {layers}; vocab {len(vocab)} covers {float(covered / total):.3f} of the top-32 mass; "
+        f"{sum(p.numel() for p in student.trainable())} trainable parameters"
+    )
+    params = list(student.trainable())
+    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
+    rng = random.Random(args.seed)
+    plan = [batches(records, args.batch_tokens, rng) for _ in range(args.epochs)]
+    total_steps = sum(len(p) for p in plan)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=total_steps, pct_start=0.1)
+    step = 0
+    history = []
+    if state:
+        student.load_trainable(state["student"])
+        opt.load_state_dict(state["opt"])
+        sched.load_state_dict(state["sched"])
+        step, history = state["step"], state["history"]
+        log(f"resumed at step {step}/{total_steps}")
+    else:
+        history.append({"step": 0, **evaluate(student, held_out, index_of)})
+        log(f"before training: {history[-1]}")
+
+    def save() -> None:
+        blob = {
+            "student": student.trainable_state(), "opt": opt.state_dict(), "sched": sched.state_dict(),
+            "step": step, "history": history, "vocab": vocab, "layers": layers, "args": vars(args),
+        }  # fmt: skip
+        torch.save(blob, ckpt_dir / "latest.tmp")
+        os.replace(ckpt_dir / "latest.tmp", latest)
+
+    started, done_here, loss_avg = time.perf_counter(), 0, None
+    flat = [(e, b) for e, p in enumerate(plan) for b in p]
+    student.train()
+    for e, batch in flat[step:]:
+        ids, mask, rows, cols, tgt_idx, tgt_p = collate(batch, index_of)
+        with autocast(args.precision):
+            logp = student.subset_logprobs(ids, mask, rows=rows, cols=cols)
+        loss = soft_loss(logp, tgt_idx, tgt_p)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        sched.step()
+        step += 1
+        done_here += 1
+        loss_avg = loss.item() if loss_avg is None else 0.9 * loss_avg + 0.1 * loss.item()
+        per = (time.perf_counter() - started) / done_here
+        if step % 10 == 0 or step == total_steps:
+            log(f"step {step}/{total_steps} epoch {e + 1} loss {loss_avg:.3f} ~{(total_steps - step) * per / 60:.1f} min left")
+        epoch_end = step == total_steps or flat[step][0] != e
+        if epoch_end:
+            history.append({"step": step, "epoch": e + 1, **evaluate(student, held_out, index_of)})
+            log(f"epoch {e + 1}: {history[-1]}")
+        if epoch_end or step % args.save_every == 0:
+            save()
+    save()
+    log("training done")
+
+
+# --- export ----------------------------------------------------------------------------------------
+
+
+def export(args: argparse.Namespace) -> None:
+    from specviz import draft as drafts
+
+    work = Path(args.work)
+    state = torch.load(work / "ckpt" / "latest.pt")
+    target, _ = load_target()
+    spec = drafts.DraftSpec(layers=state["layers"], rank=state["args"]["rank"], vocab_size=len(state["vocab"]))
+    student = drafts.Student(target, spec, state["vocab"])
+    student.load_trainable(state["student"])
+    out = Path(args.out)
+    drafts.save_draft(student, out, meta={"history": state["history"], "train_args": state["args"]})
+    log(f"wrote {out} ({sum(f.stat().st_size for f in out.iterdir()) / 1e6:.1f} MB)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("stage", choices=["data", "train", "export", "all"])
+    ap.add_argument("--work", default="runs/draft", help="folder for data shards and checkpoints")
+    ap.add_argument("--out", default=str(ROOT / "assets" / "draft"), help="where export writes the draft")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--batch", type=int, default=32, help="sequences per generation batch")
+    ap.add_argument("--new-tokens", type=int, default=128, help="tokens the target generates per prompt")
+    ap.add_argument("--layers", default="0,1,2,3,28,29", help="target layers the student copies, in order")
+    ap.add_argument("--rank", type=int, default=64, help="LoRA rank on every projection")
+    ap.add_argument("--vocab", type=int, default=8192, help="size of the draft's restricted LM head")
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--batch-tokens", type=int, default=4096, help="tokens per training batch")
+    ap.add_argument("--precision", choices=["bf16", "fp32"], default="bf16", help="training matmul precision")
+    ap.add_argument("--max-tokens", type=int, default=None, help="use only the first shards (probes)")
+    ap.add_argument("--save-every", type=int, default=20, help="checkpoint every N steps")
+    args = ap.parse_args()
+    torch.set_num_threads(os.cpu_count() or 1)
+    if args.stage in ("data", "all"):
+        make_data(args)
+    if args.stage in ("train", "all"):
+        train(args)
+    if args.stage in ("export", "all"):
+        export(args)
+
+
+if __name__ == "__main__":
+    main()
