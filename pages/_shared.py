@@ -67,7 +67,8 @@ def model_picker(prefix: str) -> tuple[str, str]:
     label = st.selectbox("Pair", [*PRESETS, CUSTOM], key=f"{prefix}_preset")
     if label == CUSTOM:
         target = st.text_input("Target (p)", key=f"{prefix}_target", help="embedded, a hub id, or a local folder")
-        draft = st.text_input("Draft (q)", key=f"{prefix}_draft", help="also: self, prompt-lookup, early-exit:K, or a folder made by scripts/train_draft.py")
+        hint = "also: self, prompt-lookup, early-exit:K, or a folder made by scripts/train_draft.py"
+        draft = st.text_input("Draft (q)", key=f"{prefix}_draft", help=hint)
         return target, draft
     st.caption(PRESETS[label].description)
     return PRESETS[label].target, PRESETS[label].draft

@@ -13,40 +13,133 @@ import random
 Prompt = tuple[str, bool]
 
 _TRAIN_SUBJECTS = [
-    "a lighthouse keeper", "a lost robot", "a dragon who cannot fly", "two rival bakers", "a girl who talks to birds",
-    "an old clockmaker", "a cat on a train", "a detective in Paris", "a farmer during a drought", "a space station cook",
-    "a boy and his kite", "a haunted library", "a pirate who fears water", "a village festival", "a tiny mouse knight",
-    "a musician who lost her voice", "a snowstorm in the mountains", "a friendly ghost", "a desert caravan",
-    "a scientist's first experiment", "a stray dog in the city", "a king who could not sleep", "a magic umbrella",
-    "a school science fair", "a fisherman and a whale", "an astronaut alone on Mars", "a wizard's apprentice",
-    "a forgotten toy", "a hot air balloon race", "a garden that grows at night",
+    "a lighthouse keeper",
+    "a lost robot",
+    "a dragon who cannot fly",
+    "two rival bakers",
+    "a girl who talks to birds",
+    "an old clockmaker",
+    "a cat on a train",
+    "a detective in Paris",
+    "a farmer during a drought",
+    "a space station cook",
+    "a boy and his kite",
+    "a haunted library",
+    "a pirate who fears water",
+    "a village festival",
+    "a tiny mouse knight",
+    "a musician who lost her voice",
+    "a snowstorm in the mountains",
+    "a friendly ghost",
+    "a desert caravan",
+    "a scientist's first experiment",
+    "a stray dog in the city",
+    "a king who could not sleep",
+    "a magic umbrella",
+    "a school science fair",
+    "a fisherman and a whale",
+    "an astronaut alone on Mars",
+    "a wizard's apprentice",
+    "a forgotten toy",
+    "a hot air balloon race",
+    "a garden that grows at night",
 ]
 _TRAIN_CONCEPTS = [
-    "photosynthesis", "gravity", "inflation", "the water cycle", "machine learning", "democracy", "compound interest",
-    "vaccines", "black holes", "the internet", "supply and demand", "evolution", "electric circuits", "climate change",
-    "recursion", "the immune system", "plate tectonics", "probability", "the French Revolution", "blockchains",
-    "sleep", "nutrition", "renewable energy", "the stock market", "encryption", "volcanoes", "memory in the brain",
-    "the speed of light", "bacteria", "sorting algorithms",
+    "photosynthesis",
+    "gravity",
+    "inflation",
+    "the water cycle",
+    "machine learning",
+    "democracy",
+    "compound interest",
+    "vaccines",
+    "black holes",
+    "the internet",
+    "supply and demand",
+    "evolution",
+    "electric circuits",
+    "climate change",
+    "recursion",
+    "the immune system",
+    "plate tectonics",
+    "probability",
+    "the French Revolution",
+    "blockchains",
+    "sleep",
+    "nutrition",
+    "renewable energy",
+    "the stock market",
+    "encryption",
+    "volcanoes",
+    "memory in the brain",
+    "the speed of light",
+    "bacteria",
+    "sorting algorithms",
 ]
 _TRAIN_ACTIVITIES = [
-    "learning a new language", "running a first marathon", "saving money", "cooking for a family", "studying for exams",
-    "writing a resume", "starting a garden", "public speaking", "working from home", "making friends in a new city",
-    "taking better photos", "reducing stress", "keeping a plant alive", "planning a road trip", "learning to code",
+    "learning a new language",
+    "running a first marathon",
+    "saving money",
+    "cooking for a family",
+    "studying for exams",
+    "writing a resume",
+    "starting a garden",
+    "public speaking",
+    "working from home",
+    "making friends in a new city",
+    "taking better photos",
+    "reducing stress",
+    "keeping a plant alive",
+    "planning a road trip",
+    "learning to code",
 ]
 _TRAIN_CODE = [
-    "reverses a string", "checks whether a number is prime", "counts the words in a sentence",
-    "returns the largest element of a list", "merges two sorted lists", "computes the factorial of n",
-    "removes duplicates from a list", "converts Celsius to Fahrenheit", "reads a CSV file and sums a column",
-    "finds the nth Fibonacci number", "checks whether a string is a palindrome", "flattens a nested list",
-    "counts vowels in a string", "sorts a dictionary by its values", "computes the average of a list",
-    "validates an email address", "returns the GCD of two numbers", "transposes a matrix",
-    "capitalizes every word in a string", "finds the second smallest number in a list",
+    "reverses a string",
+    "checks whether a number is prime",
+    "counts the words in a sentence",
+    "returns the largest element of a list",
+    "merges two sorted lists",
+    "computes the factorial of n",
+    "removes duplicates from a list",
+    "converts Celsius to Fahrenheit",
+    "reads a CSV file and sums a column",
+    "finds the nth Fibonacci number",
+    "checks whether a string is a palindrome",
+    "flattens a nested list",
+    "counts vowels in a string",
+    "sorts a dictionary by its values",
+    "computes the average of a list",
+    "validates an email address",
+    "returns the GCD of two numbers",
+    "transposes a matrix",
+    "capitalizes every word in a string",
+    "finds the second smallest number in a list",
 ]
 _TRAIN_FACTS = [
-    "The Eiffel Tower", "The Amazon rainforest", "Mount Everest", "The Great Wall of China", "Albert Einstein",
-    "The Pacific Ocean", "Ancient Rome", "The human heart", "The Moon", "Honey bees", "The Sahara desert",
-    "William Shakespeare", "The printing press", "Penguins", "The Nile river", "Jupiter", "The Roman alphabet",
-    "Marie Curie", "Coffee", "The Olympic Games", "Tokyo", "The Renaissance", "Dolphins", "Electricity",
+    "The Eiffel Tower",
+    "The Amazon rainforest",
+    "Mount Everest",
+    "The Great Wall of China",
+    "Albert Einstein",
+    "The Pacific Ocean",
+    "Ancient Rome",
+    "The human heart",
+    "The Moon",
+    "Honey bees",
+    "The Sahara desert",
+    "William Shakespeare",
+    "The printing press",
+    "Penguins",
+    "The Nile river",
+    "Jupiter",
+    "The Roman alphabet",
+    "Marie Curie",
+    "Coffee",
+    "The Olympic Games",
+    "Tokyo",
+    "The Renaissance",
+    "Dolphins",
+    "Electricity",
     "The Industrial Revolution",
 ]
 _TRAIN_PEOPLE = ["my manager", "a landlord", "a teacher", "a neighbour", "a customer", "an old friend"]
@@ -56,6 +149,10 @@ _EVAL_SUBJECTS = ["a retired astronaut who opens a bakery", "an octopus that lea
 _EVAL_CONCEPTS = ["how a refrigerator keeps food cold", "why the sky is blue", "what a hash table is"]
 _EVAL_CODE = ["checks whether two strings are anagrams", "returns the running sum of a list of numbers"]
 _EVAL_FACTS = ["The Atlantic Ocean", "Leonardo da Vinci", "The city of Kyoto"]
+
+
+def _lower_the(name: str) -> str:
+    return name.lower() if name.startswith("The ") else name
 
 
 def _pick(items: list, n: int, rng: random.Random) -> list:
@@ -100,6 +197,59 @@ def train_prompts(seed: int = 0) -> list[Prompt]:
         ]
     for person, reason in itertools.product(_TRAIN_PEOPLE, _TRAIN_REASONS):
         out.append((f"Write a short email to {person} about {reason}.", True))
+    rng.shuffle(out)
+    return out
+
+
+def train_prompts_round2(seed: int = 1) -> list[Prompt]:
+    """About 560 more training prompts: new templates over the same subjects (the first round
+    overfitted at ~100k tokens, so more varied text was the cheapest help)."""
+    rng = random.Random(seed)
+    out: list[Prompt] = []
+    for s in _TRAIN_SUBJECTS:
+        out += [
+            (f"Write a poem about {s}.", True),
+            (f"Describe {s} in three sentences.", True),
+            (f"Write the opening paragraph of a novel about {s}.", True),
+            (f"Chapter 1\n\nNobody expected {s} to", False),
+            (f"Write a funny dialogue between {s} and a talking teapot.", True),
+        ]
+    for c in _TRAIN_CONCEPTS:
+        out += [
+            (f"Explain {c} to a ten-year-old.", True),
+            (f"Write three quiz questions about {c}, with answers.", True),
+            (f"Summarize {c} in one paragraph.", True),
+            (f"Q: What is {c}?\nA:", False),
+            (f"Common misconceptions about {c} include", False),
+        ]
+    for a in _TRAIN_ACTIVITIES:
+        out += [
+            (f"What mistakes do people make when {a}?", True),
+            (f"Make a one-week plan for {a}.", True),
+            (f"My friend is {a}. How can I support them?", True),
+            (f"Why {a} is harder than it looks:", False),
+        ]
+    for task in _TRAIN_CODE:
+        out += [
+            (f"Write a unit test for a Python function that {task}.", True),
+            (f"Explain step by step how to write a function that {task}.", True),
+            (f"Write a C function that {task}.", True),
+            (f"// JavaScript: a function that {task}\nfunction ", False),
+            (f'def solve(data):\n    """{task.capitalize()}."""\n', False),
+        ]
+    for fact in _TRAIN_FACTS:
+        name = fact[4:] if fact.startswith("The ") else fact
+        out += [
+            (f"Write a quiz question about {name}.", True),
+            (f"What is the history of {name}?", True),
+            (f"Why is {name} famous?", True),
+            (f"A short encyclopedia entry.\n\n{fact}:", False),
+        ]
+    for person, reason in itertools.product(_TRAIN_PEOPLE, _TRAIN_REASONS):
+        out.append((f"Write a polite text message to {person} about {reason}.", True))
+    for a, b in itertools.combinations(_pick(_TRAIN_FACTS, 10, rng), 2):
+        if rng.random() < 0.5:
+            out.append((f"Compare {_lower_the(a)} and {_lower_the(b)}.", True))
     rng.shuffle(out)
     return out
 

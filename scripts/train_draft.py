@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from draft_prompts import eval_prompts, train_prompts  # noqa: E402
+from draft_prompts import eval_prompts, train_prompts, train_prompts_round2  # noqa: E402
 
 from specviz.models import load_model  # noqa: E402
 from specviz.text import HFCodec  # noqa: E402
@@ -66,13 +66,14 @@ def encode(codec: HFCodec, text: str, chat: bool) -> list[int]:
 def make_data(args: argparse.Namespace) -> None:
     model, tokenizer = load_target()
     codec = HFCodec(tokenizer)
-    for split, prompts, temps in (
-        ("eval", eval_prompts(), (1.0,)),
-        ("train", train_prompts(args.seed), (1.0, 0.7)),
+    for split, prompts, temps, batch_size in (
+        ("eval", eval_prompts(), (1.0,), args.batch),
+        ("train", train_prompts(args.seed), (1.0, 0.7), args.batch),
+        ("train2", train_prompts_round2(args.seed + 1), (1.0, 0.8), 2 * args.batch),  # 64: ~200 tok/s
     ):
         items = [(encode(codec, text, chat), t) for t in temps for text, chat in prompts]
         items.sort(key=lambda it: len(it[0]))  # similar lengths share a batch: little padding
-        batches = [items[i : i + args.batch] for i in range(0, len(items), args.batch)]
+        batches = [items[i : i + batch_size] for i in range(0, len(items), batch_size)]
         out = Path(args.work) / "data" / split
         out.mkdir(parents=True, exist_ok=True)
         started, made = time.perf_counter(), 0
@@ -82,8 +83,8 @@ def make_data(args: argparse.Namespace) -> None:
                 continue
             made += generate_shard(model, tokenizer, batch, args.new_tokens, args.seed * 1000 + b, path)
             rate = made / (time.perf_counter() - started)
-            left = (len(batches) - b - 1) * args.batch * args.new_tokens / max(rate, 1e-9)
-            log(f"data {split}: shard {b + 1}/{len(batches)}, {made} tokens, {rate:.0f} tok/s, ~{left / 60:.0f} min left")
+            left = (len(batches) - b - 1) * batch_size * args.new_tokens / max(rate, 1e-9)
+            log(f"data {split}: shard {b + 1}/{len(batches)}, {made} tokens, {rate:.0f} tok/s, ~{left / 60:.0f} min")
 
 
 def generate_shard(model, tokenizer, batch, new_tokens: int, seed: int, path: Path) -> int:
@@ -127,8 +128,9 @@ def generate_shard(model, tokenizer, batch, new_tokens: int, seed: int, path: Pa
 
 
 def load_split(work: Path, split: str, max_tokens: int | None = None) -> list[dict]:
+    """Every shard of `split`; "train" also takes later rounds ("train2", ...)."""
     records: list[dict] = []
-    for path in sorted((work / "data" / split).glob("shard*.pt")):
+    for path in sorted((work / "data").glob(f"{split}*/shard*.pt")):
         records += torch.load(path)
         if max_tokens and sum(len(r["top_ids"]) for r in records) >= max_tokens:
             break
@@ -219,7 +221,7 @@ def train(args: argparse.Namespace) -> None:
 
     torch.manual_seed(args.seed)
     work = Path(args.work)
-    ckpt_dir = work / "ckpt"
+    ckpt_dir = Path(args.ckpt) if args.ckpt else work / "ckpt"
     ckpt_dir.mkdir(parents=True, exist_ok=True)
     target, tokenizer = load_target()
     records = load_split(work, "train", args.max_tokens)
@@ -231,6 +233,8 @@ def train(args: argparse.Namespace) -> None:
     layers = state["layers"] if state else [int(x) for x in args.layers.split(",")]
     spec = drafts.DraftSpec(layers=layers, rank=args.rank, vocab_size=len(vocab))
     student = drafts.Student(target, spec, vocab)
+    if args.freeze_head:
+        student.head.weight.requires_grad_(False)
     index_of = torch.full((target.config.vocab_size,), -1, dtype=torch.long)
     index_of[vocab] = torch.arange(len(vocab))
     covered = sum(r["top_values"].float().exp()[:, :].mul(index_of[r["top_ids"].long()] >= 0).sum() for r in records)
@@ -241,7 +245,7 @@ def train(args: argparse.Namespace) -> None:
         f"{sum(p.numel() for p in student.trainable())} trainable parameters"
     )
     params = list(student.trainable())
-    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0)
+    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=args.weight_decay)
     rng = random.Random(args.seed)
     plan = [batches(records, args.batch_tokens, rng) for _ in range(args.epochs)]
     total_steps = sum(len(p) for p in plan)
@@ -266,10 +270,10 @@ def train(args: argparse.Namespace) -> None:
         torch.save(blob, ckpt_dir / "latest.tmp")
         os.replace(ckpt_dir / "latest.tmp", latest)
 
-    started, done_here, loss_avg = time.perf_counter(), 0, None
+    started, loss_avg = time.perf_counter(), None
     flat = [(e, b) for e, p in enumerate(plan) for b in p]
     student.train()
-    for e, batch in flat[step:]:
+    for done_here, (e, batch) in enumerate(flat[step:], start=1):
         ids, mask, rows, cols, tgt_idx, tgt_p = collate(batch, index_of)
         with autocast(args.precision):
             logp = student.subset_logprobs(ids, mask, rows=rows, cols=cols)
@@ -280,11 +284,11 @@ def train(args: argparse.Namespace) -> None:
         opt.step()
         sched.step()
         step += 1
-        done_here += 1
         loss_avg = loss.item() if loss_avg is None else 0.9 * loss_avg + 0.1 * loss.item()
         per = (time.perf_counter() - started) / done_here
         if step % 10 == 0 or step == total_steps:
-            log(f"step {step}/{total_steps} epoch {e + 1} loss {loss_avg:.3f} ~{(total_steps - step) * per / 60:.1f} min left")
+            left = (total_steps - step) * per / 60
+            log(f"step {step}/{total_steps} epoch {e + 1} loss {loss_avg:.3f} ~{left:.1f} min left")
         epoch_end = step == total_steps or flat[step][0] != e
         if epoch_end:
             history.append({"step": step, "epoch": e + 1, **evaluate(student, held_out, index_of)})
@@ -302,27 +306,92 @@ def export(args: argparse.Namespace) -> None:
     from specviz import draft as drafts
 
     work = Path(args.work)
-    state = torch.load(work / "ckpt" / "latest.pt")
+    state = torch.load((Path(args.ckpt) if args.ckpt else work / "ckpt") / "latest.pt")
     target, _ = load_target()
     spec = drafts.DraftSpec(layers=state["layers"], rank=state["args"]["rank"], vocab_size=len(state["vocab"]))
     student = drafts.Student(target, spec, state["vocab"])
     student.load_trainable(state["student"])
     out = Path(args.out)
-    drafts.save_draft(student, out, meta={"history": state["history"], "train_args": state["args"]})
+    data = {split: _data_summary(work, split) for split in ("train", "eval")}
+    meta = {"target": "SmolLM2-135M-Instruct", "history": state["history"], "train_args": state["args"], "data": data}
+    drafts.save_draft(student, out, meta=meta)
+    reports = json.loads(Path(args.eval_json).read_text()) if args.eval_json else []
+    (out / "README.md").write_text(model_card(student, meta, reports, out))
     log(f"wrote {out} ({sum(f.stat().st_size for f in out.iterdir()) / 1e6:.1f} MB)")
+
+
+def _data_summary(work: Path, split: str) -> dict:
+    records = load_split(work, split)
+    return {"sequences": len(records), "labelled_tokens": sum(len(r["top_ids"]) for r in records)}
+
+
+def model_card(student, meta: dict, reports: list[dict], out: Path) -> str:
+    a, spec = meta["train_args"], student.spec
+    stored = sum(f.stat().st_size for f in out.glob("*.safetensors"))
+    rows = "\n".join(
+        f"| {h.get('epoch', 0)} | {h['step']} | {h['alpha_top32']:.3f} | {h['greedy']:.3f} |" for h in meta["history"]
+    )
+    card = f"""# Distilled draft for SmolLM2-135M-Instruct (the embedded target)
+
+Made by `scripts/train_draft.py`; loaded by `specviz.load_pair("embedded", "embedded")` (the app's
+"Embedded pair"). The untrained draft stays selectable as `early-exit:8`.
+
+## Architecture
+- The target's decoder layers {spec.layers} (of 30), copied, in that order; its token embeddings and
+  rotary tables shared (not stored).
+- LoRA rank {spec.rank} on every projection of those layers (q, k, v, o, gate, up, down), merged into
+  the copies at load time; their RMS norms and the final norm trained.
+- An LM head over the {spec.vocab_size} tokens that carry the most target probability in the training
+  data (initialised from the target's tied embedding rows, then trained). Other tokens get q = 0.
+- Stored: {stored / 1e6:.1f} MB of fp16 tensors (`draft.safetensors`) + `draft.json`.
+
+## Data
+The target's own samples: {meta["data"]["train"]["sequences"]} continuations ({meta["data"]["train"]["labelled_tokens"]}
+labelled tokens) of up to {a["new_tokens"]} tokens, from the templated prompt list in `scripts/draft_prompts.py`
+(stories, chat instructions in the chat template, code, facts; each prompt sampled at temperature 1
+and 0.7). Soft labels: the target's top-32 next-token log-probabilities at temperature 1.
+Held out: {meta["data"]["eval"]["sequences"]} sequences from prompts that share no subject with training.
+
+## Training
+```
+python scripts/train_draft.py all --work runs/draft --layers {",".join(map(str, spec.layers))} --rank {spec.rank} \\
+    --vocab {spec.vocab_size} --epochs {a["epochs"]} --lr {a["lr"]} --batch-tokens {a["batch_tokens"]}
+```
+Cross-entropy against the soft labels, AdamW, one-cycle schedule, gradient clip 1, bf16 autocast
+(AMX) on the 2-core CPU. Held-out α (on the top-32 labels: a slight under-estimate) by epoch:
+
+| epoch | step | α (top-32) | greedy agreement |
+|---|---|---|---|
+{rows}
+"""
+    if reports:
+        card += "\n## Evaluation (`python scripts/eval_draft.py --draft embedded --draft early-exit:8`)\n\n"
+        card += "Held-out prompts, 64 new tokens each, one run on the 2-core CPU (shared and noisy).\n\n"
+        card += "| draft | α (T=1) | greedy agreement | mean acceptance length (τ=4) | c | best τ | speedup |\n"
+        card += "|---|---|---|---|---|---|---|\n"
+        for r in reports:
+            card += (
+                f"| {r['draft']} | {r['alpha']:.3f} | {r['greedy_agreement']:.3f} | {r['mean_acceptance_length']:.2f} "
+                f"| {r['c']:.3f} | {r['best_tau']} | {r['best_speedup']:.2f}× |\n"
+            )
+    return card
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("stage", choices=["data", "train", "export", "all"])
     ap.add_argument("--work", default="runs/draft", help="folder for data shards and checkpoints")
+    ap.add_argument("--ckpt", help="checkpoint folder (default: WORK/ckpt); probes use their own")
     ap.add_argument("--out", default=str(ROOT / "assets" / "draft"), help="where export writes the draft")
+    ap.add_argument("--eval-json", help="export: put these scripts/eval_draft.py reports in the model card")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batch", type=int, default=32, help="sequences per generation batch")
     ap.add_argument("--new-tokens", type=int, default=128, help="tokens the target generates per prompt")
     ap.add_argument("--layers", default="0,1,2,3,28,29", help="target layers the student copies, in order")
     ap.add_argument("--rank", type=int, default=64, help="LoRA rank on every projection")
     ap.add_argument("--vocab", type=int, default=8192, help="size of the draft's restricted LM head")
+    ap.add_argument("--freeze-head", action="store_true", help="keep the head rows equal to the target's")
+    ap.add_argument("--weight-decay", type=float, default=0.0)
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--batch-tokens", type=int, default=4096, help="tokens per training batch")

@@ -208,7 +208,8 @@ def load_trained(target: Any, directory: str | Path = DEFAULT_DIR) -> Any:
         ids = tensors.pop("head.ids").long()
         head_weight = tensors.pop("head.weight")
         if head_weight.shape != (spec.vocab_size, hidden) or int(ids.max()) >= int(target.config.vocab_size):
-            raise DraftFileError(f"the draft in {directory} was made for another target (head {tuple(head_weight.shape)})")
+            shape = tuple(head_weight.shape)
+            raise DraftFileError(f"the draft in {directory} was made for another target (head {shape})")
         draft = _skeleton(target, spec.layers)
         with torch.no_grad():
             for j, layer in enumerate(draft.model.layers):

@@ -17,7 +17,7 @@ from specviz.text import IdsCodec
 from tests.helpers import VOCAB, full_logits, save_tiny, tiny_llama
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-import train_draft  # noqa: E402
+import train_draft
 
 SEQ = [5, 17, 3, 88, 42, 42, 7, 60, 1, 23]
 
@@ -136,12 +136,13 @@ def test_collate_lines_up_each_label_with_the_position_that_predicts_it():
               "top_ids": torch.tensor([[4, 90], [5, 4], [6, 91]], dtype=torch.int32)}  # fmt: skip
     index_of = torch.full((VOCAB,), -1)
     index_of[torch.arange(10)] = torch.arange(10)
-    ids, mask, rows, cols, tgt_idx, tgt_p = train_draft.collate([record], index_of)
+    _, _, rows, cols, tgt_idx, tgt_p = train_draft.collate([record], index_of)
     assert cols.tolist() == [2, 3, 4] and rows.tolist() == [0, 0, 0]
     assert tgt_idx.tolist() == [[4, -1], [5, 4], [6, -1]]  # 90 and 91 are outside the draft's vocabulary
     logp = torch.log_softmax(torch.randn(3, 10, dtype=torch.float64), -1)
     expected = -(0.5 * (logp[0, 4] + logp[1, 5] + logp[1, 4] + logp[2, 6])) / 3
-    torch.testing.assert_close(train_draft.soft_loss(logp, tgt_idx, tgt_p.double()), expected, rtol=1e-3, atol=0)  # fp16 labels
+    loss = train_draft.soft_loss(logp, tgt_idx, tgt_p.double())
+    torch.testing.assert_close(loss, expected, rtol=1e-3, atol=0)  # the labels are stored in fp16
 
 
 def test_choose_vocab_keeps_the_heaviest_tokens_and_the_always_list():
@@ -157,7 +158,8 @@ def test_a_few_training_steps_move_the_student_towards_the_teacher():
     with torch.no_grad():
         target.lm_head.weight.mul_(20)  # a peaked teacher (random tiny models are near uniform)
     gen = torch.Generator().manual_seed(0)
-    records = [teacher_record(target, torch.randint(0, VOCAB, (20,), generator=gen).tolist(), 6, k=VOCAB) for _ in range(6)]
+    seqs = [torch.randint(0, VOCAB, (20,), generator=gen).tolist() for _ in range(6)]
+    records = [teacher_record(target, ids, 6, k=VOCAB) for ids in seqs]
     vocab = torch.arange(VOCAB)
     index_of = torch.arange(VOCAB)
     student = drafts.Student(target, drafts.DraftSpec([0], rank=4, vocab_size=VOCAB), vocab)

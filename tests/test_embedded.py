@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from specviz import Decoder, SpecConfig, embedded, load_pair
+from specviz import draft as drafts
 
 pytestmark = pytest.mark.slow
 PROMPT = "The cat sat on the"
@@ -50,7 +51,27 @@ def test_greedy_output_equals_the_targets_own_greedy_output(pair):
     out = pair.target.model.generate(torch.tensor([ids]), do_sample=False, max_new_tokens=32)
     assert run.new_tokens == tuple(out[0, len(ids) :].tolist())
     assert len(run.new_tokens) == 32
-    assert pair.draft.model.model.layers[0] is pair.target.model.model.layers[0]  # shared, no copy
+    assert "distilled" in pair.draft.name  # the trained draft from assets/draft is the default
+    assert pair.draft.model.model.embed_tokens is pair.target.model.model.embed_tokens  # shared, no copy
+
+
+def test_untrained_early_exit_draft_stays_selectable_and_shares_the_targets_layers(pair):
+    untrained = load_pair("embedded", "early-exit:8")
+    assert untrained.draft.model.model.layers[0] is untrained.target.model.model.layers[0]
+    assert "first 8 layers" in untrained.draft.name
+
+
+def test_shipped_draft_is_small_and_agrees_more_than_the_untrained_one(pair):
+    folder = drafts.DEFAULT_DIR
+    assert sum(f.stat().st_size for f in folder.iterdir()) <= 25 * 2**20
+    card = (folder / "README.md").read_text()
+    assert "scripts/train_draft.py" in card and "scripts/eval_draft.py" in card
+    prompt = "Explain how a bicycle stays upright."  # not among the training prompts
+    config = SpecConfig(tau=4, mode="textbook", max_new_tokens=24, seed=1)
+    trained = Decoder(pair, prompt, config).run().metrics
+    untrained = Decoder(load_pair("embedded", "early-exit:8"), prompt, config).run().metrics
+    assert trained.alpha > untrained.alpha + 0.15
+    assert trained.mean_acceptance_length > untrained.mean_acceptance_length
 
 
 def test_instruct_target_uses_its_chat_template_by_default(pair):
