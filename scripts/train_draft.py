@@ -216,9 +216,138 @@ def autocast(precision: str):
     return torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16")
 
 
-def train(args: argparse.Namespace) -> None:
-    from specviz import draft as drafts
+class LoraRecipe:
+    """The target's layers `--layers`, LoRA on every projection, a trainable subset head."""
 
+    kind = "lora"
+
+    def __init__(self, target, vocab: torch.Tensor, layers: list[int], args: argparse.Namespace) -> None:
+        from specviz import draft as drafts
+
+        self.model = drafts.Student(target, drafts.DraftSpec(layers, args.rank, len(vocab)), vocab)
+        if args.freeze_head:
+            self.model.head.weight.requires_grad_(False)
+        self.precision = args.precision
+
+    def loss(self, batch: list[dict], index_of: torch.Tensor) -> torch.Tensor:
+        ids, mask, rows, cols, tgt_idx, tgt_p = collate(batch, index_of)
+        with autocast(self.precision):
+            logp = self.model.subset_logprobs(ids, mask, rows=rows, cols=cols)
+        return soft_loss(logp, tgt_idx, tgt_p)
+
+    def evaluate(self, records: list[dict], index_of: torch.Tensor) -> dict:
+        return evaluate(self.model, records, index_of)
+
+    def save(self, out: Path, meta: dict) -> None:
+        from specviz import draft as drafts
+
+        drafts.save_draft(self.model, out, meta=meta)
+
+
+class FeatureRecipe:
+    """specviz.eagle.FeatureDraft: one layer reading the target's final hidden states. Trained on
+    the target's features (computed once, bf16) with two unrolls: position t reads the target's
+    f_{t−1} (the first draft token's case), then the draft's own g_{t−1} (the later tokens' case).
+    Loss per unroll: soft cross-entropy + smooth-L1 from g to the target's f; the head is frozen."""
+
+    kind = "feature"
+
+    def __init__(self, target, vocab: torch.Tensor, layers: list[int], args: argparse.Namespace) -> None:
+        from specviz.eagle import FeatureDraft
+
+        self.model = FeatureDraft(target, vocab)
+        self.model.head.weight.requires_grad_(False)
+        self.precision, self.noise = args.precision, args.noise
+        self.target = target
+
+    @staticmethod
+    def _shift(f: torch.Tensor) -> torch.Tensor:
+        out = torch.zeros_like(f)
+        out[:, 1:] = f[:, :-1]
+        return out
+
+    def _unrolls(self, batch: list[dict], index_of: torch.Tensor, noise: float):
+        ids, mask, rows, cols, tgt_idx, tgt_p = collate(batch, index_of)
+        feats = torch.zeros((*ids.shape, self.model.fc.out_features))
+        for b, r in enumerate(batch):
+            feats[b, : len(r["ids"])] = r["feat"].float()
+        prev = self._shift(feats)
+        if noise:
+            prev = prev + (torch.rand_like(prev) - 0.5) * 2 * noise * feats.pow(2).mean().sqrt()
+        with autocast(self.precision):
+            g1 = self.model.features(ids, prev, mask)
+            g2 = self.model.features(ids, self._shift(g1.detach()), mask)
+        return (g1, g2), feats, mask.bool(), rows, cols, tgt_idx, tgt_p
+
+    def loss(self, batch: list[dict], index_of: torch.Tensor) -> torch.Tensor:
+        gs, feats, mask, rows, cols, tgt_idx, tgt_p = self._unrolls(batch, index_of, self.noise)
+        total = 0.0
+        for weight, g in zip((1.0, 0.5), gs, strict=True):
+            logp = torch.log_softmax(self.model.head.subset(g[rows, cols]).float(), -1)
+            reg = torch.nn.functional.smooth_l1_loss(g.float()[mask], feats[mask])
+            total = total + weight * (soft_loss(logp, tgt_idx, tgt_p) + reg)
+        return total
+
+    def evaluate(self, records: list[dict], index_of: torch.Tensor) -> dict:
+        self.model.eval()
+        sums = {"alpha_top32": 0.0, "greedy": 0.0, "alpha_top32_second": 0.0}
+        n = 0
+        with torch.no_grad():
+            for r in records:
+                gs, _, _, rows, cols, tgt_idx, tgt_p = self._unrolls([r], index_of, 0.0)
+                inside = tgt_idx >= 0
+                for key, g in (("alpha_top32", gs[0]), ("alpha_top32_second", gs[1])):
+                    q = torch.softmax(self.model.head.subset(g[rows, cols]).float(), -1)
+                    sums[key] += torch.minimum(q.gather(1, tgt_idx.clamp(min=0)) * inside, tgt_p).sum().item()
+                    if key == "alpha_top32":
+                        best = torch.where(inside[:, 0], tgt_idx[:, 0], -2)
+                        sums["greedy"] += (q.argmax(1) == best).sum().item()
+                n += len(rows)
+        self.model.train()
+        return {k: v / n for k, v in sums.items()} | {"positions": n}
+
+    def save(self, out: Path, meta: dict) -> None:
+        from specviz.eagle import save_feature_draft
+
+        save_feature_draft(self.model, out, meta=meta)
+
+
+RECIPES = {"lora": LoraRecipe, "feature": FeatureRecipe}
+
+
+def attach_features(target, records: list[dict], cache: Path, precision: str, tokens_per_batch: int = 4096) -> None:
+    """The target's final hidden state at every position of every record (r["feat"], fp16),
+    computed once in batches and cached in `cache`."""
+    from specviz.lm import capture_features
+
+    if cache.exists():
+        for r, f in zip(records, torch.load(cache), strict=True):
+            r["feat"] = f
+        return
+    order = sorted(range(len(records)), key=lambda i: len(records[i]["ids"]))
+    groups, cur = [], []
+    for i in order:
+        if cur and (len(cur) + 1) * len(records[i]["ids"]) > tokens_per_batch:
+            groups.append(cur)
+            cur = []
+        cur.append(i)
+    groups.append(cur)
+    started = time.perf_counter()
+    for k, group in enumerate(groups):
+        batch = [records[i] for i in group]
+        ids, mask = collate(batch, torch.zeros(target.config.vocab_size, dtype=torch.long))[:2]
+        with torch.inference_mode(), autocast(precision):
+            _, hidden = capture_features(
+                target, lambda ids=ids, mask=mask: target.model(input_ids=ids, attention_mask=mask)
+            )
+        for b, i in enumerate(group):
+            records[i]["feat"] = hidden[b, : len(records[i]["ids"])].to(torch.float16).clone()
+        if (k + 1) % 10 == 0 or k + 1 == len(groups):
+            log(f"target features: batch {k + 1}/{len(groups)}, {time.perf_counter() - started:.0f} s")
+    torch.save([r["feat"] for r in records], cache)
+
+
+def train(args: argparse.Namespace) -> None:
     torch.manual_seed(args.seed)
     work = Path(args.work)
     ckpt_dir = Path(args.ckpt) if args.ckpt else work / "ckpt"
@@ -229,22 +358,25 @@ def train(args: argparse.Namespace) -> None:
     always = sorted({tokenizer.eos_token_id, *tokenizer.convert_tokens_to_ids(["<|im_start|>", "<|im_end|>"])})
     latest = ckpt_dir / "latest.pt"
     state = torch.load(latest) if latest.exists() else None
+    kind = state["args"].get("kind", "lora") if state else args.kind
     vocab = state["vocab"] if state else choose_vocab(records, args.vocab, always)
     layers = state["layers"] if state else [int(x) for x in args.layers.split(",")]
-    spec = drafts.DraftSpec(layers=layers, rank=args.rank, vocab_size=len(vocab))
-    student = drafts.Student(target, spec, vocab)
-    if args.freeze_head:
-        student.head.weight.requires_grad_(False)
+    if kind == "feature":
+        suffix = f"-{args.max_tokens}" if args.max_tokens else ""
+        attach_features(target, records, work / f"features-train{suffix}.pt", args.precision)
+        attach_features(target, held_out, work / "features-eval.pt", args.precision)
+    recipe = RECIPES[kind](target, vocab, layers, args)
+    student = recipe.model
     index_of = torch.full((target.config.vocab_size,), -1, dtype=torch.long)
     index_of[vocab] = torch.arange(len(vocab))
-    covered = sum(r["top_values"].float().exp()[:, :].mul(index_of[r["top_ids"].long()] >= 0).sum() for r in records)
+    covered = sum(r["top_values"].float().exp().mul(index_of[r["top_ids"].long()] >= 0).sum() for r in records)
     total = sum(r["top_values"].float().exp().sum() for r in records)
+    params = [p for p in student.parameters() if p.requires_grad]
     log(
-        f"train: {sum(len(r['top_ids']) for r in records)} labelled tokens in {len(records)} sequences; "
+        f"train {kind}: {sum(len(r['top_ids']) for r in records)} labelled tokens in {len(records)} sequences; "
         f"layers {layers}; vocab {len(vocab)} covers {float(covered / total):.3f} of the top-32 mass; "
-        f"{sum(p.numel() for p in student.trainable())} trainable parameters"
+        f"{sum(p.numel() for p in params)} trainable parameters"
     )
-    params = list(student.trainable())
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=args.weight_decay)
     rng = random.Random(args.seed)
     plan = [batches(records, args.batch_tokens, rng) for _ in range(args.epochs)]
@@ -253,19 +385,19 @@ def train(args: argparse.Namespace) -> None:
     step = 0
     history = []
     if state:
-        student.load_trainable(state["student"])
+        load_trainable(student, state["student"])
         opt.load_state_dict(state["opt"])
         sched.load_state_dict(state["sched"])
         step, history = state["step"], state["history"]
         log(f"resumed at step {step}/{total_steps}")
     else:
-        history.append({"step": 0, **evaluate(student, held_out, index_of)})
+        history.append({"step": 0, **recipe.evaluate(held_out, index_of)})
         log(f"before training: {history[-1]}")
 
     def save() -> None:
         blob = {
-            "student": student.trainable_state(), "opt": opt.state_dict(), "sched": sched.state_dict(),
-            "step": step, "history": history, "vocab": vocab, "layers": layers, "args": vars(args),
+            "student": trainable_state(student), "opt": opt.state_dict(), "sched": sched.state_dict(),
+            "step": step, "history": history, "vocab": vocab, "layers": layers, "args": {**vars(args), "kind": kind},
         }  # fmt: skip
         torch.save(blob, ckpt_dir / "latest.tmp")
         os.replace(ckpt_dir / "latest.tmp", latest)
@@ -274,10 +406,7 @@ def train(args: argparse.Namespace) -> None:
     flat = [(e, b) for e, p in enumerate(plan) for b in p]
     student.train()
     for done_here, (e, batch) in enumerate(flat[step:], start=1):
-        ids, mask, rows, cols, tgt_idx, tgt_p = collate(batch, index_of)
-        with autocast(args.precision):
-            logp = student.subset_logprobs(ids, mask, rows=rows, cols=cols)
-        loss = soft_loss(logp, tgt_idx, tgt_p)
+        loss = recipe.loss(batch, index_of)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -291,7 +420,7 @@ def train(args: argparse.Namespace) -> None:
             log(f"step {step}/{total_steps} epoch {e + 1} loss {loss_avg:.3f} ~{left:.1f} min left")
         epoch_end = step == total_steps or flat[step][0] != e
         if epoch_end:
-            history.append({"step": step, "epoch": e + 1, **evaluate(student, held_out, index_of)})
+            history.append({"step": step, "epoch": e + 1, **recipe.evaluate(held_out, index_of)})
             log(f"epoch {e + 1}: {history[-1]}")
         if epoch_end or step % args.save_every == 0:
             save()
@@ -299,24 +428,34 @@ def train(args: argparse.Namespace) -> None:
     log("training done")
 
 
+def trainable_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+
+
+def load_trainable(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
+    params = dict(model.named_parameters())
+    with torch.no_grad():
+        for name, value in state.items():
+            params[name].copy_(value)
+
+
 # --- export ----------------------------------------------------------------------------------------
 
 
 def export(args: argparse.Namespace) -> None:
-    from specviz import draft as drafts
-
     work = Path(args.work)
     state = torch.load((Path(args.ckpt) if args.ckpt else work / "ckpt") / "latest.pt")
     target, _ = load_target()
-    spec = drafts.DraftSpec(layers=state["layers"], rank=state["args"]["rank"], vocab_size=len(state["vocab"]))
-    student = drafts.Student(target, spec, state["vocab"])
-    student.load_trainable(state["student"])
+    kind = state["args"].get("kind", "lora")
+    train_args = argparse.Namespace(**{**vars(args), **state["args"]})
+    recipe = RECIPES[kind](target, state["vocab"], state["layers"], train_args)
+    load_trainable(recipe.model, state["student"])
     out = Path(args.out)
     data = {split: _data_summary(work, split) for split in ("train", "eval")}
     meta = {"target": "SmolLM2-135M-Instruct", "history": state["history"], "train_args": state["args"], "data": data}
-    drafts.save_draft(student, out, meta=meta)
+    recipe.save(out, meta)
     reports = json.loads(Path(args.eval_json).read_text()) if args.eval_json else []
-    (out / "README.md").write_text(model_card(student, meta, reports, out))
+    (out / "README.md").write_text(model_card(kind, state, meta, reports, out))
     log(f"wrote {out} ({sum(f.stat().st_size for f in out.iterdir()) / 1e6:.1f} MB)")
 
 
@@ -325,43 +464,71 @@ def _data_summary(work: Path, split: str) -> dict:
     return {"sequences": len(records), "labelled_tokens": sum(len(r["top_ids"]) for r in records)}
 
 
-def model_card(student, meta: dict, reports: list[dict], out: Path) -> str:
-    a, spec = meta["train_args"], student.spec
+def model_card(kind: str, state: dict, meta: dict, reports: list[dict], out: Path) -> str:
+    a, layers, vocab = meta["train_args"], state["layers"], len(state["vocab"])
     stored = sum(f.stat().st_size for f in out.glob("*.safetensors"))
+    second = kind == "feature"
     rows = "\n".join(
-        f"| {h.get('epoch', 0)} | {h['step']} | {h['alpha_top32']:.3f} | {h['greedy']:.3f} |" for h in meta["history"]
+        f"| {h.get('epoch', 0)} | {h['step']} | {h['alpha_top32']:.3f} | {h['greedy']:.3f} |"
+        + (f" {h['alpha_top32_second']:.3f} |" if second else "")
+        for h in meta["history"]
     )
+    if kind == "feature":
+        architecture = f"""- A feature-level draft (EAGLE-style, `specviz/eagle.py`): at position t it reads the
+  token x_t and the target's own final hidden state f_(t-1) (the LM head's input, recorded by the target's session
+  while it verifies), mixes them with a trained linear map (2 x 576 -> 576), runs one decoder layer
+  (initialised from the target's last layer) and its own norm, and predicts f_t. Inside a draft
+  block, where the target has not yet scored the previous token, the draft's own prediction stands in;
+  after verification, those positions are recomputed on the target's true features.
+- q = softmax of the target's own LM head rows for the {vocab} tokens that carry the most target
+  probability in the training data (frozen). Other tokens get q = 0.
+- Cost per draft token: one decoder layer + a {vocab}-row head (the target runs 30 layers + 49,152 rows).
+- Stored: {stored / 1e6:.1f} MB of fp16 tensors (`draft.safetensors`) + `draft.json`."""
+        loss = (
+            "Per batch, two unrolls: every position reads the target's f_(t-1) (the first draft token's case),\n"
+            "then the draft's own g_(t-1) from the first unroll (the later tokens' case). Loss: soft\n"
+            "cross-entropy against the labels + smooth-L1 from g to the target's f, the second unroll at\n"
+            f"half weight; uniform noise ({a.get('noise', 0.1)} x rms) on the input features. The target's features\n"
+            "for the whole data set are computed once (bf16)."
+        )
+        command = f"--kind feature --vocab {vocab}"
+    else:
+        architecture = f"""- The target's decoder layers {layers} (of 30), copied, in that order; its token
+  embeddings and rotary tables shared (not stored).
+- LoRA rank {a["rank"]} on every projection of those layers (q, k, v, o, gate, up, down), merged into
+  the copies at load time; their RMS norms and the final norm trained.
+- An LM head over the {vocab} tokens that carry the most target probability in the training data
+  (initialised from the target's tied embedding rows, then trained). Other tokens get q = 0.
+- Stored: {stored / 1e6:.1f} MB of fp16 tensors (`draft.safetensors`) + `draft.json`."""
+        loss = "Cross-entropy against the soft labels (= KL up to a constant)."
+        command = f"--kind lora --layers {','.join(map(str, layers))} --rank {a['rank']} --vocab {vocab}"
     card = f"""# Distilled draft for SmolLM2-135M-Instruct (the embedded target)
 
 Made by `scripts/train_draft.py`; loaded by `specviz.load_pair("embedded", "embedded")` (the app's
-"Embedded pair"). The untrained draft stays selectable as `early-exit:8`.
+"Embedded pair"). The untrained draft stays selectable as `early-exit:8` ("Untrained draft" preset).
 
 ## Architecture
-- The target's decoder layers {spec.layers} (of 30), copied, in that order; its token embeddings and
-  rotary tables shared (not stored).
-- LoRA rank {spec.rank} on every projection of those layers (q, k, v, o, gate, up, down), merged into
-  the copies at load time; their RMS norms and the final norm trained.
-- An LM head over the {spec.vocab_size} tokens that carry the most target probability in the training
-  data (initialised from the target's tied embedding rows, then trained). Other tokens get q = 0.
-- Stored: {stored / 1e6:.1f} MB of fp16 tensors (`draft.safetensors`) + `draft.json`.
+{architecture}
 
 ## Data
 The target's own samples: {meta["data"]["train"]["sequences"]} continuations ({meta["data"]["train"]["labelled_tokens"]}
-labelled tokens) of up to {a["new_tokens"]} tokens, from the templated prompt list in `scripts/draft_prompts.py`
-(stories, chat instructions in the chat template, code, facts; each prompt sampled at temperature 1
-and 0.7). Soft labels: the target's top-32 next-token log-probabilities at temperature 1.
-Held out: {meta["data"]["eval"]["sequences"]} sequences from prompts that share no subject with training.
+labelled tokens) of up to {a["new_tokens"]} tokens, from the templated prompt lists in `scripts/draft_prompts.py`
+(stories, chat instructions in the chat template, code, facts; two rounds of templates, each prompt
+sampled twice). Soft labels: the target's top-32 next-token log-probabilities at temperature 1.
+Held out: {meta["data"]["eval"]["sequences"]} sequences from prompts that share no subject or template with training.
 
 ## Training
 ```
-python scripts/train_draft.py all --work runs/draft --layers {",".join(map(str, spec.layers))} --rank {spec.rank} \\
-    --vocab {spec.vocab_size} --epochs {a["epochs"]} --lr {a["lr"]} --batch-tokens {a["batch_tokens"]}
+python scripts/train_draft.py all --work runs/draft {command} \\
+    --epochs {a["epochs"]} --lr {a["lr"]} --batch-tokens {a["batch_tokens"]}
 ```
-Cross-entropy against the soft labels, AdamW, one-cycle schedule, gradient clip 1, bf16 autocast
-(AMX) on the 2-core CPU. Held-out α (on the top-32 labels: a slight under-estimate) by epoch:
+{loss}
+AdamW, one-cycle schedule, gradient clip 1, bf16 autocast (AMX) on the 2-core CPU; checkpoints in
+`runs/draft/ckpt`, a killed run resumes. Held-out agreement on the top-32 labels (a slight
+under-estimate of α) by epoch{", teacher-forced; the last column is the second unroll" if second else ""}:
 
-| epoch | step | α (top-32) | greedy agreement |
-|---|---|---|---|
+| epoch | step | α (top-32) | greedy agreement |{" α, second unroll |" if second else ""}
+|---|---|---|---|{"---|" if second else ""}
 {rows}
 """
     if reports:
@@ -388,6 +555,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=32, help="sequences per generation batch")
     ap.add_argument("--new-tokens", type=int, default=128, help="tokens the target generates per prompt")
     ap.add_argument("--layers", default="0,1,2,3,28,29", help="target layers the student copies, in order")
+    ap.add_argument("--kind", choices=sorted(RECIPES), default="feature", help="draft architecture")
+    ap.add_argument("--noise", type=float, default=0.1, help="feature: uniform noise on input features (× rms)")
     ap.add_argument("--rank", type=int, default=64, help="LoRA rank on every projection")
     ap.add_argument("--vocab", type=int, default=8192, help="size of the draft's restricted LM head")
     ap.add_argument("--freeze-head", action="store_true", help="keep the head rows equal to the target's")

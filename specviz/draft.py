@@ -40,6 +40,7 @@ class DraftSpec:
     layers: list[int]  # indices of the target's decoder layers the draft keeps, in order
     rank: int  # LoRA rank on every projection
     vocab_size: int  # size of the draft's restricted LM head
+    kind: str = "lora"  # "lora": adapted target layers; "feature": specviz.eagle
     extra: dict = field(default_factory=dict, compare=False)
 
 
@@ -121,8 +122,8 @@ class Student(nn.Module):
         self.lm = _skeleton(target, spec.layers)
         self.lm.model.embed_tokens.requires_grad_(False)
         for layer in self.lm.model.layers:
-            layer.requires_grad_(False)
-            for name in PROJECTIONS:
+            layer.requires_grad_(spec.rank == 0)  # rank 0: full fine-tuning of the copied layers
+            for name in PROJECTIONS if spec.rank else ():
                 parent, attr = _submodule(layer, name)
                 setattr(parent, attr, LoRALinear(getattr(parent, attr), spec.rank))
             for name in NORMS:
@@ -185,9 +186,27 @@ def read_spec(directory: Path) -> DraftSpec:
         raw = json.loads((directory / SPEC_FILE).read_text())
         if raw.get("format") != FORMAT:
             raise DraftFileError(f"{directory / SPEC_FILE} has format {raw.get('format')}; this specviz reads {FORMAT}")
-        return DraftSpec([int(i) for i in raw["layers"]], int(raw["rank"]), int(raw["vocab_size"]), raw)
+        kind = raw.get("kind", "lora")
+        if kind not in ("lora", "feature"):
+            raise DraftFileError(f"{directory / SPEC_FILE}: unknown draft kind {kind!r}")
+        return DraftSpec([int(i) for i in raw["layers"]], int(raw["rank"]), int(raw["vocab_size"]), kind, raw)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise DraftFileError(f"cannot read the trained draft in {directory}: {exc}") from exc
+
+
+def load_draft(target: Any, directory: str | Path = DEFAULT_DIR, name: str = "") -> Any:
+    """Any trained draft folder as a NextTokenModel for `target` (a loaded causal LM)."""
+    from specviz.eagle import FeatureDraftModel, load_feature_draft
+    from specviz.lm import HFModel
+
+    directory = Path(directory)
+    spec = read_spec(directory)
+    name = name or f"distilled draft {directory}"
+    if spec.kind == "feature":
+        return FeatureDraftModel(
+            load_feature_draft(target, directory, spec), name, target.config.max_position_embeddings
+        )
+    return HFModel(load_trained(target, directory), name)
 
 
 def load_trained(target: Any, directory: str | Path = DEFAULT_DIR) -> Any:

@@ -109,17 +109,21 @@ def pooled_runs(
     return Pooled(steps, drafted, accepted, emitted, beta_sum, betas, ms)
 
 
-def forward_ms(model, ids: Sequence[int], repeats: int = 20) -> float:
-    """Median time of one single-token forward on top of a cached prefix of `ids`."""
-    session = model.new_session()
-    session.extend(list(ids)[:-1], keep=1)
-    times = []
-    for _ in range(repeats + 2):
-        start = time.perf_counter()
-        session.extend([ids[-1]], keep=1)
-        times.append((time.perf_counter() - start) * 1000.0)
-        session.crop(len(ids) - 1)
-    return statistics.median(times[2:])
+def forward_ms(pair: ModelPair, ids: Sequence[int], repeats: int = 20) -> tuple[float, float]:
+    """Median times (target, draft) of one single-token forward on top of a cached prefix of `ids`."""
+    sessions = pair.new_sessions()
+    for session in sessions:
+        session.extend(list(ids)[:-1], keep=1)
+    medians = []
+    for session in sessions:
+        times = []
+        for _ in range(repeats + 2):
+            start = time.perf_counter()
+            session.extend([ids[-1]], keep=1)
+            times.append((time.perf_counter() - start) * 1000.0)
+            session.crop(len(ids) - 1)
+        medians.append(statistics.median(times[2:]))
+    return medians[0], medians[1]
 
 
 def baseline_tokens_per_second(pair: ModelPair, prompts: Sequence[Prompt], config: SpecConfig) -> float:
@@ -143,8 +147,7 @@ def evaluate_draft(
     greedy = dataclasses.replace(base, mode="greedy")
     progress("timing single-token forwards")
     _, ids, _ = encode_prompt(pair, prompts[0][0], prompts[0][1])
-    target_ms = forward_ms(pair.target, ids)
-    draft_ms = forward_ms(pair.draft, ids)
+    target_ms, draft_ms = forward_ms(pair, ids)
     progress("textbook runs at τ = 4")
     textbook = pooled_runs(pair, prompts, base)
     progress("target-only greedy baseline")

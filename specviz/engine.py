@@ -16,7 +16,6 @@ import torch
 
 from specviz.config import SpecConfig
 from specviz.errors import PromptError, SpecvizError
-from specviz.lm import Session
 from specviz.pair import ModelPair
 from specviz.sampling import logits_to_probs, overlap, residual, sample
 from specviz.trace import RunTrace, StepTrace, TokenProb, build_run_trace
@@ -117,8 +116,7 @@ class Decoder:
         self.prompt_ids = tuple(ids)
         self._ids = list(ids)
         self._gen = torch.Generator().manual_seed(self.config.seed)
-        self._target: Session = pair.target.new_session()
-        self._draft: Session = pair.draft.new_session()
+        self._target, self._draft = pair.new_sessions()
         self._steps: list[StepTrace] = []
         self._history: list[torch.Tensor] = []  # generator state before each step, for undo()
         self.prefill_ms = self._prefill()

@@ -12,8 +12,8 @@ found no match); the engine then stops drafting for that step.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 
@@ -89,18 +89,37 @@ class HFSession(_Timed):
         self._model = owner.model
         self._device = owner.device
         self._cache = DynamicCache(config=owner.model.config)
+        self._features: torch.Tensor | None = None  # final hidden states, when a draft reads them
+
+    def record_features(self) -> None:
+        """From now on keep the final hidden state (the LM head's input) of every scored token,
+        for a feature-level draft (specviz.eagle). Only before the first token."""
+        if self.length:
+            raise ValueError("record features from the start of a session")
+        if self._features is None:
+            self._features = torch.empty(0)
+
+    @property
+    def features_length(self) -> int:
+        return 0 if self._features is None else len(self._features)
+
+    def feature(self, position: int) -> torch.Tensor:
+        return self._features[position]
 
     def extend(self, ids: Sequence[int], keep: int | None = None) -> torch.Tensor:
         start = time.perf_counter()
         keep = len(ids) if keep is None else keep
         input_ids = torch.tensor([list(ids)], dtype=torch.long, device=self._device)
+
+        def forward():
+            return self._model(input_ids=input_ids, past_key_values=self._cache, use_cache=True, logits_to_keep=keep)
+
         with torch.inference_mode():
-            out = self._model(
-                input_ids=input_ids,
-                past_key_values=self._cache,
-                use_cache=True,
-                logits_to_keep=keep,
-            )
+            if self._features is None:
+                out = forward()
+            else:
+                out, hidden = capture_features(self._model, forward)
+                self._features = torch.cat([self._features.to(hidden.dtype), hidden[0]])
         logits = out.logits[0, -keep:].to("cpu", torch.float64)
         self.forward_seconds += time.perf_counter() - start
         self.forwards += 1
@@ -113,6 +132,20 @@ class HFSession(_Timed):
             # transformers 5.x: crop takes the (negative) number of tokens to remove
             self._cache.crop(length - self.length)
             self.length = length
+            if self._features is not None:
+                self._features = self._features[:length]
+
+
+def capture_features(model: Any, call: Callable[[], Any]) -> tuple[Any, torch.Tensor]:
+    """Run `call()` (a forward of a Llama-style `model`) and return its result and the output of
+    the model's final norm: the hidden state its LM head reads, at every position fed."""
+    captured: list[torch.Tensor] = []
+    handle = model.model.norm.register_forward_hook(lambda _m, _i, out: captured.append(out))
+    try:
+        result = call()
+    finally:
+        handle.remove()
+    return result, captured[-1]
 
 
 # --- table-driven model ------------------------------------------------------------------------

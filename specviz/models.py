@@ -137,9 +137,9 @@ def _draft(
     if spec == EMBEDDED and target_spec == EMBEDDED and drafts.is_draft_dir(drafts.DEFAULT_DIR):
         say = progress or (lambda _msg: None)
         say("Building the distilled draft from assets/draft...")
-        return HFModel(drafts.load_trained(target.model), f"{target.name} distilled draft (embedded)")
+        return drafts.load_draft(target.model, drafts.DEFAULT_DIR, f"{target.name} distilled draft (embedded)")
     if spec.strip() and drafts.is_draft_dir(Path(spec.strip()).expanduser()):
-        return HFModel(drafts.load_trained(target.model, Path(spec.strip()).expanduser()), f"distilled draft {spec}")
+        return drafts.load_draft(target.model, Path(spec.strip()).expanduser(), f"distilled draft {spec}")
     if spec == EMBEDDED or spec.startswith(EARLY_EXIT):
         layers = EMBEDDED_DRAFT_LAYERS if spec == EMBEDDED else _layer_count(spec)
         name = f"{target.name} first {layers} layers" + (" (untrained)" if spec == EMBEDDED else "")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from specviz.errors import IncompatibleModelsError
-from specviz.lm import HFModel, NextTokenModel
+from specviz.lm import HFModel, NextTokenModel, Session
 from specviz.text import Codec, HFCodec
 
 
@@ -22,6 +22,14 @@ class ModelPair:
                 f"draft {self.draft.name!r} scores {self.draft.vocab_size} tokens but target "
                 f"{self.target.name!r} scores {self.target.vocab_size}: they need one vocabulary"
             )
+
+    def new_sessions(self) -> tuple[Session, Session]:
+        """A (target, draft) session pair; a draft that reads the target's hidden states
+        (specviz.eagle) gets the target's session."""
+        target = self.target.new_session()
+        if getattr(self.draft, "reads_target", False):
+            return target, self.draft.new_session(target)
+        return target, self.draft.new_session()
 
     @classmethod
     def from_hf(cls, target: Any, draft: Any, tokenizer: Any) -> ModelPair:

@@ -1,0 +1,220 @@
+"""A feature-level draft (EAGLE-style): one trained decoder layer that reads the target's own
+hidden state.
+
+The target's final hidden state f_t (after its last norm: the LM head's input) at position t is
+what the target "knows" after token t. The draft predicts f̂_t from the token x_t and the feature of
+the previous position, f_{t−1}: g_t = Layer(W [emb(x_t); f_{t−1}]), then q(x_{t+1}) = head(g_t).
+Where the target has already scored position t−1 (the confirmed prefix), f_{t−1} is the target's
+own; inside a draft block, where it has not, the draft's own g_{t−1} stands in. After the target
+verifies, positions that were drafted on predicted features are recomputed on the true ones.
+
+The target session records f for every token it scores (a hook on its final norm). The draft
+session reads them, so a Decoder must create the draft session with the target session
+(`ModelPair.new_sessions`). q is exactly the distribution the draft token is drawn from, so every
+acceptance rule of SPEC.md applies unchanged.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from specviz.draft import TENSORS_FILE, DraftFileError, DraftSpec, SubsetHead
+from specviz.lm import HFSession, _Timed
+
+KIND = "feature"
+
+
+class FeatureDraft(nn.Module):
+    """fc: [emb(x_t); f_{t−1}] → hidden; one Llama decoder layer and its own norm (a 1-layer
+    LlamaModel); a head over a vocabulary subset. Embeddings are the target's (shared)."""
+
+    def __init__(self, target: Any, vocab_ids: torch.Tensor, init_layer: int | None = None) -> None:
+        from transformers import AutoModelForCausalLM
+
+        super().__init__()
+        config = copy.deepcopy(target.config)
+        config.num_hidden_layers = 1
+        if getattr(config, "layer_types", None):
+            config.layer_types = config.layer_types[-1:]
+        with torch.device("meta"):
+            skeleton = AutoModelForCausalLM.from_config(config, trust_remote_code=False)
+        body = skeleton.model
+        base = target.model
+        body.embed_tokens = base.embed_tokens  # shared with the target: never trained, never stored
+        body.rotary_emb = base.rotary_emb
+        source = base.layers[len(base.layers) - 1 if init_layer is None else init_layer]
+        layer = copy.deepcopy(source)
+        layer.self_attn.layer_idx = 0
+        body.layers = nn.ModuleList([layer])
+        body.norm = copy.deepcopy(base.norm)
+        body.requires_grad_(True)
+        body.embed_tokens.requires_grad_(False)
+        self.body = body
+        hidden = int(config.hidden_size)
+        weight = base.embed_tokens.weight
+        self.fc = nn.Linear(2 * hidden, hidden, bias=False, dtype=weight.dtype, device=weight.device)
+        with torch.no_grad():  # start as emb(x_t) + f_{t−1}: a residual-stream-like input
+            eye = torch.eye(hidden, dtype=weight.dtype, device=weight.device)
+            self.fc.weight.copy_(torch.cat([eye, eye], dim=1))
+        head = target.get_output_embeddings().weight
+        self.head = SubsetHead(head[vocab_ids.long()].detach().clone(), vocab_ids, int(config.vocab_size))
+        self.full_vocab_size = int(config.vocab_size)
+
+    def features(
+        self, ids: torch.Tensor, prev: torch.Tensor, attention_mask: torch.Tensor | None = None, cache: Any = None
+    ) -> torch.Tensor:
+        """g for every position of `ids` (B, T) given the previous positions' features (B, T, H)."""
+        embeds = self.body.embed_tokens(ids)
+        x = self.fc(torch.cat([embeds, prev.to(embeds.dtype)], dim=-1))
+        out = self.body(
+            inputs_embeds=x, attention_mask=attention_mask, past_key_values=cache, use_cache=cache is not None
+        )
+        return out.last_hidden_state
+
+
+class FeatureDraftModel:
+    """The draft behind the protocol. Its sessions need the target's session: `new_session(target)`."""
+
+    reads_target = True
+
+    def __init__(self, draft: FeatureDraft, name: str, max_length: int | None = None) -> None:
+        self.draft = draft.eval()
+        self.name = name
+        self.vocab_size = draft.full_vocab_size
+        self.max_length = max_length
+
+    def new_session(self, target: HFSession | None = None) -> FeatureDraftSession:
+        if target is None or not isinstance(target, HFSession):
+            raise TypeError("a feature-level draft reads the target's hidden states: create it with the target session")
+        return FeatureDraftSession(self, target)
+
+
+class FeatureDraftSession(_Timed):
+    def __init__(self, owner: FeatureDraftModel, target: HFSession) -> None:
+        from transformers import DynamicCache
+
+        super().__init__()
+        self._draft = owner.draft
+        self._target = target
+        target.record_features()
+        self._cache = DynamicCache(config=owner.draft.body.config)
+        self._device = owner.draft.fc.weight.device
+        self._tokens: list[int] = []
+        self._true: list[bool] = []  # position t was computed with the target's own f_{t−1}
+        self._g: list[torch.Tensor] = []  # the draft's output feature at each position
+
+    def _known(self) -> int:
+        return self._target.features_length
+
+    def extend(self, ids: Sequence[int], keep: int | None = None) -> torch.Tensor:
+        start = time.perf_counter()
+        keep = len(ids) if keep is None else keep
+        ids = list(ids)
+        # positions drafted on predicted features whose true features are now known: redo them
+        redo = next((p for p in range(len(self._tokens)) if not self._true[p] and p - 1 < self._known()), None)
+        if redo is not None:
+            ids = self._tokens[redo:] + ids
+            self._crop(redo)
+        outputs: list[torch.Tensor] = []
+        i = 0
+        with torch.inference_mode():
+            while i < len(ids):
+                pos = len(self._tokens)
+                known = self._known()
+                # as many positions as have true previous features, in one pass; else one at a time
+                n = max(1, min(len(ids) - i, known - pos + 1)) if pos - 1 < known else 1
+                prev = self._previous(pos, n, known)
+                chunk = torch.tensor([ids[i : i + n]], dtype=torch.long, device=self._device)
+                g = self._draft.features(chunk, prev.unsqueeze(0), cache=self._cache)[0]
+                for j in range(n):
+                    self._tokens.append(ids[i + j])
+                    self._true.append(pos + j - 1 < known)
+                    self._g.append(g[j])
+                outputs.append(g)
+                i += n
+            hidden = torch.cat(outputs)[-keep:]
+            logits = self._draft.head(hidden).to("cpu", torch.float64)
+        self.forward_seconds += time.perf_counter() - start
+        self.forwards += 1
+        self.length = len(self._tokens)
+        return logits
+
+    def _previous(self, pos: int, n: int, known: int) -> torch.Tensor:
+        """f_{t−1} for t = pos … pos+n−1: the target's where known, else the draft's own g."""
+        rows = []
+        for t in range(pos, pos + n):
+            if t == 0:
+                rows.append(torch.zeros_like(self._draft.fc.weight[:, 0]))
+            elif t - 1 < known:
+                rows.append(self._target.feature(t - 1).to(self._device, self._draft.fc.weight.dtype))
+            else:
+                rows.append(self._g[t - 1])
+        return torch.stack(rows)
+
+    def _crop(self, length: int) -> None:
+        if length < len(self._tokens):
+            self._cache.crop(length - len(self._tokens))
+            del self._tokens[length:], self._true[length:], self._g[length:]
+            self.length = length
+
+    def crop(self, length: int) -> None:
+        self._check_crop(length)
+        self._crop(length)
+
+
+def save_feature_draft(draft: FeatureDraft, directory: Path, meta: dict | None = None) -> None:
+    from safetensors.torch import save_file
+
+    from specviz.draft import FORMAT, SPEC_FILE, TENSORS_FILE
+
+    directory.mkdir(parents=True, exist_ok=True)
+    tensors = {
+        name: value.detach().to(torch.float16).contiguous()
+        for name, value in draft.named_parameters()
+        if not name.startswith("body.embed_tokens")
+    }
+    tensors["head.ids"] = draft.head.ids.to(torch.int32)
+    save_file(tensors, str(directory / TENSORS_FILE))
+    spec = {"format": FORMAT, "kind": KIND, "layers": [], "rank": 0, "vocab_size": len(draft.head.ids), **(meta or {})}
+    (directory / SPEC_FILE).write_text(json.dumps(spec, indent=1) + "\n")
+
+
+def load_feature_draft(target: Any, directory: Path, spec: DraftSpec) -> FeatureDraft:
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    try:
+        tensors = load_file(str(directory / TENSORS_FILE))
+    except (OSError, SafetensorError) as exc:
+        raise DraftFileError(f"cannot read {directory / TENSORS_FILE}: {exc}") from exc
+    if "head.ids" not in tensors:
+        raise DraftFileError(f"the draft in {directory} lacks tensor 'head.ids'")
+    ids = tensors.pop("head.ids").long()
+    if len(ids) != spec.vocab_size or int(ids.max()) >= int(target.config.vocab_size):
+        raise DraftFileError(f"the draft in {directory} was made for another target")
+    draft = FeatureDraft(target, ids)
+    dtype = target.get_input_embeddings().weight.dtype
+    params = {n: p for n, p in draft.named_parameters() if not n.startswith("body.embed_tokens")}
+    missing = sorted(set(params) - set(tensors))
+    extra = sorted(set(tensors) - set(params))
+    if missing or extra:
+        raise DraftFileError(
+            f"the draft in {directory} does not fit this target: missing {missing[:3]}, extra {extra[:3]}"
+        )
+    with torch.no_grad():
+        for name, param in params.items():
+            if param.shape != tensors[name].shape:
+                raise DraftFileError(
+                    f"the draft in {directory} does not fit this target: {name} {tuple(tensors[name].shape)}"
+                )
+            param.copy_(tensors[name].to(dtype))
+    draft.requires_grad_(False)
+    return draft.eval()

@@ -1,0 +1,123 @@
+"""The feature-level draft (specviz.eagle) on tiny random Llamas: its q follows the rule "the
+target's own feature where the target has scored the previous token, the draft's own prediction
+elsewhere", including after verification and rejection; it decodes in every mode (greedy output
+= the target's); it saves and reloads exactly."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from specviz import Decoder, HFModel, ModelPair, SpecConfig, load_pair
+from specviz import draft as drafts
+from specviz.eagle import FeatureDraft, FeatureDraftModel, save_feature_draft
+from specviz.lm import capture_features
+from specviz.text import IdsCodec
+from tests.helpers import VOCAB, save_tiny, tiny_llama
+
+SUBSET = torch.tensor(sorted({*range(0, VOCAB, 2), 1, 3, 5}))
+
+
+def make_draft(target, seed: int = 0) -> FeatureDraft:
+    torch.manual_seed(seed)
+    draft = FeatureDraft(target, SUBSET)
+    with torch.no_grad():  # a trained-looking draft: every weight moved, rounded to fp16 (saving is exact)
+        for name, p in draft.named_parameters():
+            if name.startswith("body.embed_tokens"):  # the target's own, shared: leave it alone
+                continue
+            p.add_(0.2 * torch.randn_like(p) * p.abs().mean().clamp(min=0.05))
+            p.copy_(p.half().to(p.dtype))
+    return draft.eval()
+
+
+def target_features(target, ids: list[int]) -> torch.Tensor:
+    with torch.inference_mode():
+        _, hidden = capture_features(target, lambda: target(torch.tensor([ids]), use_cache=False))
+    return hidden[0]
+
+
+def reference_logq(draft: FeatureDraft, feats: torch.Tensor, ids: list[int], known: int) -> torch.Tensor:
+    """log q after every position of `ids`, recomputed from scratch: position t reads the target's
+    f_{t−1} when t − 1 < known, else the draft's own g_{t−1}."""
+    g = []
+    with torch.inference_mode():
+        for t in range(len(ids)):
+            prev = [
+                torch.zeros(feats.shape[1], dtype=feats.dtype) if p == 0 else feats[p - 1] if p - 1 < known else g[p - 1]
+                for p in range(t + 1)
+            ]
+            g.append(draft.features(torch.tensor([ids[: t + 1]]), torch.stack(prev)[None])[0, -1])
+        logits = draft.head(torch.stack(g))
+    return logits.log_softmax(-1)
+
+
+def test_draft_sessions_follow_the_feature_rule_through_verification_and_rejection():
+    target = tiny_llama(0)
+    draft = make_draft(target)
+    pair = ModelPair(HFModel(target, "t"), FeatureDraftModel(draft, "d"), IdsCodec(None))
+    t_session, d_session = pair.new_sessions()
+    confirmed = [5, 17, 3, 88]
+    t_session.extend(confirmed[:-1], keep=1)
+    d_session.extend(confirmed[:-1], keep=1)
+    # three steps: draft 3 tokens, verify, keep `accepted` of them plus one more token
+    for drafts_, accepted, bonus in (([9, 40, 2], 1, 60), ([7, 7, 1], 3, 11), ([30, 8, 4], 0, 12)):
+        known = len(confirmed) - 1
+        feed = confirmed[d_session.length :]
+        for i, token in enumerate(drafts_):
+            logq = d_session.extend(feed, keep=1)[-1].log_softmax(-1)
+            ids = confirmed + drafts_[:i]
+            full = reference_logq(draft, target_features(target, ids), ids, known)[-1]
+            torch.testing.assert_close(logq[SUBSET], full[SUBSET], atol=1e-9, rtol=0)
+            assert torch.isneginf(logq[[1 + 2 * k for k in range(3, 40)]]).all()  # odd tokens > 5: outside
+            feed = [token]
+        t_session.extend(confirmed[t_session.length :] + drafts_, keep=len(drafts_) + 1)
+        confirmed = confirmed + drafts_[:accepted] + [bonus]
+        for session in (t_session, d_session):
+            session.crop(min(session.length, len(confirmed) - 1))
+    assert t_session.features_length == t_session.length
+
+
+@pytest.mark.parametrize("mode", ["greedy", "textbook", "lossless"])
+def test_decodes_in_every_mode_and_greedy_output_is_the_targets(mode):
+    target = tiny_llama(0)
+    pair = ModelPair(HFModel(target, "t"), FeatureDraftModel(make_draft(target), "d"), IdsCodec(None))
+    run = Decoder(pair, [5, 17, 3], SpecConfig(tau=3, mode=mode, max_new_tokens=20, seed=2)).run()
+    assert len(run.new_tokens) == 20
+    assert all(t in SUBSET.tolist() for s in run.steps for t in s.draft_tokens)
+    if mode == "greedy":
+        alone = target.generate(torch.tensor([[5, 17, 3]]), do_sample=False, max_new_tokens=20)
+        assert run.new_tokens == tuple(alone[0, 3:].tolist())
+
+
+def test_undo_replays_the_same_step():
+    target = tiny_llama(0)
+    pair = ModelPair(HFModel(target, "t"), FeatureDraftModel(make_draft(target), "d"), IdsCodec(None))
+    decoder = Decoder(pair, [5, 17, 3], SpecConfig(tau=3, mode="lossless", max_new_tokens=20, seed=4))
+    first = [decoder.step() for _ in range(3)]
+    decoder.undo()
+    again = decoder.step()
+    assert again.draft_tokens == first[-1].draft_tokens and again.emitted == first[-1].emitted
+
+
+def test_a_session_without_the_target_is_refused():
+    target = tiny_llama(0)
+    with pytest.raises(TypeError, match="target"):
+        FeatureDraftModel(make_draft(target), "d").new_session()
+
+
+def test_saved_feature_draft_loads_as_a_pair(tmp_path):
+    target_dir = save_tiny(tmp_path / "target", seed=0)
+    target = tiny_llama(0)
+    draft = make_draft(target, seed=3)
+    save_feature_draft(draft, tmp_path / "draft", meta={"note": "test"})
+    pair = load_pair(target_dir, str(tmp_path / "draft"), dtype="float64")
+    assert isinstance(pair.draft, FeatureDraftModel)
+    ids = [5, 17, 3, 88, 42]
+    t_session, d_session = pair.new_sessions()
+    t_session.extend(ids[:-1])
+    got = d_session.extend(ids).log_softmax(-1)
+    want = reference_logq(draft, target_features(target, ids), ids, known=len(ids) - 1)
+    torch.testing.assert_close(got[:, SUBSET], want[:, SUBSET], atol=1e-9, rtol=0)
+    (tmp_path / "draft" / drafts.TENSORS_FILE).write_bytes(b"broken")
+    with pytest.raises(drafts.DraftFileError, match="cannot read"):
+        load_pair(target_dir, str(tmp_path / "draft"))
