@@ -1,6 +1,7 @@
 """The engine against Hugging Face assisted generation, greedy, on the same pair, prompt and τ.
 
-Both run in one process on the embedded pair: `target.generate(assistant_model=draft,
+Both run in one process on the embedded target with the untrained `early-exit:8` draft (HF needs
+an HF model as the assistant; the distilled feature-level draft is not one): `target.generate(assistant_model=draft,
 num_assistant_tokens=τ, num_assistant_tokens_schedule="constant", do_sample=False)` against the
 engine in greedy mode. Tokens must be identical; the script reports tokens/s of each (prefill
 included on both sides), the target forward passes each made, and as its last line
@@ -58,7 +59,7 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=2, help="timed repeats of each (best is kept)")
     args = parser.parse_args()
-    pair = specviz.load_pair("embedded", "embedded")
+    pair = specviz.load_pair("embedded", "early-exit:8")  # an HF model: HF assisted generation needs one
     calls, draft_calls = _count_forwards(pair.target.model), _count_forwards(pair.draft.model)
     prompts = [encode_prompt(pair, p, chat=None)[1] for p in PROMPTS]
     engine_generate(pair, prompts[0], 2, 8)  # warm up both paths

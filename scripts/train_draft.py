@@ -257,6 +257,8 @@ class FeatureRecipe:
 
         self.model = FeatureDraft(target, vocab)
         self.model.head.weight.requires_grad_(False)
+        with torch.no_grad():  # features are ~15× larger than embeddings: start with both heard
+            self.model.fc.weight[:, : self.model.fc.out_features] *= args.embed_scale
         self.precision, self.noise = args.precision, args.noise
         self.target = target
 
@@ -556,14 +558,15 @@ def main() -> None:
     ap.add_argument("--new-tokens", type=int, default=128, help="tokens the target generates per prompt")
     ap.add_argument("--layers", default="0,1,2,3,28,29", help="target layers the student copies, in order")
     ap.add_argument("--kind", choices=sorted(RECIPES), default="feature", help="draft architecture")
+    ap.add_argument("--embed-scale", type=float, default=15.0, help="feature: initial weight of emb(x_t) in fc")
     ap.add_argument("--noise", type=float, default=0.1, help="feature: uniform noise on input features (× rms)")
     ap.add_argument("--rank", type=int, default=64, help="LoRA rank on every projection")
     ap.add_argument("--vocab", type=int, default=8192, help="size of the draft's restricted LM head")
     ap.add_argument("--freeze-head", action="store_true", help="keep the head rows equal to the target's")
     ap.add_argument("--weight-decay", type=float, default=0.0)
-    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--batch-tokens", type=int, default=4096, help="tokens per training batch")
+    ap.add_argument("--batch-tokens", type=int, default=2048, help="tokens per training batch")
     ap.add_argument("--precision", choices=["bf16", "fp32"], default="bf16", help="training matmul precision")
     ap.add_argument("--max-tokens", type=int, default=None, help="use only the first shards (probes)")
     ap.add_argument("--save-every", type=int, default=20, help="checkpoint every N steps")

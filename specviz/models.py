@@ -59,7 +59,8 @@ PRESETS: tuple[Preset, ...] = (
         "Embedded pair",
         EMBEDDED,
         EMBEDDED,
-        "SmolLM2-135M-Instruct with the distilled draft from assets/draft (see its model card); no network",
+        "SmolLM2-135M-Instruct with its distilled draft: one trained layer that reads the target's hidden "
+        "states (assets/draft, see its model card); no network",
         True,
     ),
     Preset(

@@ -43,7 +43,11 @@ def reference_logq(draft: FeatureDraft, feats: torch.Tensor, ids: list[int], kno
     with torch.inference_mode():
         for t in range(len(ids)):
             prev = [
-                torch.zeros(feats.shape[1], dtype=feats.dtype) if p == 0 else feats[p - 1] if p - 1 < known else g[p - 1]
+                torch.zeros(feats.shape[1], dtype=feats.dtype)
+                if p == 0
+                else feats[p - 1]
+                if p - 1 < known
+                else g[p - 1]
                 for p in range(t + 1)
             ]
             g.append(draft.features(torch.tensor([ids[: t + 1]]), torch.stack(prev)[None])[0, -1])

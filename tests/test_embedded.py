@@ -52,7 +52,7 @@ def test_greedy_output_equals_the_targets_own_greedy_output(pair):
     assert run.new_tokens == tuple(out[0, len(ids) :].tolist())
     assert len(run.new_tokens) == 32
     assert "distilled" in pair.draft.name  # the trained draft from assets/draft is the default
-    assert pair.draft.model.model.embed_tokens is pair.target.model.model.embed_tokens  # shared, no copy
+    assert pair.draft.draft.body.embed_tokens is pair.target.model.model.embed_tokens  # shared, no copy
 
 
 def test_untrained_early_exit_draft_stays_selectable_and_shares_the_targets_layers(pair):
@@ -66,12 +66,15 @@ def test_shipped_draft_is_small_and_agrees_more_than_the_untrained_one(pair):
     assert sum(f.stat().st_size for f in folder.iterdir()) <= 25 * 2**20
     card = (folder / "README.md").read_text()
     assert "scripts/train_draft.py" in card and "scripts/eval_draft.py" in card
-    prompt = "Explain how a bicycle stays upright."  # not among the training prompts
-    config = SpecConfig(tau=4, mode="textbook", max_new_tokens=24, seed=1)
-    trained = Decoder(pair, prompt, config).run().metrics
-    untrained = Decoder(load_pair("embedded", "early-exit:8"), prompt, config).run().metrics
-    assert trained.alpha > untrained.alpha + 0.15
-    assert trained.mean_acceptance_length > untrained.mean_acceptance_length
+    untrained_pair = load_pair("embedded", "early-exit:8")
+    config = SpecConfig(tau=3, mode="textbook", max_new_tokens=32, seed=1)
+    trained, untrained = [], []
+    for prompt in ("Explain how a bicycle stays upright.", "Write a haiku about autumn rain."):  # not trained on
+        trained.append(Decoder(pair, prompt, config).run().metrics)
+        untrained.append(Decoder(untrained_pair, prompt, config).run().metrics)
+    mean = lambda ms, key: sum(getattr(m, key) for m in ms) / len(ms)  # noqa: E731
+    assert mean(trained, "alpha") > mean(untrained, "alpha") + 0.1
+    assert mean(trained, "mean_acceptance_length") > mean(untrained, "mean_acceptance_length")
 
 
 def test_instruct_target_uses_its_chat_template_by_default(pair):
