@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from draft_prompts import eval_prompts, train_prompts, train_prompts_round2  # noqa: E402
 
+from specviz.draft import load_trainable, trainable_state  # noqa: E402
 from specviz.models import load_model  # noqa: E402
 from specviz.text import HFCodec  # noqa: E402
 
@@ -428,17 +429,6 @@ def train(args: argparse.Namespace) -> None:
             save()
     save()
     log("training done")
-
-
-def trainable_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
-
-
-def load_trainable(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> None:
-    params = dict(model.named_parameters())
-    with torch.no_grad():
-        for name, value in state.items():
-            params[name].copy_(value)
 
 
 # --- export ----------------------------------------------------------------------------------------

@@ -136,16 +136,6 @@ class Student(nn.Module):
     def trainable(self) -> Iterator[nn.Parameter]:
         return (p for p in self.parameters() if p.requires_grad)
 
-    def trainable_state(self) -> dict[str, torch.Tensor]:
-        names = {id(p): n for n, p in self.named_parameters() if p.requires_grad}
-        return {names[id(p)]: p.detach().clone() for p in self.trainable()}
-
-    def load_trainable(self, state: dict[str, torch.Tensor]) -> None:
-        params = dict(self.named_parameters())
-        with torch.no_grad():
-            for name, value in state.items():
-                params[name].copy_(value)
-
     def subset_logprobs(
         self, ids: torch.Tensor, mask: torch.Tensor, rows: torch.Tensor | None = None, cols: torch.Tensor | None = None
     ) -> torch.Tensor:
@@ -160,11 +150,23 @@ class Student(nn.Module):
     def files(self) -> dict[str, torch.Tensor]:
         """What `save_draft` stores: trained tensors in fp16, the vocabulary ids as int32."""
         out = {}
-        for name, value in self.trainable_state().items():
+        for name, value in trainable_state(self).items():
             key = "head.weight" if name.endswith("lm_head.weight") else name.removeprefix("lm.model.")
             out[key] = value.to(torch.float16).contiguous()
         out["head.ids"] = self.head.ids.to(torch.int32)
         return out
+
+
+def trainable_state(model: nn.Module) -> dict[str, torch.Tensor]:
+    """Copies of the parameters training changes (by name): what checkpoints keep."""
+    return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+
+
+def load_trainable(model: nn.Module, state: dict[str, torch.Tensor]) -> None:
+    params = dict(model.named_parameters())
+    with torch.no_grad():
+        for name, value in state.items():
+            params[name].copy_(value)
 
 
 def save_draft(student: Student, directory: Path, meta: dict | None = None) -> None:
