@@ -108,7 +108,9 @@ class FeatureDraftSession(_Timed):
         self._cache = DynamicCache(config=owner.draft.body.config)
         self._device = owner.draft.fc.weight.device
         self._tokens: list[int] = []
-        self._true: list[bool] = []  # position t was computed with the target's own f_{t−1}
+        # positions before this one were computed with the target's own f_{t−1}; the rest (always a
+        # suffix: a draft block) with the draft's predicted features
+        self._true_upto = 0
         self._g: list[torch.Tensor] = []  # the draft's output feature at each position
 
     def _known(self) -> int:
@@ -119,8 +121,8 @@ class FeatureDraftSession(_Timed):
         keep = len(ids) if keep is None else keep
         ids = list(ids)
         # positions drafted on predicted features whose true features are now known: redo them
-        redo = next((p for p in range(len(self._tokens)) if not self._true[p] and p - 1 < self._known()), None)
-        if redo is not None:
+        redo = self._true_upto
+        if redo < len(self._tokens) and redo - 1 < self._known():
             ids = self._tokens[redo:] + ids
             self._crop(redo)
         outputs: list[torch.Tensor] = []
@@ -136,7 +138,8 @@ class FeatureDraftSession(_Timed):
                 g = self._draft.features(chunk, prev.unsqueeze(0), cache=self._cache)[0]
                 for j in range(n):
                     self._tokens.append(ids[i + j])
-                    self._true.append(pos + j - 1 < known)
+                    if pos + j - 1 < known and self._true_upto == pos + j:
+                        self._true_upto += 1
                     self._g.append(g[j])
                 outputs.append(g)
                 i += n
@@ -162,7 +165,8 @@ class FeatureDraftSession(_Timed):
     def _crop(self, length: int) -> None:
         if length < len(self._tokens):
             self._cache.crop(length - len(self._tokens))
-            del self._tokens[length:], self._true[length:], self._g[length:]
+            del self._tokens[length:], self._g[length:]
+            self._true_upto = min(self._true_upto, length)
             self.length = length
 
     def crop(self, length: int) -> None:
