@@ -145,7 +145,8 @@ def load_split(work: Path, split: str, max_tokens: int | None = None) -> list[di
 
 def choose_vocab(records: list[dict], size: int, always: list[int]) -> torch.Tensor:
     """The `size` tokens carrying the most teacher probability mass in the data (plus `always`)."""
-    mass = torch.zeros(49152 * 2, dtype=torch.float64)
+    top = max(max(int(r["top_ids"].max()) for r in records), *always, size - 1)
+    mass = torch.zeros(top + 1, dtype=torch.float64)
     for r in records:
         mass.index_add_(0, r["top_ids"].long().flatten(), r["top_values"].float().exp().double().flatten())
     for t in always:
@@ -167,17 +168,23 @@ def batches(records: list[dict], tokens_per_batch: int, rng: random.Random) -> l
     return out
 
 
-def collate(batch: list[dict], index_of: torch.Tensor):
-    """Right-padded ids, and for every labelled position (b, t): the teacher's top-k over the
-    student's vocabulary (ids outside it are dropped; their mass is out of the draft's reach)."""
+def pad(batch: list[dict]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded ids and their attention mask."""
     width = max(len(r["ids"]) for r in batch)
     ids = torch.zeros((len(batch), width), dtype=torch.long)
     mask = torch.zeros((len(batch), width), dtype=torch.long)
+    for b, r in enumerate(batch):
+        ids[b, : len(r["ids"])] = r["ids"].long()
+        mask[b, : len(r["ids"])] = 1
+    return ids, mask
+
+
+def collate(batch: list[dict], index_of: torch.Tensor):
+    """Right-padded ids, and for every labelled position (b, t): the teacher's top-k over the
+    student's vocabulary (ids outside it are dropped; their mass is out of the draft's reach)."""
+    ids, mask = pad(batch)
     rows, cols, tgt_idx, tgt_p = [], [], [], []
     for b, r in enumerate(batch):
-        n = len(r["ids"])
-        ids[b, :n] = r["ids"].long()
-        mask[b, :n] = 1
         g = len(r["top_ids"])
         pos = torch.arange(r["start"] - 1, r["start"] - 1 + g)  # logits at t-1 predict token t
         rows.append(torch.full((g,), b))
@@ -193,6 +200,15 @@ def soft_loss(logp: torch.Tensor, tgt_idx: torch.Tensor, tgt_p: torch.Tensor) ->
     return -(picked * tgt_p * inside).sum(dim=1).mean()
 
 
+def agreement(q: torch.Tensor, tgt_idx: torch.Tensor, tgt_p: torch.Tensor) -> tuple[float, int]:
+    """Summed over positions: Σ min(p, q) on the teacher's top-k (a slight under-estimate of β),
+    and how often argmax q is the teacher's argmax."""
+    inside = tgt_idx >= 0
+    beta = torch.minimum(q.gather(1, tgt_idx.clamp(min=0)) * inside, tgt_p).sum().item()
+    best = torch.where(inside[:, 0], tgt_idx[:, 0], -2)  # the teacher's argmax, if the draft can say it
+    return beta, int((q.argmax(1) == best).sum())
+
+
 def evaluate(student, records: list[dict], index_of: torch.Tensor) -> dict:
     """α (with the teacher's top-32 only: a slight under-estimate) and greedy agreement."""
     student.eval()
@@ -200,14 +216,8 @@ def evaluate(student, records: list[dict], index_of: torch.Tensor) -> dict:
     with torch.no_grad():
         for r in records:
             ids, mask, rows, cols, tgt_idx, tgt_p = collate([r], index_of)
-            logp = student.subset_logprobs(ids, mask)[rows, cols]
-            q = logp.exp()
-            inside = tgt_idx >= 0
-            qt = q.gather(1, tgt_idx.clamp(min=0)) * inside
-            alpha += torch.minimum(qt, tgt_p).sum().item()
-            best = torch.where(inside[:, 0], tgt_idx[:, 0], -2)  # teacher argmax
-            agree += (q.argmax(1) == best).sum().item()
-            n += len(rows)
+            beta, hits = agreement(student.subset_logprobs(ids, mask)[rows, cols].exp(), tgt_idx, tgt_p)
+            alpha, agree, n = alpha + beta, agree + hits, n + len(rows)
     student.train()
     return {"alpha_top32": alpha / n, "greedy": agree / n, "positions": n}
 
@@ -256,10 +266,8 @@ class FeatureRecipe:
     def __init__(self, target, vocab: torch.Tensor, layers: list[int], args: argparse.Namespace) -> None:
         from specviz.eagle import FeatureDraft
 
-        self.model = FeatureDraft(target, vocab)
+        self.model = FeatureDraft(target, vocab, embed_scale=args.embed_scale)
         self.model.head.weight.requires_grad_(False)
-        with torch.no_grad():  # features are ~15× larger than embeddings: start with both heard
-            self.model.fc.weight[:, : self.model.fc.out_features] *= args.embed_scale
         self.precision, self.noise = args.precision, args.noise
         self.target = target
 
@@ -298,13 +306,11 @@ class FeatureRecipe:
         with torch.no_grad():
             for r in records:
                 gs, _, _, rows, cols, tgt_idx, tgt_p = self._unrolls([r], index_of, 0.0)
-                inside = tgt_idx >= 0
-                for key, g in (("alpha_top32", gs[0]), ("alpha_top32_second", gs[1])):
-                    q = torch.softmax(self.model.head.subset(g[rows, cols]).float(), -1)
-                    sums[key] += torch.minimum(q.gather(1, tgt_idx.clamp(min=0)) * inside, tgt_p).sum().item()
-                    if key == "alpha_top32":
-                        best = torch.where(inside[:, 0], tgt_idx[:, 0], -2)
-                        sums["greedy"] += (q.argmax(1) == best).sum().item()
+                first, second = (torch.softmax(self.model.head.subset(g[rows, cols]).float(), -1) for g in gs)
+                beta, hits = agreement(first, tgt_idx, tgt_p)
+                sums["alpha_top32"] += beta
+                sums["greedy"] += hits
+                sums["alpha_top32_second"] += agreement(second, tgt_idx, tgt_p)[0]
                 n += len(rows)
         self.model.train()
         return {k: v / n for k, v in sums.items()} | {"positions": n}
@@ -320,31 +326,20 @@ RECIPES = {"lora": LoraRecipe, "feature": FeatureRecipe}
 
 def attach_features(target, records: list[dict], cache: Path, precision: str, tokens_per_batch: int = 4096) -> None:
     """The target's final hidden state at every position of every record (r["feat"], fp16),
-    computed once in batches and cached in `cache`."""
-    from specviz.lm import capture_features
-
+    computed once in batches and cached in `cache`. It is what the target's session records at
+    run time (the output of its final norm, the LM head's input)."""
     if cache.exists():
         for r, f in zip(records, torch.load(cache), strict=True):
             r["feat"] = f
         return
-    order = sorted(range(len(records)), key=lambda i: len(records[i]["ids"]))
-    groups, cur = [], []
-    for i in order:
-        if cur and (len(cur) + 1) * len(records[i]["ids"]) > tokens_per_batch:
-            groups.append(cur)
-            cur = []
-        cur.append(i)
-    groups.append(cur)
+    groups = batches(records, tokens_per_batch, random.Random(0))
     started = time.perf_counter()
-    for k, group in enumerate(groups):
-        batch = [records[i] for i in group]
-        ids, mask = collate(batch, torch.zeros(target.config.vocab_size, dtype=torch.long))[:2]
+    for k, batch in enumerate(groups):
+        ids, mask = pad(batch)
         with torch.inference_mode(), autocast(precision):
-            _, hidden = capture_features(
-                target, lambda ids=ids, mask=mask: target.model(input_ids=ids, attention_mask=mask)
-            )
-        for b, i in enumerate(group):
-            records[i]["feat"] = hidden[b, : len(records[i]["ids"])].to(torch.float16).clone()
+            hidden = target.model(input_ids=ids, attention_mask=mask).last_hidden_state  # after the final norm
+        for b, r in enumerate(batch):
+            r["feat"] = hidden[b, : len(r["ids"])].to(torch.float16).clone()
         if (k + 1) % 10 == 0 or k + 1 == len(groups):
             log(f"target features: batch {k + 1}/{len(groups)}, {time.perf_counter() - started:.0f} s")
     torch.save([r["feat"] for r in records], cache)

@@ -67,6 +67,12 @@ class SubsetHead(nn.Module):
         self.register_buffer("ids", ids.long())
         self.full_vocab_size = full_vocab_size
 
+    @classmethod
+    def from_target(cls, target: Any, ids: torch.Tensor) -> SubsetHead:
+        """The target's own LM head rows for `ids` (a copy: training may change it)."""
+        head = target.get_output_embeddings().weight
+        return cls(head[ids.long()].detach().clone(), ids, int(target.config.vocab_size))
+
     def subset(self, hidden: torch.Tensor) -> torch.Tensor:
         return hidden @ self.weight.t()
 
@@ -82,17 +88,21 @@ def _submodule(root: nn.Module, dotted: str) -> tuple[nn.Module, str]:
     return root.get_submodule(parent), name
 
 
-def _skeleton(target: Any, layers: list[int]) -> Any:
-    """A causal LM of the target's class with len(layers) decoder layers, sharing the target's
-    embeddings and rotary tables; the layers themselves are copies (training changes them)."""
+def layer_subset(target: Any, layers: list[int], *, copy_layers: bool, what: str = "this draft") -> Any:
+    """A causal LM of the target's class made of the target's decoder layers `layers` (in order)
+    and its final norm, sharing its embeddings and rotary tables. With copy_layers the layers and
+    the norm are copies (training changes them) renumbered for the draft's own KV cache; without,
+    they are the target's own tensors, which only a prefix of the layers can be (cache indices)."""
     from transformers import AutoModelForCausalLM
 
     base = getattr(target, "model", None)
     if base is None or not hasattr(base, "layers") or not hasattr(base, "norm"):
-        raise ModelError(f"a trained draft needs a Llama-style target; {type(target).__name__} is not one")
+        raise ModelError(f"{what} needs a Llama-style target; {type(target).__name__} is not one")
     total = len(base.layers)
     if not layers or any(not 0 <= i < total for i in layers):
         raise DraftFileError(f"draft layers {layers} do not fit a target with {total} layers")
+    if not copy_layers and layers != list(range(len(layers))):
+        raise ValueError("shared (uncopied) layers must be a prefix of the target's")
     config = copy.deepcopy(target.config)
     config.num_hidden_layers = len(layers)
     if getattr(config, "layer_types", None):
@@ -101,25 +111,27 @@ def _skeleton(target: Any, layers: list[int]) -> Any:
         draft = AutoModelForCausalLM.from_config(config, trust_remote_code=False)
     draft.model.embed_tokens = base.embed_tokens
     draft.model.rotary_emb = base.rotary_emb
-    copies = []
-    for j, i in enumerate(layers):
-        layer = copy.deepcopy(base.layers[i])
-        layer.self_attn.layer_idx = j  # index into the draft's own KV cache
-        copies.append(layer)
-    draft.model.layers = nn.ModuleList(copies)
-    draft.model.norm = copy.deepcopy(base.norm)
+    if copy_layers:
+        copies = [copy.deepcopy(base.layers[i]) for i in layers]
+        for j, layer in enumerate(copies):
+            layer.self_attn.layer_idx = j  # index into the draft's own KV cache
+        draft.model.layers = nn.ModuleList(copies)
+        draft.model.norm = copy.deepcopy(base.norm)
+    else:
+        draft.model.layers = nn.ModuleList(base.layers[: len(layers)])
+        draft.model.norm = base.norm
     return draft
 
 
 class Student(nn.Module):
-    """The draft as training sees it: LoRA wrappers on the copied layers, a trainable subset head.
-    `subset_logprobs` gives log q over the subset; `merged()` gives the runtime causal LM."""
+    """The draft as training sees it: LoRA wrappers on the copied layers (rank 0: the layers
+    themselves trainable), a trainable subset head. `subset_logprobs` gives log q over the subset;
+    `save_draft` stores it and `load_trained` rebuilds it with the adapters merged."""
 
     def __init__(self, target: Any, spec: DraftSpec, vocab_ids: torch.Tensor) -> None:
         super().__init__()
         self.spec = spec
-        self.full_vocab_size = int(target.config.vocab_size)
-        self.lm = _skeleton(target, spec.layers)
+        self.lm = layer_subset(target, spec.layers, copy_layers=True, what="a trained draft")
         self.lm.model.embed_tokens.requires_grad_(False)
         for layer in self.lm.model.layers:
             layer.requires_grad_(spec.rank == 0)  # rank 0: full fine-tuning of the copied layers
@@ -129,8 +141,7 @@ class Student(nn.Module):
             for name in NORMS:
                 getattr(layer, name).requires_grad_(True)
         self.lm.model.norm.requires_grad_(True)
-        head = target.get_output_embeddings().weight  # the target's own head rows for the subset
-        self.head = SubsetHead(head[vocab_ids.long()].detach().clone(), vocab_ids, self.full_vocab_size)
+        self.head = SubsetHead.from_target(target, vocab_ids)
         self.lm.lm_head = self.head
 
     def trainable(self) -> Iterator[nn.Parameter]:
@@ -231,7 +242,7 @@ def load_trained(target: Any, directory: str | Path = DEFAULT_DIR) -> Any:
         if head_weight.shape != (spec.vocab_size, hidden) or int(ids.max()) >= int(target.config.vocab_size):
             shape = tuple(head_weight.shape)
             raise DraftFileError(f"the draft in {directory} was made for another target (head {shape})")
-        draft = _skeleton(target, spec.layers)
+        draft = layer_subset(target, spec.layers, copy_layers=True, what="a trained draft")
         with torch.no_grad():
             for j, layer in enumerate(draft.model.layers):
                 for name in PROJECTIONS:

@@ -16,7 +16,6 @@ acceptance rule of SPEC.md applies unchanged.
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from collections.abc import Sequence
@@ -26,7 +25,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from specviz.draft import TENSORS_FILE, DraftFileError, DraftSpec, SubsetHead
+from specviz.draft import TENSORS_FILE, DraftFileError, DraftSpec, SubsetHead, layer_subset
 from specviz.lm import HFSession, _Timed
 
 KIND = "feature"
@@ -36,37 +35,26 @@ class FeatureDraft(nn.Module):
     """fc: [emb(x_t); f_{t−1}] → hidden; one Llama decoder layer and its own norm (a 1-layer
     LlamaModel); a head over a vocabulary subset. Embeddings are the target's (shared)."""
 
-    def __init__(self, target: Any, vocab_ids: torch.Tensor, init_layer: int | None = None) -> None:
-        from transformers import AutoModelForCausalLM
-
+    def __init__(
+        self, target: Any, vocab_ids: torch.Tensor, init_layer: int | None = None, embed_scale: float = 1.0
+    ) -> None:
+        """The layer starts as a copy of the target's `init_layer` (default: its last); fc starts as
+        embed_scale · emb(x_t) + f_{t−1} (features are far larger than embeddings: scale ~15 lets
+        training hear both from the start)."""
         super().__init__()
-        config = copy.deepcopy(target.config)
-        config.num_hidden_layers = 1
-        if getattr(config, "layer_types", None):
-            config.layer_types = config.layer_types[-1:]
-        with torch.device("meta"):
-            skeleton = AutoModelForCausalLM.from_config(config, trust_remote_code=False)
-        body = skeleton.model
-        base = target.model
-        body.embed_tokens = base.embed_tokens  # shared with the target: never trained, never stored
-        body.rotary_emb = base.rotary_emb
-        source = base.layers[len(base.layers) - 1 if init_layer is None else init_layer]
-        layer = copy.deepcopy(source)
-        layer.self_attn.layer_idx = 0
-        body.layers = nn.ModuleList([layer])
-        body.norm = copy.deepcopy(base.norm)
+        last = len(target.model.layers) - 1
+        body = layer_subset(target, [last if init_layer is None else init_layer], copy_layers=True).model
         body.requires_grad_(True)
-        body.embed_tokens.requires_grad_(False)
+        body.embed_tokens.requires_grad_(False)  # shared with the target: never trained, never stored
         self.body = body
-        hidden = int(config.hidden_size)
-        weight = base.embed_tokens.weight
+        weight = body.embed_tokens.weight
+        hidden = weight.shape[1]
         self.fc = nn.Linear(2 * hidden, hidden, bias=False, dtype=weight.dtype, device=weight.device)
-        with torch.no_grad():  # start as emb(x_t) + f_{t−1}: a residual-stream-like input
+        with torch.no_grad():
             eye = torch.eye(hidden, dtype=weight.dtype, device=weight.device)
-            self.fc.weight.copy_(torch.cat([eye, eye], dim=1))
-        head = target.get_output_embeddings().weight
-        self.head = SubsetHead(head[vocab_ids.long()].detach().clone(), vocab_ids, int(config.vocab_size))
-        self.full_vocab_size = int(config.vocab_size)
+            self.fc.weight.copy_(torch.cat([embed_scale * eye, eye], dim=1))
+        self.head = SubsetHead.from_target(target, vocab_ids)
+        self.full_vocab_size = self.head.full_vocab_size
 
     def features(
         self, ids: torch.Tensor, prev: torch.Tensor, attention_mask: torch.Tensor | None = None, cache: Any = None
@@ -151,16 +139,15 @@ class FeatureDraftSession(_Timed):
         return logits
 
     def _previous(self, pos: int, n: int, known: int) -> torch.Tensor:
-        """f_{t−1} for t = pos … pos+n−1: the target's where known, else the draft's own g."""
-        rows = []
-        for t in range(pos, pos + n):
-            if t == 0:
-                rows.append(torch.zeros_like(self._draft.fc.weight[:, 0]))
-            elif t - 1 < known:
-                rows.append(self._target.feature(t - 1).to(self._device, self._draft.fc.weight.dtype))
-            else:
-                rows.append(self._g[t - 1])
-        return torch.stack(rows)
+        """f_{t−1} for t = pos … pos+n−1: the target's where known (a zero row before position 0),
+        else (inside a draft block, one position at a time) the draft's own g_{pos−1}."""
+        if pos - 1 >= known:
+            return self._g[pos - 1][None]
+        rows = self._target.features(max(pos - 1, 0), pos + n - 1)
+        rows = rows.to(self._device, self._draft.fc.weight.dtype)
+        if pos == 0:
+            rows = torch.cat([rows.new_zeros(1, rows.shape[1]), rows])
+        return rows
 
     def _crop(self, length: int) -> None:
         if length < len(self._tokens):

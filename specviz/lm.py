@@ -103,8 +103,9 @@ class HFSession(_Timed):
     def features_length(self) -> int:
         return 0 if self._features is None else len(self._features)
 
-    def feature(self, position: int) -> torch.Tensor:
-        return self._features[position]
+    def features(self, start: int, stop: int) -> torch.Tensor:
+        """The recorded final hidden states of positions start … stop − 1, (stop − start, hidden)."""
+        return self._features[start:stop]
 
     def extend(self, ids: Sequence[int], keep: int | None = None) -> torch.Tensor:
         start = time.perf_counter()
@@ -119,7 +120,7 @@ class HFSession(_Timed):
                 out = forward()
             else:
                 out, hidden = capture_features(self._model, forward)
-                self._features = torch.cat([self._features.to(hidden.dtype), hidden[0]])
+                self._features = torch.cat([self._features, hidden[0]]) if len(self._features) else hidden[0]
         logits = out.logits[0, -keep:].to("cpu", torch.float64)
         self.forward_seconds += time.perf_counter() - start
         self.forwards += 1

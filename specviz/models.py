@@ -6,7 +6,6 @@ what to do next. Weights load with trust_remote_code=False and prefer safetensor
 
 from __future__ import annotations
 
-import copy
 import os
 import socket
 from dataclasses import dataclass
@@ -255,24 +254,10 @@ def estimate_parameters(config: Any) -> int:
 def early_exit(target: Any, layers: int) -> Any:
     """A draft made of the target's first `layers` decoder layers, its final norm and LM head.
     It shares the target's weight tensors (no copy), so it costs no memory."""
-    from transformers import AutoModelForCausalLM
-
-    base = getattr(target, "model", None)
-    if base is None or not hasattr(base, "layers") or not hasattr(base, "norm"):
-        raise ModelError(f"an early-exit draft needs a Llama-style model; {type(target).__name__} is not one")
-    total = len(base.layers)
-    if not 1 <= layers < total:
+    total = len(getattr(getattr(target, "model", None), "layers", ()))
+    if total and not 1 <= layers < total:
         raise ModelError(f"an early-exit draft keeps 1 to {total - 1} of the target's {total} layers; got {layers}")
-    config = copy.deepcopy(target.config)
-    config.num_hidden_layers = layers
-    if getattr(config, "layer_types", None):
-        config.layer_types = config.layer_types[:layers]
-    with torch.device("meta"):
-        draft = AutoModelForCausalLM.from_config(config, trust_remote_code=False)
-    draft.model.embed_tokens = base.embed_tokens
-    draft.model.layers = torch.nn.ModuleList(base.layers[:layers])
-    draft.model.norm = base.norm
-    draft.model.rotary_emb = base.rotary_emb
+    draft = drafts.layer_subset(target, list(range(layers)), copy_layers=False, what="an early-exit draft")
     draft.lm_head = target.lm_head
     return draft.eval()
 
