@@ -8,10 +8,10 @@ Where the target has already scored position t−1 (the confirmed prefix), f_{t�
 own; inside a draft block, where it has not, the draft's own g_{t−1} stands in. After the target
 verifies, positions that were drafted on predicted features are recomputed on the true ones.
 
-The target session records f for every token it scores (a hook on its final norm). The draft
-session reads them, so a Decoder must create the draft session with the target session
-(`ModelPair.new_sessions`). q is exactly the distribution the draft token is drawn from, so every
-acceptance rule of SPEC.md applies unchanged.
+The target session records f for every token it scores, from its own forward outputs (nothing is
+attached to the shared model). The draft session reads them, so a Decoder must create the draft
+session with the target session (`ModelPair.new_sessions`). q is exactly the distribution the
+draft token is drawn from, so every acceptance rule of SPEC.md applies unchanged.
 """
 
 from __future__ import annotations

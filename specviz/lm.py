@@ -12,7 +12,7 @@ found no match); the engine then stops drafting for that step.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import torch
@@ -111,17 +111,15 @@ class HFSession(_Timed):
         start = time.perf_counter()
         keep = len(ids) if keep is None else keep
         input_ids = torch.tensor([list(ids)], dtype=torch.long, device=self._device)
-
-        def forward():
-            return self._model(input_ids=input_ids, past_key_values=self._cache, use_cache=True, logits_to_keep=keep)
-
         with torch.inference_mode():
             if self._features is None:
-                out = forward()
+                out = self._model(input_ids=input_ids, past_key_values=self._cache, use_cache=True, logits_to_keep=keep)
+                logits = out.logits[0, -keep:]
             else:
-                out, hidden = capture_features(self._model, forward)
+                hidden, logits = forward_with_features(self._model, input_ids, self._cache, keep)
                 self._features = torch.cat([self._features, hidden[0]]) if len(self._features) else hidden[0]
-        logits = out.logits[0, -keep:].to("cpu", torch.float64)
+                logits = logits[0]
+        logits = logits.to("cpu", torch.float64)
         self.forward_seconds += time.perf_counter() - start
         self.forwards += 1
         self.length += len(ids)
@@ -137,16 +135,20 @@ class HFSession(_Timed):
                 self._features = self._features[:length]
 
 
-def capture_features(model: Any, call: Callable[[], Any]) -> tuple[Any, torch.Tensor]:
-    """Run `call()` (a forward of a Llama-style `model`) and return its result and the output of
-    the model's final norm: the hidden state its LM head reads, at every position fed."""
-    captured: list[torch.Tensor] = []
-    handle = model.model.norm.register_forward_hook(lambda _m, _i, out: captured.append(out))
-    try:
-        result = call()
-    finally:
-        handle.remove()
-    return result, captured[-1]
+def forward_with_features(
+    model: Any, input_ids: torch.Tensor, cache: Any = None, keep: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(final hidden states at every position fed, logits of the last `keep`) from one forward of
+    a Llama-style causal LM: its decoder body, then its LM head, as the model's own forward does.
+    The hidden state is the output of the final norm: what the LM head reads. Nothing is attached
+    to the model (no hook), so concurrent runs sharing it never see each other's forwards."""
+    body = getattr(model, "model", None)
+    if body is None or not hasattr(body, "norm"):
+        raise TypeError(f"recording hidden states needs a Llama-style model; {type(model).__name__} is not one")
+    out = body(input_ids=input_ids, past_key_values=cache, use_cache=cache is not None)
+    hidden = out.last_hidden_state
+    keep = hidden.shape[1] if keep is None else keep
+    return hidden, model.get_output_embeddings()(hidden[:, -keep:])
 
 
 # --- table-driven model ------------------------------------------------------------------------

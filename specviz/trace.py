@@ -145,6 +145,15 @@ class RunTrace:
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), allow_nan=False, indent=indent)
 
+    def outcome(self) -> dict[str, Any]:
+        """Everything but the wall-clock timings: what the same models, prompt, settings and seed
+        must reproduce exactly, whatever else runs beside them."""
+        data = self.to_dict()
+        data.pop("prefill_ms")
+        data["steps"] = [{k: v for k, v in s.items() if k not in _TIMINGS} for s in data["steps"]]
+        data["metrics"] = {k: v for k, v in data["metrics"].items() if k not in (*_TIMINGS, "c", "tokens_per_second")}
+        return data
+
     @classmethod
     def from_json(cls, text: str) -> RunTrace:
         return cls.from_dict(json.loads(text))
@@ -168,6 +177,7 @@ class RunTrace:
 
 
 _STEP_COLUMNS = [f.name for f in dataclasses.fields(StepTrace)]
+_TIMINGS = ("draft_ms", "verify_ms")
 
 
 def build_run_trace(**fields: Any) -> RunTrace:

@@ -8,9 +8,11 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from specviz import HFCodec, HFModel, ModelPair, TableModel
+from specviz.eagle import FeatureDraft
 from specviz.text import IdsCodec
 
 VOCAB = 96
+SUBSET = torch.tensor(sorted({*range(0, VOCAB, 2), 1, 3, 5}))  # a feature draft's head vocabulary
 
 
 def tiny_llama(seed: int, layers: int = 2, vocab: int = VOCAB, hidden: int = 32) -> LlamaForCausalLM:
@@ -110,3 +112,16 @@ def tiny_text_pair(chat: bool = False) -> ModelPair:
     target = HFModel(tiny_llama(0), "tiny-target")
     draft = HFModel(tiny_llama(1, layers=1), "tiny-draft")
     return ModelPair(target, draft, HFCodec(word_tokenizer(chat=chat), "tiny-Instruct" if chat else "tiny"))
+
+
+def make_feature_draft(target, seed: int = 0) -> FeatureDraft:
+    """A feature-level draft over SUBSET with every trained weight moved off its initial value."""
+    torch.manual_seed(seed)
+    draft = FeatureDraft(target, SUBSET)
+    with torch.no_grad():  # a trained-looking draft: every weight moved, rounded to fp16 (saving is exact)
+        for name, p in draft.named_parameters():
+            if name.startswith("body.embed_tokens"):  # the target's own, shared: leave it alone
+                continue
+            p.add_(0.2 * torch.randn_like(p) * p.abs().mean().clamp(min=0.05))
+            p.copy_(p.half().to(p.dtype))
+    return draft.eval()

@@ -11,29 +11,13 @@ import torch
 from specviz import Decoder, HFModel, ModelPair, SpecConfig, load_pair
 from specviz import draft as drafts
 from specviz.eagle import FeatureDraft, FeatureDraftModel, save_feature_draft
-from specviz.lm import capture_features
 from specviz.text import IdsCodec
-from tests.helpers import VOCAB, save_tiny, tiny_llama
-
-SUBSET = torch.tensor(sorted({*range(0, VOCAB, 2), 1, 3, 5}))
-
-
-def make_draft(target, seed: int = 0) -> FeatureDraft:
-    torch.manual_seed(seed)
-    draft = FeatureDraft(target, SUBSET)
-    with torch.no_grad():  # a trained-looking draft: every weight moved, rounded to fp16 (saving is exact)
-        for name, p in draft.named_parameters():
-            if name.startswith("body.embed_tokens"):  # the target's own, shared: leave it alone
-                continue
-            p.add_(0.2 * torch.randn_like(p) * p.abs().mean().clamp(min=0.05))
-            p.copy_(p.half().to(p.dtype))
-    return draft.eval()
+from tests.helpers import SUBSET, make_feature_draft, save_tiny, tiny_llama
 
 
 def target_features(target, ids: list[int]) -> torch.Tensor:
     with torch.inference_mode():
-        _, hidden = capture_features(target, lambda: target(torch.tensor([ids]), use_cache=False))
-    return hidden[0]
+        return target.model(torch.tensor([ids])).last_hidden_state[0]  # after the final norm
 
 
 def reference_logq(draft: FeatureDraft, feats: torch.Tensor, ids: list[int], known: int) -> torch.Tensor:
@@ -57,7 +41,7 @@ def reference_logq(draft: FeatureDraft, feats: torch.Tensor, ids: list[int], kno
 
 def test_draft_sessions_follow_the_feature_rule_through_verification_and_rejection():
     target = tiny_llama(0)
-    draft = make_draft(target)
+    draft = make_feature_draft(target)
     pair = ModelPair(HFModel(target, "t"), FeatureDraftModel(draft, "d"), IdsCodec(None))
     t_session, d_session = pair.new_sessions()
     confirmed = [5, 17, 3, 88]
@@ -84,7 +68,7 @@ def test_draft_sessions_follow_the_feature_rule_through_verification_and_rejecti
 @pytest.mark.parametrize("mode", ["greedy", "textbook", "lossless"])
 def test_decodes_in_every_mode_and_greedy_output_is_the_targets(mode):
     target = tiny_llama(0)
-    pair = ModelPair(HFModel(target, "t"), FeatureDraftModel(make_draft(target), "d"), IdsCodec(None))
+    pair = ModelPair(HFModel(target, "t"), FeatureDraftModel(make_feature_draft(target), "d"), IdsCodec(None))
     run = Decoder(pair, [5, 17, 3], SpecConfig(tau=3, mode=mode, max_new_tokens=20, seed=2)).run()
     assert len(run.new_tokens) == 20
     assert all(t in SUBSET.tolist() for s in run.steps for t in s.draft_tokens)
@@ -95,7 +79,7 @@ def test_decodes_in_every_mode_and_greedy_output_is_the_targets(mode):
 
 def test_undo_replays_the_same_step():
     target = tiny_llama(0)
-    pair = ModelPair(HFModel(target, "t"), FeatureDraftModel(make_draft(target), "d"), IdsCodec(None))
+    pair = ModelPair(HFModel(target, "t"), FeatureDraftModel(make_feature_draft(target), "d"), IdsCodec(None))
     decoder = Decoder(pair, [5, 17, 3], SpecConfig(tau=3, mode="lossless", max_new_tokens=20, seed=4))
     first = [decoder.step() for _ in range(3)]
     decoder.undo()
@@ -106,13 +90,13 @@ def test_undo_replays_the_same_step():
 def test_a_session_without_the_target_is_refused():
     target = tiny_llama(0)
     with pytest.raises(TypeError, match="target"):
-        FeatureDraftModel(make_draft(target), "d").new_session()
+        FeatureDraftModel(make_feature_draft(target), "d").new_session()
 
 
 def test_saved_feature_draft_loads_as_a_pair(tmp_path):
     target_dir = save_tiny(tmp_path / "target", seed=0)
     target = tiny_llama(0)
-    draft = make_draft(target, seed=3)
+    draft = make_feature_draft(target, seed=3)
     save_feature_draft(draft, tmp_path / "draft", meta={"note": "test"})
     pair = load_pair(target_dir, str(tmp_path / "draft"), dtype="float64")
     assert isinstance(pair.draft, FeatureDraftModel)
