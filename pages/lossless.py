@@ -7,7 +7,7 @@ import streamlit as st
 import specviz
 from pages._shared import LIMITS, LOSSLESS_SOURCES, ensure_shell, load_pair, model_picker, share_link
 from specviz import charts, links
-from specviz.lossless import check, first_tokens, reference
+from specviz.lossless import METHOD, check, first_tokens, reference
 
 ensure_shell()
 st.title("Is it lossless?")
@@ -16,6 +16,7 @@ st.markdown(
     "**lossless** should match the target's distribution and **greedy** the target's greedy token, "
     "whatever the draft; **textbook** with sampling should not."
 )
+st.caption(METHOD)
 TABLES = LOSSLESS_SOURCES[0]
 source = st.radio("Models", LOSSLESS_SOURCES, key="lossless_source", horizontal=True)
 cols = st.columns(3)

@@ -17,19 +17,26 @@ from specviz.pair import ModelPair
 from specviz.sampling import logits_to_probs, one_hot
 
 SIGNIFICANCE = 0.01
-MIN_EXPECTED = 5.0  # chi-square cells expected to hold fewer samples are pooled
+MIN_EXPECTED = 5.0  # chi-square cells the target expects to hold fewer samples are pooled
+SHOWN = 12  # tokens drawn in the chart: the most likely or most emitted
+METHOD = (
+    "Chi-square goodness of fit at the 1% level: every token the target expects fewer than "
+    f"{MIN_EXPECTED:g} times in this many trials is pooled into one cell, so the p-value is valid however "
+    "long the tail; a token the target cannot emit fails the check outright."
+)
 
 
 @dataclass(frozen=True)
 class LosslessCheck:
     mode: str
     trials: int
-    tokens: tuple[int, ...]  # the cells shown: tokens likely under the target or emitted
+    tokens: tuple[int, ...]  # the tokens shown: the most likely under the target or most emitted
     observed: tuple[int, ...]  # how often each was emitted first
     expected: tuple[float, ...]  # the target's probability of each
     chi2: float
-    dof: int
+    dof: int  # cells of the test − 1 (0: too few trials to test anything)
     p_value: float
+    pooled: int  # tokens the target can emit that share the pooled cell
 
     @property
     def consistent(self) -> bool:
@@ -37,6 +44,11 @@ class LosslessCheck:
 
     def verdict(self) -> str:
         target = "the target's greedy token" if self.mode == "greedy" else "the target's distribution"
+        if self.consistent and self.dof == 0 and self.pooled:
+            return (
+                f"{self.mode}: too few trials to tell ({self.trials}: no token is expected {MIN_EXPECTED:g} times); "
+                "raise the number of trials."
+            )
         if self.consistent:
             return (
                 f"{self.mode}: consistent with {target} (chi-square p-value {self.p_value:.3f} over "
@@ -69,22 +81,34 @@ def first_tokens(
 
 
 def check(mode: str, samples: list[int], probs: torch.Tensor) -> LosslessCheck:
-    """Chi-square of the samples against `probs`; a token the target cannot emit fails outright."""
-    n = len(samples)
-    counts = Counter(samples)
-    expected = probs * n
-    cells = sorted({int(t) for t in torch.nonzero(expected >= MIN_EXPECTED).flatten().tolist()} | set(counts))
-    impossible = any(float(probs[t]) == 0.0 for t in counts)
-    obs = torch.tensor([counts.get(t, 0) for t in cells], dtype=torch.float64)
-    exp = torch.tensor([float(expected[t]) for t in cells], dtype=torch.float64)
-    rest_obs, rest_exp = n - float(obs.sum()), n - float(exp.sum())
-    if rest_exp > 1e-9:  # pool every other token into one cell
-        obs, exp = torch.cat([obs, torch.tensor([rest_obs])]), torch.cat([exp, torch.tensor([rest_exp])])
-    keep = exp > 0
-    chi2 = float(((obs[keep] - exp[keep]) ** 2 / exp[keep]).sum())
-    dof = max(int(keep.sum()) - 1, 1)
-    p_value = 0.0 if impossible else float(torch.special.gammaincc(torch.tensor(dof / 2), torch.tensor(chi2 / 2)))
+    """Chi-square of the samples against `probs` (METHOD): one cell per token the target expects
+    at least MIN_EXPECTED times, one pooled cell for all the others (merged into the smallest cell
+    if it is itself expected less often); a token the target cannot emit fails outright."""
+    n, counts = len(samples), Counter(int(t) for t in samples)
+    expected = probs.to(torch.float64) * n
+    big = torch.nonzero(expected >= MIN_EXPECTED).flatten().tolist()
+    obs = [float(counts.get(t, 0)) for t in big]
+    exp = [float(expected[t]) for t in big]
+    rest_obs, rest_exp = n - sum(obs), n - sum(exp)
+    if rest_exp > 1e-9:
+        if rest_exp < MIN_EXPECTED and exp:  # too small to stand alone: join the smallest cell
+            i = exp.index(min(exp))
+            obs[i], exp[i] = obs[i] + rest_obs, exp[i] + rest_exp
+        else:
+            obs, exp = [*obs, rest_obs], [*exp, rest_exp]
+    chi2 = sum((o - e) ** 2 / e for o, e in zip(obs, exp, strict=True))
+    dof = len(exp) - 1
+    if any(float(probs[t]) == 0.0 for t in counts):
+        p_value = 0.0
+    elif dof == 0:
+        p_value = 1.0
+    else:
+        p_value = float(torch.special.gammaincc(torch.tensor(dof / 2), torch.tensor(chi2 / 2)))
+    top = torch.topk(probs, min(SHOWN, len(probs)))
+    likely = top.indices[top.values > 0].tolist()
+    shown = sorted({*likely, *counts}, key=lambda t: -max(float(expected[t]), counts.get(t, 0)))[:SHOWN]
     return LosslessCheck(
-        mode=mode, trials=n, tokens=tuple(cells), observed=tuple(counts.get(t, 0) for t in cells),
-        expected=tuple(float(probs[t]) for t in cells), chi2=chi2, dof=dof, p_value=p_value,
+        mode=mode, trials=n, tokens=tuple(shown), observed=tuple(counts.get(t, 0) for t in shown),
+        expected=tuple(float(probs[t]) for t in shown), chi2=chi2, dof=dof, p_value=p_value,
+        pooled=int((probs > 0).sum()) - len(big),
     )  # fmt: skip

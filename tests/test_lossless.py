@@ -8,7 +8,8 @@ import pytest
 import torch
 from scipy.stats import chisquare
 
-from specviz import Decoder, SpecConfig
+from specviz import Decoder, SpecConfig, load_pair
+from specviz.lossless import MIN_EXPECTED, check, first_tokens, reference
 from specviz.theory import first_token_distribution
 from tests.helpers import table_pair
 
@@ -94,3 +95,98 @@ def test_chi_square_has_power_against_the_spec_example_bias():
 def test_greedy_mode_always_emits_the_mode_of_p():
     samples = first_tokens_per_step(SPEC_P, SPEC_Q, "greedy", tau=3, trials=500)
     assert set(samples) == {0}
+
+
+# --- the check the "Is it lossless?" page shows (specviz.lossless.check) -------------------------
+
+
+def long_tail(rare: int = 300) -> tuple[torch.Tensor, torch.Tensor]:
+    """p: three common tokens (.25, .15, .10) and `rare` tokens sharing .5 with Zipf weights, so at
+    a few hundred trials almost every token is expected fewer than 5 times; q: a different shape."""
+    gen = torch.Generator().manual_seed(7)
+    zipf = 1 / torch.arange(1, rare + 1, dtype=torch.float64) ** 1.1
+    p = torch.cat([torch.tensor([0.25, 0.15, 0.10], dtype=torch.float64), 0.5 * zipf / zipf.sum()])
+    q = torch.cat([torch.tensor([0.05, 0.3, 0.05], dtype=torch.float64), torch.rand(rare, generator=gen).double()])
+    return p, q / q.sum()
+
+
+@pytest.mark.slow
+def test_the_page_check_has_size_and_power_on_a_long_tail():
+    """100 seeds × 300 trials of the first step, through the engine: lossless is called consistent
+    in at least 95 (a 1% test should err about once), textbook with sampling flagged in at least 95.
+    (The check that gave every observed token a cell of its own called lossless 'differs' 100 times.)"""
+    p, q = long_tail()
+    pair = table_pair(p, q)
+    assert int((p * 300 < MIN_EXPECTED).sum()) > 290  # hundreds of rare tokens
+    verdicts = {"lossless": 0, "textbook": 0}
+    for mode in verdicts:
+        for seed in range(100):
+            config = SpecConfig(tau=2, mode=mode, seed=1000 * seed)
+            result = check(mode, list(first_tokens(pair, [0], config, 300)), reference(pair, [0], config))
+            verdicts[mode] += result.consistent
+    assert verdicts["lossless"] >= 95
+    assert verdicts["textbook"] <= 5
+
+
+@pytest.mark.parametrize("rare", [50, 1000, 20_000])
+def test_false_alarms_stay_near_the_significance_level(rare):
+    """Samples drawn from p itself, 400 seeds: the 1% test raises at most 3% false alarms, whatever
+    the length of the tail (a 49,152-token vocabulary included)."""
+    p, _ = long_tail(rare)
+    gen = torch.Generator().manual_seed(rare)
+    alarms = sum(
+        not check("lossless", torch.multinomial(p, 200, replacement=True, generator=gen).tolist(), p).consistent
+        for _ in range(400)
+    )
+    assert alarms <= 12
+
+
+def test_power_against_mass_moved_between_common_tokens():
+    """Half of the second token's mass moved to the first (p .25/.15 → .325/.075): flagged at
+    2,000 trials in at least 95 of 100 seeds."""
+    p, _ = long_tail()
+    shifted = p.clone()
+    shifted[0], shifted[1] = 0.325, 0.075
+    gen = torch.Generator().manual_seed(0)
+    flagged = sum(
+        not check("lossless", torch.multinomial(shifted, 2000, replacement=True, generator=gen).tolist(), p).consistent
+        for _ in range(100)
+    )
+    assert flagged >= 95
+
+
+def test_pooled_cells_worked_by_hand():
+    """p = [.5, .3, .1, .06, .04] at 50 trials expects 25, 15, 5, 3, 2: tokens 3 and 4 pool into one
+    cell expected 5 times. Observed 20, 20, 5, 4, 1 → chi² = 25/25 + 25/15 + 0 + 0 = 8/3 on 3 dof."""
+    p = torch.tensor([0.5, 0.3, 0.1, 0.06, 0.04], dtype=torch.float64)
+    samples = [0] * 20 + [1] * 20 + [2] * 5 + [3] * 4 + [4]
+    result = check("lossless", samples, p)
+    assert result.dof == 3 and result.pooled == 2
+    assert result.chi2 == pytest.approx(8 / 3)
+    assert result.p_value == pytest.approx(chisquare([20, 20, 5, 5], [25, 15, 5, 5]).pvalue)
+    assert result.consistent
+    # a pooled cell expected under 5 joins the smallest cell: at 20 trials 10, 6 | 2, 1.2, .8 (4)
+    small = check("lossless", [0] * 13 + [1] * 4 + [2] * 2 + [3], p)
+    assert small.dof == 1  # cells {0} and {1, 2, 3, 4}, each expected 10; observed 13 and 7
+    assert small.chi2 == pytest.approx(9 / 10 + 9 / 10)
+    # a token the target cannot emit fails at once
+    assert check("lossless", [0, 1, 5], torch.tensor([0.5, 0.5, 0, 0, 0, 0], dtype=torch.float64)).p_value == 0.0
+
+
+def test_too_few_trials_say_so():
+    p, _ = long_tail()
+    result = check("lossless", [0, 1, 2, 5], p)  # 4 trials: nothing is expected 5 times
+    assert result.consistent and result.dof == 0
+    assert "too few trials" in result.verdict()
+
+
+@pytest.mark.slow
+def test_on_the_real_pair_at_the_pages_defaults(embedded_cache):
+    """The page's real-model defaults (τ = 2, T = 1, 200 trials, seed 0, "The cat sat on the",
+    chat template as the model defaults): textbook is flagged, lossless is not."""
+    pair = load_pair("embedded", "embedded")
+    for mode, consistent in (("textbook", False), ("lossless", True)):
+        config = SpecConfig(tau=2, mode=mode, temperature=1.0)
+        samples = list(first_tokens(pair, "The cat sat on the", config, 200))
+        result = check(mode, samples, reference(pair, "The cat sat on the", config))
+        assert result.consistent is consistent, result.verdict()
