@@ -10,7 +10,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import streamlit as st
 
 from pages import _shared as ui
-from specviz import MODES, ConfigError, links
+from specviz import MODES, ConfigError, links, quiz
 from specviz.sandbox import PRESETS as EXERCISES
 from specviz.sandbox import case_from_json
 
@@ -31,6 +31,7 @@ DEFAULTS = {
     "decode_max_new": 32,
     "decode_present": False,
     "decode_quiz": False,
+    "decode_quiz_kind": "predict",
     "sweep_preset": "Embedded pair",
     "sweep_target": "embedded",
     "sweep_draft": "embedded",
@@ -59,6 +60,7 @@ ALLOWED = {  # what a shared link may set: the widgets' own ranges and choices
     **{f"{page}_preset": (*ui.PRESETS, ui.CUSTOM) for page in ("decode", "sweep")},
     "sandbox_preset": tuple(EXERCISES),
     "lossless_source": ui.LOSSLESS_SOURCES,
+    "decode_quiz_kind": tuple(quiz.KINDS),
 }
 R_SLIDERS = {f"sandbox_r{t}": 0.5 for t in range(ui.SANDBOX_TAU)}
 if "specviz_kept" not in st.session_state:  # a session's first run: settings from the link, if any

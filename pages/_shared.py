@@ -8,8 +8,7 @@ from pathlib import Path
 import streamlit as st
 
 import specviz
-from specviz import links, quiz
-from specviz.charts import token_label
+from specviz import links
 from specviz.sandbox import MAX_TAU as SANDBOX_TAU
 
 SHELL_MARK = "specviz_shell"
@@ -62,27 +61,30 @@ MODE_HELP = (
 )
 
 
-def model_picker(prefix: str) -> tuple[str, str]:
+def model_picker(prefix: str, disabled: bool = False) -> tuple[str, str]:
     """Preset pairs, or free text for a hub id or local folder: (target, draft)."""
-    label = st.selectbox("Pair", [*PRESETS, CUSTOM], key=f"{prefix}_preset")
+    label = st.selectbox("Pair", [*PRESETS, CUSTOM], key=f"{prefix}_preset", disabled=disabled)
     if label == CUSTOM:
-        target = st.text_input("Target (p)", key=f"{prefix}_target", help="embedded, a hub id, or a local folder")
+        target = st.text_input(
+            "Target (p)", key=f"{prefix}_target", help="embedded, a hub id, or a local folder", disabled=disabled
+        )
         hint = "also: self, prompt-lookup, early-exit:K, or a folder made by scripts/train_draft.py"
-        draft = st.text_input("Draft (q)", key=f"{prefix}_draft", help=hint)
+        draft = st.text_input("Draft (q)", key=f"{prefix}_draft", help=hint, disabled=disabled)
         return target, draft
     st.caption(PRESETS[label].description)
     return PRESETS[label].target, PRESETS[label].draft
 
 
-def sampling_widgets(prefix: str) -> dict:
+def sampling_widgets(prefix: str, disabled: bool = False) -> dict:
     """Mode, temperature, top-k and top-p, as SpecConfig keyword arguments."""
+    off = {"disabled": disabled}
     return {
-        "mode": st.radio("Mode", specviz.MODES, key=f"{prefix}_mode", horizontal=True, help=MODE_HELP),
+        "mode": st.radio("Mode", specviz.MODES, key=f"{prefix}_mode", horizontal=True, help=MODE_HELP, **off),
         "temperature": st.slider(
-            "Temperature (0 = argmax)", *LIMITS[f"{prefix}_temperature"], step=0.05, key=f"{prefix}_temperature"
+            "Temperature (0 = argmax)", *LIMITS[f"{prefix}_temperature"], step=0.05, key=f"{prefix}_temperature", **off
         ),
-        "top_k": st.number_input("Top-k (0 = all tokens)", *LIMITS[f"{prefix}_top_k"], key=f"{prefix}_top_k"),
-        "top_p": st.slider("Top-p", *LIMITS[f"{prefix}_top_p"], step=0.05, key=f"{prefix}_top_p"),
+        "top_k": st.number_input("Top-k (0 = all tokens)", *LIMITS[f"{prefix}_top_k"], key=f"{prefix}_top_k", **off),
+        "top_p": st.slider("Top-p", *LIMITS[f"{prefix}_top_p"], step=0.05, key=f"{prefix}_top_p", **off),
     }
 
 
@@ -116,24 +118,24 @@ def share_link(prefix: str, extra: dict | None = None) -> str:
     return url
 
 
-def quiz_panel(step: specviz.StepTrace) -> bool:
-    """Predictions per draft token, a Reveal button and the running score. True once revealed."""
-    tag = (step.index, step.draft_tokens)
-    revealed = st.session_state.get("decode_revealed") == tag
-    st.markdown("**Quiz: will the target keep each draft token?**")
-    cols = st.columns(step.tau + 1)
-    guesses = [
-        cols[t].segmented_control(
-            f"{t + 1}. {token_label(text)}", quiz.ANSWERS, key=f"decode_guess_{step.index}_{t}", disabled=revealed
-        )
-        for t, text in enumerate(step.draft_text)
-    ]
-    tally = st.session_state.setdefault("decode_quiz_score", [0, 0])
-    if not revealed and cols[-1].button("Reveal", type="primary", key="decode_reveal", icon=":material/visibility:"):
-        tally[0] += quiz.score(step, guesses)
-        tally[1] += step.tau
-        st.session_state["decode_revealed"] = revealed = tag
-    if revealed:
-        right = quiz.score(step, guesses)
-        st.caption(f"This step: {right} of {step.tau} right. Running score: {tally[0]} / {tally[1]}.")
-    return bool(revealed)
+def metrics_row(m: specviz.Metrics) -> None:
+    """The running metrics of SPEC.md, one tile each, each defined in its help."""
+    row = st.columns(6)
+    row[0].metric("mean acceptance length", f"{m.mean_acceptance_length or 0:.2f}", help="1 + accepted / steps")
+    row[1].metric("draft acceptance rate", f"{(m.draft_acceptance_rate or 0):.0%}", help="accepted / drafted")
+    row[2].metric("α", f"{(m.alpha or 0):.3f}", help="mean over draft positions of Σ min(p, q)")
+    row[3].metric("target forward passes", m.target_forward_passes, help=f"for {m.emitted_tokens} tokens")
+    row[4].metric("tokens/s", f"{(m.tokens_per_second or 0):.1f}")
+    share = m.draft_ms / (m.draft_ms + m.verify_ms) if m.draft_ms + m.verify_ms else 0
+    row[5].metric("time: draft / verify", f"{share:.0%} / {1 - share:.0%}", help=f"c = {m.c or 0:.2f}")
+
+
+def downloads(run: specviz.RunTrace) -> None:
+    """The run as JSON (replayable) and its draft positions as CSV."""
+    cols = st.columns(4)
+    cols[0].download_button(
+        "Trace as JSON", run.to_json(indent=1), "specviz-trace.json", "application/json", key="decode_json"
+    )
+    columns = ["step", "position", "draft_tokens", "draft_text", "q", "p", "ratio", "r", "decision"]
+    csv = run.positions_frame()[columns].to_csv(index=False)
+    cols[1].download_button("Steps as CSV", csv, "specviz-trace.csv", "text/csv", key="decode_csv")

@@ -3,50 +3,61 @@
 import streamlit as st
 
 import specviz
+from pages import _quiz as quiz_ui
 from pages import _shared as ui
-from specviz import charts
+from specviz import charts, quiz
+from specviz.metrics import compute_metrics
 from specviz.render import run_html
-from specviz.replay import Replay
+from specviz.replay import Replay, load_trace
 
 ui.ensure_shell()
+upload = st.session_state.get("decode_upload")  # read first: while a trace replays, settings are off
+replay, upload_error = st.session_state.get("decode_replay") if upload else None, None
+if upload and (replay is None or replay.name != upload.file_id):
+    try:
+        replay = Replay(load_trace(upload.getvalue()), upload.file_id)
+    except specviz.TraceError as exc:
+        replay, upload_error = None, str(exc)
+    st.session_state["decode_replay"] = replay
+off = replay is not None
 with st.sidebar:
+    if off:
+        st.warning("A saved trace is replaying: the settings below are not in use.", icon=":material/pause:")
     st.header("Models")
-    target, draft = ui.model_picker("decode")
+    target, draft = ui.model_picker("decode", disabled=off)
     st.header("Prompt")
-    prompt = st.text_area("Prompt", key="decode_prompt", height=90)
-    chat = st.toggle("Chat template", key="decode_chat", help="Wrap the prompt as a user message (Instruct models)")
+    prompt = st.text_area("Prompt", key="decode_prompt", height=90, disabled=off)
+    chat = st.toggle("Chat template", key="decode_chat", help="Wrap the prompt as a user message", disabled=off)
     st.header("Decoding")
-    tau = st.slider("τ — draft tokens per step", *ui.LIMITS["decode_tau"], key="decode_tau")
-    sampling = ui.sampling_widgets("decode")
-    seed = st.number_input("Seed", *ui.LIMITS["decode_seed"], key="decode_seed")
-    max_new = st.number_input("Max new tokens", *ui.LIMITS["decode_max_new"], key="decode_max_new")
+    tau = st.slider("τ — draft tokens per step", *ui.LIMITS["decode_tau"], key="decode_tau", disabled=off)
+    sampling = ui.sampling_widgets("decode", disabled=off)
+    seed = st.number_input("Seed", *ui.LIMITS["decode_seed"], key="decode_seed", disabled=off)
+    max_new = st.number_input("Max new tokens", *ui.LIMITS["decode_max_new"], key="decode_max_new", disabled=off)
     st.header("Replay")
-    upload = st.file_uploader("A saved trace (JSON): replayed without any model", type="json", key="decode_upload")
+    st.file_uploader("A saved trace (JSON): replayed without any model", type="json", key="decode_upload")
 
 st.title("Speculative decoding, step by step")
 top = st.columns([1, 1, 3])
 with top[0]:
     ui.presentation_toggle("decode_present")
 quiz_on = top[1].toggle("Quiz mode", key="decode_quiz", help="Hide r and the decisions until the class has guessed")
+kind = top[2].radio("Quiz", list(quiz.KINDS), key="decode_quiz_kind", format_func=quiz.KINDS.get) if quiz_on else ""
+if upload_error:
+    st.error(f"**This file is not a specviz trace that can be replayed:** {upload_error}", icon=":material/error:")
 config = specviz.SpecConfig(tau=tau, seed=seed, max_new_tokens=max_new, **sampling)
 settings = (target, draft, prompt, chat, config)
-replay = st.session_state.get("decode_replay") if upload else None
-if upload and (replay is None or replay.name != upload.file_id):
-    try:
-        replay = Replay(specviz.RunTrace.from_json(upload.getvalue().decode("utf-8")), upload.file_id)
-    except (ValueError, KeyError, TypeError) as exc:  # JSON, missing fields, wrong types
-        st.error(f"**This file is not a specviz trace** ({type(exc).__name__}: {exc}).", icon=":material/error:")
-    st.session_state["decode_replay"] = replay
 pair = None if replay else ui.load_pair(target, draft)
 
 
 def start_run() -> specviz.Decoder | None:
+    """A new run with the current settings; None (the reason shown, the old run kept) on failure."""
     if pair is None:
         return None
     try:
-        decoder = specviz.Decoder(pair, prompt, config, chat=None if chat else False)
+        with st.spinner(f"Reading the prompt into both models ({len(prompt):,} characters)…"):
+            decoder = specviz.Decoder(pair, prompt, config, chat=None if chat else False)
     except specviz.SpecvizError as exc:
-        st.error(f"**Cannot start.** {exc}", icon=":material/error:")
+        st.error(f"**Cannot start a new run.** {exc} The run below is kept.", icon=":material/error:")
         return None
     st.session_state["decode_state"] = {"decoder": decoder, "settings": settings}
     return decoder
@@ -64,9 +75,13 @@ dec = replay or (state["decoder"] if state else None)
 if replay and reset_clicked:
     replay.cursor = 0
 elif reset_clicked or ((step_clicked or run_clicked) and (dec is None or stale)):
-    dec = start_run()
+    started = start_run()
+    if started is None:  # the message is on the page; nothing is stepped
+        step_clicked = run_clicked = False
+    else:
+        dec, stale = started, False
 if (autostep := st.session_state.pop("decode_autostep", 0)) and pair is not None:  # opened from a link
-    dec = start_run()
+    dec, stale = start_run() or dec, False
     while dec is not None and len(dec.steps) < autostep and not dec.done:
         dec.step()
 if dec is not None and (step_clicked or run_clicked) and dec.done:
@@ -82,7 +97,6 @@ elif dec is not None and run_clicked:
     bar.empty()
 elif dec is not None and back_clicked and dec.undo() is None:
     st.toast("Already at the start of the run.")
-stale = stale and not (reset_clicked or step_clicked or run_clicked or autostep)
 ui.share_link("decode", {"decode_steps": len(dec.steps) if dec and not stale and not replay else 0})
 
 if dec is None or not dec.steps:
@@ -97,29 +111,40 @@ if stale:
 
 run = dec.trace()
 last = run.steps[-1]
-hidden = quiz_on and last.tau > 0 and not ui.quiz_panel(last)
 if replay:
-    where = f"step {len(run.steps)} of {len(replay.run_trace.steps)}, {run.target_name} with draft {run.draft_name}"
-    st.info(f"Replaying a saved trace: {where}. No model is loaded; remove the file to decode live.")
-st.html(run_html(run.prompt if run.chat else run.prompt_text, run.steps, chat=run.chat, hide_last=hidden))
-with st.expander("Exact text the target read (after the chat template)" if run.chat else "Prompt token ids"):
-    st.code(run.prompt_text if run.chat else str(list(run.prompt_ids)))
+    c, total = replay.config, len(replay.run_trace.steps)
+    st.info(
+        f"Replaying a saved trace: step {len(run.steps)} of {total}, no model loaded. **{run.target_name}** with "
+        f"draft **{run.draft_name}**, {c.mode} mode, τ = {c.tau}, temperature {c.temperature:g}, top-k {c.top_k}, "
+        f"top-p {c.top_p:g}, seed {c.seed}. Remove the file to decode live.",
+        icon=":material/replay:",
+    )
+hidden = quiz_on and last.tau > 0 and not quiz_ui.panel(last, kind)
+draws = hidden and kind == "rule"  # the quiz on the rule shows r and p/q, never the decisions
+shown = run.steps[:-1] if hidden else run.steps  # until Reveal, nothing counts the current step
+st.html(run_html(run.prompt if run.chat else run.prompt_text, run.steps, run.chat, hide_last=hidden, show_draws=draws))
+with st.expander("Exact text the target read (after the chat template)" if run.chat else "Prompt and its token ids"):
+    st.code(run.prompt_text if run.chat else f"{run.prompt_text}\n\n{list(run.prompt_ids)}", wrap_lines=True)
 
 if last.tau == 0:
     st.info(f"No draft this step ({'the drafter found no match' if not dec.done else 'the end was near'}): "
             f"the target alone chose '{last.next_text}'.")  # fmt: skip
 else:
-    st.plotly_chart(charts.step_chart(last, hide_decisions=hidden), key="decode_step_chart")
+    st.plotly_chart(charts.step_chart(last, hide_decisions=hidden, show_draws=draws), key="decode_step_chart")
     left, right = st.columns([3, 2])
     with left:
         position = st.segmented_control(
             "Top-10 at draft position", list(range(1, last.tau + 1)), default=1, key="decode_position"
         )
-        st.plotly_chart(charts.top_chart(last, (position or 1) - 1), key="decode_top_chart")
+        st.plotly_chart(charts.top_chart(last, (position or 1) - 1, hidden), key="decode_top_chart")
     with right:
-        table = last.to_frame()[["position", "draft_text", "q", "p", "ratio", *([] if hidden else ["r", "decision"])]]
+        table = last.to_frame()
+        if run.config.mode == "greedy":
+            table["target argmax"] = [charts.token_label(top[0].text) if top else "" for top in last.p_top]
+        columns = ["position", "draft_text", "q", "p", "ratio", *([] if hidden and not draws else ["r"])]
+        columns += ["target argmax"] if "target argmax" in table else []
         st.dataframe(
-            table.rename(columns={"draft_text": "token", "ratio": "p/q"}),
+            table[columns + ([] if hidden else ["decision"])].rename(columns={"draft_text": "token", "ratio": "p/q"}),
             hide_index=True,
             column_config={c: st.column_config.NumberColumn(format="%.4f") for c in ("q", "p", "p/q", "r")},
         )
@@ -127,24 +152,15 @@ else:
             label = charts.token_label(last.next_text)
             st.markdown(f"Next token **{label!r}** by rule **{last.next_rule}**, probability {last.next_prob:.4f}.")
 
-m = run.metrics
-st.subheader("Running metrics")
-row = st.columns(6)
-row[0].metric("mean acceptance length", f"{m.mean_acceptance_length:.2f}", help="1 + accepted / steps")
-row[1].metric("draft acceptance rate", f"{(m.draft_acceptance_rate or 0):.0%}", help="accepted / drafted")
-row[2].metric("α", f"{(m.alpha or 0):.3f}", help="mean over draft positions of Σ min(p, q)")
-row[3].metric("target forward passes", m.target_forward_passes, help=f"for {m.emitted_tokens} tokens")
-row[4].metric("tokens/s", f"{(m.tokens_per_second or 0):.1f}")
-share = m.draft_ms / (m.draft_ms + m.verify_ms) if m.draft_ms + m.verify_ms else 0
-row[5].metric("time: draft / verify", f"{share:.0%} / {1 - share:.0%}", help=f"c = {m.c or 0:.2f}")
+m = compute_metrics(shown, run.config.tau) if hidden else run.metrics
+st.subheader("Running metrics" + (" (up to the previous step until Reveal)" if hidden else ""))
+ui.metrics_row(m)
 left, right = st.columns(2)
 left.markdown("**Accepted length per step**")
-left.plotly_chart(charts.history_chart(run.steps), key="decode_history_chart")
+left.plotly_chart(charts.history_chart(shown), key="decode_history_chart")
 right.markdown("**Per-position acceptance rate**")
 right.plotly_chart(charts.per_position_chart(m.per_position_acceptance_rate), key="decode_position_chart")
-cols = st.columns(4)
-cols[0].download_button(
-    "Trace as JSON", run.to_json(indent=1), "specviz-trace.json", "application/json", key="decode_json"
-)
-table = run.positions_frame()[["step", "position", "draft_tokens", "draft_text", "q", "p", "ratio", "r", "decision"]]
-cols[1].download_button("Steps as CSV", table.to_csv(index=False), "specviz-trace.csv", "text/csv", key="decode_csv")
+if quiz_on:
+    quiz_ui.reset_button()
+if not hidden:  # a saved trace holds r and every decision
+    ui.downloads(run)

@@ -14,6 +14,7 @@ from specviz.errors import (
     ModelError,
     PromptError,
     SpecvizError,
+    TraceError,
 )
 from specviz.lm import HFModel, NextTokenModel, PromptLookupDrafter, Session, TableModel
 from specviz.metrics import Metrics
@@ -55,6 +56,7 @@ __all__ = [
     "StepTrace",
     "TableModel",
     "TokenProb",
+    "TraceError",
     "VocabularyMismatchError",
     "WordCodec",
     "acceptance_length",

@@ -25,10 +25,11 @@ def token_label(text: str) -> str:
     return shown if shown.strip() else repr(text)
 
 
-def step_chart(step: StepTrace, hide_decisions: bool = False) -> go.Figure:
+def step_chart(step: StepTrace, hide_decisions: bool = False, show_draws: bool = False) -> go.Figure:
     """The centrepiece: per draft position, bars of q and p for the draft token, a marker for the
     acceptance probability min(1, p/q) and one for the draw r, coloured by the decision. With
-    `hide_decisions` (quiz mode) only q, p and min(1, p/q) are drawn, in a neutral colour."""
+    `hide_decisions` (quiz mode) only q, p and min(1, p/q) are drawn, in a neutral colour, and r
+    too (neutral) with `show_draws` (the quiz on the rule itself)."""
     x = [f"{t + 1}. {token_label(s)}" for t, s in enumerate(step.draft_text)]
     colors = ["#777777"] * step.tau if hide_decisions else [DECISION_COLORS[d] for d in step.decision]
     accept_prob = [min(1.0, ratio) for ratio in step.ratio]
@@ -40,7 +41,7 @@ def step_chart(step: StepTrace, hide_decisions: bool = False) -> go.Figure:
         marker={"symbol": "diamond-wide", "size": 22, "color": colors, "line": {"width": 2, "color": "black"}},
         hovertemplate="min(1, p/q) = %{y:.3f}<extra></extra>",
     )  # fmt: skip
-    if any(r is not None for r in step.r) and not hide_decisions:
+    if any(r is not None for r in step.r) and (show_draws or not hide_decisions):
         fig.add_scatter(
             name="r (uniform draw)", x=x, y=list(step.r), mode="markers",
             marker={"symbol": "x-thin", "size": 20, "color": colors, "line": {"width": 4, "color": colors}},
@@ -63,14 +64,15 @@ def step_chart(step: StepTrace, hide_decisions: bool = False) -> go.Figure:
     return fig
 
 
-def top_chart(step: StepTrace, position: int) -> go.Figure:
+def top_chart(step: StepTrace, position: int, hide_decisions: bool = False) -> go.Figure:
     """Top-n of q and of p at one draft position (0-based), side by side; the residual
-    distribution too when lossless mode resampled at this position."""
+    distribution too when lossless mode resampled at this position (not with `hide_decisions`:
+    where it appears tells where the first rejection was)."""
     panels: list[tuple[str, Sequence[TokenProb], str]] = [
         (f"q (draft) at position {position + 1}", step.q_top[position], Q_COLOR),
         (f"p (target) at position {position + 1}", step.p_top[position], P_COLOR),
     ]
-    if step.residual_top is not None and position == step.n_accepted:
+    if step.residual_top is not None and position == step.n_accepted and not hide_decisions:
         panels.append(("residual norm(max(0, p − q))", step.residual_top, RESIDUAL_COLOR))
     fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[title for title, _, _ in panels])
     chosen = step.draft_tokens[position]

@@ -21,3 +21,8 @@ class ModelError(SpecvizError):
 
 class IncompatibleModelsError(ModelError):
     """Draft and target cannot be paired (different vocabularies, devices, ...)."""
+
+
+class TraceError(SpecvizError, ValueError):
+    """A saved trace cannot be replayed: not JSON, fields missing or of the wrong type, numbers out
+    of range, or decisions that do not follow from its own r and p/q."""

@@ -1,20 +1,69 @@
-"""Quiz mode: the class predicts, per draft token, whether the target keeps it."""
+"""Quiz mode: the class predicts each draft token's fate before the page reveals it.
+
+Two kinds of question:
+- `predict`: q and p are shown, r is not: will the target keep each token?
+- `rule`: r and p/q are shown too (greedy mode: the target's argmax): apply SPEC.md's rule, say
+  each token's fate and how many tokens are kept.
+
+Each draft token's fate is one of three answers; a token after the first rejection is "not
+reached" (its own test is never applied), not "reject". Only the tokens the class answered are
+scored. Scores are kept per step, so going Back and stepping again never counts a step twice.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from specviz.trace import StepTrace
 
-ANSWERS = ("accept", "reject")
+ANSWERS = ("accept", "reject", "not reached")
+KINDS = {
+    "predict": "Will the target keep each token? (q and p shown, r hidden)",
+    "rule": "Apply the rule: r and p/q shown; each token's fate and how many are kept",
+}
+_BY_DECISION = {"accepted": "accept", "rejected": "reject", "not reached": "not reached"}
 
 
 def answer(step: StepTrace, position: int) -> str:
-    """'accept' for a token of the accepted run; 'reject' for the rejected one and those after it
-    (not reached: discarded all the same)."""
-    return "accept" if step.accepted[position] else "reject"
+    """The right answer for draft token `position` (0-based)."""
+    return _BY_DECISION[step.decision[position]]
 
 
-def score(step: StepTrace, guesses: Sequence[str | None]) -> int:
-    """How many guesses were right; a position left unanswered counts as wrong."""
-    return sum(guess == answer(step, t) for t, guess in enumerate(guesses))
+@dataclass(frozen=True)
+class Score:
+    right: int  # answered tokens whose fate was guessed right
+    answered: int  # tokens the class gave an answer for (blank ones are not scored)
+    kept_right: bool | None = None  # the guessed number of kept tokens (rule quiz); None: not asked
+
+    @property
+    def points(self) -> tuple[int, int]:
+        """(points, possible): one per answered token, one for the number kept when asked."""
+        extra = self.kept_right is not None
+        return self.right + int(bool(self.kept_right)), self.answered + int(extra)
+
+    def describe(self) -> str:
+        text = f"{self.right} of {self.answered} answered tokens right"
+        if self.kept_right is not None:
+            text += ", tokens kept: " + ("right" if self.kept_right else "wrong")
+        return text
+
+
+def score(step: StepTrace, guesses: Sequence[str | None], kept: int | None = None) -> Score:
+    """Score the answered guesses (None = left blank) and, if given, the guessed number kept."""
+    if len(guesses) != step.tau:
+        raise ValueError(f"{len(guesses)} guesses for {step.tau} draft tokens")
+    answered = [(t, g) for t, g in enumerate(guesses) if g is not None]
+    right = sum(g == answer(step, t) for t, g in answered)
+    return Score(right, len(answered), None if kept is None else kept == step.n_accepted)
+
+
+def step_key(step: StepTrace) -> str:
+    """Identifies one step of one run: the same after Back and Step (same seed, same draws)."""
+    return f"{step.index}:{step.context_length}:{','.join(map(str, step.draft_tokens))}:{step.r}"
+
+
+def running_total(book: Mapping[str, Score]) -> tuple[int, int]:
+    """(points, possible) over every revealed step."""
+    points = [s.points for s in book.values()]
+    return sum(p for p, _ in points), sum(n for _, n in points)

@@ -11,11 +11,13 @@ from collections.abc import Sequence
 
 from specviz.trace import StepTrace
 
+LONG_PROMPT = 600  # characters: a longer prompt is drawn with its middle cut out
 STYLE = """<style>
 .sv-text { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 1.25rem; line-height: 2.3;
            white-space: pre-wrap; word-break: break-word; }
 .sv-text span { border-radius: 4px; padding: 1px 1px; }
 .sv-prompt { color: #555; }
+.sv-cut { color: #777; font-style: italic; font-size: 0.8em; }
 .sv-words span { margin-right: 0.45em; }
 .sv-acc { background: #c7eed0; color: #0b5a23; border-bottom: 3px solid #1a9850; }
 .sv-rej { background: #fbd0cc; color: #8c1a10; text-decoration: line-through; border-bottom: 3px solid #d73027; }
@@ -47,12 +49,17 @@ def draft_tooltip(step: StepTrace, t: int) -> str:
     )
 
 
-def _quiz_spans(step: StepTrace) -> list[str]:
-    """The draft with q and p only: no r, no decision, no target token (the class predicts)."""
-    return [
-        _span(text, "sv-quiz", f"position {t + 1}: q = {step.q[t]:.4f}, p = {step.p[t]:.4f} — accept or reject?")
-        for t, text in enumerate(step.draft_text)
-    ]
+def _quiz_spans(step: StepTrace, show_draws: bool) -> list[str]:
+    """The draft with q and p (and, for the quiz on the rule, p/q and r): no decision, no target
+    token (the class predicts)."""
+    spans = []
+    for t, text in enumerate(step.draft_text):
+        tip = f"position {t + 1}: q = {step.q[t]:.4f}, p = {step.p[t]:.4f}"
+        if show_draws:
+            r = step.r[t]
+            tip += f", p/q = {step.ratio[t]:.3f}" + ("" if r is None else f", r = {r:.3f}")
+        spans.append(_span(text, "sv-quiz", tip + " — its fate?"))
+    return spans
 
 
 def _step_spans(step: StepTrace, current: bool) -> list[str]:
@@ -73,21 +80,33 @@ def _step_spans(step: StepTrace, current: bool) -> list[str]:
     return parts
 
 
+def _prompt_span(prompt: str) -> str:
+    """The prompt, its middle cut out when long (the page shows it whole in an expander)."""
+    if len(prompt) <= LONG_PROMPT:
+        return _span(prompt, "sv-prompt")
+    cut = len(prompt) - 400
+    return (
+        _span(prompt[:100], "sv-prompt") + f'<span class="sv-cut"> … {cut:,} characters not shown … </span>'
+        + _span(prompt[-300:], "sv-prompt")
+    )  # fmt: skip
+
+
 def run_html(
-    prompt: str, steps: Sequence[StepTrace], chat: bool = False, words: bool = False, hide_last: bool = False
-) -> str:
+    prompt: str, steps: Sequence[StepTrace], chat: bool = False, words: bool = False, hide_last: bool = False,
+    show_draws: bool = False,
+) -> str:  # fmt: skip
     """The prompt, then every step's emitted tokens; the last step fully marked. With `chat`, the
     prompt and the reply are labelled as the user's and the assistant's turns; with `words`, tokens
     are whole words and get a space between them; with `hide_last`, the last step shows its draft
-    without r, decisions or the target's token (quiz mode)."""
+    without decisions or the target's token, and without r unless `show_draws` (quiz mode)."""
     parts = [STYLE, f'<div class="sv-text{" sv-words" if words else ""}">']
     if chat:
-        parts += ['<span class="sv-role">user</span>', _span(prompt, "sv-prompt"), "\n"]
+        parts += ['<span class="sv-role">user</span>', _prompt_span(prompt), "\n"]
         parts += ['<span class="sv-role">assistant</span>']
     else:
-        parts.append(_span(prompt, "sv-prompt"))
+        parts.append(_prompt_span(prompt))
     for i, step in enumerate(steps):
         last = i == len(steps) - 1
-        parts.extend(_quiz_spans(step) if last and hide_last else _step_spans(step, current=last))
+        parts.extend(_quiz_spans(step, show_draws) if last and hide_last else _step_spans(step, current=last))
     parts.append("</div>")
     return "".join(parts)

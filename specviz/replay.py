@@ -3,7 +3,14 @@ for a live `Decoder` (step, undo, run, done, stop_reason, trace)."""
 
 from __future__ import annotations
 
-from specviz.trace import RunTrace, StepTrace, build_run_trace
+import dataclasses
+import json
+import math
+from typing import Any
+
+from specviz.config import SpecConfig
+from specviz.errors import ConfigError, TraceError
+from specviz.trace import STOP_REASONS, RunTrace, StepTrace, build_run_trace
 
 
 class Replay:
@@ -60,3 +67,140 @@ def _emitted_text(step: StepTrace) -> str:
     shown = min(step.n_accepted, len(step.emitted))
     tail = step.next_text if len(step.emitted) == step.n_accepted + 1 else ""
     return "".join(step.draft_text[:shown]) + tail
+
+
+# --- checking a saved trace before it replays ----------------------------------------------------
+
+_STEP_FIELDS = {f.name for f in dataclasses.fields(StepTrace)}
+_RUN_FIELDS = {f.name for f in dataclasses.fields(RunTrace)}
+_PER_POSITION = ("draft_tokens", "draft_text", "q", "p", "ratio", "r", "accepted", "decision", "beta", "q_top", "p_top")
+
+
+def load_trace(data: bytes | str) -> RunTrace:
+    """A saved run trace (JSON), checked completely: every field present and of its type,
+    probabilities in [0, 1], 0 ≤ n ≤ τ, each decision as its own r and p/q (or, greedy, the
+    target's argmax) dictate, the emitted tokens as the decisions make them. Its metrics are
+    recomputed from its steps. Any problem: a `TraceError` naming where it is."""
+    try:
+        raw = json.loads(data)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise TraceError(f"this file is not JSON ({exc})") from exc
+    _need(isinstance(raw, dict), "this file is not a specviz trace: its top level is not an object")
+    _fields(raw, _RUN_FIELDS, "the trace")
+    try:
+        config = SpecConfig.from_dict(raw["config"])
+    except (ConfigError, TypeError) as exc:
+        raise TraceError(f"its settings are not valid: {exc}") from exc
+    _need(isinstance(raw["steps"], list) and raw["steps"], "the trace has no steps to replay")
+    steps = [_step(s, i, config) for i, s in enumerate(raw["steps"])]
+    prompt_ids = _ints(raw["prompt_ids"], "prompt_ids")
+    new_tokens = _ints(raw["new_tokens"], "new_tokens")
+    _need(new_tokens == [t for s in steps for t in s.emitted], "new_tokens are not the steps' emitted tokens")
+    _need(
+        raw["stop_reason"] in (None, *STOP_REASONS), f"stop_reason {raw['stop_reason']!r} is not one of {STOP_REASONS}"
+    )
+    for name in ("target_name", "draft_name", "prompt", "prompt_text", "text"):
+        _need(isinstance(raw[name], str), f"{name} is not text")
+    _need(isinstance(raw["chat"], bool), "chat is not true or false")
+    _need(_number(raw["prefill_ms"]) and raw["prefill_ms"] >= 0, "prefill_ms is not a time in milliseconds")
+    fields = {k: raw[k] for k in _RUN_FIELDS - {"metrics", "steps", "config", "prompt_ids", "new_tokens"}}
+    return build_run_trace(
+        **fields, config=config, steps=steps, prompt_ids=tuple(prompt_ids), new_tokens=tuple(new_tokens)
+    )
+
+
+def _step(raw: Any, i: int, config: SpecConfig) -> StepTrace:
+    where = f"step {i + 1}"
+    _need(isinstance(raw, dict), f"{where} is not an object")
+    _fields(raw, _STEP_FIELDS, where)
+    _need(raw["index"] == i, f"{where} has index {raw['index']!r}")
+    tau = raw["tau"]
+    _need(_integer(tau) and 0 <= tau <= config.tau, f"{where}: τ = {tau!r} is not between 0 and {config.tau}")
+    for name in _PER_POSITION:
+        _need(isinstance(raw[name], list) and len(raw[name]) == tau, f"{where}: {name} does not hold {tau} entries")
+    tops = [*raw["q_top"], *raw["p_top"], raw["next_top"], *([raw["residual_top"]] if raw["residual_top"] else [])]
+    for top in tops:
+        _need(isinstance(top, list) and all(_top_entry(e) for e in top), f"{where}: a top-n list is malformed")
+    n = raw["n_accepted"]
+    _need(_integer(n) and 0 <= n <= tau, f"{where}: n_accepted = {n!r} is not between 0 and τ = {tau}")
+    for t in range(tau):
+        at = f"{where}, draft token {t + 1}"
+        for name in ("q", "p", "beta"):
+            _need(_probability(raw[name][t]), f"{at}: {name} = {raw[name][t]!r} is not a probability in [0, 1]")
+        q, p, ratio, r = raw["q"][t], raw["p"][t], raw["ratio"][t], raw["r"][t]
+        _need(_number(ratio) and q > 0 and math.isclose(ratio, p / q, rel_tol=1e-6, abs_tol=1e-12),
+              f"{at}: p/q = {ratio!r} is not p / q = {p!r} / {q!r}")  # fmt: skip
+        if config.mode == "greedy":
+            _need(r is None, f"{at}: greedy mode makes no draw, yet r = {r!r}")
+        else:
+            _need(_number(r) and 0 <= r < 1, f"{at}: r = {r!r} is not a draw in [0, 1)")
+        decision = "accepted" if t < n else "rejected" if t == n else "not reached"
+        _need(raw["decision"][t] == decision and raw["accepted"][t] is (t < n),
+              f"{at}: recorded as {raw['decision'][t]!r} but n_accepted = {n} makes it {decision!r}")  # fmt: skip
+        if t <= n < tau or t < n:
+            _check_rule(raw, t, t < n, config.mode, at)
+        _ints([raw["draft_tokens"][t]], f"{at}: the token")
+        _need(isinstance(raw["draft_text"][t], str), f"{at}: its text is not text")
+    for name in ("index", "context_length", "next_token"):
+        _need(_integer(raw[name]) and raw[name] >= 0, f"{where}: {name} = {raw[name]!r} is not a count")
+    _need(isinstance(raw["next_text"], str), f"{where}: next_text is not text")
+    rule = "bonus" if n == tau else {"lossless": "residual", "greedy": "greedy"}.get(config.mode, "argmax")
+    _need(raw["next_rule"] == rule, f"{where}: the next token's rule is {raw['next_rule']!r}; with n = {n} of "
+          f"τ = {tau} in {config.mode} mode it is {rule!r}")  # fmt: skip
+    _need(_probability(raw["next_prob"]), f"{where}: next_prob = {raw['next_prob']!r} is not a probability")
+    made = [*raw["draft_tokens"][:n], raw["next_token"]]
+    emitted = _ints(raw["emitted"], f"{where}: emitted")
+    _need(emitted and emitted == made[: len(emitted)], f"{where}: emitted {emitted} is not the accepted run "
+          f"and the target's token {made}")  # fmt: skip
+    for name in ("draft_ms", "verify_ms"):
+        _need(_number(raw[name]) and raw[name] >= 0, f"{where}: {name} = {raw[name]!r} is not a time")
+    return StepTrace.from_dict(raw)
+
+
+def _check_rule(raw: dict, t: int, kept: bool, mode: str, at: str) -> None:
+    """A kept token passed its test and the first rejected one failed it (SPEC.md step 3)."""
+    if mode == "greedy":
+        top = raw["p_top"][t]
+        if top and _top_entry(top[0]):
+            best = top[0][0]
+            _need((raw["draft_tokens"][t] == best) is kept, f"{at}: greedy keeps a token only if it is the "
+                  f"target's argmax ({best}); it was {'kept' if kept else 'rejected'}")  # fmt: skip
+        return
+    r, ratio = raw["r"][t], raw["ratio"][t]
+    _need((r <= ratio) is kept, f"{at}: r = {r} {'>' if r > ratio else '≤'} p/q = {ratio:.6g}, so it cannot be "
+          f"{'accepted' if kept else 'rejected'}")  # fmt: skip
+
+
+def _need(condition: Any, message: str) -> None:
+    if not condition:
+        raise TraceError(message)
+
+
+def _fields(raw: dict, names: set[str], where: str) -> None:
+    missing, extra = sorted(names - set(raw)), sorted(set(raw) - names)
+    _need(not missing, f"{where} lacks {', '.join(missing[:5])}")
+    _need(not extra, f"{where} has unknown field(s) {', '.join(extra[:5])}")
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _probability(value: Any) -> bool:
+    return _number(value) and 0.0 <= value <= 1.0
+
+
+def _ints(values: Any, what: str) -> list[int]:
+    _need(isinstance(values, list) and all(_integer(v) and v >= 0 for v in values), f"{what} are not token ids")
+    return values
+
+
+def _top_entry(entry: Any) -> bool:
+    return (
+        isinstance(entry, list) and len(entry) == 3 and _integer(entry[0]) and isinstance(entry[1], str)
+        and _probability(entry[2])
+    )  # fmt: skip

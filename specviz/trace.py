@@ -15,6 +15,7 @@ from specviz.metrics import Metrics, compute_metrics
 
 NEXT_RULES = ("argmax", "residual", "bonus", "greedy")
 DECISIONS = ("accepted", "rejected", "not reached")
+STOP_REASONS = ("eos", "max_new_tokens", "context_length")
 
 
 class TokenProb(NamedTuple):

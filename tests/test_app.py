@@ -10,6 +10,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import specviz
+from specviz import quiz
 from tests.helpers import tiny_text_pair
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -307,23 +308,86 @@ def test_presentation_view_hides_the_sidebar_and_enlarges_type(loads):
     assert css and "display: none" in css[0] and "font-size" in css[0]
 
 
-def test_quiz_mode_hides_then_reveals_and_scores(loads):
-    at = app()
-    at.toggle(key="decode_quiz").set_value(True)
-    at.button(key="decode_step").click().run()
-    step = decoder(at).steps[0]
+def quiz_step(at: AppTest, kind: str = "predict") -> AppTest:
+    """Quiz on, a step whose draft has a rejected token and one not reached (seeds tried in turn)."""
+    at.toggle(key="decode_quiz").set_value(True).run()
+    at.radio(key="decode_quiz_kind").set_value(kind)
+    for seed in range(20):
+        at.number_input(key="decode_seed").set_value(seed)
+        at.button(key="decode_reset").click().run()
+        at.button(key="decode_step").click().run()
+        if decoder(at).steps[-1].n_accepted < 3:
+            return at
+    raise AssertionError("no step with a rejection in 20 seeds")
+
+
+def answer_all(at: AppTest, step: specviz.StepTrace, answers) -> None:
+    from pages._quiz import widget_id
+
+    for t, guess in enumerate(answers):
+        at.segmented_control(key=f"decode_guess_{widget_id(step)}_{t}").set_value(guess)
+
+
+def test_quiz_shows_nothing_derived_from_r_or_the_decisions_before_reveal(loads):
+    at = quiz_step(app())
+    step = decoder(at).steps[-1]
     assert [t["name"].split(" ")[0] for t in figure(at, 0)["data"]] == ["q", "p", "min(1,"]  # no r
     assert "r" not in at.dataframe[0].value.columns and "decision" not in at.dataframe[0].value.columns
-    guesses = ["accept"] * step.tau  # the class says every token survives
-    for t, guess in enumerate(guesses):
-        at.segmented_control(key=f"decode_guess_0_{t}").set_value(guess)
+    assert not any(c.value.startswith("Next token") for c in at.markdown)
+    html = next(h.proto.body for h in at.get("html") if "sv-text" in h.proto.body)
+    assert 'class="sv-quiz"' in html and 'class="sv-rej"' not in html and 'class="sv-tgt"' not in html
+    assert [m.value for m in at.metric][:3] == ["0.00", "0%", "0.000"]  # metrics count no step yet
+    assert figure(at, 2)["data"][0].get("y", []) == []  # the history has no bar for this step
+    assert figure(at, 3)["data"][0]["y"] == [0.0] * 4  # per-position rates of zero steps
+    assert not at.get("download_button")  # a saved trace would hold r and the decisions
+    assert "up to the previous step" in at.subheader[0].value
+    answers = [quiz.answer(step, t) for t in range(step.tau)]
+    answer_all(at, step, answers)
     at.button(key="decode_reveal").click().run()
     assert not at.exception
-    right = step.n_accepted
-    message = f"This step: {right} of {step.tau} right. Running score: {right} / {step.tau}."
-    assert any(c.value == message for c in at.caption)
+    assert any(c.value == f"This step: {step.tau} of {step.tau} answered tokens right. Running score: "
+               f"{step.tau} / {step.tau}." for c in at.caption)  # fmt: skip
     assert "decision" in at.dataframe[0].value.columns  # revealed: r and the decisions are back
     assert any(t["name"].startswith("r ") for t in figure(at, 0)["data"])
-    at.button(key="decode_step").click().run()  # a new step is hidden again, the score kept
+    assert figure(at, 2)["data"][0]["y"] == [step.n_accepted]
+    assert [b.label for b in at.get("download_button")] == ["Trace as JSON", "Steps as CSV"]
+
+
+def test_quiz_scores_answered_tokens_and_keeps_the_score_through_back_and_step(loads):
+    from pages._quiz import BOOK
+
+    at = quiz_step(app())
+    step = decoder(at).steps[-1]
+    n, tau = step.n_accepted, step.tau
+    answer_all(at, step, ["reject"] * tau)  # "not reached" is its own answer: only one token is right
+    at.button(key="decode_reveal").click().run()
+    assert any(c.value.startswith(f"This step: 1 of {tau} answered tokens right") for c in at.caption)
+    at.button(key="decode_back").click().run()
+    assert quiz.running_total(at.session_state[BOOK]) == (1, tau)  # Back keeps the score
+    at.button(key="decode_step").click().run()  # the same step again: already revealed, not counted twice
+    assert "decision" in at.dataframe[0].value.columns
+    assert quiz.running_total(at.session_state[BOOK]) == (1, tau)
+    at.button(key="decode_step").click().run()  # a new step: hidden again, the score kept
     assert "decision" not in at.dataframe[0].value.columns
-    assert at.session_state["decode_quiz_score"] == [right, step.tau]
+    nxt = decoder(at).steps[-1]
+    answer_all(at, nxt, [quiz.answer(nxt, 0)] + [None] * (nxt.tau - 1))  # one answer, the rest blank
+    at.button(key="decode_reveal").click().run()
+    assert quiz.running_total(at.session_state[BOOK]) == (2, tau + 1)
+    assert any(c.value.endswith(f"Running score: 2 / {tau + 1}.") for c in at.caption)
+    del n
+
+
+def test_quiz_on_the_rule_shows_r_and_asks_how_many_are_kept(loads):
+    at = quiz_step(app(), kind="rule")
+    step = decoder(at).steps[-1]
+    from pages._quiz import widget_id
+
+    table = at.dataframe[0].value
+    assert "r" in table.columns and "p/q" in table.columns and "decision" not in table.columns
+    assert list(table["r"]) == list(step.r)
+    assert [t["name"].split(" ")[0] for t in figure(at, 0)["data"]] == ["q", "p", "min(1,", "r"]
+    answer_all(at, step, [quiz.answer(step, t) for t in range(step.tau)])
+    at.number_input(key=f"decode_kept_{widget_id(step)}").set_value(step.n_accepted)
+    at.button(key="decode_reveal").click().run()
+    assert any(c.value.startswith(f"This step: {step.tau} of {step.tau} answered tokens right, tokens kept: right")
+               for c in at.caption)  # fmt: skip

@@ -105,7 +105,7 @@ def test_run_html_marks_the_last_step_and_escapes_text(runs):
 
 
 def test_quiz_hides_r_decisions_and_the_target_token_then_scores(runs):
-    from specviz.quiz import answer, score
+    from specviz.quiz import Score, answer, score
 
     run = runs["textbook"]
     step = next(s for s in run.steps if s.n_accepted < s.tau - 1)  # a rejected token and one not reached
@@ -113,13 +113,34 @@ def test_quiz_hides_r_decisions_and_the_target_token_then_scores(runs):
     assert [t.name.split(" ")[0] for t in fig.data] == ["q", "p", "min(1,"]
     assert {a.text for a in fig.layout.annotations} == {"<b>accept or reject?</b>"}
     assert "which will the target accept" in fig.layout.title.text
+    rule = step_chart(step, hide_decisions=True, show_draws=True)  # the quiz on the rule: r, neutral
+    assert [t.name.split(" ")[0] for t in rule.data] == ["q", "p", "min(1,", "r"]
+    assert list(rule.data[3].y) == list(step.r) and set(rule.data[3].marker.color) == {"#777777"}
     html = run_html("prompt", run.steps[: step.index + 1], hide_last=True)
     assert html.count('class="sv-quiz"') == step.tau
     assert 'class="sv-acc"' not in html and 'class="sv-rej"' not in html and 'class="sv-tgt"' not in html
     tips = re.findall(r'class="sv-quiz" title="([^"]*)"', html)
     assert len(tips) == step.tau and not any("r = " in tip or "accepted" in tip for tip in tips)
-    answers = [answer(step, t) for t in range(step.tau)]
-    assert answers == ["accept"] * step.n_accepted + ["reject"] * (step.tau - step.n_accepted)
-    assert score(step, answers) == step.tau
-    assert score(step, ["accept"] * step.tau) == step.n_accepted
-    assert score(step, [None] * step.tau) == 0
+    with_draws = run_html("prompt", run.steps[: step.index + 1], hide_last=True, show_draws=True)
+    draw_tips = re.findall(r'class="sv-quiz" title="([^"]*)"', with_draws)
+    assert f"r = {step.r[0]:.3f}" in draw_tips[0] and not any("accepted" in tip or "reject" in tip for tip in draw_tips)
+    n, tau = step.n_accepted, step.tau
+    answers = [answer(step, t) for t in range(tau)]
+    assert answers == ["accept"] * n + ["reject"] + ["not reached"] * (tau - n - 1)
+    assert score(step, answers) == Score(right=tau, answered=tau)
+    assert score(step, ["accept"] * tau).right == n  # "reject" is not "not reached"
+    assert score(step, ["reject"] * tau) == Score(right=1, answered=tau)
+    assert score(step, [None] * tau) == Score(right=0, answered=0)  # blanks are not scored
+    blanks = [answers[0]] + [None] * (tau - 1)
+    assert score(step, blanks) == Score(right=1, answered=1)
+    kept = score(step, answers, kept=n)
+    assert kept.kept_right and kept.points == (tau + 1, tau + 1)
+    assert score(step, answers, kept=n + 1).points == (tau, tau + 1)
+
+
+def test_quiz_hides_the_residual_panel_that_marks_the_rejection(runs):
+    step = next(s for s in runs["lossless"].steps if s.residual_top is not None)
+    shown = top_chart(step, step.n_accepted)
+    assert any("residual" in a.text for a in shown.layout.annotations)
+    hidden = top_chart(step, step.n_accepted, hide_decisions=True)
+    assert not any("residual" in a.text for a in hidden.layout.annotations) and len(hidden.data) == 2

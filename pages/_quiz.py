@@ -1,0 +1,58 @@
+"""Quiz mode on the Decode page: the class answers per draft token, Reveal scores. The scores live
+in the session, one per step (specviz.quiz), so Back, Step and Reset never count a step twice."""
+
+from __future__ import annotations
+
+import zlib
+
+import streamlit as st
+
+import specviz
+from specviz import quiz
+from specviz.charts import token_label
+
+BOOK = "decode_quiz_book"
+
+
+def widget_id(step: specviz.StepTrace) -> str:
+    """A short id of one step of one run, for the keys of its answer widgets."""
+    return f"{step.index}_{zlib.crc32(quiz.step_key(step).encode()):08x}"
+
+
+def revealed(step: specviz.StepTrace) -> bool:
+    return quiz.step_key(step) in st.session_state.get(BOOK, {})
+
+
+def panel(step: specviz.StepTrace, kind: str) -> bool:
+    """The answer widgets, Reveal and the running score; True once this step is revealed."""
+    book = st.session_state.setdefault(BOOK, {})
+    key, wid = quiz.step_key(step), widget_id(step)
+    done = key in book
+    st.markdown(f"**Quiz: {quiz.KINDS[kind]}**")
+    cols = st.columns([1] * step.tau + [1.2] * (2 if kind == "rule" else 1))
+    guesses = [
+        cols[t].segmented_control(
+            f"{t + 1}. {token_label(text)}", quiz.ANSWERS, key=f"decode_guess_{wid}_{t}", disabled=done
+        )
+        for t, text in enumerate(step.draft_text)
+    ]
+    kept = None
+    if kind == "rule":
+        kept = cols[step.tau].number_input(
+            "Tokens kept (n)", 0, step.tau, value=None, key=f"decode_kept_{wid}", disabled=done, placeholder="n = ?"
+        )
+    if not done and cols[-1].button("Reveal", type="primary", key="decode_reveal", icon=":material/visibility:"):
+        book[key] = quiz.score(step, guesses, kept if kind == "rule" else None)
+        done = True
+    points, possible = quiz.running_total(book)
+    if done:
+        st.caption(f"This step: {book[key].describe()}. Running score: {points} / {possible}.")
+    elif possible:
+        st.caption(f"Running score: {points} / {possible}. Blank answers are not scored.")
+    return done
+
+
+def reset_button() -> None:
+    if st.session_state.get(BOOK) and st.button("Reset score", key="decode_quiz_reset", icon=":material/replay:"):
+        st.session_state[BOOK] = {}
+        st.rerun()
