@@ -38,13 +38,24 @@ def decode(
         try:
             value = _parse(raw, defaults[key])
         except ValueError:
-            problems.append(f"ignored {key}={raw!r} from the link: not a valid {type(defaults[key]).__name__}")
+            kind = {bool: "true or false", tuple: "a range such as 1-8"}.get(type(defaults[key]))
+            kind = kind or f"a {type(defaults[key]).__name__}"
+            hint = f"; {_allowed_text(allowed[key])}" if allowed and key in allowed else ""
+            problems.append(f"ignored {key}={raw!r} from the link: not {kind}{hint}")
             continue
         if not _fits(value, (allowed or {}).get(key)):
-            problems.append(f"ignored {key}={raw!r} from the link: out of range")
+            problems.append(f"ignored {key}={raw!r} from the link: {_allowed_text((allowed or {})[key])}")
             continue
         values[key] = value
     return values, problems
+
+
+def _allowed_text(allowed: Any) -> str:
+    """What a parameter may be: its choices, or its range."""
+    if all(isinstance(a, str) for a in allowed):
+        return "allowed values are " + ", ".join(repr(a) for a in allowed)
+    lo, hi = allowed
+    return f"allowed values are {lo} to {hi}"
 
 
 def _fits(value: Any, allowed: Any) -> bool:

@@ -391,3 +391,71 @@ def test_quiz_on_the_rule_shows_r_and_asks_how_many_are_kept(loads):
     at.button(key="decode_reveal").click().run()
     assert any(c.value.startswith(f"This step: {step.tau} of {step.tau} answered tokens right, tokens kept: right")
                for c in at.caption)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda d: d["steps"][0]["q"].__setitem__(0, "oops"), "q = 'oops' is not a probability in [0, 1]"),
+        (lambda d: d["steps"][0].__setitem__("n_accepted", 99), "n_accepted = 99 is not between 0 and τ = 4"),
+    ],
+)
+def test_a_corrupt_trace_is_one_message_and_the_live_run_stays(loads, edit, message):
+    at = app()
+    at.button(key="decode_step").click().run()
+    live = decoder(at)
+    data = json.loads(live.trace().to_json())
+    edit(data)
+    at.file_uploader(key="decode_upload").set_value(("run.json", json.dumps(data).encode(), "application/json"))
+    at.run()
+    assert not at.exception
+    assert len(at.error) == 1 and message in at.error[0].value
+    assert decoder(at) is live and len(live.steps) == 1  # the live run is kept, and still shown
+    assert figure(at, 0)["data"][0]["y"] == list(live.steps[0].q)
+    assert not at.slider(key="decode_tau").disabled  # live settings stay in use
+
+
+def test_while_a_trace_replays_the_banner_names_its_settings_and_live_ones_are_off(loads):
+    at = app()
+    at.slider(key="decode_tau").set_value(3)
+    at.radio(key="decode_mode").set_value("lossless")
+    at.button(key="decode_run_all").click().run()
+    saved = decoder(at).trace()
+    fresh = app()
+    fresh.file_uploader(key="decode_upload").set_value(("run.json", saved.to_json().encode(), "application/json"))
+    fresh.run()
+    fresh.button(key="decode_step").click().run()
+    banner = fresh.info[0].value
+    assert "step 1 of" in banner and "tiny-target" in banner and "lossless mode, τ = 3" in banner
+    assert fresh.slider(key="decode_tau").value == 4  # the live setting is not the trace's...
+    assert fresh.slider(key="decode_tau").disabled and fresh.radio(key="decode_mode").disabled  # ...and is off
+    assert "not in use" in fresh.sidebar.warning[0].value
+
+
+def test_a_failed_start_keeps_the_run_on_screen(loads):
+    at = app()
+    at.button(key="decode_step").click().run()
+    shown = decoder(at).steps[0]
+    at.text_area(key="decode_prompt").set_value("").run()
+    at.button(key="decode_step").click().run()
+    assert "prompt is empty" in at.error[0].value and "The run below is kept" in at.error[0].value
+    assert figure(at, 0)["data"][0]["y"] == list(shown.q)  # the chart of the old run is still drawn
+    assert len(decoder(at).steps) == 1  # and nothing was stepped
+
+
+def test_a_long_prompt_is_drawn_with_its_middle_cut(loads):
+    at = app()
+    at.text_area(key="decode_prompt").set_value(" ".join(f"w{i % 90}" for i in range(400))).run()
+    at.button(key="decode_step").click().run()
+    html = next(h.proto.body for h in at.get("html") if "sv-text" in h.proto.body)
+    assert "characters not shown" in html and len(html) < 6000
+
+
+def test_a_link_value_that_is_not_allowed_says_what_is(loads):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params.update(decode_mode="fast", decode_tau="40")
+    at.run()
+    assert not at.exception
+    toasts = [t.value for t in at.toast]
+    assert "ignored decode_mode='fast' from the link: allowed values are 'textbook', 'lossless', 'greedy'" in toasts
+    assert "ignored decode_tau='40' from the link: allowed values are 1 to 16" in toasts

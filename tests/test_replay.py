@@ -1,0 +1,133 @@
+"""A saved trace is checked completely before it replays: any corruption is one `TraceError`
+naming where it is, never a Python exception from deep inside the page."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from specviz import Decoder, SpecConfig, TraceError
+from specviz.replay import load_trace
+from tests.helpers import hf_pair
+
+
+@pytest.fixture(scope="module")
+def saved():
+    pair = hf_pair()
+    return {
+        mode: Decoder(pair, [4, 8, 15, 16], SpecConfig(tau=4, mode=mode, seed=3, max_new_tokens=20)).run()
+        for mode in ("textbook", "lossless", "greedy")
+    }
+
+
+@pytest.mark.parametrize("mode", ["textbook", "lossless", "greedy"])
+def test_a_genuine_trace_loads_unchanged(saved, mode):
+    assert load_trace(saved[mode].to_json()) == saved[mode]
+    assert load_trace(saved[mode].to_json(indent=1).encode()) == saved[mode]
+
+
+def corrupt(run, edit) -> str:
+    data = json.loads(run.to_json())
+    edit(data)
+    return json.dumps(data)
+
+
+def first_rejecting(data) -> tuple[dict, int]:
+    step = next(s for s in data["steps"] if s["n_accepted"] < s["tau"])
+    return step, step["n_accepted"]
+
+
+def set_q(data):
+    data["steps"][0]["q"][0] = "oops"
+
+
+def set_n(data):
+    data["steps"][0]["n_accepted"] = 99
+
+
+def accept_a_rejected_token(data):
+    """Flip the first rejected token to accepted (n + 1) without touching its r and p/q."""
+    step, n = first_rejecting(data)
+    step["n_accepted"] = n + 1
+    step["accepted"][n] = True
+    step["decision"][n] = "accepted"
+    if n + 1 < step["tau"]:
+        step["decision"][n + 1] = "rejected"
+
+
+def r_out_of_range(data):
+    data["steps"][1]["r"][0] = 1.5
+
+
+def p_over_one(data):
+    data["steps"][0]["p"][0] = 1.2
+
+
+def wrong_ratio(data):
+    data["steps"][0]["ratio"][0] *= 2
+
+
+def no_steps(data):
+    data["steps"] = []
+
+
+def missing_field(data):
+    del data["steps"][0]["decision"]
+
+
+def emitted_changed(data):
+    data["steps"][0]["emitted"] = [7, 7, 7, 7, 7, 7, 7]
+
+
+def bad_config(data):
+    data["config"]["tau"] = -3
+
+
+def wrong_rule(data):
+    step, _ = first_rejecting(data)
+    step["next_rule"] = "bonus"
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (set_q, "step 1, draft token 1: q = 'oops' is not a probability in [0, 1]"),
+        (set_n, "step 1: n_accepted = 99 is not between 0 and τ = 4"),
+        (accept_a_rejected_token, "cannot be accepted"),
+        (r_out_of_range, "step 2, draft token 1: r = 1.5 is not a draw in [0, 1)"),
+        (p_over_one, "p = 1.2 is not a probability"),
+        (wrong_ratio, "is not p / q"),
+        (no_steps, "the trace has no steps to replay"),
+        (missing_field, "step 1 lacks decision"),
+        (emitted_changed, "is not the accepted run and the target's token"),
+        (bad_config, "its settings are not valid: tau must be between 1 and 64"),
+        (wrong_rule, "the next token's rule is 'bonus'"),
+    ],
+)
+def test_every_corruption_is_one_clear_error(saved, edit, message):
+    with pytest.raises(TraceError) as caught:
+        load_trace(corrupt(saved["textbook"], edit))
+    assert message in str(caught.value)
+
+
+def test_greedy_decisions_follow_the_targets_argmax(saved):
+    def keep_a_mismatch(data):
+        step, n = first_rejecting(data)
+        step["p_top"][n][0][0] = step["draft_tokens"][n] + 1  # the argmax is another token...
+        accept_a_rejected_token(data)  # ...yet the draft token is marked as kept
+
+    with pytest.raises(TraceError, match="greedy keeps a token only if it is the target's argmax"):
+        load_trace(corrupt(saved["greedy"], keep_a_mismatch))
+
+    def draw_in_greedy(data):
+        data["steps"][0]["r"][0] = 0.5
+
+    with pytest.raises(TraceError, match="greedy mode makes no draw"):
+        load_trace(corrupt(saved["greedy"], draw_in_greedy))
+
+
+@pytest.mark.parametrize("text", [b"\xff\xfe", b"{not json", b"[1, 2]", b'{"hello": 1}'])
+def test_files_that_are_not_traces(text):
+    with pytest.raises(TraceError):
+        load_trace(text)
