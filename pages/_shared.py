@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import runpy
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import streamlit as st
 
 import specviz
 from specviz import links
 from specviz.sandbox import MAX_TAU as SANDBOX_TAU
+from specviz.turns import Turns
 
 SHELL_MARK = "specviz_shell"
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -22,6 +27,35 @@ def ensure_shell() -> None:
     if SHELL_MARK not in st.session_state:
         runpy.run_path(str(APP), run_name="__main__")
         st.stop()
+
+
+T = TypeVar("T")
+COMPUTE_ENV = "SPECVIZ_COMPUTE"  # "turns" (default): one step at a time, in arrival order; "free": no queue
+
+
+@st.cache_resource(show_spinner=False)
+def _turns() -> Turns:
+    return Turns()
+
+
+def compute_turn() -> contextlib.AbstractContextManager:
+    """Hold this around model work (a step, a prefill): every session of the server queues for the
+    CPU in arrival order (specviz.turns; README, "Many sessions on one server")."""
+    return contextlib.nullcontext() if os.environ.get(COMPUTE_ENV) == "free" else _turns()
+
+
+def in_turns(items: Iterator[T]) -> Iterator[T]:
+    """The items of a generator that computes each one (a sweep unit, a trial), each computed in
+    a turn of its own: other sessions step in between, and each unit's timing is its own."""
+    while True:
+        with compute_turn():
+            item = next(items, _DONE)
+        if item is _DONE:
+            return
+        yield item
+
+
+_DONE = object()
 
 
 @st.cache_resource(show_spinner=False, max_entries=3)
@@ -134,8 +168,13 @@ def downloads(run: specviz.RunTrace) -> None:
     """The run as JSON (replayable) and its draft positions as CSV."""
     cols = st.columns(4)
     cols[0].download_button(
-        "Trace as JSON", run.to_json(indent=1), "specviz-trace.json", "application/json", key="decode_json"
+        "Trace as JSON",
+        run.to_json(indent=1),
+        "specviz-trace.json",
+        "application/json",
+        key="decode_json",
+        on_click="ignore",
     )
     columns = ["step", "position", "draft_tokens", "draft_text", "q", "p", "ratio", "r", "decision"]
     csv = run.positions_frame()[columns].to_csv(index=False)
-    cols[1].download_button("Steps as CSV", csv, "specviz-trace.csv", "text/csv", key="decode_csv")
+    cols[1].download_button("Steps as CSV", csv, "specviz-trace.csv", "text/csv", key="decode_csv", on_click="ignore")

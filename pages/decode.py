@@ -54,7 +54,7 @@ def start_run() -> specviz.Decoder | None:
     if pair is None:
         return None
     try:
-        with st.spinner(f"Reading the prompt into both models ({len(prompt):,} characters)…"):
+        with st.spinner(f"Reading the prompt into both models ({len(prompt):,} characters)…"), ui.compute_turn():
             decoder = specviz.Decoder(pair, prompt, config, chat=None if chat else False)
     except specviz.SpecvizError as exc:
         st.error(f"**Cannot start a new run.** {exc} The run below is kept.", icon=":material/error:")
@@ -83,15 +83,18 @@ elif reset_clicked or ((step_clicked or run_clicked) and (dec is None or stale))
 if (autostep := st.session_state.pop("decode_autostep", 0)) and pair is not None:  # opened from a link
     dec, stale = start_run() or dec, False
     while dec is not None and len(dec.steps) < autostep and not dec.done:
-        dec.step()
+        with ui.compute_turn():
+            dec.step()
 if dec is not None and (step_clicked or run_clicked) and dec.done:
     st.info(f"This run has finished ({dec.stop_reason}). Press **Reset** to start again.")
 elif dec is not None and step_clicked:
-    dec.step()
+    with ui.compute_turn():
+        dec.step()
 elif dec is not None and run_clicked:
     bar = st.progress(0.0, text="Decoding…")
     while not dec.done:
-        dec.step()
+        with ui.compute_turn():  # a turn per step: other sessions step in between
+            dec.step()
         done, limit = len(dec.new_tokens), dec.config.max_new_tokens
         bar.progress(min(1.0, done / limit), text=f"{done} / {limit} tokens")
     bar.empty()

@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 import specviz
-from pages._shared import LIMITS, LOSSLESS_SOURCES, ensure_shell, load_pair, model_picker, share_link
+from pages._shared import LIMITS, LOSSLESS_SOURCES, ensure_shell, in_turns, load_pair, model_picker, share_link
 from specviz import charts, links
 from specviz.lossless import METHOD, check, first_tokens, reference
 
@@ -58,7 +58,7 @@ if st.button("Run the check", type="primary", key="lossless_run", icon=":materia
         for m, mode in enumerate(specviz.MODES):
             config = specviz.SpecConfig(tau=tau, mode=mode, temperature=temperature)
             samples = []
-            for i, token in enumerate(first_tokens(pair, prompt, config, trials)):
+            for i, token in enumerate(in_turns(first_tokens(pair, prompt, config, trials))):
                 samples.append(token)
                 if i % max(1, trials // 50) == 0:
                     bar.progress((m + i / trials) / 3, text=f"{mode}: {i} / {trials}")

@@ -3,7 +3,7 @@
 import streamlit as st
 
 import specviz
-from pages._shared import LIMITS, ensure_shell, load_pair, model_picker, sampling_widgets, share_link
+from pages._shared import LIMITS, ensure_shell, in_turns, load_pair, model_picker, sampling_widgets, share_link
 from specviz import charts
 from specviz.sweep import Sweep, SweepSettings
 
@@ -49,7 +49,7 @@ cols[2].caption(
 )
 if run_clicked:
     bar = st.progress(0.0, text="Starting…")
-    for done, _, unit in sweep.advance():
+    for done, _, unit in in_turns(sweep.advance()):
         what = "target-only baseline" if unit.kind == "baseline" else f"τ = {unit.tau}, seed {unit.seed}"
         bar.progress(done / total, text=f"{done} / {total}: {what}, prompt {unit.prompt_index + 1}")
     st.rerun()  # redraw the buttons and results from the finished cache
@@ -76,7 +76,14 @@ st.subheader("Results")
 table = result.to_frame()
 st.dataframe(table, hide_index=True)
 cols = st.columns(4)
-cols[0].download_button("Download CSV", table.to_csv(index=False), "specviz-sweep.csv", "text/csv", key="sweep_csv")
+cols[0].download_button(
+    "Download CSV", table.to_csv(index=False), "specviz-sweep.csv", "text/csv", key="sweep_csv", on_click="ignore"
+)
 cols[1].download_button(
-    "Download JSON", result.to_json(indent=1), "specviz-sweep.json", "application/json", key="sweep_json"
+    "Download JSON",
+    result.to_json(indent=1),
+    "specviz-sweep.json",
+    "application/json",
+    key="sweep_json",
+    on_click="ignore",
 )

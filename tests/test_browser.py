@@ -2,61 +2,19 @@
 driven by Playwright in Debian's headless Chromium (installed by .ci/run)."""
 
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from benchmarks.appserver import CHROMIUM, CHROMIUM_ARGS, IDLE, serve
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]  # fmt: skip
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 120) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited with code {proc.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise TimeoutError("streamlit did not become healthy")
 
 
 @pytest.fixture
 def server(embedded_cache, tmp_path):
-    port = _free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    cmd = [
-        sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-        "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
-    ]  # fmt: skip
-    with (tmp_path / "streamlit.log").open("w") as log:
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            url = f"http://127.0.0.1:{port}"
-            _wait_healthy(url, proc)
-            yield url
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+    with serve(tmp_path / "streamlit.log") as url:
+        yield url
 
 
 def test_step_in_a_real_browser(server, tmp_path):
@@ -81,7 +39,7 @@ def test_step_in_a_real_browser(server, tmp_path):
         step.click()
         page.locator(".js-plotly-plot").first.wait_for(timeout=180_000)
         page.get_by_text("Step 1:").first.wait_for(timeout=60_000)
-        page.locator('[data-testid="stStatusWidget"]').wait_for(state="detached", timeout=60_000)
+        page.locator(IDLE).wait_for(timeout=60_000)
         shot = tmp_path / "decode.png"
         page.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 10_000
@@ -99,4 +57,53 @@ def test_step_in_a_real_browser(server, tmp_path):
         page.get_by_label("Seed").wait_for(timeout=60_000)
         page.get_by_text("Settings changed").wait_for(timeout=60_000)
         assert page.get_by_label("Seed").input_value() == "7"
+        browser.close()
+
+
+def test_quiz_then_a_corrupt_upload_in_a_real_browser(server, tmp_path):
+    """Quiz mode shows nothing of r or the decisions before Reveal; a corrupt trace is one message,
+    with no exception element, and the live run stays on the page."""
+    import json
+
+    if not Path(CHROMIUM).exists():
+        message = f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does)"
+        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1600, "height": 2400}, accept_downloads=True)
+        page.goto(server)
+        page.get_by_text("Press Step").wait_for(timeout=180_000)
+        page.get_by_text("Quiz mode").click()
+        page.get_by_text("Will the target keep each token?").wait_for(timeout=60_000)
+        page.get_by_role("button", name="Step", exact=True).click()
+        page.locator(".gtitle", has_text="which will the target accept").wait_for(timeout=120_000)
+        page.locator(IDLE).wait_for(timeout=60_000)
+        assert page.locator(".legendtext", has_text="r (uniform draw)").count() == 0
+        assert page.locator(".sv-quiz").count() >= 1
+        for hidden in (".sv-acc", ".sv-rej", ".sv-tgt"):
+            assert page.locator(hidden).count() == 0, hidden
+        assert page.get_by_text("Next token").count() == 0
+        assert page.get_by_role("button", name="Trace as JSON").count() == 0
+        assert page.get_by_text("up to the previous step").count() == 1
+        page.screenshot(path=str(tmp_path / "quiz.png"), full_page=True)
+
+        page.get_by_role("button", name="Reveal").click()
+        page.get_by_text("Running score:").wait_for(timeout=60_000)
+        page.locator(".legendtext", has_text="r (uniform draw)").wait_for(timeout=60_000)
+        assert page.locator(".sv-tgt").count() == 1
+        with page.expect_download() as download:
+            page.get_by_role("button", name="Trace as JSON").click()
+        data = json.loads(Path(download.value.path()).read_text())
+
+        data["steps"][0]["q"][0] = "oops"
+        page.locator('input[type="file"]').set_input_files(
+            files=[{"name": "bad.json", "mimeType": "application/json", "buffer": json.dumps(data).encode()}]
+        )
+        page.get_by_text("is not a probability in [0, 1]").wait_for(timeout=60_000)
+        page.locator(IDLE).wait_for(timeout=60_000)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        assert page.get_by_text("Traceback").count() == 0
+        assert page.locator(".gtitle", has_text="Step 1:").count() == 1  # the live run is still drawn
         browser.close()

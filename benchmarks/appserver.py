@@ -1,0 +1,65 @@
+"""A real app server and a real browser, for the browser tests and the sessions benchmark:
+`streamlit run app.py` on a free loopback port, and Debian's headless Chromium for Playwright."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]  # fmt: skip
+
+
+# The app's root element once its script run has finished (the status widget can detach before
+# the run ends, and a button clicked then is the previous run's).
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 120) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError("streamlit did not become healthy")
+
+
+@contextlib.contextmanager
+def serve(log: Path, env: dict[str, str] | None = None) -> Iterator[str]:
+    """The app on 127.0.0.1 (never another address), with the repo's .streamlit/config.toml;
+    yields its URL and stops it on exit. Its output goes to `log`."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.address", "127.0.0.1",
+           "--server.port", str(port)]  # fmt: skip
+    environment = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
+    with log.open("w") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=environment, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            url = f"http://127.0.0.1:{port}"
+            wait_healthy(url, proc)
+            yield url
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)

@@ -1,0 +1,135 @@
+"""Many browser sessions on one app server, as a class uses it.
+
+Starts `streamlit run app.py` on a loopback port and drives N real Chromium sessions (Playwright,
+one browser context each) that step their own runs of the embedded pair at the same time, each
+with its own seed (opened from a link). Reports the median and p95 step latency (click → the new
+step's chart shown) for each N, checks that no page shows an error, and that every session's
+final trace (downloaded as JSON) equals the same run decoded alone in this process.
+
+Usage: python -m benchmarks.sessions [--sessions 1 4 8] [--steps 5] [--env KEY=VALUE ...]
+Goal (issue 11): at 8 sessions, p95 no worse than 8 single-session steps one after another.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.appserver import CHROMIUM, CHROMIUM_ARGS, IDLE, serve
+
+PROMPT = "The cat sat on the"  # the Decode page's default prompt, chat template on
+
+
+async def session(browser, url: str, seed: int, steps: int, ready: asyncio.Barrier) -> dict:
+    context = await browser.new_context(viewport={"width": 1280, "height": 720}, accept_downloads=True)
+    page = await context.new_page()
+    await page.goto(f"{url}/?decode_seed={seed}")
+    step = page.get_by_role("button", name="Step", exact=True)
+    await page.get_by_text("Press Step").wait_for(timeout=300_000)  # the pair is loaded
+    await asyncio.wait_for(ready.wait(), 600)  # every session loaded: step together
+    latencies = []
+    for k in range(1, steps + 1):
+        began = time.perf_counter()
+        await step.click()
+        await page.locator(".gtitle", has_text=f"Step {k}:").wait_for(timeout=300_000)
+        latencies.append(time.perf_counter() - began)
+    await page.locator(IDLE).wait_for(timeout=300_000)
+    errors = await page.locator('[data-testid="stException"], [data-testid="stAlertContentError"]').count()
+    async with page.expect_download() as download:
+        await page.get_by_role("button", name="Trace as JSON").click()
+    trace = Path(await (await download.value).path()).read_text()
+    await context.close()
+    return {"seed": seed, "latencies": latencies, "errors": errors, "trace": trace}
+
+
+async def round_of(url: str, n: int, steps: int, first_seed: int) -> list[dict]:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        ready = asyncio.Barrier(n)
+        tasks = [session(browser, url, first_seed + i, steps, ready) for i in range(n)]
+        results = await asyncio.gather(*tasks)
+        await browser.close()
+    return results
+
+
+def alone(seed: int, steps: int):
+    """The same run decoded in this process, with nothing beside it."""
+    import specviz
+
+    pair = _pair()
+    decoder = specviz.Decoder(pair, PROMPT, specviz.SpecConfig(seed=seed))
+    for _ in range(steps):
+        decoder.step()
+    return decoder.trace()
+
+
+_PAIR = []
+
+
+def _pair():
+    import specviz
+
+    if not _PAIR:
+        _PAIR.append(specviz.load_pair("embedded", "embedded"))
+    return _PAIR[0]
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, -(-95 * len(ordered) // 100) - 1)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, nargs="+", default=[1, 4, 8])
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--env", nargs="*", default=[], help="KEY=VALUE for the server (e.g. a compute scheme)")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import specviz
+
+    env = dict(item.split("=", 1) for item in args.env)
+    rows, ok = [], True
+    with tempfile.TemporaryDirectory() as tmp, serve(Path(tmp) / "streamlit.log", env) as url:
+        print(f"app at {url} {env or ''}", file=sys.stderr)
+        seed = 100
+        for n in args.sessions:
+            began = time.perf_counter()
+            results = asyncio.run(round_of(url, n, args.steps, seed))
+            wall = time.perf_counter() - began
+            latencies = [x for r in results for x in r["latencies"]]
+            same = sum(
+                specviz.RunTrace.from_json(r["trace"]).outcome() == alone(r["seed"], args.steps).outcome()
+                for r in results
+            )
+            errors = sum(r["errors"] for r in results)
+            rows.append({"sessions": n, "steps": len(latencies), "median_s": statistics.median(latencies),
+                         "p95_s": p95(latencies), "max_s": max(latencies), "identical_traces": same,
+                         "errors_on_page": errors, "round_s": wall})  # fmt: skip
+            ok = ok and same == n and errors == 0
+            print(json.dumps(rows[-1]), file=sys.stderr)
+            seed += n
+    single = rows[0]["median_s"] if rows and rows[0]["sessions"] == 1 else None
+    print("| sessions | median step (s) | p95 step (s) | p95 / (N × single median) | identical traces | errors |")
+    print("|---|---|---|---|---|---|")
+    for row in rows:
+        budget = f"{row['p95_s'] / (row['sessions'] * single):.2f}" if single else "–"
+        print(f"| {row['sessions']} | {row['median_s']:.2f} | {row['p95_s']:.2f} | {budget} | "
+              f"{row['identical_traces']} of {row['sessions']} | {row['errors_on_page']} |")  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
