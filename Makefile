@@ -1,5 +1,6 @@
 # make test: create .venv if missing, install everything, lint, run the whole test suite.
-# make run:  start the app.  make bench: the benchmarks (step overhead; engine against HF assisted generation).
+# make run:  start the app.  make bench: the benchmarks (step overhead; engine against HF assisted generation;
+#            many browser sessions on one server).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -30,9 +31,11 @@ test: lint
 run: install
 	$(PY) -m streamlit run app.py
 
+# Run as modules from the repo root, so that `specviz` and `benchmarks` import from the checkout.
 bench: install
-	$(PY) benchmarks/step_overhead.py
-	$(PY) benchmarks/hf_assisted.py
+	$(PY) -m benchmarks.step_overhead
+	$(PY) -m benchmarks.hf_assisted
+	$(PY) -m benchmarks.sessions
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

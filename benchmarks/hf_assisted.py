@@ -6,7 +6,7 @@ num_assistant_tokens=τ, num_assistant_tokens_schedule="constant", do_sample=Fal
 engine in greedy mode. Tokens must be identical; the script reports tokens/s of each (prefill
 included on both sides), the target forward passes each made, and as its last line
 `engine/hf tokens-per-second ratio: X.XX` over all τ together.
-Usage: python benchmarks/hf_assisted.py [--taus 1,2,4] [--max-new-tokens 64] [--repeats 2]
+Usage: python -m benchmarks.hf_assisted [--taus 1,2,4] [--max-new-tokens 64] [--repeats 2]
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 For a tiny and a mid-size random Llama pair, run the engine step by step and compare the wall
 time of each step with the time spent inside its τ draft forwards and 1 target forward. The
 ratio is the engine's overhead: sampling, acceptance, cache cropping and trace building.
-Goal: ≤ 1.15. Usage: python benchmarks/step_overhead.py [--steps N] [--tau T]
+Goal: ≤ 1.15. Usage: python -m benchmarks.step_overhead [--steps N] [--tau T]
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 """Decode: step through speculative decoding and see q against p for every draft token."""
 
+import contextlib
+
 import streamlit as st
 
 import specviz
@@ -63,6 +65,7 @@ def start_run() -> specviz.Decoder | None:
     return decoder
 
 
+turn = contextlib.nullcontext if replay else ui.compute_turn  # a replay computes nothing: no queue
 cols = st.columns([1, 1.3, 1, 1, 4])
 step_clicked = cols[0].button("Step", type="primary", key="decode_step", icon=":material/skip_next:")
 run_clicked = cols[1].button("Run to end", key="decode_run_all", icon=":material/fast_forward:")
@@ -83,17 +86,17 @@ elif reset_clicked or ((step_clicked or run_clicked) and (dec is None or stale))
 if (autostep := st.session_state.pop("decode_autostep", 0)) and pair is not None:  # opened from a link
     dec, stale = start_run() or dec, False
     while dec is not None and len(dec.steps) < autostep and not dec.done:
-        with ui.compute_turn():
+        with turn():
             dec.step()
 if dec is not None and (step_clicked or run_clicked) and dec.done:
     st.info(f"This run has finished ({dec.stop_reason}). Press **Reset** to start again.")
 elif dec is not None and step_clicked:
-    with ui.compute_turn():
+    with turn():
         dec.step()
 elif dec is not None and run_clicked:
     bar = st.progress(0.0, text="Decoding…")
     while not dec.done:
-        with ui.compute_turn():  # a turn per step: other sessions step in between
+        with turn():  # a turn per step: other sessions step in between
             dec.step()
         done, limit = len(dec.new_tokens), dec.config.max_new_tokens
         bar.progress(min(1.0, done / limit), text=f"{done} / {limit} tokens")
