@@ -164,17 +164,11 @@ def metrics_row(m: specviz.Metrics) -> None:
     row[5].metric("time: draft / verify", f"{share:.0%} / {1 - share:.0%}", help=f"c = {m.c or 0:.2f}")
 
 
-def downloads(run: specviz.RunTrace) -> None:
-    """The run as JSON (replayable) and its draft positions as CSV."""
+def downloads(prefix: str, stem: str, json_text: str, csv_text: str, labels: tuple[str, str]) -> None:
+    """A JSON and a CSV download side by side. on_click="ignore": a rerun on click would replace
+    the file while a busy server is still sending it."""
     cols = st.columns(4)
-    cols[0].download_button(
-        "Trace as JSON",
-        run.to_json(indent=1),
-        "specviz-trace.json",
-        "application/json",
-        key="decode_json",
-        on_click="ignore",
-    )
-    columns = ["step", "position", "draft_tokens", "draft_text", "q", "p", "ratio", "r", "decision"]
-    csv = run.positions_frame()[columns].to_csv(index=False)
-    cols[1].download_button("Steps as CSV", csv, "specviz-trace.csv", "text/csv", key="decode_csv", on_click="ignore")
+    for col, (kind, text, mime), label in zip(
+        cols, (("json", json_text, "application/json"), ("csv", csv_text, "text/csv")), labels, strict=False
+    ):
+        col.download_button(label, text, f"{stem}.{kind}", mime, key=f"{prefix}_{kind}", on_click="ignore")

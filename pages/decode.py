@@ -169,4 +169,6 @@ right.plotly_chart(charts.per_position_chart(m.per_position_acceptance_rate), ke
 if quiz_on:
     quiz_ui.reset_button()
 if not hidden:  # a saved trace holds r and every decision
-    ui.downloads(run)
+    columns = ["step", "position", "draft_tokens", "draft_text", "q", "p", "ratio", "r", "decision"]
+    csv = run.positions_frame()[columns].to_csv(index=False)
+    ui.downloads("decode", "specviz-trace", run.to_json(indent=1), csv, ("Trace as JSON", "Steps as CSV"))

@@ -3,7 +3,16 @@
 import streamlit as st
 
 import specviz
-from pages._shared import LIMITS, ensure_shell, in_turns, load_pair, model_picker, sampling_widgets, share_link
+from pages._shared import (
+    LIMITS,
+    downloads,
+    ensure_shell,
+    in_turns,
+    load_pair,
+    model_picker,
+    sampling_widgets,
+    share_link,
+)
 from specviz import charts
 from specviz.sweep import Sweep, SweepSettings
 
@@ -75,15 +84,6 @@ right.plotly_chart(charts.sweep_position_chart(result), key="sweep_position_char
 st.subheader("Results")
 table = result.to_frame()
 st.dataframe(table, hide_index=True)
-cols = st.columns(4)
-cols[0].download_button(
-    "Download CSV", table.to_csv(index=False), "specviz-sweep.csv", "text/csv", key="sweep_csv", on_click="ignore"
-)
-cols[1].download_button(
-    "Download JSON",
-    result.to_json(indent=1),
-    "specviz-sweep.json",
-    "application/json",
-    key="sweep_json",
-    on_click="ignore",
+downloads(
+    "sweep", "specviz-sweep", result.to_json(indent=1), table.to_csv(index=False), ("Download JSON", "Download CSV")
 )

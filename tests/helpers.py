@@ -125,3 +125,11 @@ def make_feature_draft(target, seed: int = 0) -> FeatureDraft:
             p.add_(0.2 * torch.randn_like(p) * p.abs().mean().clamp(min=0.05))
             p.copy_(p.half().to(p.dtype))
     return draft.eval()
+
+
+def runs_by_mode(prompt: Sequence[int], **config) -> dict:
+    """One finished run of a tiny random pair per mode, same prompt and settings."""
+    from specviz import Decoder, SpecConfig
+
+    pair = hf_pair()
+    return {m: Decoder(pair, prompt, SpecConfig(mode=m, **config)).run() for m in ("textbook", "lossless", "greedy")}

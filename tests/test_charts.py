@@ -4,7 +4,6 @@ import re
 
 import pytest
 
-from specviz import Decoder, SpecConfig
 from specviz.charts import (
     DECISION_COLORS,
     history_chart,
@@ -16,16 +15,12 @@ from specviz.charts import (
 )
 from specviz.render import run_html
 from specviz.theory import expected_tokens_per_step
-from tests.helpers import hf_pair
+from tests.helpers import runs_by_mode
 
 
 @pytest.fixture(scope="module")
 def runs():
-    pair = hf_pair()
-    return {
-        mode: Decoder(pair, [4, 8, 15, 16, 23, 42], SpecConfig(tau=4, mode=mode, seed=1, max_new_tokens=30)).run()
-        for mode in ("textbook", "lossless", "greedy")
-    }
+    return runs_by_mode([4, 8, 15, 16, 23, 42], tau=4, seed=1, max_new_tokens=30)
 
 
 def _trace(fig, name_start):

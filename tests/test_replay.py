@@ -7,18 +7,14 @@ import json
 
 import pytest
 
-from specviz import Decoder, SpecConfig, TraceError
+from specviz import TraceError
 from specviz.replay import load_trace
-from tests.helpers import hf_pair
+from tests.helpers import runs_by_mode
 
 
 @pytest.fixture(scope="module")
 def saved():
-    pair = hf_pair()
-    return {
-        mode: Decoder(pair, [4, 8, 15, 16], SpecConfig(tau=4, mode=mode, seed=3, max_new_tokens=20)).run()
-        for mode in ("textbook", "lossless", "greedy")
-    }
+    return runs_by_mode([4, 8, 15, 16], tau=4, seed=3, max_new_tokens=20)
 
 
 @pytest.mark.parametrize("mode", ["textbook", "lossless", "greedy"])

@@ -7,7 +7,7 @@ import pytest
 
 from specviz import Decoder, RunTrace, SpecConfig, StepTrace
 from specviz.metrics import compute_metrics
-from tests.helpers import hf_pair, table_pair
+from tests.helpers import runs_by_mode, table_pair
 
 REQUIRED_STEP_FIELDS = {
     "draft_tokens", "draft_text", "q", "p", "ratio", "r", "accepted", "n_accepted", "next_token",
@@ -17,11 +17,7 @@ REQUIRED_STEP_FIELDS = {
 
 @pytest.fixture(scope="module")
 def runs():
-    pair = hf_pair()
-    return {
-        mode: Decoder(pair, [3, 9, 27, 81], SpecConfig(tau=3, mode=mode, max_new_tokens=20, seed=5)).run()
-        for mode in ("textbook", "lossless", "greedy")
-    }
+    return runs_by_mode([3, 9, 27, 81], tau=3, max_new_tokens=20, seed=5)
 
 
 def test_step_trace_has_the_documented_fields(runs):
