@@ -12,6 +12,7 @@ from specviz import quiz
 from specviz.charts import token_label
 
 BOOK = "decode_quiz_book"
+PER_ROW = 4  # answer columns per row: "not reached" must fit on a 1280-pixel screen
 
 
 def widget_id(step: specviz.StepTrace) -> str:
@@ -29,19 +30,20 @@ def panel(step: specviz.StepTrace, kind: str) -> bool:
     key, wid = quiz.step_key(step), widget_id(step)
     done = key in book
     st.markdown(f"**Quiz: {quiz.KINDS[kind]}**")
-    cols = st.columns([1] * step.tau + [1.2] * (2 if kind == "rule" else 1))
-    guesses = [
-        cols[t].segmented_control(
-            f"{t + 1}. {token_label(text)}", quiz.ANSWERS, key=f"decode_guess_{wid}_{t}", disabled=done
-        )
-        for t, text in enumerate(step.draft_text)
-    ]
+    guesses: list[str | None] = []
+    for row in range(0, step.tau, PER_ROW):  # a vertical choice per token: every answer readable
+        cols = st.columns(PER_ROW)
+        for t in range(row, min(row + PER_ROW, step.tau)):
+            label = f"{t + 1}. {token_label(step.draft_text[t])}"
+            widget = f"decode_guess_{wid}_{t}"
+            guesses.append(cols[t - row].radio(label, quiz.ANSWERS, index=None, key=widget, disabled=done))
+    cols = st.columns([1, 1, 2])
     kept = None
     if kind == "rule":
-        kept = cols[step.tau].number_input(
+        kept = cols[0].number_input(
             "Tokens kept (n)", 0, step.tau, value=None, key=f"decode_kept_{wid}", disabled=done, placeholder="n = ?"
         )
-    if not done and cols[-1].button("Reveal", type="primary", key="decode_reveal", icon=":material/visibility:"):
+    if not done and cols[1].button("Reveal", type="primary", key="decode_reveal", icon=":material/visibility:"):
         book[key] = quiz.score(step, guesses, kept if kind == "rule" else None)
         done = True
     points, possible = quiz.running_total(book)

@@ -37,6 +37,8 @@ with st.sidebar:
     max_new = st.number_input("Max new tokens", *ui.LIMITS["decode_max_new"], key="decode_max_new", disabled=off)
     st.header("Replay")
     st.file_uploader("A saved trace (JSON): replayed without any model", type="json", key="decode_upload")
+    if upload_error:  # where the user just acted; the same message heads the page
+        st.error(f"This file cannot be replayed: {upload_error}", icon=":material/error:")
 
 st.title("Speculative decoding, step by step")
 top = st.columns([1, 1, 3])

@@ -325,7 +325,7 @@ def answer_all(at: AppTest, step: specviz.StepTrace, answers) -> None:
     from pages._quiz import widget_id
 
     for t, guess in enumerate(answers):
-        at.segmented_control(key=f"decode_guess_{widget_id(step)}_{t}").set_value(guess)
+        at.radio(key=f"decode_guess_{widget_id(step)}_{t}").set_value(guess)
 
 
 def test_quiz_shows_nothing_derived_from_r_or_the_decisions_before_reveal(loads):
@@ -409,7 +409,8 @@ def test_a_corrupt_trace_is_one_message_and_the_live_run_stays(loads, edit, mess
     at.file_uploader(key="decode_upload").set_value(("run.json", json.dumps(data).encode(), "application/json"))
     at.run()
     assert not at.exception
-    assert len(at.error) == 1 and message in at.error[0].value
+    assert len(at.main.error) == 1 and message in at.main.error[0].value
+    assert len(at.sidebar.error) == 1 and message in at.sidebar.error[0].value  # beside the uploader too
     assert decoder(at) is live and len(live.steps) == 1  # the live run is kept, and still shown
     assert figure(at, 0)["data"][0]["y"] == list(live.steps[0].q)
     assert not at.slider(key="decode_tau").disabled  # live settings stay in use
