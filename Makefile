@@ -1,4 +1,5 @@
-# make test: create .venv if missing, install everything, lint, run the whole test suite.
+# make test: create .venv if missing, install everything, lint, run the whole test suite (what CI runs).
+# make test-fast: the inner loop, without the real-model, browser and heavy statistical tests.
 # make run:  start the app.  make bench: the benchmarks (step overhead; engine against HF assisted generation;
 #            many browser sessions on one server).
 PYTHON ?= python3
@@ -7,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install test lint run bench clean
+.PHONY: install test test-fast lint run bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +28,11 @@ lint: install
 
 test: lint
 	$(PY) -m pytest
+
+# The inner loop: lint, then everything but the real-model, browser and heavy statistical tests.
+test-fast: install
+	$(PY) -m ruff check .
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -m "not slow and not browser" -n 2
 
 run: install
 	$(PY) -m streamlit run app.py

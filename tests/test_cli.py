@@ -1,4 +1,5 @@
-"""The command line, run as a user runs it: a subprocess on local model folders."""
+"""The command line on local model folders: run as a user runs it (a subprocess), and in-process
+for the error cases (the same `main`, without an interpreter start each)."""
 
 import json
 import os
@@ -24,6 +25,19 @@ def specviz(*args):
     )
 
 
+def in_process(capsys, *args) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of `python -m specviz ARGS`, run in this interpreter."""
+    from specviz.cli import main
+
+    try:
+        code = main(list(args))
+    except SystemExit as exc:  # argparse's own errors
+        code = exc.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.slow  # a fresh interpreter: in `make test`, not in `make test-fast`
 def test_json_trace_of_a_run(model_dirs):
     target, draft = model_dirs
     out = specviz(
@@ -51,7 +65,9 @@ def test_json_trace_of_a_run(model_dirs):
     assert run.prompt_text == "w1 w2 w3 w4"
 
 
-def test_same_arguments_give_the_same_tokens(model_dirs):
+@pytest.mark.slow  # a fresh interpreter: in `make test`, not in `make test-fast`
+def test_same_arguments_give_the_same_tokens(model_dirs, capsys):
+    """In a fresh interpreter and in this one: the same tokens."""
     target, draft = model_dirs
     args = [
         "--prompt",
@@ -66,8 +82,10 @@ def test_same_arguments_give_the_same_tokens(model_dirs):
         "--draft",
         draft,
     ]
-    first, second = specviz(*args), specviz(*args)
-    assert RunTrace.from_json(first.stdout).new_tokens == RunTrace.from_json(second.stdout).new_tokens
+    first = specviz(*args)
+    code, second, _ = in_process(capsys, *args)
+    assert first.returncode == code == 0
+    assert RunTrace.from_json(first.stdout).new_tokens == RunTrace.from_json(second).new_tokens
 
 
 @pytest.mark.parametrize(
@@ -80,12 +98,12 @@ def test_same_arguments_give_the_same_tokens(model_dirs):
         (["--target", "/no/such/dir"], "no such folder"),
     ],
 )
-def test_bad_arguments_give_one_line_and_exit_code_2(model_dirs, args, message):
+def test_bad_arguments_give_one_line_and_exit_code_2(model_dirs, capsys, args, message):
     target, draft = model_dirs
     base = {"--prompt": "w1 w2", "--target": target, "--draft": draft}
     for flag, value in zip(args[::2], args[1::2], strict=True):
         base[flag] = value
-    out = specviz(*[x for kv in base.items() for x in kv])
-    assert out.returncode == 2
-    lines = out.stderr.strip().splitlines()
+    code, _, err = in_process(capsys, *[x for kv in base.items() for x in kv])
+    assert code == 2
+    lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("specviz: error:") and message in lines[0]

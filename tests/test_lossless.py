@@ -34,6 +34,7 @@ def chi_square_pvalue(samples, expected_probs):
     return chisquare(counts[support].numpy(), expected[support].numpy()).pvalue
 
 
+@pytest.mark.slow  # 20,000 repetitions: in `make test`, not in `make test-fast`
 @pytest.mark.parametrize(
     ("p", "q", "tau"),
     [
@@ -51,6 +52,7 @@ def test_lossless_first_token_follows_p(p, q, tau):
     assert chi_square_pvalue(samples, p) > 1e-3
 
 
+@pytest.mark.slow  # 20,000 repetitions: in `make test`, not in `make test-fast`
 def test_lossless_joint_of_first_three_tokens_matches_target():
     """Sequence level, on bigram tables: P(y1, y2, y3) = p(y1|x) p(y2|y1) p(y3|y2)."""
     p = torch.tensor(
@@ -72,6 +74,7 @@ def test_lossless_joint_of_first_three_tokens_matches_target():
     assert chi_square_pvalue(samples, exact) > 1e-3
 
 
+@pytest.mark.slow  # 20,000 repetitions: in `make test`, not in `make test-fast`
 def test_textbook_with_sampling_is_biased_and_the_test_detects_it():
     samples = first_tokens_per_step(SPEC_P, SPEC_Q, "textbook", tau=2)
     counts = torch.bincount(torch.tensor(samples), minlength=3).tolist()

@@ -66,6 +66,7 @@ def test_table_round_trip_normalises_and_checks():
     assert draw_r(4, seed=3) == draw_r(4, seed=3) != draw_r(4, seed=4)
 
 
+@pytest.mark.slow  # 4,000 repetitions per mode: in `make test`, not in `make test-fast`
 def test_lossless_check_verdicts_on_tables():
     pair = table_pair([0.5, 0.3, 0.2], [0.2, 0.2, 0.6])
     verdicts = {}

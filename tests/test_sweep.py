@@ -47,6 +47,7 @@ def test_one_row_per_tau_with_consistent_counts(result):
     assert [row["tau"] for row in data["taus"]] == [1, 2, 3, 4] and "α = " in data["verdict"]
 
 
+@pytest.mark.slow  # many repetitions: in `make test`, not in `make test-fast`
 def test_constant_beta_histogram_matches_the_iid_model():
     """Context-free p and q in lossless mode: every draft token is accepted with probability
     β = Σ min(p, q) = 0.6, independently, so P(n = k) = β^k (1 − β) for k < τ and β^τ at τ."""
@@ -120,6 +121,7 @@ def test_sweep_charts_show_the_summaries(result):
     assert [list(t.y) for t in fig.data] == [list(s.per_position_acceptance_rate) for s in rows]
 
 
+@pytest.mark.slow  # a fresh interpreter: in `make test`, not in `make test-fast`
 def test_sweep_command_line_prints_one_json_document(tmp_path):
     target, draft = save_tiny(tmp_path / "t", seed=0), save_tiny(tmp_path / "d", seed=1, layers=1)
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
