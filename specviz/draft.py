@@ -208,21 +208,6 @@ def read_spec(directory: Path) -> DraftSpec:
         raise DraftFileError(f"cannot read the trained draft in {directory}: {exc}") from exc
 
 
-def load_draft(target: Any, directory: str | Path = DEFAULT_DIR, name: str = "") -> Any:
-    """Any trained draft folder as a NextTokenModel for `target` (a loaded causal LM)."""
-    from specviz.eagle import FeatureDraftModel, load_feature_draft
-    from specviz.lm import HFModel
-
-    directory = Path(directory)
-    spec = read_spec(directory)
-    name = name or f"distilled draft {directory}"
-    if spec.kind == "feature":
-        return FeatureDraftModel(
-            load_feature_draft(target, directory, spec), name, target.config.max_position_embeddings
-        )
-    return HFModel(load_trained(target, directory), name)
-
-
 def load_trained(target: Any, directory: str | Path = DEFAULT_DIR) -> Any:
     """The runtime draft: a causal LM whose copied layers carry the merged adapters, whose head
     covers the stored vocabulary subset, and whose logits span the full vocabulary."""

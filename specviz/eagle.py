@@ -25,8 +25,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from specviz.draft import TENSORS_FILE, DraftFileError, DraftSpec, SubsetHead, layer_subset
-from specviz.lm import HFSession, _Timed
+from specviz.draft import FORMAT, SPEC_FILE, TENSORS_FILE, DraftFileError, DraftSpec, SubsetHead, layer_subset
+from specviz.lm import HFSession, SessionStats
 
 KIND = "feature"
 
@@ -85,7 +85,7 @@ class FeatureDraftModel:
         return FeatureDraftSession(self, target)
 
 
-class FeatureDraftSession(_Timed):
+class FeatureDraftSession(SessionStats):
     def __init__(self, owner: FeatureDraftModel, target: HFSession) -> None:
         from transformers import DynamicCache
 
@@ -163,8 +163,6 @@ class FeatureDraftSession(_Timed):
 
 def save_feature_draft(draft: FeatureDraft, directory: Path, meta: dict | None = None) -> None:
     from safetensors.torch import save_file
-
-    from specviz.draft import FORMAT, SPEC_FILE, TENSORS_FILE
 
     directory.mkdir(parents=True, exist_ok=True)
     tensors = {

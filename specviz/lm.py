@@ -47,7 +47,7 @@ class NextTokenModel(Protocol):
     def new_session(self) -> Session: ...
 
 
-class _Timed:
+class SessionStats:
     """Bookkeeping shared by the sessions: length, forward count and forward time."""
 
     def __init__(self) -> None:
@@ -81,7 +81,7 @@ class HFModel:
         return HFSession(self)
 
 
-class HFSession(_Timed):
+class HFSession(SessionStats):
     def __init__(self, owner: HFModel) -> None:
         from transformers import DynamicCache
 
@@ -177,7 +177,7 @@ class TableModel:
         return TableSession(self)
 
 
-class _ListSession(_Timed):
+class _ListSession(SessionStats):
     """A session whose whole state is the token list; subclasses score its last `keep` positions."""
 
     def __init__(self) -> None:

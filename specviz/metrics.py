@@ -5,10 +5,18 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from specviz.trace import StepTrace
+
+class StepCounts(Protocol):
+    """What the metrics read of a step (specviz.trace.StepTrace has it all)."""
+
+    tau: int
+    n_accepted: int
+    beta: tuple[float, ...]
+    emitted: tuple[int, ...]
+    draft_ms: float
+    verify_ms: float
 
 
 @dataclass(frozen=True)
@@ -36,7 +44,7 @@ class Metrics:
         return cls(**{**data, "per_position_acceptance_rate": rates})
 
 
-def compute_metrics(steps: Sequence[StepTrace], tau: int) -> Metrics:
+def compute_metrics(steps: Sequence[StepCounts], tau: int) -> Metrics:
     n_steps = len(steps)
     drafted = sum(s.tau for s in steps)
     accepted = sum(s.n_accepted for s in steps)

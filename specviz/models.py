@@ -17,6 +17,7 @@ import torch
 
 from specviz import draft as drafts
 from specviz import embedded
+from specviz.eagle import FeatureDraftModel, load_feature_draft
 from specviz.errors import IncompatibleModelsError, ModelError
 from specviz.lm import HFModel, NextTokenModel, PromptLookupDrafter
 from specviz.pair import ModelPair
@@ -137,9 +138,9 @@ def _draft(
     if spec == EMBEDDED and target_spec == EMBEDDED and drafts.is_draft_dir(drafts.DEFAULT_DIR):
         say = progress or (lambda _msg: None)
         say("Building the distilled draft from assets/draft...")
-        return drafts.load_draft(target.model, drafts.DEFAULT_DIR, f"{target.name} distilled draft (embedded)")
+        return load_draft(target.model, drafts.DEFAULT_DIR, f"{target.name} distilled draft (embedded)")
     if spec.strip() and drafts.is_draft_dir(Path(spec.strip()).expanduser()):
-        return drafts.load_draft(target.model, Path(spec.strip()).expanduser(), f"distilled draft {spec}")
+        return load_draft(target.model, Path(spec.strip()).expanduser(), f"distilled draft {spec}")
     if spec == EMBEDDED or spec.startswith(EARLY_EXIT):
         layers = EMBEDDED_DRAFT_LAYERS if spec == EMBEDDED else _layer_count(spec)
         name = f"{target.name} first {layers} layers" + (" (untrained)" if spec == EMBEDDED else "")
@@ -147,6 +148,18 @@ def _draft(
     model, draft_tokenizer = load_model(spec, limit, dev, torch_dtype, progress)
     check_vocabularies(tokenizer, draft_tokenizer, target.name, spec)
     return HFModel(model, spec)
+
+
+def load_draft(target: Any, directory: str | Path = drafts.DEFAULT_DIR, name: str = "") -> Any:
+    """Any trained draft folder as a NextTokenModel for `target` (a loaded causal LM)."""
+    directory = Path(directory)
+    spec = drafts.read_spec(directory)
+    name = name or f"distilled draft {directory}"
+    if spec.kind == "feature":
+        return FeatureDraftModel(
+            load_feature_draft(target, directory, spec), name, target.config.max_position_embeddings
+        )
+    return HFModel(drafts.load_trained(target, directory), name)
 
 
 def _layer_count(spec: str) -> int:
