@@ -5,18 +5,19 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, get_args
 
 from specviz.errors import ConfigError
 
-MODES = ("textbook", "lossless", "greedy")
+Mode = Literal["textbook", "lossless", "greedy"]  # SPEC.md, "Three acceptance modes"
+MODES: tuple[Mode, ...] = get_args(Mode)
 MAX_TAU = 64
 
 
 @dataclass(frozen=True)
 class SpecConfig:
     tau: int = 4  # τ: draft tokens proposed per step
-    mode: str = "textbook"  # "textbook" | "lossless" | "greedy" (SPEC.md table)
+    mode: Mode = "textbook"  # SPEC.md table
     temperature: float = 1.0  # applied to p and q alike; 0 means argmax (one-hot)
     top_k: int = 0  # keep the k most likely tokens of p and of q; 0 keeps all
     top_p: float = 1.0  # nucleus: smallest set with mass >= top_p; 1.0 keeps all

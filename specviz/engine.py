@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import torch
 
-from specviz.config import SpecConfig
+from specviz.config import Mode, SpecConfig
 from specviz.errors import PromptError, SpecvizError
 from specviz.pair import ModelPair
 from specviz.sampling import logits_to_probs, overlap, residual, sample
-from specviz.trace import RunTrace, StepTrace, TokenProb, build_run_trace
+from specviz.trace import NextRule, RunTrace, StepTrace, StopReason, TokenProb, build_run_trace
 
 
 class DecodingFinished(SpecvizError):
@@ -51,13 +51,13 @@ class _Choice:
     ratio: torch.Tensor  # p(ŷ_t) / q(ŷ_t) per draft token
     n: int
     token: int
-    rule: str
+    rule: NextRule
     dist: torch.Tensor  # the distribution `token` was chosen from
     residual: torch.Tensor | None
 
 
 def choose(
-    mode: str,
+    mode: Mode,
     draft: list[int],
     q: torch.Tensor,
     p: torch.Tensor,
@@ -132,7 +132,7 @@ class Decoder:
         return tuple(self._ids[len(self.prompt_ids) :])
 
     @property
-    def stop_reason(self) -> str | None:
+    def stop_reason(self) -> StopReason | None:
         emitted = len(self._ids) - len(self.prompt_ids)
         eos = self.pair.codec.eos_token_id
         if emitted and eos is not None and self._ids[-1] == eos:

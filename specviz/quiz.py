@@ -14,18 +14,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
 
-from specviz.trace import StepTrace
+from specviz.trace import Decision, StepTrace
 
-ANSWERS = ("accept", "reject", "not reached")
+Answer = Literal["accept", "reject", "not reached"]
+ANSWERS: tuple[Answer, ...] = get_args(Answer)
 KINDS = {
     "predict": "Will the target keep each token? (q and p shown, r hidden)",
     "rule": "Apply the rule: r and p/q shown; each token's fate and how many are kept",
 }
-_BY_DECISION = {"accepted": "accept", "rejected": "reject", "not reached": "not reached"}
+_BY_DECISION: dict[Decision, Answer] = {"accepted": "accept", "rejected": "reject", "not reached": "not reached"}
 
 
-def answer(step: StepTrace, position: int) -> str:
+def answer(step: StepTrace, position: int) -> Answer:
     """The right answer for draft token `position` (0-based)."""
     return _BY_DECISION[step.decision[position]]
 

@@ -6,16 +6,19 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 import pandas as pd
 
 from specviz.config import SpecConfig
 from specviz.metrics import Metrics, compute_metrics
 
-NEXT_RULES = ("argmax", "residual", "bonus", "greedy")
-DECISIONS = ("accepted", "rejected", "not reached")
-STOP_REASONS = ("eos", "max_new_tokens", "context_length")
+NextRule = Literal["argmax", "residual", "bonus", "greedy"]  # where the target's token came from
+Decision = Literal["accepted", "rejected", "not reached"]  # each draft token's fate
+StopReason = Literal["eos", "max_new_tokens", "context_length"]
+NEXT_RULES: tuple[NextRule, ...] = get_args(NextRule)
+DECISIONS: tuple[Decision, ...] = get_args(Decision)
+STOP_REASONS: tuple[StopReason, ...] = get_args(StopReason)
 
 
 class TokenProb(NamedTuple):
@@ -39,12 +42,12 @@ class StepTrace:
     ratio: tuple[float, ...]  # p/q (the acceptance threshold for r)
     r: tuple[float | None, ...]  # uniform draws r_t; None in greedy mode (no draw is made)
     accepted: tuple[bool, ...]  # True only for the contiguous accepted run
-    decision: tuple[str, ...]  # "accepted" | "rejected" | "not reached" per draft token
+    decision: tuple[Decision, ...]  # per draft token
     beta: tuple[float, ...]  # Σ_y min(p, q) at each draft position
     n_accepted: int  # n: length of the accepted run
     next_token: int  # the target's token after the run
     next_text: str
-    next_rule: str  # "argmax" | "residual" | "bonus" | "greedy"
+    next_rule: NextRule
     next_prob: float  # probability of next_token under the distribution it was chosen from
     emitted: tuple[int, ...]  # tokens appended to the output (accepted run + next, cut at EOS)
     q_top: tuple[TopN, ...]  # top-n of q at each draft position
@@ -122,7 +125,7 @@ class RunTrace:
     steps: tuple[StepTrace, ...]
     new_tokens: tuple[int, ...]  # every emitted token, in order
     text: str  # the emitted tokens decoded
-    stop_reason: str | None  # "eos" | "max_new_tokens" | "context_length" | None (not finished)
+    stop_reason: StopReason | None  # None: not finished
     prefill_ms: float  # wall time to encode the prompt into both caches
     metrics: Metrics
 
