@@ -101,7 +101,9 @@ def test_quiz_then_a_corrupt_upload_in_a_real_browser(server, tmp_path):
         page.locator('input[type="file"]').set_input_files(
             files=[{"name": "bad.json", "mimeType": "application/json", "buffer": json.dumps(data).encode()}]
         )
-        page.get_by_text("is not a probability in [0, 1]").wait_for(timeout=60_000)
+        message = page.get_by_text("is not a probability in [0, 1]")
+        message.first.wait_for(timeout=60_000)
+        assert message.count() == 2  # beside the uploader, and at the top of the page
         page.locator(IDLE).wait_for(timeout=60_000)
         assert page.locator('[data-testid="stException"]').count() == 0
         assert page.get_by_text("Traceback").count() == 0
