@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from specviz.lossless import LosslessCheck
+from specviz.render import decision_reason
 from specviz.sweep import SweepResult
 from specviz.theory import expected_tokens_per_step
 from specviz.trace import StepTrace, TokenProb
@@ -15,6 +16,8 @@ from specviz.trace import StepTrace, TokenProb
 DECISION_COLORS = {"accepted": "#1a9850", "rejected": "#d73027", "not reached": "#9e9e9e"}
 Q_COLOR, P_COLOR, RESIDUAL_COLOR, TARGET_COLOR = "#f4a261", "#457b9d", "#8e44ad", "#1f5fbf"
 FONT = {"size": 16}
+WORDY_TAU = 6  # up to this many draft tokens, each decision is written out above its column
+DECISION_SYMBOLS = {"accepted": "✓", "rejected": "✗", "not reached": "–"}
 
 
 def token_label(text: str) -> str:
@@ -47,9 +50,19 @@ def step_chart(step: StepTrace, hide_decisions: bool = False, show_draws: bool =
             marker={"symbol": "x-thin", "size": 20, "color": colors, "line": {"width": 4, "color": colors}},
             hovertemplate="r = %{y:.3f}<extra></extra>",
         )  # fmt: skip
-    decisions = ["accept or reject?"] * step.tau if hide_decisions else step.decision
-    for label, decision, color in zip(x, decisions, colors, strict=True):
-        fig.add_annotation(x=label, y=1.08, text=f"<b>{decision}</b>", showarrow=False, font={"color": color})
+    for t, (label, color) in enumerate(zip(x, colors, strict=True)):
+        reason = None if hide_decisions else decision_reason(step, t)
+        if reason is None:
+            text = "<b>?</b>" if step.tau > WORDY_TAU else "<b>accept or reject?</b>"
+        elif step.tau > WORDY_TAU:  # too many positions for sentences: a symbol, the sentence on hover
+            text = f"<b>{DECISION_SYMBOLS[step.decision[t]]}</b>"
+        else:  # why (SPEC.md step 3) in words, then the decision
+            why, _, decision = reason.rpartition(" → ")
+            headline, _, note = decision.partition(" (")
+            text = f"{why}<br><b>→ {decision}</b>" if why else f"<b>{headline}</b>" + (f"<br>({note}" if note else "")
+        fig.add_annotation(
+            x=label, y=1.08, text=text, hovertext=reason, showarrow=False, font={"color": color, "size": 13}
+        )
     title = (
         f"Step {step.index + 1}: {step.tau} draft tokens: which will the target accept?"
         if hide_decisions

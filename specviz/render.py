@@ -40,12 +40,38 @@ def _span(text: str, cls: str, title: str = "") -> str:
     return f'<span class="{cls}"{tip}>{_show(text)}</span>'
 
 
+def decision_reason(step: StepTrace, t: int) -> str:
+    """Why draft token t (0-based) met its fate, in SPEC.md's terms: "r = 0.79 > p/q = 0.47 →
+    rejected", "q ≤ p → accepted outright", "not reached (after the first rejection)"; in greedy
+    mode, against the target's argmax."""
+    decision = step.decision[t]
+    if decision == "not reached":
+        return "not reached (after the first rejection)"
+    if step.r[t] is None:  # greedy: no draw, the draft token against the target's argmax
+        if decision == "accepted":
+            return "= the target's argmax → accepted"
+        best = step.p_top[t][0].text if step.p_top[t] else "?"
+        return f"≠ the target's argmax {best!r} → rejected"
+    if decision == "accepted" and step.ratio[t] >= 1.0:
+        return "q ≤ p → accepted outright"
+    r, ratio = _distinct(step.r[t], step.ratio[t])
+    return f"r = {r} {'≤' if decision == 'accepted' else '>'} p/q = {ratio} → {decision}"
+
+
+def _distinct(a: float, b: float) -> tuple[str, str]:
+    """a and b to two decimals, or as many more (up to six) as it takes to tell them apart."""
+    for digits in range(2, 7):
+        if f"{a:.{digits}f}" != f"{b:.{digits}f}":
+            break
+    return f"{a:.{digits}f}", f"{b:.{digits}f}"
+
+
 def draft_tooltip(step: StepTrace, t: int) -> str:
     r = step.r[t]
     r_text = "no draw (greedy: compares argmaxes)" if r is None else f"{r:.3f}"
     return (
         f"position {t + 1}: q = {step.q[t]:.4f}, p = {step.p[t]:.4f}, p/q = {step.ratio[t]:.3f}, "
-        f"r = {r_text} → {step.decision[t]}"
+        f"r = {r_text}: {decision_reason(step, t)}"
     )
 
 

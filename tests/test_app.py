@@ -239,12 +239,12 @@ def test_sandbox_presets_give_the_expected_decisions(loads):
     assert "**n = 2** of 5 accepted (position 3 is the first rejected)" in at.success[0].value
     assert "'cat'** by rule **argmax" in at.success[0].value
     decisions = [a["text"] for a in figure(at, 0)["layout"]["annotations"]]
-    assert decisions == [
-        "<b>accepted</b>",
-        "<b>accepted</b>",
-        "<b>rejected</b>",
-        "<b>not reached</b>",
-        "<b>not reached</b>",
+    assert decisions == [  # why in words: q .5 ≤ p .6; r .3 ≤ .45/.6; r .6 > .2/.7; then not reached
+        "q ≤ p<br><b>→ accepted outright</b>",
+        "r = 0.30 ≤ p/q = 0.75<br><b>→ accepted</b>",
+        "r = 0.60 > p/q = 0.29<br><b>→ rejected</b>",
+        "<b>not reached</b><br>(after the first rejection)",
+        "<b>not reached</b><br>(after the first rejection)",
     ]
     at.slider(key="sandbox_r2").set_value(0.25).run()  # r3 ≤ p/q = 0.2/0.7 now: all five accepted
     assert "**n = 5** of 5 accepted (none rejected)" in at.success[0].value

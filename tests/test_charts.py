@@ -39,7 +39,9 @@ def test_step_chart_shows_q_p_acceptance_chance_and_r_coloured_by_decision(runs)
     expected = [DECISION_COLORS[d] for d in step.decision]
     assert list(r.marker.color) == expected and list(chance.marker.color) == expected
     assert "accepted" in step.decision and "rejected" in step.decision
-    assert [a.text for a in fig.layout.annotations] == [f"<b>{d}</b>" for d in step.decision]
+    assert [a.text.rsplit("<b>", 1)[-1].split("</b>")[0].lstrip("→ ") for a in fig.layout.annotations] == [
+        d if d != "not reached" else "not reached" for d in step.decision
+    ]
     assert fig.layout.xaxis.type == "category"  # labels like "4. ," must not read as numbers
     assert top_chart(step, 0).layout.yaxis.type == "category"
 
@@ -139,3 +141,47 @@ def test_quiz_hides_the_residual_panel_that_marks_the_rejection(runs):
     assert any("residual" in a.text for a in shown.layout.annotations)
     hidden = top_chart(step, step.n_accepted, hide_decisions=True)
     assert not any("residual" in a.text for a in hidden.layout.annotations) and len(hidden.data) == 2
+
+
+def test_each_decision_in_words_worked_by_hand():
+    """The sandbox's five-token case: 'the' q .5 ≤ p .6; 'cat' r .3 ≤ p/q = .45/.6 = .75; 'sat'
+    r .6 > p/q = .2/.7 = .2857; then two tokens not reached. Greedy: 'sat' is not the target's
+    argmax at position 3 ('cat', p = .35)."""
+    from specviz.render import decision_reason
+    from specviz.sandbox import PRESETS, sandbox_step
+
+    five, one = PRESETS["Five-token draft, the third rejected first"], PRESETS["One token: q = 0.8, p = 0.6, r = 0.7"]
+    step = sandbox_step(five, "textbook")
+    assert [decision_reason(step, t) for t in range(5)] == [
+        "q ≤ p → accepted outright",
+        "r = 0.30 ≤ p/q = 0.75 → accepted",
+        "r = 0.60 > p/q = 0.29 → rejected",
+        "not reached (after the first rejection)",
+        "not reached (after the first rejection)",
+    ]
+    fig = step_chart(step)
+    assert [a.text for a in fig.layout.annotations][1:4] == [
+        "r = 0.30 ≤ p/q = 0.75<br><b>→ accepted</b>",
+        "r = 0.60 > p/q = 0.29<br><b>→ rejected</b>",
+        "<b>not reached</b><br>(after the first rejection)",
+    ]
+    greedy = sandbox_step(five, "greedy")
+    assert [decision_reason(greedy, t) for t in range(3)] == [
+        "= the target's argmax → accepted",
+        "= the target's argmax → accepted",
+        "≠ the target's argmax 'cat' → rejected",
+    ]
+    close = sandbox_step(one.__class__(**{**one.__dict__, "r": (0.7501,)}), "textbook")  # p/q = .6/.8 = .75
+    assert decision_reason(close, 0) == "r = 0.7501 > p/q = 0.7500 → rejected"  # digits enough to tell them apart
+
+
+def test_many_draft_tokens_get_a_symbol_and_the_reason_on_hover():
+    from specviz import Decoder, SpecConfig
+    from specviz.render import decision_reason
+    from tests.helpers import hf_pair
+
+    step = Decoder(hf_pair(), [4, 8, 15], SpecConfig(tau=12, seed=2, max_new_tokens=20)).step()
+    fig = step_chart(step)
+    symbols = {"accepted": "<b>✓</b>", "rejected": "<b>✗</b>", "not reached": "<b>–</b>"}
+    assert [a.text for a in fig.layout.annotations] == [symbols[d] for d in step.decision]
+    assert [a.hovertext for a in fig.layout.annotations] == [decision_reason(step, t) for t in range(12)]
