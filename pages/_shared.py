@@ -172,3 +172,32 @@ def downloads(prefix: str, stem: str, json_text: str, csv_text: str, labels: tup
         cols, (("json", json_text, "application/json"), ("csv", csv_text, "text/csv")), labels, strict=False
     ):
         col.download_button(label, text, f"{stem}.{kind}", mime, key=f"{prefix}_{kind}", on_click="ignore")
+
+
+def replay_banner(run: specviz.RunTrace, total: int) -> None:
+    """What a replayed trace is: its models and settings, and how far the replay has gone."""
+    c = run.config
+    st.info(
+        f"Replaying a saved trace: step {len(run.steps)} of {total}, no model loaded. **{run.target_name}** with "
+        f"draft **{run.draft_name}**, {c.mode} mode, τ = {c.tau}, temperature {c.temperature:g}, top-k {c.top_k}, "
+        f"top-p {c.top_p:g}, seed {c.seed}. Remove the file to decode live.",
+        icon=":material/replay:",
+    )
+
+
+def step_picker(steps: tuple[specviz.StepTrace, ...], hidden: bool) -> specviz.StepTrace:
+    """The step the page draws. The newest; when the newest had no draft (the end was near), the
+    newest that had one; a slider picks any earlier step. Before a quiz's Reveal: the newest."""
+    last = steps[-1]
+    if hidden or len(steps) == 1:
+        return last
+    drafted = [s.index + 1 for s in steps if s.tau > 0]
+    default = drafted[-1] if drafted else len(steps)
+    pick = st.select_slider(
+        "Step shown (the text runs up to it)", options=list(range(1, len(steps) + 1)), value=default,
+        key=f"decode_show_{len(steps)}",  # a new run length starts at its default again
+    )  # fmt: skip
+    if pick == default < len(steps):
+        st.caption(f"The last step ({len(steps)}) had no draft: the end was near. Showing step {pick}, the last "
+                   "with one.")  # fmt: skip
+    return steps[pick - 1]

@@ -120,35 +120,31 @@ if stale:
 run = dec.trace()
 last = run.steps[-1]
 if replay:
-    c, total = replay.config, len(replay.run_trace.steps)
-    st.info(
-        f"Replaying a saved trace: step {len(run.steps)} of {total}, no model loaded. **{run.target_name}** with "
-        f"draft **{run.draft_name}**, {c.mode} mode, τ = {c.tau}, temperature {c.temperature:g}, top-k {c.top_k}, "
-        f"top-p {c.top_p:g}, seed {c.seed}. Remove the file to decode live.",
-        icon=":material/replay:",
-    )
+    ui.replay_banner(run, len(replay.run_trace.steps))
 hidden = quiz_on and last.tau > 0 and not quiz_ui.panel(last, kind)
 draws = hidden and kind == "rule"  # the quiz on the rule shows r and p/q, never the decisions
 shown = run.steps[:-1] if hidden else run.steps  # until Reveal, nothing counts the current step
-st.html(run_html(run.prompt if run.chat else run.prompt_text, run.steps, run.chat, hide_last=hidden, show_draws=draws))
+view = ui.step_picker(run.steps, hidden)  # the step drawn: the newest, or one picked
+upto = run.steps[: view.index + 1]
+st.html(run_html(run.prompt if run.chat else run.prompt_text, upto, run.chat, hide_last=hidden, show_draws=draws))
 with st.expander("Exact text the target read (after the chat template)" if run.chat else "Prompt and its token ids"):
     st.code(run.prompt_text if run.chat else f"{run.prompt_text}\n\n{list(run.prompt_ids)}", wrap_lines=True)
 
-if last.tau == 0:
-    st.info(f"No draft this step ({'the drafter found no match' if not dec.done else 'the end was near'}): "
-            f"the target alone chose '{last.next_text}'.")  # fmt: skip
+if view.tau == 0:
+    st.info(f"No draft at step {view.index + 1} (the drafter found no match, or the end was near): the target "
+            f"alone chose '{view.next_text}'.")  # fmt: skip
 else:
-    st.plotly_chart(charts.step_chart(last, hide_decisions=hidden, show_draws=draws), key="decode_step_chart")
+    st.plotly_chart(charts.step_chart(view, hide_decisions=hidden, show_draws=draws), key="decode_step_chart")
     left, right = st.columns([3, 2])
     with left:
         position = st.segmented_control(
-            "Top-10 at draft position", list(range(1, last.tau + 1)), default=1, key="decode_position"
+            "Top-10 at draft position", list(range(1, view.tau + 1)), default=1, key="decode_position"
         )
-        st.plotly_chart(charts.top_chart(last, (position or 1) - 1, hidden), key="decode_top_chart")
+        st.plotly_chart(charts.top_chart(view, (position or 1) - 1, hidden), key="decode_top_chart")
     with right:
-        table = last.to_frame()
+        table = view.to_frame()
         if run.config.mode == "greedy":
-            table["target argmax"] = [charts.token_label(top[0].text) if top else "" for top in last.p_top]
+            table["target argmax"] = [charts.token_label(top[0].text) if top else "" for top in view.p_top]
         columns = ["position", "draft_text", "q", "p", "ratio", *([] if hidden and not draws else ["r"])]
         columns += ["target argmax"] if "target argmax" in table else []
         st.dataframe(
@@ -157,8 +153,8 @@ else:
             column_config={c: st.column_config.NumberColumn(format="%.4f") for c in ("q", "p", "p/q", "r")},
         )
         if not hidden:
-            label = charts.token_label(last.next_text)
-            st.markdown(f"Next token **{label!r}** by rule **{last.next_rule}**, probability {last.next_prob:.4f}.")
+            label = charts.token_label(view.next_text)
+            st.markdown(f"Next token **{label!r}** by rule **{view.next_rule}**, probability {view.next_prob:.4f}.")
 
 m = compute_metrics(shown, run.config.tau) if hidden else run.metrics
 st.subheader("Running metrics" + (" (up to the previous step until Reveal)" if hidden else ""))

@@ -460,3 +460,27 @@ def test_a_link_value_that_is_not_allowed_says_what_is(loads):
     toasts = [t.value for t in at.toast]
     assert "ignored decode_mode='fast' from the link: allowed values are 'textbook', 'lossless', 'greedy'" in toasts
     assert "ignored decode_tau='40' from the link: allowed values are 1 to 16" in toasts
+
+
+def test_after_run_to_end_the_last_step_with_a_draft_stays_and_any_step_can_be_picked(loads):
+    at = app()
+    for max_new in range(4, 24):  # a run whose last step had one token of budget left: no room to draft
+        at.number_input(key="decode_max_new").set_value(max_new)
+        at.button(key="decode_reset").click().run()
+        at.button(key="decode_run_all").click().run()
+        steps = decoder(at).steps
+        if steps[-1].tau == 0:
+            break
+    assert steps[-1].tau == 0
+    drafted = max(s.index for s in steps if s.tau > 0)
+    assert figure(at, 0)["layout"]["title"]["text"].startswith(f"Step {drafted + 1}:")  # a chart, not a blank
+    assert f"Showing step {drafted + 1}, the last with one" in " ".join(c.value for c in at.caption)
+    picker = at.select_slider(key=f"decode_show_{len(steps)}")
+    assert picker.value == drafted + 1
+    picker.set_value(1).run()
+    assert figure(at, 0)["data"][0]["y"] == list(steps[0].q)  # step 1's q against p
+    html = next(h.proto.body for h in at.get("html") if "sv-text" in h.proto.body)
+    assert html.count('class="sv-tgt"') == 1 and 'class="sv-tgt-old"' not in html  # the text stops at step 1
+    at.button(key="decode_reset").click().run()
+    at.button(key="decode_step").click().run()
+    assert not at.select_slider  # one step: nothing to pick
