@@ -12,7 +12,9 @@ from typing import TypeVar
 import streamlit as st
 
 import specviz
-from specviz import links
+from specviz import charts, links
+from specviz.charts import token_label
+from specviz.render import next_token_source
 from specviz.sandbox import MAX_TAU as SANDBOX_TAU
 from specviz.turns import Turns
 
@@ -201,3 +203,14 @@ def step_picker(steps: tuple[specviz.StepTrace, ...], hidden: bool) -> specviz.S
         st.caption(f"The last step ({len(steps)}) had no draft: the end was near. Showing step {pick}, the last "
                    "with one.")  # fmt: skip
     return steps[pick - 1]
+
+
+def next_token_panel(step: specviz.StepTrace) -> None:
+    """The target's token: its rule and probability in a sentence, the distribution it came from,
+    and why, when it is the rejected draft token itself."""
+    source, note = next_token_source(step)
+    label = token_label(step.next_text)
+    st.markdown(f"Next token **{label!r}** by rule **{step.next_rule}**, probability {step.next_prob:.4f}. {source}.")
+    if note:
+        st.info(note, icon=":material/lightbulb:")
+    st.plotly_chart(charts.next_token_chart(step), key="decode_next_chart")

@@ -152,9 +152,8 @@ else:
             hide_index=True,
             column_config={c: st.column_config.NumberColumn(format="%.4f") for c in ("q", "p", "p/q", "r")},
         )
-        if not hidden:
-            label = charts.token_label(view.next_text)
-            st.markdown(f"Next token **{label!r}** by rule **{view.next_rule}**, probability {view.next_prob:.4f}.")
+        if not hidden:  # where the next token came from (SPEC.md step 5); it tells n, so not before Reveal
+            ui.next_token_panel(view)
 
 m = compute_metrics(shown, run.config.tau) if hidden else run.metrics
 st.subheader("Running metrics" + (" (up to the previous step until Reveal)" if hidden else ""))

@@ -103,6 +103,34 @@ def top_chart(step: StepTrace, position: int, hide_decisions: bool = False) -> g
     return fig
 
 
+def next_token_chart(step: StepTrace) -> go.Figure:
+    """Where the next token came from (SPEC.md step 5): the top of the distribution it was chosen
+    from (p at position n+1, the residual norm(max(0, p − q)) there, or p at τ+1 when all were
+    accepted), the chosen token highlighted, the rule in the title."""
+    residual = step.next_rule == "residual"
+    top = step.residual_top if residual and step.residual_top is not None else step.next_top
+    entries = list(reversed(top))  # most likely at the top
+    base = RESIDUAL_COLOR if residual else P_COLOR
+    where = step.n_accepted + 1
+    title = {
+        "residual": f"norm(max(0, p − q)) at position {where}",
+        "bonus": f"p at position {where}: the bonus token",
+    }.get(step.next_rule, f"p at position {where}, the first rejected")
+    fig = go.Figure(
+        go.Bar(
+            x=[e.prob for e in entries], y=[f"{token_label(e.text)} #{e.token}" for e in entries], orientation="h",
+            marker_color=[TARGET_COLOR if e.token == step.next_token else base for e in entries],
+            texttemplate="%{x:.3f}", hovertemplate="%{y}: %{x:.4f}<extra></extra>",
+        )
+    )  # fmt: skip
+    fig.update_layout(
+        font=FONT, height=360, margin={"t": 70, "l": 10},
+        title={"text": f"{title}<br>chosen: '{token_label(step.next_text)}' ({step.next_rule})", "font": {"size": 15}},
+        xaxis={"range": [0, 1], "title": "probability"}, yaxis={"type": "category"},
+    )  # fmt: skip
+    return fig
+
+
 def history_chart(steps: Sequence[StepTrace]) -> go.Figure:
     """Accepted length per step over the whole run, with τ of each step for reference."""
     x = [s.index + 1 for s in steps]

@@ -58,6 +58,30 @@ def decision_reason(step: StepTrace, t: int) -> str:
     return f"r = {r} {'≤' if decision == 'accepted' else '>'} p/q = {ratio} → {decision}"
 
 
+def next_token_source(step: StepTrace) -> tuple[str, str | None]:
+    """(where the target's token came from and by which rule, a note when it equals the rejected
+    draft token) for SPEC.md step 5."""
+    n = step.n_accepted
+    if step.next_rule == "bonus":
+        source = (f"All {step.tau} draft tokens accepted: a free token from p at position {step.tau + 1} (bonus; "
+                  "argmax in textbook and greedy, sampled in lossless)")  # fmt: skip
+        source = source if step.tau else "No draft: the target's own token from p (bonus)"
+    elif step.next_rule == "residual":
+        source = (f"Rejected at position {n + 1}: sampled from norm(max(0, p − q)) there, what p has and q "
+                  "lacks (lossless)")  # fmt: skip
+    else:
+        source = f"Rejected at position {n + 1}: the target's most likely token there, argmax p ({step.next_rule})"
+    note = None
+    if n < step.tau and step.next_token == step.draft_tokens[n]:
+        note = (
+            f"The target's token is the rejected draft token itself: {step.next_text!r} is also p's most likely "
+            f"token, but q gave it more than p (q = {step.q[n]:.2f} > p = {step.p[n]:.2f}), so it was kept only with "
+            f"probability p/q = {step.ratio[n]:.2f}, and r = {step.r[n]:.2f} fell above. Textbook's correction takes "
+            "argmax p, which can be the same token; lossless resamples where p exceeds q, so it never can."
+        )
+    return source, note
+
+
 def _distinct(a: float, b: float) -> tuple[str, str]:
     """a and b to two decimals, or as many more (up to six) as it takes to tell them apart."""
     for digits in range(2, 7):

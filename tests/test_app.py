@@ -101,7 +101,7 @@ def test_run_to_end_back_and_reset(loads):
     dec = decoder(at)
     assert dec.done and len(dec.new_tokens) == 12
     n_steps = len(dec.steps)
-    history = figure(at, 2)
+    history = figure(at, 3)  # after the step, top-10 and next-token charts
     assert history["data"][0]["y"] == [s.n_accepted for s in dec.steps]
     at.button(key="decode_back").click().run()
     assert len(decoder(at).steps) == n_steps - 1 and not decoder(at).done
@@ -349,7 +349,7 @@ def test_quiz_shows_nothing_derived_from_r_or_the_decisions_before_reveal(loads)
                f"{step.tau} / {step.tau}." for c in at.caption)  # fmt: skip
     assert "decision" in at.dataframe[0].value.columns  # revealed: r and the decisions are back
     assert any(t["name"].startswith("r ") for t in figure(at, 0)["data"])
-    assert figure(at, 2)["data"][0]["y"] == [step.n_accepted]
+    assert figure(at, 3)["data"][0]["y"] == [step.n_accepted]  # history, after the next-token chart
     assert [b.label for b in at.get("download_button")] == ["Trace as JSON", "Steps as CSV"]
 
 

@@ -185,3 +185,39 @@ def test_many_draft_tokens_get_a_symbol_and_the_reason_on_hover():
     symbols = {"accepted": "<b>✓</b>", "rejected": "<b>✗</b>", "not reached": "<b>–</b>"}
     assert [a.text for a in fig.layout.annotations] == [symbols[d] for d in step.decision]
     assert [a.hovertext for a in fig.layout.annotations] == [decision_reason(step, t) for t in range(12)]
+
+
+def test_where_the_next_token_came_from_worked_by_hand():
+    """The sandbox's 'next token' case: 'ran' is rejected at position 2, where p = (sat .5, ran .1,
+    slept .3, jumped .1) and q = (.1, .7, .1, .1). Textbook takes argmax p = 'sat'; lossless samples
+    norm(max(0, p − q)) = (.4, 0, .2, 0) / .6 = (sat 2/3, slept 1/3)."""
+    from specviz.charts import TARGET_COLOR, next_token_chart
+    from specviz.render import next_token_source
+    from specviz.sandbox import PRESETS, SandboxCase, sandbox_step
+
+    case = PRESETS["The next token after the accepted run"]
+    textbook = sandbox_step(case, "textbook")
+    fig = next_token_chart(textbook)
+    bars = dict(zip(fig.data[0].y, fig.data[0].x, strict=True))
+    assert bars == pytest.approx({"sat #0": 0.5, "slept #2": 0.3, "ran #1": 0.1, "jumped #3": 0.1})
+    chosen = [y for y, c in zip(fig.data[0].y, fig.data[0].marker.color, strict=True) if c == TARGET_COLOR]
+    assert chosen == ["sat #0"]
+    assert fig.layout.title.text == "p at position 2, the first rejected<br>chosen: 'sat' (argmax)"
+    assert next_token_source(textbook) == (
+        "Rejected at position 2: the target's most likely token there, argmax p (argmax)",
+        None,
+    )
+    lossless = sandbox_step(case, "lossless", seed=0)
+    fig = next_token_chart(lossless)
+    assert dict(zip(fig.data[0].y, fig.data[0].x, strict=True)) == pytest.approx({"sat #0": 2 / 3, "slept #2": 1 / 3})
+    assert "norm(max(0, p − q)) at position 2" in fig.layout.title.text
+    # q (.9) above p (.6) for 'a', which is still p's mode; r = .8 > p/q = .667: rejected, and
+    # textbook's correction, argmax p, is 'a' again
+    same = sandbox_step(SandboxCase(("a", "b"), ((0.9, 0.1),), ((0.6, 0.4), (0.5, 0.5)), (0.8,)), "textbook")
+    assert same.decision == ("rejected",) and same.next_text == "a"
+    _, note = next_token_source(same)
+    assert note is not None and "the rejected draft token itself" in note and "q = 0.90 > p = 0.60" in note
+    assert "p/q = 0.67" in note and "r = 0.80" in note
+    bonus = sandbox_step(PRESETS["One token: q = 0.8, p = 0.6, r = 0.7"], "textbook")
+    assert next_token_source(bonus)[0].startswith("All 1 draft tokens accepted: a free token from p at position 2")
+    assert "the bonus token" in next_token_chart(bonus).layout.title.text
