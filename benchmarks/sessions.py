@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import statistics
@@ -86,15 +87,11 @@ def alone(seed: int, steps: int):
     return decoder.trace()
 
 
-_PAIR = []
-
-
+@functools.cache
 def _pair():
     import specviz
 
-    if not _PAIR:
-        _PAIR.append(specviz.load_pair("embedded", "embedded"))
-    return _PAIR[0]
+    return specviz.load_pair("embedded", "embedded")
 
 
 def p95(values: list[float]) -> float:

@@ -16,7 +16,7 @@ from specviz import charts, links
 from specviz.charts import token_label
 from specviz.render import next_token_source
 from specviz.sandbox import MAX_TAU as SANDBOX_TAU
-from specviz.turns import Turns
+from specviz.turns import Turns, each_in_turn
 
 SHELL_MARK = "specviz_shell"
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -47,17 +47,8 @@ def compute_turn() -> contextlib.AbstractContextManager:
 
 
 def in_turns(items: Iterator[T]) -> Iterator[T]:
-    """The items of a generator that computes each one (a sweep unit, a trial), each computed in
-    a turn of its own: other sessions step in between, and each unit's timing is its own."""
-    while True:
-        with compute_turn():
-            item = next(items, _DONE)
-        if item is _DONE:
-            return
-        yield item
-
-
-_DONE = object()
+    """Each item of a computing generator made in a turn of its own (specviz.turns.each_in_turn)."""
+    return each_in_turn(items, compute_turn)
 
 
 @st.cache_resource(show_spinner=False, max_entries=3)
@@ -174,17 +165,6 @@ def downloads(prefix: str, stem: str, json_text: str, csv_text: str, labels: tup
         cols, (("json", json_text, "application/json"), ("csv", csv_text, "text/csv")), labels, strict=False
     ):
         col.download_button(label, text, f"{stem}.{kind}", mime, key=f"{prefix}_{kind}", on_click="ignore")
-
-
-def replay_banner(run: specviz.RunTrace, total: int) -> None:
-    """What a replayed trace is: its models and settings, and how far the replay has gone."""
-    c = run.config
-    st.info(
-        f"Replaying a saved trace: step {len(run.steps)} of {total}, no model loaded. **{run.target_name}** with "
-        f"draft **{run.draft_name}**, {c.mode} mode, τ = {c.tau}, temperature {c.temperature:g}, top-k {c.top_k}, "
-        f"top-p {c.top_p:g}, seed {c.seed}. Remove the file to decode live.",
-        icon=":material/replay:",
-    )
 
 
 def step_picker(steps: tuple[specviz.StepTrace, ...], hidden: bool) -> specviz.StepTrace:

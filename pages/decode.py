@@ -120,7 +120,7 @@ if stale:
 run = dec.trace()
 last = run.steps[-1]
 if replay:
-    ui.replay_banner(run, len(replay.run_trace.steps))
+    st.info(replay.describe(), icon=":material/replay:")
 hidden = quiz_on and last.tau > 0 and not quiz_ui.panel(last, kind)
 draws = hidden and kind == "rule"  # the quiz on the rule shows r and p/q, never the decisions
 shown = run.steps[:-1] if hidden else run.steps  # until Reveal, nothing counts the current step

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from specviz.lossless import LosslessCheck
-from specviz.render import decision_reason
+from specviz.render import decision_parts, decision_reason
 from specviz.sweep import SweepResult
 from specviz.theory import expected_tokens_per_step
 from specviz.trace import StepTrace, TokenProb
@@ -57,9 +57,8 @@ def step_chart(step: StepTrace, hide_decisions: bool = False, show_draws: bool =
         elif step.tau > WORDY_TAU:  # too many positions for sentences: a symbol, the sentence on hover
             text = f"<b>{DECISION_SYMBOLS[step.decision[t]]}</b>"
         else:  # why (SPEC.md step 3) in words, then the decision
-            why, _, decision = reason.rpartition(" → ")
-            headline, _, note = decision.partition(" (")
-            text = f"{why}<br><b>→ {decision}</b>" if why else f"<b>{headline}</b>" + (f"<br>({note}" if note else "")
+            why, outcome = decision_parts(step, t)
+            text = f"{why}<br><b>→ {outcome}</b>" if why else "<b>{}</b><br>({}".format(*outcome.split(" (", 1))
         fig.add_annotation(
             x=label, y=1.08, text=text, hovertext=reason, showarrow=False, font={"color": color, "size": 13}
         )

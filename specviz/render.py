@@ -40,22 +40,28 @@ def _span(text: str, cls: str, title: str = "") -> str:
     return f'<span class="{cls}"{tip}>{_show(text)}</span>'
 
 
-def decision_reason(step: StepTrace, t: int) -> str:
-    """Why draft token t (0-based) met its fate, in SPEC.md's terms: "r = 0.79 > p/q = 0.47 →
-    rejected", "q ≤ p → accepted outright", "not reached (after the first rejection)"; in greedy
-    mode, against the target's argmax."""
+def decision_parts(step: StepTrace, t: int) -> tuple[str, str]:
+    """(why, outcome) for draft token t (0-based), in SPEC.md's terms: ("r = 0.79 > p/q = 0.47",
+    "rejected"), ("q ≤ p", "accepted outright"), ("", "not reached (after the first rejection)");
+    in greedy mode, against the target's argmax."""
     decision = step.decision[t]
     if decision == "not reached":
-        return "not reached (after the first rejection)"
+        return "", "not reached (after the first rejection)"
     if step.r[t] is None:  # greedy: no draw, the draft token against the target's argmax
         if decision == "accepted":
-            return "= the target's argmax → accepted"
+            return "= the target's argmax", "accepted"
         best = step.p_top[t][0].text if step.p_top[t] else "?"
-        return f"≠ the target's argmax {best!r} → rejected"
+        return f"≠ the target's argmax {best!r}", "rejected"
     if decision == "accepted" and step.ratio[t] >= 1.0:
-        return "q ≤ p → accepted outright"
+        return "q ≤ p", "accepted outright"
     r, ratio = _distinct(step.r[t], step.ratio[t])
-    return f"r = {r} {'≤' if decision == 'accepted' else '>'} p/q = {ratio} → {decision}"
+    return f"r = {r} {'≤' if decision == 'accepted' else '>'} p/q = {ratio}", decision
+
+
+def decision_reason(step: StepTrace, t: int) -> str:
+    """The reason as one sentence: "r = 0.79 > p/q = 0.47 → rejected"."""
+    why, outcome = decision_parts(step, t)
+    return f"{why} → {outcome}" if why else outcome
 
 
 def next_token_source(step: StepTrace) -> tuple[str, str | None]:

@@ -46,6 +46,15 @@ class Replay:
         self.cursor -= 1
         return self.run_trace.steps[self.cursor]
 
+    def describe(self) -> str:
+        """Where the replay is and what the saved run was: its models and settings."""
+        run, c = self.run_trace, self.config
+        return (
+            f"Replaying a saved trace: step {self.cursor} of {len(run.steps)}, no model loaded. **{run.target_name}** "
+            f"with draft **{run.draft_name}**, {c.mode} mode, τ = {c.tau}, temperature {c.temperature:g}, "
+            f"top-k {c.top_k}, top-p {c.top_p:g}, seed {c.seed}. Remove the file to decode live."
+        )
+
     def run(self) -> RunTrace:
         self.cursor = len(self.run_trace.steps)
         return self.trace()
@@ -137,7 +146,7 @@ def _step(raw: Any, i: int, config: SpecConfig) -> StepTrace:
         decision = "accepted" if t < n else "rejected" if t == n else "not reached"
         _need(raw["decision"][t] == decision and raw["accepted"][t] is (t < n),
               f"{at}: recorded as {raw['decision'][t]!r} but n_accepted = {n} makes it {decision!r}")  # fmt: skip
-        if t <= n < tau or t < n:
+        if t <= n:  # the kept tokens and the first rejected one: their own test decided
             _check_rule(raw, t, t < n, config.mode, at)
         _ints([raw["draft_tokens"][t]], f"{at}: the token")
         _need(isinstance(raw["draft_text"][t], str), f"{at}: its text is not text")

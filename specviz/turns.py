@@ -9,7 +9,24 @@ the steps queued before its own. README ("Many sessions on one server") has the 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from types import TracebackType
+from typing import TypeVar
+
+T = TypeVar("T")
+_DONE = object()
+
+
+def each_in_turn(items: Iterator[T], turn: Callable[[], AbstractContextManager]) -> Iterator[T]:
+    """The items of a generator that computes each one (a sweep unit, a trial), each computed
+    inside a turn of its own: others step in between, and each item's timing is its own."""
+    while True:
+        with turn():
+            item = next(items, _DONE)
+        if item is _DONE:
+            return
+        yield item
 
 
 class Turns:

@@ -127,3 +127,13 @@ def test_greedy_decisions_follow_the_targets_argmax(saved):
 def test_files_that_are_not_traces(text):
     with pytest.raises(TraceError):
         load_trace(text)
+
+
+def test_a_replay_describes_its_models_and_settings(saved):
+    from specviz.replay import Replay
+
+    replay = Replay(saved["lossless"])
+    replay.step()
+    text = replay.describe()
+    assert text.startswith(f"Replaying a saved trace: step 1 of {len(saved['lossless'].steps)}, no model loaded.")
+    assert "**tiny-target** with draft **tiny-draft**, lossless mode, τ = 4" in text and "seed 3" in text

@@ -64,3 +64,20 @@ def test_one_holder_at_a_time():
     for thread in threads:
         thread.join()
     assert most[0] == 1
+
+
+def test_each_item_is_computed_in_a_turn_of_its_own():
+    from specviz.turns import each_in_turn
+
+    turns, seen = Turns(), []
+
+    def units():
+        for k in range(3):
+            seen.append((k, turns.waiting))  # held by this caller while it computes
+            yield k
+
+    got = []
+    for item in each_in_turn(units(), lambda: turns):
+        got.append((item, turns.waiting))  # between items the turn is free for others
+    assert got == [(0, 0), (1, 0), (2, 0)]
+    assert seen == [(0, 1), (1, 1), (2, 1)]
