@@ -9,63 +9,17 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import streamlit as st
 
-from pages import _shared as ui
-from specviz import MODES, ConfigError, links, quiz
-from specviz.sandbox import PRESETS as EXERCISES
-from specviz.sandbox import case_from_json
+from specviz import ConfigError
+from specviz.classroom import links, settings
+from specviz.classroom.sandbox import PRESETS as EXERCISES
+from specviz.classroom.sandbox import case_from_json
 
 st.set_page_config(page_title="specviz", page_icon=":material/compare_arrows:", layout="wide")
 
-DEFAULTS = {
-    "decode_preset": "Embedded pair",
-    "decode_target": "embedded",
-    "decode_draft": "embedded",
-    "decode_prompt": "The cat sat on the",
-    "decode_chat": True,
-    "decode_tau": 4,
-    "decode_mode": "textbook",
-    "decode_temperature": 1.0,
-    "decode_top_k": 0,
-    "decode_top_p": 1.0,
-    "decode_seed": 0,
-    "decode_max_new": 32,
-    "decode_present": False,
-    "decode_quiz": False,
-    "decode_quiz_kind": "predict",
-    "sweep_preset": "Embedded pair",
-    "sweep_target": "embedded",
-    "sweep_draft": "embedded",
-    "sweep_prompts": "The cat sat on the\nWrite a Python function that reverses a list.",
-    "sweep_chat": True,
-    "sweep_mode": "greedy",
-    "sweep_temperature": 1.0,
-    "sweep_top_k": 0,
-    "sweep_top_p": 1.0,
-    "sweep_taus": (1, 8),
-    "sweep_max_new": 48,
-    "sweep_seeds": 1,
-    "sandbox_preset": "One token: q = 0.8, p = 0.6, r = 0.7",
-    "sandbox_mode": "textbook",
-    "sandbox_tau": 1,
-    "sandbox_seed": 0,
-    "lossless_source": "Hand-made tables",
-    "lossless_tau": 2,
-    "lossless_temperature": 1.0,
-    "lossless_trials": 20_000,
-}
+DEFAULTS = settings.defaults()  # every page's widgets, from the one registry
 st.session_state["specviz_shell"] = True  # pages check that they run inside this navigation
-ALLOWED = {  # what a shared link may set: the widgets' own ranges and choices
-    **ui.LIMITS,
-    **{f"{page}_mode": MODES for page in ("decode", "sweep", "sandbox")},
-    **{f"{page}_preset": (*ui.PRESETS, ui.CUSTOM) for page in ("decode", "sweep")},
-    "sandbox_preset": tuple(EXERCISES),
-    "lossless_source": ui.LOSSLESS_SOURCES,
-    "decode_quiz_kind": tuple(quiz.KINDS),
-}
-R_SLIDERS = {f"sandbox_r{t}": 0.5 for t in range(ui.SANDBOX_TAU)}
 if "specviz_kept" not in st.session_state:  # a session's first run: settings from the link, if any
-    readable = {**DEFAULTS, "decode_steps": 0, "sandbox_table": "", "lossless_table": "", **R_SLIDERS}
-    from_link, problems = links.decode(st.query_params.to_dict(), readable, ALLOWED)
+    from_link, problems = links.decode(st.query_params.to_dict(), settings.linkable(), settings.allowed())
     st.session_state["decode_autostep"] = from_link.pop("decode_steps", 0)
     st.session_state["lossless_table_link"] = links.table(from_link.pop("lossless_table", ""), problems)
     sandbox_table = from_link.pop("sandbox_table", "")
@@ -88,8 +42,7 @@ if "specviz_kept" not in st.session_state:  # a session's first run: settings fr
 # in such a run never reaches the browser. So keep a copy under a plain key, and assign every value
 # again on every run: the run that draws the widget then sends it.
 kept = st.session_state.setdefault("specviz_kept", dict(DEFAULTS))
-r_sliders = {k for k in [*st.session_state, *kept] if k.startswith("sandbox_r") and k[9:].isdigit()}
-for key in [*DEFAULTS, *sorted(r_sliders)]:
+for key in DEFAULTS:
     if key in st.session_state:
         kept[key] = st.session_state[key]
     st.session_state[key] = kept[key]

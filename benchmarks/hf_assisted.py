@@ -18,8 +18,8 @@ import torch
 from transformers import GenerationConfig
 
 import specviz
-from specviz.engine import encode_prompt
-from specviz.sweep import parse_taus
+from specviz.analysis.sweep import parse_taus
+from specviz.core.engine import encode_prompt
 
 PROMPTS = ("The cat sat on the", "Write a Python function that reverses a list.")
 

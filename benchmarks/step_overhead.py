@@ -15,7 +15,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from specviz import Decoder, HFModel, ModelPair, SpecConfig
-from specviz.text import IdsCodec
+from specviz.models.text import IdsCodec
 
 SIZES = {  # name: (hidden, target layers, draft layers, vocab)
     "tiny": (64, 2, 1, 256),

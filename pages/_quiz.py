@@ -1,5 +1,5 @@
 """Quiz mode on the Decode page: the class answers per draft token, Reveal scores. The scores live
-in the session, one per step (specviz.quiz), so Back, Step and Reset never count a step twice."""
+in the session, one per step (specviz.classroom.quiz), so Back, Step and Reset never count a step twice."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import zlib
 import streamlit as st
 
 import specviz
-from specviz import quiz
-from specviz.charts import token_label
+from specviz.classroom import quiz
+from specviz.viz.charts import token_label
 
 BOOK = "decode_quiz_book"
 PER_ROW = 4  # answer columns per row: "not reached" must fit on a 1280-pixel screen

@@ -12,11 +12,12 @@ from typing import TypeVar
 import streamlit as st
 
 import specviz
-from specviz import charts, links
-from specviz.charts import token_label
-from specviz.render import next_token_source
-from specviz.sandbox import MAX_TAU as SANDBOX_TAU
-from specviz.turns import Turns, each_in_turn
+from specviz.classroom import links, settings
+from specviz.classroom.settings import CUSTOM
+from specviz.classroom.turns import Turns, each_in_turn
+from specviz.viz import charts
+from specviz.viz.charts import token_label
+from specviz.viz.render import next_token_source
 
 SHELL_MARK = "specviz_shell"
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -42,12 +43,12 @@ def _turns() -> Turns:
 
 def compute_turn() -> contextlib.AbstractContextManager:
     """Hold this around model work (a step, a prefill): every session of the server queues for the
-    CPU in arrival order (specviz.turns; README, "Many sessions on one server")."""
+    CPU in arrival order (specviz.classroom.turns; README, "Many sessions on one server")."""
     return contextlib.nullcontext() if os.environ.get(COMPUTE_ENV) == "free" else _turns()
 
 
 def in_turns(items: Iterator[T]) -> Iterator[T]:
-    """Each item of a computing generator made in a turn of its own (specviz.turns.each_in_turn)."""
+    """Each item of a computing generator made in a turn of its own (specviz.classroom.turns.each_in_turn)."""
     return each_in_turn(items, compute_turn)
 
 
@@ -66,20 +67,8 @@ def load_pair(target: str, draft: str) -> specviz.ModelPair | None:
         return None
 
 
-CUSTOM = "Custom: hub id or local folder"
-LOSSLESS_SOURCES = ("Hand-made tables", "Real models (first step)")
-# Every numeric widget's (min, max), by its key: the widgets draw from here, and app.py accepts a
-# shared link's value only inside the same range.
-LIMITS: dict[str, tuple] = {
-    **{f"{page}_temperature": (0.0, 2.0) for page in ("decode", "sweep")},
-    **{f"{page}_top_k": (0, 100_000) for page in ("decode", "sweep")},
-    **{f"{page}_top_p": (0.05, 1.0) for page in ("decode", "sweep")},
-    "decode_tau": (1, 16), "decode_seed": (0, 2**31 - 1), "decode_max_new": (1, 1024), "decode_steps": (0, 10_000),
-    "sweep_taus": (1, 16), "sweep_max_new": (4, 512), "sweep_seeds": (1, 10),
-    "sandbox_tau": (1, SANDBOX_TAU), "sandbox_seed": (0, 10_000),
-    **{f"sandbox_r{t}": (0.0, 0.999) for t in range(SANDBOX_TAU)},
-    "lossless_tau": (1, 8), "lossless_temperature": (0.05, 2.0), "lossless_trials": (100, 50_000),
-}  # fmt: skip
+# Every widget's range or choices, by its key, from the one settings registry (links check the same).
+LIMITS = settings.allowed()
 PRESETS = {p.label: p for p in specviz.PRESETS}
 MODE_HELP = (
     "textbook: greedy draft, accept if r ≤ p/q, else argmax p.  "
@@ -135,10 +124,9 @@ def presentation_toggle(key: str) -> bool:
 
 def share_link(prefix: str, extra: dict | None = None) -> str:
     """Put the page's settings in the address bar and show the link, ready to copy."""
-    kept = st.session_state.get("specviz_kept", {})
-    settings = {k: v for k, v in kept.items() if k.startswith(f"{prefix}_")} | (extra or {})
-    st.query_params.from_dict(links.encode(settings))
-    url = links.share_url(st.context.url or "", settings)
+    values = settings.for_link(prefix, st.session_state.get("specviz_kept", {})) | (extra or {})
+    st.query_params.from_dict(links.encode(values))
+    url = links.share_url(st.context.url or "", values)
     with st.expander("Share: a link that reopens these settings", icon=":material/link:"):
         st.code(url, language=None, wrap_lines=True)
         st.caption("Copy it with the button at the right of the box.")

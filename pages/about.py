@@ -4,8 +4,8 @@ import streamlit as st
 
 import specviz
 from pages._shared import ensure_shell
-from specviz import charts
-from specviz.theory import first_token_distribution
+from specviz.analysis.theory import first_token_distribution
+from specviz.viz import charts
 
 ensure_shell()
 st.title("How speculative decoding works")

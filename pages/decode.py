@@ -7,10 +7,11 @@ import streamlit as st
 import specviz
 from pages import _quiz as quiz_ui
 from pages import _shared as ui
-from specviz import charts, quiz
-from specviz.metrics import compute_metrics
-from specviz.render import run_html
-from specviz.replay import Replay, load_trace
+from specviz.analysis.metrics import compute_metrics
+from specviz.classroom import quiz
+from specviz.classroom.replay import Replay, load_trace
+from specviz.viz import charts
+from specviz.viz.render import run_html
 
 ui.ensure_shell()
 upload = st.session_state.get("decode_upload")  # read first: while a trace replays, settings are off
@@ -162,7 +163,10 @@ left, right = st.columns(2)
 left.markdown("**Accepted length per step**")
 left.plotly_chart(charts.history_chart(shown), key="decode_history_chart")
 right.markdown("**Per-position acceptance rate**")
-right.plotly_chart(charts.per_position_chart(m.per_position_acceptance_rate), key="decode_position_chart")
+right.plotly_chart(
+    charts.per_position_chart(m.per_position_acceptance_rate, m.conditional_per_position_acceptance_rate),
+    key="decode_position_chart",
+)
 if quiz_on:
     quiz_ui.reset_button()
 if not hidden:  # a saved trace holds r and every decision

@@ -6,8 +6,9 @@ import streamlit as st
 
 import specviz
 from pages._shared import LIMITS, LOSSLESS_SOURCES, ensure_shell, in_turns, load_pair, model_picker, share_link
-from specviz import charts, links
-from specviz.lossless import METHOD, check, first_tokens, reference
+from specviz.analysis.lossless import METHOD, check, first_tokens, reference
+from specviz.classroom import links
+from specviz.viz import charts
 
 ensure_shell()
 st.title("Is it lossless?")
@@ -39,10 +40,12 @@ if source == TABLES:
         st.error(f"**Check the table**: distinct tokens, non-negative numbers, not all zero. ({exc})")
         st.stop()
 else:
-    trials = cols[2].number_input("Trials per mode", 10, 1000, value=200, step=50, key="lossless_trials_real")
+    trials = cols[2].number_input(
+        "Trials per mode", *LIMITS["lossless_trials_real"], step=50, key="lossless_trials_real"
+    )
     with st.sidebar:
         target, draft = model_picker("lossless")
-    prompt = st.text_input("Prompt", "The cat sat on the", key="lossless_prompt")
+    prompt = st.text_input("Prompt", key="lossless_prompt")
     pair = load_pair(target, draft)
     if pair is None:
         st.stop()

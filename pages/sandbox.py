@@ -3,9 +3,10 @@
 import streamlit as st
 
 from pages._shared import LIMITS, ensure_shell, share_link
-from specviz import MODES, ConfigError, charts
-from specviz.render import run_html
-from specviz.sandbox import PRESETS, case_frame, case_from_frame, case_to_json, draw_r, resize, sandbox_step
+from specviz import MODES, ConfigError
+from specviz.classroom.sandbox import PRESETS, case_frame, case_from_frame, case_to_json, draw_r, resize, sandbox_step
+from specviz.viz import charts
+from specviz.viz.render import run_html
 
 ensure_shell()
 st.title("Sandbox: one step by hand")

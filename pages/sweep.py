@@ -13,8 +13,8 @@ from pages._shared import (
     sampling_widgets,
     share_link,
 )
-from specviz import charts
-from specviz.sweep import Sweep, SweepSettings
+from specviz.analysis.sweep import Sweep, SweepSettings
+from specviz.viz import charts
 
 ensure_shell()
 with st.sidebar:

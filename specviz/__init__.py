@@ -6,8 +6,11 @@ traces, the models it can pair, the metrics and theory it reports, and the chart
 It never imports Streamlit.
 """
 
-from specviz.config import MODES, SpecConfig
-from specviz.engine import Decoder, DecodingFinished, acceptance_length, choose
+from specviz.analysis.metrics import Metrics
+from specviz.core.config import MODES, SpecConfig
+from specviz.core.engine import Decoder, DecodingFinished, acceptance_length, choose
+from specviz.core.trace import RunTrace, StepTrace, TokenProb
+from specviz.drafts.lookup import PromptLookupDrafter
 from specviz.errors import (
     ConfigError,
     IncompatibleModelsError,
@@ -16,9 +19,8 @@ from specviz.errors import (
     SpecvizError,
     TraceError,
 )
-from specviz.lm import HFModel, NextTokenModel, PromptLookupDrafter, Session, TableModel
-from specviz.metrics import Metrics
-from specviz.models import (
+from specviz.models.lm import HFModel, NextTokenModel, Session, TableModel
+from specviz.models.loading import (
     PRESETS,
     HubUnreachableError,
     ModelTooLargeError,
@@ -26,9 +28,8 @@ from specviz.models import (
     VocabularyMismatchError,
     load_pair,
 )
-from specviz.pair import ModelPair
-from specviz.text import HFCodec, IdsCodec, WordCodec
-from specviz.trace import RunTrace, StepTrace, TokenProb
+from specviz.models.pair import ModelPair
+from specviz.models.text import HFCodec, IdsCodec, WordCodec
 
 __all__ = [
     "MODES",

@@ -9,12 +9,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from specviz.config import MODES, SpecConfig
-from specviz.engine import Decoder
+from specviz.analysis.sweep import Sweep, SweepSettings, parse_taus
+from specviz.core.config import MODES, SpecConfig
+from specviz.core.engine import Decoder
 from specviz.errors import PromptError, SpecvizError
-from specviz.models import load_pair
-from specviz.pair import ModelPair
-from specviz.sweep import Sweep, SweepSettings, parse_taus
+from specviz.models.loading import load_pair
+from specviz.models.pair import ModelPair
 
 
 class _Parser(argparse.ArgumentParser):

@@ -13,7 +13,7 @@ import pytest
 def embedded_cache(tmp_path_factory):
     """A fresh cache for the embedded model, converted once per test session and shared by the
     slow tests and the browser test (subprocesses inherit the variable)."""
-    from specviz import embedded
+    from specviz.models import embedded
 
     root = tmp_path_factory.mktemp("specviz-cache")
     previous = os.environ.get(embedded.CACHE_ENV)

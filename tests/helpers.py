@@ -8,8 +8,8 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from specviz import HFCodec, HFModel, ModelPair, TableModel
-from specviz.eagle import FeatureDraft
-from specviz.text import IdsCodec
+from specviz.drafts.feature import FeatureDraft
+from specviz.models.text import IdsCodec
 
 VOCAB = 96
 SUBSET = torch.tensor(sorted({*range(0, VOCAB, 2), 1, 3, 5}))  # a feature draft's head vocabulary

@@ -10,7 +10,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import specviz
-from specviz import quiz
+from specviz.classroom import quiz
 from tests.helpers import tiny_text_pair
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -172,7 +172,7 @@ def test_model_errors_are_messages_and_the_session_stays_usable(loads, monkeypat
 
 def test_unknown_local_model_is_a_message(loads, monkeypatch):
     at = app()
-    monkeypatch.setattr(specviz, "load_pair", specviz.models.load_pair)  # real loading from here on
+    monkeypatch.setattr(specviz, "load_pair", specviz.models.loading.load_pair)  # real loading from here on
     at.selectbox(key="decode_preset").set_value("Custom: hub id or local folder").run()
     at.text_input(key="decode_target").set_value("/no/such/model").run()
     assert not at.exception
@@ -206,7 +206,7 @@ def test_sweep_page_runs_and_shows_theory_beside_measurement(loads):
 
 
 def test_sweep_page_keeps_partial_results_after_a_stop(loads):
-    from specviz.sweep import Sweep, SweepSettings
+    from specviz.analysis.sweep import Sweep, SweepSettings
 
     settings = SweepSettings(taus=(1, 2, 3), prompts=("w1 w2", "w5"), mode="greedy", max_new_tokens=8, chat=None)
     cache: dict = {}

@@ -4,7 +4,8 @@ import re
 
 import pytest
 
-from specviz.charts import (
+from specviz.analysis.theory import expected_tokens_per_step
+from specviz.viz.charts import (
     DECISION_COLORS,
     history_chart,
     per_position_chart,
@@ -13,8 +14,7 @@ from specviz.charts import (
     token_label,
     top_chart,
 )
-from specviz.render import run_html
-from specviz.theory import expected_tokens_per_step
+from specviz.viz.render import run_html
 from tests.helpers import runs_by_mode
 
 
@@ -68,7 +68,10 @@ def test_history_and_per_position_charts(runs):
     assert list(fig.data[0].y) == [s.n_accepted for s in run.steps]
     assert list(fig.data[1].y) == [s.tau for s in run.steps]
     fig = per_position_chart(run.metrics.per_position_acceptance_rate)
-    assert list(fig.data[0].y) == list(run.metrics.per_position_acceptance_rate)
+    assert list(fig.data[0].y) == list(run.metrics.per_position_acceptance_rate) and len(fig.data) == 1
+    both = per_position_chart((0.5, 0.25, 0.0), (0.5, 0.5, None))  # 4 steps: n = 0, 0, 1, 2 of τ = 3
+    assert [list(t.y) for t in both.data] == [[0.5, 0.25, 0.0], [0.5, 0.5, None]]
+    assert "reached" in both.data[1].name and both.data[0].name == "accepted / all steps"
 
 
 def test_theory_chart_draws_the_formula():
@@ -102,7 +105,7 @@ def test_run_html_marks_the_last_step_and_escapes_text(runs):
 
 
 def test_quiz_hides_r_decisions_and_the_target_token_then_scores(runs):
-    from specviz.quiz import Score, answer, score
+    from specviz.classroom.quiz import Score, answer, score
 
     run = runs["textbook"]
     step = next(s for s in run.steps if s.n_accepted < s.tau - 1)  # a rejected token and one not reached
@@ -147,8 +150,8 @@ def test_each_decision_in_words_worked_by_hand():
     """The sandbox's five-token case: 'the' q .5 ≤ p .6; 'cat' r .3 ≤ p/q = .45/.6 = .75; 'sat'
     r .6 > p/q = .2/.7 = .2857; then two tokens not reached. Greedy: 'sat' is not the target's
     argmax at position 3 ('cat', p = .35)."""
-    from specviz.render import decision_reason
-    from specviz.sandbox import PRESETS, sandbox_step
+    from specviz.classroom.sandbox import PRESETS, sandbox_step
+    from specviz.viz.render import decision_reason
 
     five, one = PRESETS["Five-token draft, the third rejected first"], PRESETS["One token: q = 0.8, p = 0.6, r = 0.7"]
     step = sandbox_step(five, "textbook")
@@ -177,7 +180,7 @@ def test_each_decision_in_words_worked_by_hand():
 
 def test_many_draft_tokens_get_a_symbol_and_the_reason_on_hover():
     from specviz import Decoder, SpecConfig
-    from specviz.render import decision_reason
+    from specviz.viz.render import decision_reason
     from tests.helpers import hf_pair
 
     step = Decoder(hf_pair(), [4, 8, 15], SpecConfig(tau=12, seed=2, max_new_tokens=20)).step()
@@ -191,9 +194,9 @@ def test_where_the_next_token_came_from_worked_by_hand():
     """The sandbox's 'next token' case: 'ran' is rejected at position 2, where p = (sat .5, ran .1,
     slept .3, jumped .1) and q = (.1, .7, .1, .1). Textbook takes argmax p = 'sat'; lossless samples
     norm(max(0, p − q)) = (.4, 0, .2, 0) / .6 = (sat 2/3, slept 1/3)."""
-    from specviz.charts import TARGET_COLOR, next_token_chart
-    from specviz.render import next_token_source
-    from specviz.sandbox import PRESETS, SandboxCase, sandbox_step
+    from specviz.classroom.sandbox import PRESETS, SandboxCase, sandbox_step
+    from specviz.viz.charts import TARGET_COLOR, next_token_chart
+    from specviz.viz.render import next_token_source
 
     case = PRESETS["The next token after the accepted run"]
     textbook = sandbox_step(case, "textbook")

@@ -4,20 +4,18 @@ merged, restricted head), loading a draft folder as a pair, the training pieces,
 from __future__ import annotations
 
 import json
-import sys
+import math
+import random
 from pathlib import Path
 
 import pytest
 import torch
 
-from specviz import Decoder, HFModel, ModelPair, SpecConfig, load_pair
-from specviz import draft as drafts
-from specviz.draft_eval import evaluate_draft
-from specviz.text import IdsCodec
+from specviz import Decoder, HFModel, ModelPair, SpecConfig, drafts, load_pair
+from specviz.drafts import data, prompts, train
+from specviz.drafts.evaluate import evaluate_draft
+from specviz.models.text import IdsCodec
 from tests.helpers import VOCAB, full_logits, save_tiny, tiny_llama
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-import train_draft
 
 SEQ = [5, 17, 3, 88, 42, 42, 7, 60, 1, 23]
 
@@ -52,7 +50,7 @@ def test_saved_draft_reloads_to_the_students_distribution(tmp_path):
     drafts.save_draft(student, tmp_path, meta={"note": "test"})
     assert json.loads((tmp_path / drafts.SPEC_FILE).read_text())["layers"] == [0, 2]
 
-    model = HFModel(drafts.load_trained(target, tmp_path), "reloaded")
+    model = drafts.load_trained(target, tmp_path, "reloaded")
     assert model.vocab_size == VOCAB
     logq = draft_logprobs(model, SEQ)
     outside = torch.ones(VOCAB, dtype=torch.bool)
@@ -122,60 +120,97 @@ def _drop_tensor(directory: Path, name: str) -> None:
 # --- training pieces --------------------------------------------------------------------------------
 
 
-def teacher_record(target, ids: list[int], start: int, k: int = 8) -> dict:
-    """What the data stage stores: the target's top-k log-probs at every generated position."""
-    logp = full_logits(target, ids).log_softmax(-1)[start - 1 : len(ids) - 1]
-    top = logp.topk(k, dim=-1)
-    return {"ids": torch.tensor(ids, dtype=torch.int32), "start": start, "top_values": top.values.half(),
-            "top_ids": top.indices.int()}  # fmt: skip
+def test_pad_marks_the_positions_whose_next_token_the_target_generated():
+    records = [{"ids": torch.tensor([1, 2, 3, 4, 5, 6]), "start": 3}, {"ids": torch.tensor([7, 8, 9]), "start": 2}]
+    ids, mask, labelled = data.pad(records)
+    assert ids.tolist() == [[1, 2, 3, 4, 5, 6], [7, 8, 9, 0, 0, 0]]
+    assert mask.tolist() == [[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0]]
+    # the logits at t predict token t + 1: generated tokens 4, 5, 6 are predicted at 2, 3, 4; token 9 at 1
+    assert labelled.tolist() == [[False, False, True, True, True, False], [False, True, False, False, False, False]]
 
 
-def test_collate_lines_up_each_label_with_the_position_that_predicts_it():
-    record = {"ids": torch.tensor([1, 2, 3, 4, 5, 6]), "start": 3,
-              "top_values": torch.log(torch.tensor([[0.5, 0.5]] * 3)).half(),
-              "top_ids": torch.tensor([[4, 90], [5, 4], [6, 91]], dtype=torch.int32)}  # fmt: skip
+def test_soft_cross_entropy_and_overlap_worked_by_hand():
+    p = torch.tensor([[0.5, 0.5, 0.0]])
+    q = torch.tensor([[0.25, 0.25, 0.5]])
+    logp = torch.log(p.clamp(min=1e-30))
+    # −(0.5 ln 0.25 + 0.5 ln 0.25 + 0 · ln 0.5) = ln 4
+    assert train.soft_cross_entropy(q.log(), logp).item() == pytest.approx(math.log(4))
+    t = train.Teacher(*(torch.zeros(1),) * 4, logp=logp, best=torch.tensor([0]))
+    beta, hits = train.overlap(q.log(), t)
+    assert beta == pytest.approx(0.5)  # min(.5, .25) + min(.5, .25) + min(0, .5)
+    assert hits == 0  # argmax q is token 2, the target's is token 0
+
+
+def test_choose_vocab_keeps_the_most_generated_tokens_and_the_always_list():
+    # generated tokens (after start): 3, 3, 5 and 5, 3 → counts 3: 3, 5: 2, 8: 0 (8 is in a prompt only)
+    records = [{"ids": torch.tensor([8, 3, 3, 5]), "start": 1}, {"ids": torch.tensor([8, 8, 5, 3]), "start": 2}]
+    assert data.choose_vocab(records, 2, always=[]).tolist() == [3, 5]
+    assert data.choose_vocab(records, 2, always=[77]).tolist() == [3, 77]
+    assert data.choose_vocab(records, 3, always=[]).tolist() == [0, 3, 5]  # a tie at 0 goes to the lowest id
+
+
+def test_teacher_gives_the_targets_distribution_over_the_draft_vocabulary():
+    target = tiny_llama(0)
+    record = {"ids": torch.tensor(SEQ), "start": 4}
+    full = full_logits(target, SEQ).log_softmax(-1)[3:-1]  # positions 3 … 8 predict tokens 4 … 9
+    vocab = torch.tensor([1, 3, 5, 7, 42])
     index_of = torch.full((VOCAB,), -1)
-    index_of[torch.arange(10)] = torch.arange(10)
-    _, _, rows, cols, tgt_idx, tgt_p = train_draft.collate([record], index_of)
-    assert cols.tolist() == [2, 3, 4] and rows.tolist() == [0, 0, 0]
-    assert tgt_idx.tolist() == [[4, -1], [5, 4], [6, -1]]  # 90 and 91 are outside the draft's vocabulary
-    logp = torch.log_softmax(torch.randn(3, 10, dtype=torch.float64), -1)
-    expected = -(0.5 * (logp[0, 4] + logp[1, 5] + logp[1, 4] + logp[2, 6])) / 3
-    loss = train_draft.soft_loss(logp, tgt_idx, tgt_p.double())
-    torch.testing.assert_close(loss, expected, rtol=1e-3, atol=0)  # the labels are stored in fp16
+    index_of[vocab] = torch.arange(5)
+    t = train.teacher(target, [record], vocab, index_of, "fp32")
+    torch.testing.assert_close(t.logp, full[:, vocab].float(), rtol=1e-4, atol=1e-5)
+    argmax = full.argmax(-1)
+    assert t.best.tolist() == [int(index_of[a]) for a in argmax]
+    assert t.features.shape == (1, len(SEQ), target.config.hidden_size)
 
 
-def test_choose_vocab_keeps_the_heaviest_tokens_and_the_always_list():
-    records = [
-        {"top_ids": torch.tensor([[3, 4], [3, 5]]), "top_values": torch.log(torch.tensor([[0.9, 0.1], [0.6, 0.4]]))}
-    ]
-    assert train_draft.choose_vocab(records, 2, always=[]).tolist() == [3, 5]
-    assert train_draft.choose_vocab(records, 2, always=[77]).tolist() == [3, 77]
+def teacher_data(target, n: int = 6, length: int = 20, seed: int = 0) -> list[dict]:
+    gen = torch.Generator().manual_seed(seed)
+    return [{"ids": torch.randint(0, VOCAB, (length,), generator=gen), "start": 6} for _ in range(n)]
 
 
-def test_a_few_training_steps_move_the_student_towards_the_teacher():
+@pytest.mark.parametrize("kind", ["feature", "lora"])
+def test_a_few_training_steps_move_the_draft_towards_the_teacher(kind, tmp_path):
     target = tiny_llama(0, layers=3)
     with torch.no_grad():
         target.lm_head.weight.mul_(20)  # a peaked teacher (random tiny models are near uniform)
-    gen = torch.Generator().manual_seed(0)
-    seqs = [torch.randint(0, VOCAB, (20,), generator=gen).tolist() for _ in range(6)]
-    records = [teacher_record(target, ids, 6, k=VOCAB) for ids in seqs]
-    vocab = torch.arange(VOCAB)
-    index_of = torch.arange(VOCAB)
-    student = drafts.Student(target, drafts.DraftSpec([0], rank=4, vocab_size=VOCAB), vocab)
-    before = train_draft.evaluate(student, records, index_of)
-    opt = torch.optim.Adam(list(student.trainable()), lr=1e-2)
-    ids, mask, rows, cols, tgt_idx, tgt_p = train_draft.collate(records, index_of)
-    losses = []
-    for _ in range(40):
-        loss = train_draft.soft_loss(student.subset_logprobs(ids, mask, rows, cols), tgt_idx, tgt_p.double())
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    after = train_draft.evaluate(student, records, index_of)
-    assert losses[-1] < losses[0] - 0.05
-    assert after["alpha_top32"] > before["alpha_top32"] + 0.02
+    records = teacher_data(target)
+    opts = train.Options(kind=kind, vocab=VOCAB, layers=[0], rank=4, epochs=30, lr=1e-2, batch_tokens=60,
+                         precision="fp32", unrolls=2, noise=0.0)  # fmt: skip
+    recipe = train.train(target, records, records, torch.arange(VOCAB), opts, tmp_path / "ckpt", log=lambda m: None)
+    first, last = recipe.history[0], recipe.history[-1]
+    assert len(recipe.history) == 31 and last["step"] == 30 * 2  # two batches of three records per epoch
+    assert last["alpha"] > first["alpha"] + 0.05
+    assert last["vocab_mass"] == pytest.approx(1.0)  # the whole vocabulary is the draft's
+    assert (tmp_path / "ckpt" / "latest.pt").exists()
+
+
+def test_training_resumes_from_its_checkpoint(tmp_path):
+    target = tiny_llama(0, layers=3)
+    records = teacher_data(target, n=3)
+    opts = train.Options(vocab=VOCAB, epochs=2, batch_tokens=200, precision="fp32", unrolls=1)
+    done = train.train(target, records, records, torch.arange(VOCAB), opts, tmp_path, log=lambda m: None)
+    said: list[str] = []
+    again = train.train(target, records, records, torch.arange(VOCAB), opts, tmp_path, log=said.append)
+    assert said[0] == "resumed at step 2/2"
+    assert again.history == done.history  # nothing left to do: the finished run's numbers
+
+
+def test_held_out_prompts_share_no_subject_or_template_with_training():
+    train_text = [text for text, _ in prompts.all_train_prompts(stories=500, corpus=500)]
+    held_out = prompts.eval_prompts()
+    assert len(held_out) == 16 and sum(chat for _, chat in held_out) == 9
+    for text, _ in held_out:
+        opening = " ".join(text.split()[:3])
+        assert not any(t.startswith(opening) for t in train_text), opening
+    for subject in prompts.EVAL_SUBJECTS:
+        assert not any(subject.lower() in t.lower() for t in train_text), subject
+
+
+def test_data_batches_respect_the_token_budget():
+    records = [{"ids": torch.zeros(n, dtype=torch.int32), "start": 1} for n in (5, 5, 6, 12, 30)]
+    batches = data.token_batches(records, 16, random.Random(0))
+    sizes = sorted(sorted(len(r["ids"]) for r in b) for b in batches)
+    assert sizes == [[5, 5], [6], [12], [30]]  # 3 × 6 > 16 would overflow; 30 stands alone
 
 
 # --- evaluation -------------------------------------------------------------------------------------

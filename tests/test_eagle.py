@@ -1,4 +1,4 @@
-"""The feature-level draft (specviz.eagle) on tiny random Llamas: its q follows the rule "the
+"""The feature-level draft (specviz.drafts.feature) on tiny random Llamas: its q follows the rule "the
 target's own feature where the target has scored the previous token, the draft's own prediction
 elsewhere", including after verification and rejection; it decodes in every mode (greedy output
 = the target's); it saves and reloads exactly."""
@@ -8,10 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from specviz import Decoder, HFModel, ModelPair, SpecConfig, load_pair
-from specviz import draft as drafts
-from specviz.eagle import FeatureDraft, FeatureDraftModel, save_feature_draft
-from specviz.text import IdsCodec
+from specviz import Decoder, HFModel, ModelPair, SpecConfig, drafts, load_pair
+from specviz.drafts.feature import FeatureDraft, FeatureDraftModel, save_feature_draft
+from specviz.models.text import IdsCodec
 from tests.helpers import SUBSET, make_feature_draft, save_tiny, tiny_llama
 
 

@@ -9,8 +9,8 @@ import sys
 import pytest
 import torch
 
-from specviz import Decoder, SpecConfig, embedded, load_pair
-from specviz import draft as drafts
+from specviz import Decoder, SpecConfig, drafts, load_pair
+from specviz.models import embedded
 
 pytestmark = pytest.mark.slow
 PROMPT = "The cat sat on the"

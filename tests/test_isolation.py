@@ -9,9 +9,9 @@ import threading
 import pytest
 
 from specviz import Decoder, HFModel, ModelPair, PromptLookupDrafter, SpecConfig, load_pair
-from specviz.eagle import FeatureDraftModel
-from specviz.models import early_exit
-from specviz.text import IdsCodec
+from specviz.drafts.feature import FeatureDraftModel
+from specviz.models.loading import early_exit
+from specviz.models.text import IdsCodec
 from tests.helpers import make_feature_draft, tiny_llama
 
 PROMPTS = ([5, 17, 3, 5, 17], [40, 2, 40, 2, 9, 11], [88, 1, 7], [12, 30, 12, 30, 12])

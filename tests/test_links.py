@@ -7,7 +7,8 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import specviz
-from specviz import Decoder, SpecConfig, links
+from specviz import Decoder, SpecConfig
+from specviz.classroom import links
 from tests.helpers import tiny_text_pair
 
 ROOT = Path(__file__).resolve().parents[1]

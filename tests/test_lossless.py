@@ -9,8 +9,8 @@ import torch
 from scipy.stats import chisquare
 
 from specviz import Decoder, SpecConfig, load_pair
-from specviz.lossless import MIN_EXPECTED, check, first_tokens, reference
-from specviz.theory import first_token_distribution
+from specviz.analysis.lossless import MIN_EXPECTED, check, first_tokens, reference
+from specviz.analysis.theory import first_token_distribution
 from tests.helpers import table_pair
 
 TRIALS = 20_000
@@ -100,7 +100,7 @@ def test_greedy_mode_always_emits_the_mode_of_p():
     assert set(samples) == {0}
 
 
-# --- the check the "Is it lossless?" page shows (specviz.lossless.check) -------------------------
+# --- the check the "Is it lossless?" page shows (specviz.analysis.lossless.check) -------------------------
 
 
 def long_tail(rare: int = 300) -> tuple[torch.Tensor, torch.Tensor]:

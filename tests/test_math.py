@@ -7,14 +7,14 @@ import pytest
 import torch
 
 from specviz import acceptance_length
-from specviz.sampling import logits_to_probs, overlap, residual, sample
-from specviz.theory import (
+from specviz.analysis.theory import (
     acceptance_length_pmf,
     best_tau,
     expected_speedup,
     expected_tokens_per_step,
     first_token_distribution,
 )
+from specviz.core.sampling import logits_to_probs, overlap, residual, sample
 
 
 def test_acceptance_length_design_example():

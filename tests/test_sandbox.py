@@ -4,8 +4,16 @@ chi-square verdicts on table models."""
 import pytest
 
 from specviz import ConfigError, Decoder, SpecConfig
-from specviz.lossless import check, first_tokens, reference
-from specviz.sandbox import PRESETS, case_frame, case_from_frame, draw_r, residual_distribution, resize, sandbox_step
+from specviz.analysis.lossless import check, first_tokens, reference
+from specviz.classroom.sandbox import (
+    PRESETS,
+    case_frame,
+    case_from_frame,
+    draw_r,
+    residual_distribution,
+    resize,
+    sandbox_step,
+)
 from tests.helpers import hf_pair, table_pair
 
 ONE, FIVE, NEXT = PRESETS

@@ -10,9 +10,10 @@ import pytest
 from scipy.stats import chisquare
 
 from specviz import ConfigError, HFCodec, HFModel, ModelPair, PromptError
-from specviz.charts import sweep_acceptance_chart, sweep_length_chart, sweep_position_chart, sweep_speedup_chart
-from specviz.sweep import Sweep, SweepSettings, histogram, parse_taus
-from specviz.theory import acceptance_length_pmf, expected_speedup, expected_tokens_per_step
+from specviz.analysis.metrics import StepCount
+from specviz.analysis.sweep import Baseline, RunSummary, Sweep, SweepResult, SweepSettings, histogram, parse_taus
+from specviz.analysis.theory import acceptance_length_pmf, expected_speedup, expected_tokens_per_step
+from specviz.viz.charts import sweep_acceptance_chart, sweep_length_chart, sweep_position_chart, sweep_speedup_chart
 from tests.helpers import save_tiny, table_pair, tiny_llama, word_tokenizer
 
 
@@ -45,6 +46,26 @@ def test_one_row_per_tau_with_consistent_counts(result):
     assert list(frame["tau"]) == [1, 2, 3, 4]
     data = json.loads(result.to_json())
     assert [row["tau"] for row in data["taus"]] == [1, 2, 3, 4] and "α = " in data["verdict"]
+
+
+def test_pooled_metrics_and_the_two_timing_ratios_by_hand():
+    """Two runs at τ = 2 and one target-only baseline, made by hand: SPEC.md's c is a draft forward
+    over a verify pass; the ratio against target-only decoding has a name of its own."""
+    s = [StepCount(2, n, (0.5, 0.7), (1,) * (n + 1), draft_ms=4.0, verify_ms=8.0) for n in (2, 0, 1)]
+    runs = (RunSummary(2, 0, 0, (s[0], s[1])), RunSummary(2, 0, 1, (s[2],)))
+    settings = SweepSettings(taus=(2,), prompts=("x",), seeds=(0, 1))
+    result = SweepResult(settings, runs, (Baseline(0, tokens=10, decode_ms=50.0),), pending=0)
+    assert result.c == pytest.approx((12 / 6) / (24 / 3))  # 2 ms per draft forward / 8 ms per verify pass
+    assert result.c_target_only == pytest.approx((12 / 6) / (50 / 10))  # 2 ms / 5 ms per target-only token
+    assert result.alpha == pytest.approx(0.6)
+    (row,) = result.by_tau()
+    assert (row.steps, row.drafted, row.accepted, row.emitted) == (3, 6, 3, 6)
+    assert row.mean_acceptance_length == pytest.approx(2.0)
+    assert (row.mean_acceptance_length_low, row.mean_acceptance_length_high) == (pytest.approx(2.0), pytest.approx(2.0))
+    assert row.per_position_acceptance_rate == pytest.approx((2 / 3, 1 / 3))
+    assert row.conditional_per_position_acceptance_rate == pytest.approx((2 / 3, 1 / 2))
+    assert row.tokens_per_second == pytest.approx(6 / 0.036)  # 6 tokens in 3 × 12 ms
+    assert row.speedup == pytest.approx((6 / 0.036) / 200)  # target alone: 10 tokens in 50 ms
 
 
 @pytest.mark.slow  # many repetitions: in `make test`, not in `make test-fast`

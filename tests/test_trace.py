@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from specviz import Decoder, RunTrace, SpecConfig, StepTrace
-from specviz.metrics import compute_metrics
+from specviz.analysis.metrics import Metrics, compute_metrics
 from tests.helpers import runs_by_mode, table_pair
 
 REQUIRED_STEP_FIELDS = {
@@ -108,16 +108,42 @@ def test_metrics_by_hand():
     # c = (9 ms / 9 draft forwards) / (6 ms / 3 target forwards) = 1 / 2
     assert m.c == pytest.approx(0.5)
     assert m.tokens_per_second == pytest.approx(7 / 0.015)
+    # engines' conditional rate: position 1 reached by all 3 steps, accepted by 2; position 2 reached
+    # by the 2 steps that accepted token 1, accepted by 1; position 3 reached by 1, accepted by 1
+    assert m.conditional_per_position_acceptance_rate == pytest.approx((2 / 3, 1 / 2, 1 / 1))
+    assert m.mean_accepted_draft_tokens == pytest.approx(4 / 3)  # mean acceptance length − 1
+
+
+def test_conditional_rate_skips_positions_a_short_step_never_drafted():
+    """n = 2 of τ = 2 (the last step of a run, shortened), n = 1 and n = 3 of τ = 3, with τ = 3."""
+    pair = table_pair([0.5, 0.5], [0.5, 0.5])
+    template = Decoder(pair, [0], SpecConfig(tau=3)).step().to_dict()
+    steps = [
+        StepTrace.from_dict(template | {"tau": tau, "n_accepted": n, "beta": (0.5,) * tau, "emitted": (1,) * (n + 1)})
+        for tau, n in ((3, 1), (3, 3), (2, 2))
+    ]
+    m = compute_metrics(steps, tau=3)
+    # position 1: reached 3, accepted 3; position 2: reached 3 (n ≥ 1 and τ ≥ 2), accepted 2 (n = 3,
+    # n = 2); position 3: reached only by the τ = 3 step with n = 3 (the n = 2 step drafted 2), accepted 1
+    assert m.conditional_per_position_acceptance_rate == pytest.approx((1.0, 2 / 3, 1.0))
+    assert m.per_position_acceptance_rate == pytest.approx((1.0, 2 / 3, 1 / 3))  # unconditional: over 3 steps
 
 
 def test_metrics_of_an_empty_run_are_defined():
     m = compute_metrics([], tau=4)
     assert m.steps == 0 and m.alpha is None and m.per_position_acceptance_rate == (0.0,) * 4
+    assert m.conditional_per_position_acceptance_rate == (None,) * 4 and m.mean_accepted_draft_tokens is None
+
+
+def test_metrics_of_a_trace_saved_before_the_engine_rates_still_load():
+    saved = compute_metrics([], tau=2).to_dict()
+    del saved["conditional_per_position_acceptance_rate"], saved["mean_accepted_draft_tokens"]
+    assert Metrics.from_dict(saved).per_position_acceptance_rate == (0.0, 0.0)
 
 
 def test_replay_walks_a_saved_trace_without_models(runs):
-    from specviz.metrics import compute_metrics
-    from specviz.replay import Replay
+    from specviz.analysis.metrics import compute_metrics
+    from specviz.classroom.replay import Replay
 
     saved = RunTrace.from_json(runs["lossless"].to_json())
     replay = Replay(saved)

@@ -1,11 +1,11 @@
-"""specviz.turns: the queue that browser sessions of one server take turns in."""
+"""specviz.classroom.turns: the queue that browser sessions of one server take turns in."""
 
 from __future__ import annotations
 
 import threading
 import time
 
-from specviz.turns import Turns
+from specviz.classroom.turns import Turns
 
 
 def wait_until(condition, timeout: float = 10.0) -> None:
@@ -67,7 +67,7 @@ def test_one_holder_at_a_time():
 
 
 def test_each_item_is_computed_in_a_turn_of_its_own():
-    from specviz.turns import each_in_turn
+    from specviz.classroom.turns import each_in_turn
 
     turns, seen = Turns(), []
 

@@ -7,11 +7,11 @@ from collections.abc import Callable, Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from specviz.lossless import LosslessCheck
-from specviz.render import decision_parts, decision_reason
-from specviz.sweep import SweepResult
-from specviz.theory import expected_tokens_per_step
-from specviz.trace import StepTrace, TokenProb
+from specviz.analysis.lossless import LosslessCheck
+from specviz.analysis.sweep import SweepResult
+from specviz.analysis.theory import expected_tokens_per_step
+from specviz.core.trace import StepTrace, TokenProb
+from specviz.viz.render import decision_parts, decision_reason
 
 DECISION_COLORS = {"accepted": "#1a9850", "rejected": "#d73027", "not reached": "#9e9e9e"}
 Q_COLOR, P_COLOR, RESIDUAL_COLOR, TARGET_COLOR = "#f4a261", "#457b9d", "#8e44ad", "#1f5fbf"
@@ -154,13 +154,22 @@ def history_chart(steps: Sequence[StepTrace]) -> go.Figure:
     return fig
 
 
-def per_position_chart(rates: Sequence[float]) -> go.Figure:
-    """Per-position acceptance rate: the share of steps whose draft token i was accepted."""
+def per_position_chart(rates: Sequence[float], conditional: Sequence[float | None] = ()) -> go.Figure:
+    """Per-position acceptance rate, two kinds side by side, each defined in its legend: of all
+    steps (SPEC.md: never increases with i) and, if given, of the steps that reached position i
+    (tokens 1..i−1 accepted), as serving engines log it."""
     x = list(range(1, len(rates) + 1))
-    fig = go.Figure(go.Bar(x=x, y=list(rates), marker_color=DECISION_COLORS["accepted"], texttemplate="%{y:.2f}"))
+    bar = {"marker_color": DECISION_COLORS["accepted"], "texttemplate": "%{y:.2f}", "name": "accepted / all steps"}
+    fig = go.Figure(go.Bar(x=x, y=list(rates), **bar))
+    if conditional:
+        fig.add_bar(
+            x=x, y=list(conditional), marker_color="#9ecae1", texttemplate="%{y:.2f}",
+            name="accepted / steps that reached i (engines' rate)",
+        )  # fmt: skip
     fig.update_layout(
-        font=FONT, height=300, xaxis={"title": "draft position i", "dtick": 1},
-        yaxis={"title": "acceptance rate", "range": [0, 1.05]}, margin={"t": 30},
+        font=FONT, height=300, xaxis={"title": "draft position i", "dtick": 1}, barmode="group",
+        yaxis={"title": "acceptance rate", "range": [0, 1.12]}, margin={"t": 30},
+        legend={"orientation": "h", "y": 1.15, "x": 0}, showlegend=bool(conditional),
     )  # fmt: skip
     return fig
 

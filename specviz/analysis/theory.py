@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import torch
 
-from specviz.sampling import residual
+from specviz.core.sampling import residual
 
 
 def expected_tokens_per_step(alpha: float, tau: int) -> float:

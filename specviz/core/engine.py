@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import torch
 
-from specviz.config import Mode, SpecConfig
+from specviz.core.config import Mode, SpecConfig
+from specviz.core.sampling import logits_to_probs, overlap, residual, sample
+from specviz.core.trace import NextRule, RunTrace, StepTrace, StopReason, TokenProb, build_run_trace
 from specviz.errors import PromptError, SpecvizError
-from specviz.pair import ModelPair
-from specviz.sampling import logits_to_probs, overlap, residual, sample
-from specviz.trace import NextRule, RunTrace, StepTrace, StopReason, TokenProb, build_run_trace
+from specviz.models.pair import ModelPair
 
 
 class DecodingFinished(SpecvizError):

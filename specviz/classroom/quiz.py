@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from specviz.trace import Decision, StepTrace
+from specviz.core.trace import Decision, StepTrace
 
 Answer = Literal["accept", "reject", "not reached"]
 ANSWERS: tuple[Answer, ...] = get_args(Answer)

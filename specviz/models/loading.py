@@ -15,13 +15,13 @@ from urllib.parse import urlparse
 
 import torch
 
-from specviz import draft as drafts
-from specviz import embedded
-from specviz.eagle import FeatureDraftModel, load_feature_draft
+from specviz import drafts
+from specviz.drafts.lookup import PromptLookupDrafter
 from specviz.errors import IncompatibleModelsError, ModelError
-from specviz.lm import HFModel, NextTokenModel, PromptLookupDrafter
-from specviz.pair import ModelPair
-from specviz.text import HFCodec
+from specviz.models import embedded
+from specviz.models.lm import HFModel, NextTokenModel
+from specviz.models.pair import ModelPair
+from specviz.models.text import HFCodec
 
 EMBEDDED = "embedded"
 SELF = "self"
@@ -138,9 +138,9 @@ def _draft(
     if spec == EMBEDDED and target_spec == EMBEDDED and drafts.is_draft_dir(drafts.DEFAULT_DIR):
         say = progress or (lambda _msg: None)
         say("Building the distilled draft from assets/draft...")
-        return load_draft(target.model, drafts.DEFAULT_DIR, f"{target.name} distilled draft (embedded)")
+        return drafts.load_trained(target.model, drafts.DEFAULT_DIR, f"{target.name} distilled draft (embedded)")
     if spec.strip() and drafts.is_draft_dir(Path(spec.strip()).expanduser()):
-        return load_draft(target.model, Path(spec.strip()).expanduser(), f"distilled draft {spec}")
+        return drafts.load_trained(target.model, Path(spec.strip()).expanduser(), f"distilled draft {spec}")
     if spec == EMBEDDED or spec.startswith(EARLY_EXIT):
         layers = EMBEDDED_DRAFT_LAYERS if spec == EMBEDDED else _layer_count(spec)
         name = f"{target.name} first {layers} layers" + (" (untrained)" if spec == EMBEDDED else "")
@@ -148,18 +148,6 @@ def _draft(
     model, draft_tokenizer = load_model(spec, limit, dev, torch_dtype, progress)
     check_vocabularies(tokenizer, draft_tokenizer, target.name, spec)
     return HFModel(model, spec)
-
-
-def load_draft(target: Any, directory: str | Path = drafts.DEFAULT_DIR, name: str = "") -> Any:
-    """Any trained draft folder as a NextTokenModel for `target` (a loaded causal LM)."""
-    directory = Path(directory)
-    spec = drafts.read_spec(directory)
-    name = name or f"distilled draft {directory}"
-    if spec.kind == "feature":
-        return FeatureDraftModel(
-            load_feature_draft(target, directory, spec), name, target.config.max_position_embeddings
-        )
-    return HFModel(drafts.load_trained(target, directory), name)
 
 
 def _layer_count(spec: str) -> int:

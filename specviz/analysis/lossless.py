@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import torch
 
-from specviz.config import SpecConfig
-from specviz.engine import Decoder, encode_prompt
-from specviz.pair import ModelPair
-from specviz.sampling import logits_to_probs, one_hot
+from specviz.core.config import SpecConfig
+from specviz.core.engine import Decoder, encode_prompt
+from specviz.core.sampling import logits_to_probs, one_hot
+from specviz.models.pair import ModelPair
 
 SIGNIFICANCE = 0.01
 MIN_EXPECTED = 5.0  # chi-square cells the target expects to hold fewer samples are pooled

@@ -19,12 +19,13 @@ from typing import Any
 import pandas as pd
 import torch
 
-from specviz.config import MODES, SpecConfig
-from specviz.engine import Decoder, encode_prompt
+from specviz.analysis.metrics import Metrics, StepCount, compute_metrics
+from specviz.analysis.theory import best_tau, expected_speedup, expected_tokens_per_step
+from specviz.core.config import MODES, SpecConfig
+from specviz.core.engine import Decoder, encode_prompt
+from specviz.core.sampling import logits_to_probs, sample
 from specviz.errors import ConfigError
-from specviz.pair import ModelPair
-from specviz.sampling import logits_to_probs, sample
-from specviz.theory import best_tau, expected_speedup, expected_tokens_per_step
+from specviz.models.pair import ModelPair
 
 
 @dataclass(frozen=True)
@@ -60,30 +61,26 @@ class SweepSettings:
 
 @dataclass(frozen=True)
 class RunSummary:
-    """One speculative run, reduced to what the sweep's charts and table need."""
+    """One speculative run, reduced to what the metrics read of each step."""
 
     tau: int
     prompt_index: int
     seed: int
-    accepted_lengths: tuple[int, ...]  # n of every step
-    step_taus: tuple[int, ...]  # τ of every step (shorter near max_new_tokens)
-    emitted: int
-    alpha: float | None
-    per_position: tuple[float, ...]
-    draft_ms: float
-    verify_ms: float
+    steps: tuple[StepCount, ...]
 
     @property
-    def steps(self) -> int:
-        return len(self.accepted_lengths)
+    def metrics(self) -> Metrics:
+        return compute_metrics(self.steps, self.tau)
 
     @property
-    def accepted(self) -> int:
-        return sum(self.accepted_lengths)
+    def accepted_lengths(self) -> tuple[int, ...]:
+        """n of every step."""
+        return tuple(s.n_accepted for s in self.steps)
 
     @property
-    def drafted(self) -> int:
-        return sum(self.step_taus)
+    def step_taus(self) -> tuple[int, ...]:
+        """τ of every step (shorter near max_new_tokens)."""
+        return tuple(s.tau for s in self.steps)
 
 
 @dataclass(frozen=True)
@@ -112,6 +109,7 @@ class TauSummary:
     mean_acceptance_length_high: float  # highest per-seed value (band)
     draft_acceptance_rate: float
     per_position_acceptance_rate: tuple[float, ...]
+    conditional_per_position_acceptance_rate: tuple[float | None, ...]
     alpha: float | None
     tokens_per_second: float
     baseline_tokens_per_second: float | None
@@ -180,13 +178,7 @@ class Sweep:
         if unit.kind == "baseline":
             return target_only(self.pair, prompt, self.settings.config(1, 0), unit.prompt_index, self.settings.chat)
         trace = Decoder(self.pair, prompt, self.settings.config(unit.tau, unit.seed), chat=self.settings.chat).run()
-        m = trace.metrics
-        return RunSummary(
-            tau=unit.tau, prompt_index=unit.prompt_index, seed=unit.seed,
-            accepted_lengths=tuple(s.n_accepted for s in trace.steps), step_taus=tuple(s.tau for s in trace.steps),
-            emitted=m.emitted_tokens, alpha=m.alpha, per_position=m.per_position_acceptance_rate,
-            draft_ms=m.draft_ms, verify_ms=m.verify_ms,
-        )  # fmt: skip
+        return RunSummary(unit.tau, unit.prompt_index, unit.seed, tuple(StepCount.of(s) for s in trace.steps))
 
 
 def target_only(
@@ -221,21 +213,29 @@ class SweepResult:
     def complete(self) -> bool:
         return self.pending == 0
 
+    def pooled(self, tau: int | None = None) -> Metrics:
+        """SPEC.md's metrics over every step of every run (at `tau`, or at any τ)."""
+        runs = [r for r in self.runs if tau is None or r.tau == tau]
+        return compute_metrics([s for r in runs for s in r.steps], tau or max((r.tau for r in runs), default=0))
+
     @property
     def alpha(self) -> float | None:
         """α pooled over every drafted position of every run."""
-        weighted = [(r.alpha, r.drafted) for r in self.runs if r.alpha is not None]
-        total = sum(w for _, w in weighted)
-        return sum(a * w for a, w in weighted) / total if total else None
+        return self.pooled().alpha
 
     @property
     def c(self) -> float | None:
-        """Draft time per forward pass over the target's time per token (target-only)."""
-        drafted = sum(r.drafted for r in self.runs)
-        tokens = sum(b.tokens for b in self.baselines)
-        if not drafted or not tokens:
+        """SPEC.md's c: time of one draft forward over time of one target forward (a verify pass),
+        pooled over every run."""
+        return self.pooled().c
+
+    @property
+    def c_target_only(self) -> float | None:
+        """Another timing ratio: draft time per forward over target-only decoding's time per token."""
+        pooled, tokens = self.pooled(), sum(b.tokens for b in self.baselines)
+        if not pooled.drafted_tokens or not tokens:
             return None
-        return (sum(r.draft_ms for r in self.runs) / drafted) / (sum(b.decode_ms for b in self.baselines) / tokens)
+        return (pooled.draft_ms / pooled.drafted_tokens) / (sum(b.decode_ms for b in self.baselines) / tokens)
 
     @property
     def baseline_tokens_per_second(self) -> float | None:
@@ -247,24 +247,21 @@ class SweepResult:
 
     def _summary(self, tau: int) -> TauSummary:
         runs = [r for r in self.runs if r.tau == tau]
-        steps, accepted = sum(r.steps for r in runs), sum(r.accepted for r in runs)
+        m = self.pooled(tau)
         per_seed = [
-            1 + sum(r.accepted for r in runs if r.seed == s) / max(1, sum(r.steps for r in runs if r.seed == s))
-            for s in sorted({r.seed for r in runs})
+            compute_metrics([s for r in runs if r.seed == seed for s in r.steps], tau).mean_acceptance_length or 1.0
+            for seed in sorted({r.seed for r in runs})
         ]
         alpha, c, base = self.alpha, self.c, self.baseline_tokens_per_second
-        ms = sum(r.draft_ms + r.verify_ms for r in runs)
-        tps = 1000.0 * sum(r.emitted for r in runs) / ms if ms else 0.0
-        per_position = tuple(
-            sum(n >= i for r in runs for n in r.accepted_lengths) / steps if steps else 0.0 for i in range(1, tau + 1)
-        )
+        tps = m.tokens_per_second or 0.0
         return TauSummary(
-            tau=tau, runs=len(runs), steps=steps, drafted=sum(r.drafted for r in runs), accepted=accepted,
-            emitted=sum(r.emitted for r in runs), mean_acceptance_length=1 + accepted / steps if steps else 1.0,
+            tau=tau, runs=len(runs), steps=m.steps, drafted=m.drafted_tokens, accepted=m.accepted_tokens,
+            emitted=m.emitted_tokens, mean_acceptance_length=m.mean_acceptance_length or 1.0,
             mean_acceptance_length_low=min(per_seed), mean_acceptance_length_high=max(per_seed),
-            draft_acceptance_rate=accepted / max(1, sum(r.drafted for r in runs)),
-            per_position_acceptance_rate=per_position, alpha=alpha, tokens_per_second=tps,
-            baseline_tokens_per_second=base, speedup=tps / base if base else None,
+            draft_acceptance_rate=m.draft_acceptance_rate or 0.0,
+            per_position_acceptance_rate=m.per_position_acceptance_rate,
+            conditional_per_position_acceptance_rate=m.conditional_per_position_acceptance_rate,
+            alpha=alpha, tokens_per_second=tps, baseline_tokens_per_second=base, speedup=tps / base if base else None,
             expected_tokens_per_step=None if alpha is None else expected_tokens_per_step(alpha, tau),
             predicted_speedup=None if alpha is None or c is None else expected_speedup(alpha, tau, c),
         )  # fmt: skip
@@ -300,6 +297,7 @@ class SweepResult:
             "settings": dataclasses.asdict(self.settings),
             "alpha": self.alpha,
             "c": self.c,
+            "c_target_only": self.c_target_only,
             "baseline_tokens_per_second": self.baseline_tokens_per_second,
             "best_tau_measured": self.best_tau_measured(),
             "best_tau_predicted": self.best_tau_predicted(),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from specviz.trace import StepTrace
+from specviz.core.trace import StepTrace
 
 LONG_PROMPT = 600  # characters: a longer prompt is drawn with its middle cut out
 STYLE = """<style>

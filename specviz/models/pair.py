@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from specviz.errors import IncompatibleModelsError
-from specviz.lm import HFModel, NextTokenModel, Session
-from specviz.text import Codec, HFCodec
+from specviz.models.lm import HFModel, NextTokenModel, Session
+from specviz.models.text import Codec, HFCodec
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class ModelPair:
 
     def new_sessions(self) -> tuple[Session, Session]:
         """A (target, draft) session pair; a draft that reads the target's hidden states
-        (specviz.eagle) gets the target's session."""
+        (specviz.drafts.feature) gets the target's session."""
         target = self.target.new_session()
         if getattr(self.draft, "reads_target", False):
             return target, self.draft.new_session(target)

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from specviz.config import MODES
-from specviz.engine import choose, record_step
+from specviz.core.config import MODES
+from specviz.core.engine import choose, record_step
+from specviz.core.sampling import residual
+from specviz.core.trace import StepTrace
 from specviz.errors import ConfigError
-from specviz.sampling import residual
-from specviz.trace import StepTrace
 
 MAX_TAU = 8
 

@@ -93,7 +93,7 @@ class HFSession(SessionStats):
 
     def record_features(self) -> None:
         """From now on keep the final hidden state (the LM head's input) of every scored token,
-        for a feature-level draft (specviz.eagle). Only before the first token."""
+        for a feature-level draft (specviz.drafts.feature). Only before the first token."""
         if self.length:
             raise ValueError("record features from the start of a session")
         if self._features is None:
@@ -177,7 +177,7 @@ class TableModel:
         return TableSession(self)
 
 
-class _ListSession(SessionStats):
+class ListSession(SessionStats):
     """A session whose whole state is the token list; subclasses score its last `keep` positions."""
 
     def __init__(self) -> None:
@@ -202,51 +202,10 @@ class _ListSession(SessionStats):
         self.length = length
 
 
-class TableSession(_ListSession):
+class TableSession(ListSession):
     def __init__(self, owner: TableModel) -> None:
         super().__init__()
         self._owner = owner
 
     def _score(self, keep: int) -> torch.Tensor:
         return torch.stack([self._owner.row(y) for y in self._ids[-keep:]])
-
-
-# --- prompt lookup (model-free drafter) ---------------------------------------------------------
-
-
-class PromptLookupDrafter:
-    """Proposes the token that followed the most recent earlier occurrence of the context's last
-    n-gram (longest n first). Its q is one-hot; with no match it makes no proposal."""
-
-    def __init__(self, vocab_size: int, max_ngram: int = 3, name: str = "prompt lookup") -> None:
-        if max_ngram < 1:
-            raise ValueError("max_ngram must be at least 1")
-        self.name = name
-        self.vocab_size = vocab_size
-        self.max_length = None
-        self.max_ngram = max_ngram
-
-    def propose(self, context: Sequence[int]) -> int | None:
-        for n in range(min(self.max_ngram, len(context) - 1), 0, -1):
-            pattern = list(context[-n:])
-            for start in range(len(context) - n - 1, -1, -1):
-                if list(context[start : start + n]) == pattern:
-                    return int(context[start + n])
-        return None
-
-    def new_session(self) -> PromptLookupSession:
-        return PromptLookupSession(self)
-
-
-class PromptLookupSession(_ListSession):
-    def __init__(self, owner: PromptLookupDrafter) -> None:
-        super().__init__()
-        self._owner = owner
-
-    def _score(self, keep: int) -> torch.Tensor:
-        rows = torch.full((keep, self._owner.vocab_size), NO_PROPOSAL, dtype=torch.float64)
-        for j, end in enumerate(range(self.length - keep + 1, self.length + 1)):
-            token = self._owner.propose(self._ids[:end])
-            if token is not None:
-                rows[j, token] = 0.0
-        return rows

@@ -16,7 +16,6 @@ draft token is drawn from, so every acceptance rule of SPEC.md applies unchanged
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,8 +24,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from specviz.draft import FORMAT, SPEC_FILE, TENSORS_FILE, DraftFileError, DraftSpec, SubsetHead, layer_subset
-from specviz.lm import HFSession, SessionStats
+from specviz.drafts.files import TENSORS_FILE, DraftFileError, DraftSpec, write_spec
+from specviz.drafts.subset import SubsetHead, layer_subset
+from specviz.models.lm import HFSession, SessionStats
 
 KIND = "feature"
 
@@ -172,8 +172,7 @@ def save_feature_draft(draft: FeatureDraft, directory: Path, meta: dict | None =
     }
     tensors["head.ids"] = draft.head.ids.to(torch.int32)
     save_file(tensors, str(directory / TENSORS_FILE))
-    spec = {"format": FORMAT, "kind": KIND, "layers": [], "rank": 0, "vocab_size": len(draft.head.ids), **(meta or {})}
-    (directory / SPEC_FILE).write_text(json.dumps(spec, indent=1) + "\n")
+    write_spec(directory, {"kind": KIND, "layers": [], "rank": 0, "vocab_size": len(draft.head.ids), **(meta or {})})
 
 
 def load_feature_draft(target: Any, directory: Path, spec: DraftSpec) -> FeatureDraft:

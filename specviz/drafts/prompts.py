@@ -255,14 +255,101 @@ def train_prompts_round2(seed: int = 1) -> list[Prompt]:
 
 
 def eval_prompts() -> list[Prompt]:
-    """Held-out prompts: 12 of them, three per kind (stories, chat instructions, code, facts)."""
-    out: list[Prompt] = []
-    out += [(f"Write a short story about {s}.", True) for s in _EVAL_SUBJECTS[:2]]
-    out.append((f"In a small town lived {_EVAL_SUBJECTS[2]}.", False))
-    out += [(f"Can you explain {c}?", True) for c in _EVAL_CONCEPTS[:2]]
-    out.append(("List four ways to stay focused while studying.", True))
-    out += [(f"Write a Python function that {t}.", True) for t in _EVAL_CODE]
-    out.append(("# Python: read a text file and print its longest line\ndef ", False))
-    out += [(f"{f} is", False) for f in _EVAL_FACTS[:2]]
-    out.append((f"Tell me about {_EVAL_FACTS[2][4:]}.", True))
+    """Held-out prompts: 16 of them, four per kind (stories, chat instructions, code, facts), with
+    subjects and templates that no training prompt uses (tests/test_draft.py checks the templates)."""
+    return [
+        ("Tell a tale about a retired beekeeper who opens a bakery.", True),
+        ("Narrate a day in the life of an octopus that learns to paint.", True),
+        ("In a small harbour town lived an old glassblower who", False),
+        ("The ferry captain had not missed a crossing in forty years, until", False),
+        ("Can you explain how a refrigerator keeps food cold?", True),
+        ("Can you explain why the sky is blue?", True),
+        ("List four ways to stay focused while studying.", True),
+        ("Suggest a weekend itinerary for a first visit to Lisbon.", True),
+        ("Implement a Python function that checks whether two strings are anagrams.", True),
+        ("Implement a Python function that returns the running sum of a list of numbers.", True),
+        ("# Python: read a text file and print its longest line\ndef ", False),
+        ("// Rust: reverse the words of a sentence\nfn ", False),
+        ("The Atlantic Ocean is", False),
+        ("Leonardo da Vinci was", False),
+        ("Give an overview of the history of Kyoto.", True),
+        ("Mount Kilimanjaro, the highest mountain in Africa,", False),
+    ]
+
+
+EVAL_SUBJECTS = ("beekeeper", "octopus", "glassblower", "ferry", "refrigerator", "sky is blue", "focused",
+                 "Lisbon", "anagram", "running sum", "longest line", "reverse the words", "Atlantic", "Leonardo",
+                 "Kyoto", "Kilimanjaro")  # fmt: skip
+
+_ADJECTIVES = ["brave", "shy", "curious", "forgetful", "tiny", "ancient", "clumsy", "cheerful", "lonely", "clever",
+               "sleepy", "stubborn", "gentle", "noisy", "mysterious", "generous", "grumpy", "young"]  # fmt: skip
+_CHARACTERS = ["fox", "robot", "baker", "sailor", "dragon", "librarian", "owl", "gardener", "detective", "turtle",
+               "painter", "wizard", "farmer", "penguin", "inventor", "knight", "cat", "mail carrier", "bear",
+               "violinist", "squirrel", "chef", "pilot", "elephant"]  # fmt: skip
+_SETTINGS = ["in a snowy forest", "on a floating island", "in a busy market", "at the bottom of the sea",
+             "in a haunted castle", "on a distant planet", "in a tiny apartment", "during a thunderstorm",
+             "in the desert", "on a train at night", "in a school for magic", "by a quiet river"]  # fmt: skip
+_STORY_TEMPLATES = [
+    ("Write a short story about a {a} {c} {s}.", True),
+    ("Write a story for children about a {a} {c} {s}.", True),
+    ("Once upon a time, a {a} {c} lived {s}.", False),
+    ("There was once a {a} {c} {s}. Every day,", False),
+    ("Write a diary entry by a {a} {c} {s}.", True),
+]
+
+
+def story_prompts(n: int, seed: int = 2) -> list[Prompt]:
+    """`n` story prompts: templates over adjective × character × setting (no held-out subject)."""
+    rng = random.Random(seed)
+    combos = list(itertools.product(_ADJECTIVES, _CHARACTERS, _SETTINGS, range(len(_STORY_TEMPLATES))))
+    out = []
+    for a, c, s, k in rng.sample(combos, min(n, len(combos))):
+        text, chat = _STORY_TEMPLATES[k]
+        out.append((text.format(a=a, c=c, s=s), chat))
     return out
+
+
+def corpus_prompts(n: int, seed: int = 3, root: str | None = None) -> list[Prompt]:
+    """Up to `n` prompts of prose, code and instructions built from the docstrings of the Python
+    standard library on this machine (it ships offline): a docstring's opening to continue, a
+    function head with its docstring to complete, and chat requests about what a function does.
+    Tests, non-ASCII text and docstrings naming a held-out subject are left out."""
+    import ast
+    import sysconfig
+    from pathlib import Path
+
+    base = Path(root or sysconfig.get_paths()["stdlib"])
+    found: list[Prompt] = []
+    for path in sorted(base.rglob("*.py")):
+        if any(part in ("test", "tests", "idlelib", "site-packages", "lib2to3") for part in path.parts):
+            continue
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError, ValueError, OSError):
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Module)):
+                continue
+            doc = ast.get_docstring(node)
+            if not doc or not doc.isascii() or len(doc) < 60 or any(s.lower() in doc.lower() for s in EVAL_SUBJECTS):
+                continue
+            first = " ".join(doc.split("\n\n")[0].split())
+            words = first.split()
+            if len(words) < 6:
+                continue
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+                args = ", ".join(a.arg for a in node.args.args)
+                found.append((f'def {node.name}({args}):\n    """{first}"""\n', False))
+                found.append((f"Write a Python function `{node.name}` that does this: {first}", True))
+            elif isinstance(node, ast.ClassDef):
+                found.append((f"Explain in simple words what this means: {first}", True))
+            else:
+                found.append((" ".join(words[: max(8, len(words) // 2)]), False))
+    rng = random.Random(seed)
+    unique = sorted(set(found))
+    return rng.sample(unique, min(n, len(unique)))
+
+
+def all_train_prompts(seed: int = 0, stories: int = 3000, corpus: int = 8000) -> list[Prompt]:
+    """Every training prompt: the two templated rounds, generated stories and the corpus prompts."""
+    return train_prompts(seed) + train_prompts_round2(seed + 1) + story_prompts(stories) + corpus_prompts(corpus)

@@ -1,55 +1,35 @@
 """How good is a draft? The numbers of the trained-draft issue, measured with the engine itself.
 
 - α: SPEC's α (mean β = Σ min(p, q) over draft positions) of textbook runs at temperature 1, τ = 4.
-- mean acceptance length: of the same runs.
+- mean acceptance length: of greedy runs at τ = 4 (and of the textbook runs).
 - greedy agreement: the draft acceptance rate of greedy runs at τ = 1, where every draft token
   extends the confirmed (target's own) sequence: how often argmax q = argmax p. At larger τ the
   rate also counts tokens drafted after a miss; τ = 4's is reported beside it.
-- c: one draft forward over one target forward, a single token with a warm KV cache (medians).
+- c: SPEC.md's, one draft forward over one target forward (a verify pass), pooled over the greedy
+  runs at τ = 4; beside it, single-token forwards with a warm KV cache (medians).
 - speedup: greedy speculative tokens/s over target-only greedy tokens/s, per τ, same process.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import json
 import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from specviz.config import SpecConfig
-from specviz.engine import Decoder, encode_prompt
-from specviz.pair import ModelPair
-from specviz.sweep import target_only
+from specviz.analysis.metrics import Metrics, StepCount, compute_metrics
+from specviz.analysis.sweep import target_only
+from specviz.core.config import SpecConfig
+from specviz.core.engine import Decoder, encode_prompt
+from specviz.drafts.prompts import eval_prompts
+from specviz.models.loading import load_pair
+from specviz.models.pair import ModelPair
 
 Prompt = tuple[str, bool]  # text, wrap in the chat template
-
-
-@dataclass(frozen=True)
-class Pooled:
-    steps: int
-    drafted: int
-    accepted: int
-    emitted: int
-    beta_sum: float
-    betas: int
-    ms: float
-
-    @property
-    def alpha(self) -> float | None:
-        return self.beta_sum / self.betas if self.betas else None
-
-    @property
-    def acceptance_rate(self) -> float | None:
-        return self.accepted / self.drafted if self.drafted else None
-
-    @property
-    def mean_acceptance_length(self) -> float | None:
-        return 1 + self.accepted / self.steps if self.steps else None
-
-    @property
-    def tokens_per_second(self) -> float:
-        return self.emitted * 1000.0 / self.ms if self.ms else 0.0
 
 
 @dataclass(frozen=True)
@@ -58,12 +38,14 @@ class DraftReport:
     prompts: int
     new_tokens: int
     alpha: float | None  # textbook, temperature 1, τ = 4
-    mean_acceptance_length: float | None  # textbook, τ = 4
+    mean_acceptance_length: float | None  # greedy, τ = 4
+    mean_acceptance_length_textbook: float | None  # textbook, temperature 1, τ = 4
     greedy_agreement: float | None  # greedy draft acceptance rate, τ = 1
     greedy_acceptance_rate_tau4: float | None  # greedy draft acceptance rate, τ = 4
-    draft_ms: float  # median single-token forward with cache
+    c: float | None  # SPEC.md's c, pooled over the greedy runs at τ = 4: draft forward / verify pass
+    draft_ms: float  # median single-token forward with a warm cache
     target_ms: float
-    c: float
+    c_single_token: float  # draft_ms / target_ms
     baseline_tokens_per_second: float
     greedy_tokens_per_second: dict[int, float]  # by τ
     speedup: dict[int, float]  # by τ
@@ -82,8 +64,11 @@ class DraftReport:
             f"α (textbook, T=1, τ=4):               {fmt(self.alpha)}",
             f"greedy agreement (greedy, τ=1):       {fmt(self.greedy_agreement)}",
             f"greedy acceptance rate at τ=4:         {fmt(self.greedy_acceptance_rate_tau4)}",
-            f"mean acceptance length (textbook τ=4): {fmt(self.mean_acceptance_length)}",
-            f"c = draft / target forward:            {self.c:.3f}  ({self.draft_ms:.1f} ms / {self.target_ms:.1f} ms)",
+            f"mean acceptance length (greedy τ=4):   {fmt(self.mean_acceptance_length)}",
+            f"mean acceptance length (textbook τ=4): {fmt(self.mean_acceptance_length_textbook)}",
+            f"c = draft forward / target forward:    {fmt(self.c)}  (in the greedy runs at τ=4)",
+            f"single-token forwards, draft / target: {self.c_single_token:.3f}  "
+            f"({self.draft_ms:.1f} ms / {self.target_ms:.1f} ms)",
             f"target-only greedy:                    {self.baseline_tokens_per_second:.1f} tok/s",
         ]
         rows += [
@@ -97,20 +82,13 @@ class DraftReport:
 
 def pooled_runs(
     pair: ModelPair, prompts: Sequence[Prompt], config: SpecConfig, tick: Callable[[], None] = lambda: None
-) -> Pooled:
-    steps = drafted = accepted = emitted = betas = 0
-    beta_sum = ms = 0.0
+) -> Metrics:
+    """SPEC.md's metrics pooled over one run per prompt."""
+    steps: list[StepCount] = []
     for text, chat in prompts:
-        trace = Decoder(pair, text, config, chat=chat).run()
-        m = trace.metrics
-        steps, drafted, accepted, emitted = (
-            steps + m.steps, drafted + m.drafted_tokens, accepted + m.accepted_tokens, emitted + m.emitted_tokens,
-        )  # fmt: skip
-        beta_sum += sum(b for s in trace.steps for b in s.beta)
-        betas += sum(len(s.beta) for s in trace.steps)
-        ms += m.draft_ms + m.verify_ms
+        steps += [StepCount.of(s) for s in Decoder(pair, text, config, chat=chat).run().steps]
         tick()
-    return Pooled(steps, drafted, accepted, emitted, beta_sum, betas, ms)
+    return compute_metrics(steps, config.tau)
 
 
 def forward_ms(pair: ModelPair, ids: Sequence[int], repeats: int = 20) -> tuple[float, float]:
@@ -157,19 +135,54 @@ def evaluate_draft(
     progress("target-only greedy baseline")
     pooled_runs(pair, prompts[:1], dataclasses.replace(greedy, max_new_tokens=8))  # warm-up
     before = baseline_tokens_per_second(pair, prompts, greedy)
-    by_tau: dict[int, Pooled] = {}
+    by_tau: dict[int, Metrics] = {}
     for tau in sorted(set(taus) | {1, 4}):
         progress(f"greedy runs at τ = {tau}")
         by_tau[tau] = pooled_runs(pair, prompts, dataclasses.replace(greedy, tau=tau))
     progress("target-only greedy baseline, again")
     baseline = (before + baseline_tokens_per_second(pair, prompts, greedy)) / 2
-    tps = {t: p.tokens_per_second for t, p in by_tau.items()}
+    tps = {t: p.tokens_per_second or 0.0 for t, p in by_tau.items()}
     speedup = {t: v / baseline for t, v in tps.items()}
     best = max(speedup, key=speedup.get)
     return DraftReport(
         draft=pair.draft.name, prompts=len(prompts), new_tokens=new_tokens, alpha=textbook.alpha,
-        mean_acceptance_length=textbook.mean_acceptance_length,
-        greedy_agreement=by_tau[1].acceptance_rate, greedy_acceptance_rate_tau4=by_tau[4].acceptance_rate,
-        draft_ms=draft_ms, target_ms=target_ms, c=draft_ms / target_ms, baseline_tokens_per_second=baseline,
+        mean_acceptance_length=by_tau[4].mean_acceptance_length,
+        mean_acceptance_length_textbook=textbook.mean_acceptance_length,
+        greedy_agreement=by_tau[1].draft_acceptance_rate, greedy_acceptance_rate_tau4=by_tau[4].draft_acceptance_rate,
+        c=by_tau[4].c, draft_ms=draft_ms, target_ms=target_ms, c_single_token=draft_ms / target_ms,
+        baseline_tokens_per_second=baseline,
         greedy_tokens_per_second=tps, speedup=speedup, best_tau=best, best_speedup=speedup[best],
     )  # fmt: skip
+
+
+USAGE = """Evaluate drafts of the embedded target on held-out prompts (never used in training).
+
+    python scripts/eval_draft.py                                  # the default (trained) embedded draft
+    python scripts/eval_draft.py --draft embedded --draft early-exit:8 --json runs/eval.json
+
+Reports α at temperature 1, greedy agreement, mean acceptance length at τ = 4 (textbook), c and the
+measured speedup of greedy speculative decoding over target-only greedy decoding at each τ, all in
+one process. Timings are from one run on this machine: run it alone, nothing else on the CPU.
+"""
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=USAGE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--draft", action="append", help="draft spec (repeatable): embedded, early-exit:K or a folder")
+    ap.add_argument("--new-tokens", type=int, default=64)
+    ap.add_argument("--taus", default="1,2,3,4,5,6")
+    ap.add_argument("--prompts", type=int, default=None, help="use only the first N held-out prompts")
+    ap.add_argument("--json", help="also write the reports here")
+    args = ap.parse_args(argv)
+    prompts = eval_prompts()[: args.prompts]
+    taus = [int(t) for t in args.taus.split(",")]
+    reports = []
+    for spec in args.draft or ["embedded"]:
+        pair = load_pair("embedded", spec, device="cpu", dtype="float32")
+        report = evaluate_draft(
+            pair, prompts, new_tokens=args.new_tokens, taus=taus, progress=lambda m: print("  ..", m, flush=True)
+        )
+        print("\n".join(report.lines()), flush=True)
+        reports.append(report.to_dict())
+    if args.json:
+        Path(args.json).write_text(json.dumps(reports, indent=1) + "\n")

@@ -1,4 +1,8 @@
-"""The metrics of SPEC.md, computed from step traces (names as serving engines report them)."""
+"""The metrics of SPEC.md, computed from step traces (names as serving engines report them).
+
+`compute_metrics` is the one place they are computed: for one run, or pooled over many runs (the
+sweep per τ, a draft's evaluation) by passing all their steps. `StepCount` keeps just what it reads
+of a step, for callers that hold many runs."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from typing import Any, Protocol
 
 
 class StepCounts(Protocol):
-    """What the metrics read of a step (specviz.trace.StepTrace has it all)."""
+    """What the metrics read of a step (specviz.core.trace.StepTrace has it all)."""
 
     tau: int
     n_accepted: int
@@ -17,6 +21,22 @@ class StepCounts(Protocol):
     emitted: tuple[int, ...]
     draft_ms: float
     verify_ms: float
+
+
+@dataclass(frozen=True)
+class StepCount:
+    """What the metrics read of a step, and nothing else (a StepTrace has far more)."""
+
+    tau: int
+    n_accepted: int
+    beta: tuple[float, ...]
+    emitted: tuple[int, ...]
+    draft_ms: float
+    verify_ms: float
+
+    @classmethod
+    def of(cls, step: StepCounts) -> StepCount:
+        return cls(step.tau, step.n_accepted, tuple(step.beta), tuple(step.emitted), step.draft_ms, step.verify_ms)
 
 
 @dataclass(frozen=True)
@@ -34,14 +54,18 @@ class Metrics:
     draft_ms: float  # total draft-phase time
     verify_ms: float  # total verification-phase time
     tokens_per_second: float | None  # emitted tokens / (draft + verify time)
+    # steps with draft token i accepted / steps that reached position i (tokens 1..i−1 accepted and
+    # a token i drafted), as serving engines log it; None where no step reached i
+    conditional_per_position_acceptance_rate: tuple[float | None, ...] = ()
+    mean_accepted_draft_tokens: float | None = None  # accepted / steps (without the target's token)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Metrics:
-        rates = tuple(data["per_position_acceptance_rate"])
-        return cls(**{**data, "per_position_acceptance_rate": rates})
+        tuples = ("per_position_acceptance_rate", "conditional_per_position_acceptance_rate")
+        return cls(**{**data, **{k: tuple(data[k]) for k in tuples if k in data}})
 
 
 def compute_metrics(steps: Sequence[StepCounts], tau: int) -> Metrics:
@@ -53,6 +77,10 @@ def compute_metrics(steps: Sequence[StepCounts], tau: int) -> Metrics:
     verify_ms = sum(s.verify_ms for s in steps)
     emitted = sum(len(s.emitted) for s in steps)
     per_position = tuple(sum(s.n_accepted >= i for s in steps) / n_steps if n_steps else 0.0 for i in range(1, tau + 1))
+    conditional = tuple(
+        _ratio(sum(s.n_accepted >= i for s in steps), sum(s.n_accepted >= i - 1 and s.tau >= i for s in steps))
+        for i in range(1, tau + 1)
+    )
     c = None
     if drafted and n_steps and verify_ms > 0:
         c = (draft_ms / drafted) / (verify_ms / n_steps)
@@ -70,6 +98,8 @@ def compute_metrics(steps: Sequence[StepCounts], tau: int) -> Metrics:
         draft_ms=draft_ms,
         verify_ms=verify_ms,
         tokens_per_second=_ratio(emitted * 1000.0, draft_ms + verify_ms),
+        conditional_per_position_acceptance_rate=conditional,
+        mean_accepted_draft_tokens=_ratio(accepted, n_steps),
     )
 
 

@@ -8,9 +8,9 @@ import json
 import math
 from typing import Any
 
-from specviz.config import SpecConfig
+from specviz.core.config import SpecConfig
+from specviz.core.trace import STOP_REASONS, RunTrace, StepTrace, build_run_trace
 from specviz.errors import ConfigError, TraceError
-from specviz.trace import STOP_REASONS, RunTrace, StepTrace, build_run_trace
 
 
 class Replay:

@@ -10,8 +10,8 @@ from typing import Any, Literal, NamedTuple, get_args
 
 import pandas as pd
 
-from specviz.config import SpecConfig
-from specviz.metrics import Metrics, compute_metrics
+from specviz.analysis.metrics import Metrics, compute_metrics
+from specviz.core.config import SpecConfig
 
 NextRule = Literal["argmax", "residual", "bonus", "greedy"]  # where the target's token came from
 Decision = Literal["accepted", "rejected", "not reached"]  # each draft token's fate

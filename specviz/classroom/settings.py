@@ -1,0 +1,115 @@
+"""Every page setting in one registry: its key, default, allowed values and whether a shared link
+carries it. Widgets take their ranges from here, app.py keeps every registered key across pages
+(Streamlit forgets a widget's value on pages that do not draw it), and links read and write only
+registered keys, checked against the same allowed values. Pure Python: no Streamlit.
+
+Defaults of the decoding settings come from `SpecConfig` itself, so the pages never restate them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from specviz.classroom.quiz import KINDS
+from specviz.classroom.sandbox import MAX_TAU as SANDBOX_TAU
+from specviz.classroom.sandbox import PRESETS as EXERCISES
+from specviz.core.config import MODES, SpecConfig
+from specviz.models.loading import PRESETS
+
+CUSTOM = "Custom: hub id or local folder"
+PAIRS = (*(p.label for p in PRESETS), CUSTOM)
+LOSSLESS_SOURCES = ("Hand-made tables", "Real models (first step)")
+_SPEC = {f.name: f.default for f in dataclasses.fields(SpecConfig)}
+
+
+@dataclass(frozen=True)
+class Setting:
+    key: str
+    default: Any
+    allowed: tuple | None = None  # (lo, hi) for numbers and ranges, or the allowed strings
+    link: bool = True  # goes into shared links
+
+
+def _decoding(page: str, **overrides: Any) -> list[Setting]:
+    """The SpecConfig fields a page exposes, defaults from SpecConfig unless overridden."""
+    d = {**_SPEC, **overrides}
+    return [
+        Setting(f"{page}_mode", d["mode"], MODES),
+        Setting(f"{page}_temperature", d["temperature"], (0.0, 2.0)),
+        Setting(f"{page}_top_k", d["top_k"], (0, 100_000)),
+        Setting(f"{page}_top_p", d["top_p"], (0.05, 1.0)),
+    ]
+
+
+def _pair(page: str) -> list[Setting]:
+    return [Setting(f"{page}_preset", PRESETS[0].label, PAIRS), Setting(f"{page}_target", "embedded"),
+            Setting(f"{page}_draft", "embedded")]  # fmt: skip
+
+
+SETTINGS: dict[str, Setting] = {
+    s.key: s
+    for s in [
+        *_pair("decode"),
+        Setting("decode_prompt", "The cat sat on the"),
+        Setting("decode_chat", True),
+        Setting("decode_tau", _SPEC["tau"], (1, 16)),
+        *_decoding("decode"),
+        Setting("decode_seed", _SPEC["seed"], (0, 2**31 - 1)),
+        Setting("decode_max_new", _SPEC["max_new_tokens"], (1, 1024)),
+        Setting("decode_present", False),
+        Setting("decode_quiz", False),
+        Setting("decode_quiz_kind", "predict", tuple(KINDS)),
+        Setting("decode_steps", 0, (0, 10_000)),  # link only: steps to take on opening
+        *_pair("sweep"),
+        Setting("sweep_prompts", "The cat sat on the\nWrite a Python function that reverses a list."),
+        Setting("sweep_chat", True),
+        *_decoding("sweep", mode="greedy"),
+        Setting("sweep_taus", (1, 8), (1, 16)),
+        Setting("sweep_max_new", 48, (4, 512)),
+        Setting("sweep_seeds", 1, (1, 10)),
+        Setting("sandbox_preset", next(iter(EXERCISES)), tuple(EXERCISES)),
+        Setting("sandbox_mode", "textbook", MODES),
+        Setting("sandbox_tau", 1, (1, SANDBOX_TAU)),
+        Setting("sandbox_seed", 0, (0, 10_000)),
+        *(Setting(f"sandbox_r{t}", 0.5, (0.0, 0.999)) for t in range(SANDBOX_TAU)),
+        Setting("sandbox_table", ""),  # link only: the exercise's table as JSON columns
+        Setting("lossless_source", LOSSLESS_SOURCES[0], LOSSLESS_SOURCES),
+        Setting("lossless_tau", 2, (1, 8)),
+        Setting("lossless_temperature", 1.0, (0.05, 2.0)),
+        Setting("lossless_trials", 20_000, (100, 50_000)),
+        Setting("lossless_table", ""),  # link only: the hand-made table as JSON columns
+        *_pair("lossless"),
+        Setting("lossless_prompt", "The cat sat on the"),
+        Setting("lossless_trials_real", 200, (10, 1000)),
+    ]
+}
+LINK_ONLY = ("decode_steps", "sandbox_table", "lossless_table")  # read from links, never widgets
+
+
+def defaults(keys: Iterable[str] | None = None) -> dict[str, Any]:
+    """Key → default of the widget settings (without the link-only keys)."""
+    return {k: SETTINGS[k].default for k in (keys or SETTINGS) if k not in LINK_ONLY}
+
+
+def allowed() -> dict[str, tuple]:
+    """Key → allowed values, for every setting that has them."""
+    return {k: s.allowed for k, s in SETTINGS.items() if s.allowed is not None}
+
+
+def limits(key: str) -> tuple:
+    """A numeric widget's (min, max)."""
+    lo, hi = SETTINGS[key].allowed
+    return lo, hi
+
+
+def linkable() -> dict[str, Any]:
+    """Key → default of everything a link may set."""
+    return {k: s.default for k, s in SETTINGS.items() if s.link}
+
+
+def for_link(prefix: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The values of page `prefix` that go into its link."""
+    return {k: v for k, v in values.items() if k.startswith(f"{prefix}_") and k in SETTINGS and SETTINGS[k].link}

@@ -1,0 +1,114 @@
+"""The model card (README.md) written beside an exported draft: architecture, data, the command
+that made it, the training curve and the held-out evaluation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def architecture(kind: str, meta: dict, stored_mb: float) -> str:
+    o, vocab = meta["options"], meta["vocab_size"]
+    if kind == "feature":
+        return f"""- A feature-level draft (EAGLE-style, `specviz/drafts/feature.py`): at position t it reads the
+  token x_t and the target's own final hidden state f_(t-1) (the LM head's input, recorded by the
+  target's session while it verifies), mixes them with a trained linear map (2 x 576 -> 576), runs
+  one decoder layer (initialised from the target's last layer) and its own norm, and predicts f_t.
+  Inside a draft block, where the target has not yet scored the previous token, the draft's own
+  prediction stands in; after verification, those positions are recomputed on the target's features.
+- q = softmax of the target's own LM head rows for the {vocab} tokens the target generated most
+  often in the training data (frozen). Other tokens get q = 0.
+- Cost per draft token: one decoder layer + a {vocab}-row head (the target: 30 layers + 49,152 rows).
+- Stored: {stored_mb:.1f} MB of fp16 tensors (`draft.safetensors`) + `draft.json`."""
+    return f"""- The target's decoder layers {o["layers"]} (of 30), copied; its embeddings and rotary tables shared.
+- LoRA rank {o["rank"]} on every projection of those layers, merged at load time; norms trained.
+- An LM head over {vocab} tokens (initialised from the target's rows, then trained). Other tokens get q = 0.
+- Stored: {stored_mb:.1f} MB of fp16 tensors (`draft.safetensors`) + `draft.json`."""
+
+
+def training_text(kind: str, o: dict) -> str:
+    if kind == "feature":
+        return (
+            f"Labels are computed per batch by the target itself: its full next-token distribution p and its\n"
+            f"final hidden states f. {o['unrolls']} unrolls per batch: unroll 1 reads the target's f_(t-1) at every\n"
+            "position (the first draft token's case); unroll k reads the draft's own g_(t-1) from unroll k-1 (the\n"
+            "k-th draft token's case). Loss per unroll, weighted 1/k: the soft cross-entropy -sum_v p(v) log q(v)\n"
+            f"over the head's vocabulary + smooth-L1 from g to f; uniform noise ({o['noise']} x rms) on unroll 1's\n"
+            "input features."
+        )
+    return "Soft cross-entropy against the target's full distribution p, computed per batch."
+
+
+def history_table(history: list[dict]) -> str:
+    unrolls = len(history[0].get("alpha_unrolls", [])) if history else 0
+    head = "| epoch | step | α | greedy agreement | p mass in the head |"
+    head += "".join(f" α, unroll {k} |" for k in range(2, unrolls + 1))
+    rows = [head, "|" + "---|" * (head.count("|") - 1)]
+    for h in history:
+        row = f"| {h['epoch']} | {h['step']} | {h['alpha']:.3f} | {h['greedy']:.3f} | {h['vocab_mass']:.3f} |"
+        row += "".join(f" {a:.3f} |" for a in h.get("alpha_unrolls", [])[1:])
+        rows.append(row)
+    return "\n".join(rows)
+
+
+def eval_table(reports: list[dict]) -> str:
+    rows = [
+        "| draft | α (T=1) | greedy agreement (τ=1) | mean acceptance length (greedy, τ=4) | c | best τ | speedup |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in reports:
+        rows.append(
+            f"| {r['draft']} | {r['alpha']:.3f} | {r['greedy_agreement']:.3f} | {r['mean_acceptance_length']:.2f} "
+            f"| {r['c']:.3f} | {r['best_tau']} | {r['best_speedup']:.2f}× |"
+        )
+    return "\n".join(rows)
+
+
+def model_card(kind: str, meta: dict, out: Path, reports: list[dict]) -> str:
+    o, data = meta["options"], meta["data"]
+    stored = sum(f.stat().st_size for f in out.glob("*.safetensors")) / 1e6
+    sources = "\n".join(f"  - {name}: {n} prompts" for name, n in data["prompt_sources"].items())
+    card = f"""# Distilled draft for SmolLM2-135M-Instruct (the embedded target)
+
+Made by `scripts/train_draft.py` (the logic is `specviz.drafts`); loaded by
+`specviz.load_pair("embedded", "embedded")` (the app's "Embedded pair"). The untrained draft stays
+selectable as `early-exit:8` ("Untrained draft" preset).
+
+## Architecture
+{architecture(kind, meta, stored)}
+
+## Data
+The target's own continuations (up to {data["new_tokens"]} new tokens each) of {data["prompts"]} prompts,
+once per temperature in {data["temperatures"]} (0 = greedy): {data["train_sequences"]} sequences,
+{data["train_tokens"]} generated tokens. Prompts (`specviz/drafts/prompts.py`):
+{sources}
+
+Held out: the {data["eval_sequences"]} continuations ({data["eval_tokens"]} tokens) of `eval_prompts()`: four per kind
+(stories, chat instructions, code, facts), whose subjects and templates no training prompt uses.
+
+## Training
+```
+{meta["command"]}
+```
+{training_text(kind, o)}
+AdamW (lr {o["lr"]}), one-cycle schedule, gradient clip 1, bf16 autocast, {o["batch_tokens"]} tokens per batch,
+{o["epochs"]} epochs; {meta["hardware"]}. Held-out numbers by epoch, teacher-forced (α and greedy agreement
+of the first draft token; later columns: the k-th draft token's case):
+
+{history_table(meta["history"])}
+"""
+    if reports:
+        card += f"""
+## Evaluation (`python scripts/eval_draft.py --draft embedded --draft early-exit:8`)
+
+Held-out prompts, {reports[0].get("new_tokens", 64)} new tokens each, the target alone as the baseline in the
+same process; one run on the 2-core CPU (shared and noisy).
+
+{eval_table(reports)}
+"""
+        speed = [r for r in reports if r.get("speedup")]
+        for r in speed[:1]:
+            card += "\nMeasured speedup of greedy speculative decoding per τ (" + r["draft"] + "): "
+            card += ", ".join(f"τ={t}: {s:.2f}×" for t, s in r["speedup"].items()) + ".\n"
+    if meta.get("limits"):
+        card += "\n## What limits it\n" + meta["limits"] + "\n"
+    return card
