@@ -106,10 +106,12 @@ def sampling_widgets(prefix: str, disabled: bool = False) -> dict:
 
 PRESENTATION_CSS = """<style>
 section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none; }
-.stMainBlockContainer { max-width: 100%; padding-left: 2rem; padding-right: 2rem; }
-.stMarkdown p, .stMarkdown li, [data-testid="stMetricLabel"] p { font-size: 1.35rem !important; }
-[data-testid="stMetricValue"] { font-size: 3rem !important; }
-.sv-text { font-size: 1.8rem !important; }
+.stMainBlockContainer { max-width: 100%; padding: 0.6rem 1.5rem 2rem; }
+.stMainBlockContainer [data-testid="stVerticalBlock"] { gap: 0.5rem; }
+.stMarkdown p, .stMarkdown li, [data-testid="stMetricLabel"] p { font-size: 1.3rem !important; }
+[data-testid="stMetricValue"] { font-size: 2.4rem !important; }
+.sv-text { font-size: 1.45rem !important; line-height: 2 !important; }
+.sv-box { max-height: 8.8rem; overflow-y: auto; display: flex; flex-direction: column-reverse; }
 h1 { font-size: 3.2rem !important; }
 </style>"""
 
@@ -122,11 +124,13 @@ def presentation_toggle(key: str) -> bool:
     return on
 
 
-def share_link(prefix: str, extra: dict | None = None) -> str:
-    """Put the page's settings in the address bar and show the link, ready to copy."""
+def share_link(prefix: str, extra: dict | None = None, show: bool = True) -> str:
+    """Put the page's settings in the address bar and (with `show`) the link on the page, ready to copy."""
     values = settings.for_link(prefix, st.session_state.get("specviz_kept", {})) | (extra or {})
     st.query_params.from_dict(links.encode(values))
     url = links.share_url(st.context.url or "", values)
+    if not show:
+        return url
     with st.expander("Share: a link that reopens these settings", icon=":material/link:"):
         st.code(url, language=None, wrap_lines=True)
         st.caption("Copy it with the button at the right of the box.")
@@ -173,7 +177,7 @@ def step_picker(steps: tuple[specviz.StepTrace, ...], hidden: bool) -> specviz.S
     return steps[pick - 1]
 
 
-def next_token_panel(step: specviz.StepTrace) -> None:
+def next_token_panel(step: specviz.StepTrace, **size: int) -> None:
     """The target's token: its rule and probability in a sentence, the distribution it came from,
     and why, when it is the rejected draft token itself."""
     source, note = next_token_source(step)
@@ -181,4 +185,4 @@ def next_token_panel(step: specviz.StepTrace) -> None:
     st.markdown(f"Next token **{label!r}** by rule **{step.next_rule}**, probability {step.next_prob:.4f}. {source}.")
     if note:
         st.info(note, icon=":material/lightbulb:")
-    st.plotly_chart(charts.next_token_chart(step), key="decode_next_chart")
+    st.plotly_chart(charts.next_token_chart(step, **size), key="decode_next_chart")

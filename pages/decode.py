@@ -41,12 +41,14 @@ with st.sidebar:
     if upload_error:  # where the user just acted; the same message heads the page
         st.error(f"This file cannot be replayed: {upload_error}", icon=":material/error:")
 
-st.title("Speculative decoding, step by step")
-top = st.columns([1, 1, 3])
-with top[0]:
+present = bool(st.session_state.get("decode_present"))  # a projector: one row of controls, no title
+if not present:
+    st.title("Speculative decoding, step by step")
+cols = st.columns([1, 1.3, 1, 1, 1.7, 1.3, 2.6] if present else [1, 1, 3])
+with cols[-3]:
     ui.presentation_toggle("decode_present")
-quiz_on = top[1].toggle("Quiz mode", key="decode_quiz", help="Hide r and the decisions until the class has guessed")
-kind = top[2].radio("Quiz", list(quiz.KINDS), key="decode_quiz_kind", format_func=quiz.KINDS.get) if quiz_on else ""
+quiz_on = cols[-2].toggle("Quiz mode", key="decode_quiz", help="Hide r and the decisions until the class has guessed")
+kind = cols[-1].radio("Quiz", list(quiz.KINDS), key="decode_quiz_kind", format_func=quiz.KINDS.get) if quiz_on else ""
 if upload_error:
     st.error(f"**This file is not a specviz trace that can be replayed:** {upload_error}", icon=":material/error:")
 config = specviz.SpecConfig(tau=tau, seed=seed, max_new_tokens=max_new, **sampling)
@@ -69,7 +71,7 @@ def start_run() -> specviz.Decoder | None:
 
 
 turn = contextlib.nullcontext if replay else ui.compute_turn  # a replay computes nothing: no queue
-cols = st.columns([1, 1.3, 1, 1, 4])
+cols = cols if present else st.columns([1, 1.3, 1, 1, 4])
 step_clicked = cols[0].button("Step", type="primary", key="decode_step", icon=":material/skip_next:")
 run_clicked = cols[1].button("Run to end", key="decode_run_all", icon=":material/fast_forward:")
 back_clicked = cols[2].button("Back", key="decode_back", icon=":material/undo:")
@@ -106,7 +108,7 @@ elif dec is not None and run_clicked:
     bar.empty()
 elif dec is not None and back_clicked and dec.undo() is None:
     st.toast("Already at the start of the run.")
-ui.share_link("decode", {"decode_steps": len(dec.steps) if dec and not stale and not replay else 0})
+ui.share_link("decode", {"decode_steps": len(dec.steps) if dec and not stale and not replay else 0}, show=not present)
 
 if dec is None or not dec.steps:
     st.info(
@@ -127,15 +129,23 @@ draws = hidden and kind == "rule"  # the quiz on the rule shows r and p/q, never
 shown = run.steps[:-1] if hidden else run.steps  # until Reveal, nothing counts the current step
 view = ui.step_picker(run.steps, hidden)  # the step drawn: the newest, or one picked
 upto = run.steps[: view.index + 1]
-st.html(run_html(run.prompt if run.chat else run.prompt_text, upto, run.chat, hide_last=hidden, show_draws=draws))
-with st.expander("Exact text the target read (after the chat template)" if run.chat else "Prompt and its token ids"):
-    st.code(run.prompt_text if run.chat else f"{run.prompt_text}\n\n{list(run.prompt_ids)}", wrap_lines=True)
+text = run_html(run.prompt if run.chat else run.prompt_text, upto, run.chat, hide_last=hidden, show_draws=draws)
+st.html(f'<div class="sv-box">{text}</div>')  # in presentation view: a few lines, scrolled to the newest
+if not present:
+    with st.expander("Exact text the target read (after the chat template)" if run.chat else "Prompt and its ids"):
+        st.code(run.prompt_text if run.chat else f"{run.prompt_text}\n\n{list(run.prompt_ids)}", wrap_lines=True)
 
 if view.tau == 0:
     st.info(f"No draft at step {view.index + 1} (the drafter found no match, or the end was near): the target "
             f"alone chose '{view.next_text}'.")  # fmt: skip
 else:
-    st.plotly_chart(charts.step_chart(view, hide_decisions=hidden, show_draws=draws), key="decode_step_chart")
+    size = {"height": 370, "font_size": 19} if present else {}  # a projector: the chart and the next token side by side
+    beside = st.columns([2, 1]) if present and not hidden else None
+    with beside[0] if beside else st.container():
+        st.plotly_chart(charts.step_chart(view, hidden, draws, **size), key="decode_step_chart")
+    if beside:
+        with beside[1]:
+            ui.next_token_panel(view, **size)
     left, right = st.columns([3, 2])
     with left:
         position = st.segmented_control(
@@ -153,7 +163,7 @@ else:
             hide_index=True,
             column_config={c: st.column_config.NumberColumn(format="%.4f") for c in ("q", "p", "p/q", "r")},
         )
-        if not hidden:  # where the next token came from (SPEC.md step 5); it tells n, so not before Reveal
+        if not hidden and not present:  # where the next token came from (SPEC.md step 5); it tells n
             ui.next_token_panel(view)
 
 m = compute_metrics(shown, run.config.tau) if hidden else run.metrics

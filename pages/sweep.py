@@ -70,6 +70,7 @@ if not result.runs:
 if not result.complete:
     st.warning(f"Stopped with {result.pending} of {total} units left; the charts show what finished. Run to go on.")
 st.success(result.verdict(), icon=":material/insights:")
+st.caption(charts.THEORY_NOTE)
 
 left, right = st.columns(2)
 left.markdown("**Mean acceptance length: measured and (1 − α^(τ+1)) / (1 − α)**")

@@ -235,7 +235,9 @@ def test_sandbox_presets_give_the_expected_decisions(loads):
     at.switch_page("pages/sandbox.py").run()
     assert not at.exception
     assert "**n = 1** of 1 accepted (none rejected)" in at.success[0].value
+    assert at.info[0].value.startswith("q > p, yet r = 0.7") and not at.warning  # the exercise's own table
     at.selectbox(key="sandbox_preset").set_value("Five-token draft, the third rejected first").run()
+    assert at.info[0].value.startswith("Positions 4 and 5 would pass")  # the new exercise's note only
     assert "**n = 2** of 5 accepted (position 3 is the first rejected)" in at.success[0].value
     assert "'cat'** by rule **argmax" in at.success[0].value
     decisions = [a["text"] for a in figure(at, 0)["layout"]["annotations"]]
@@ -246,12 +248,18 @@ def test_sandbox_presets_give_the_expected_decisions(loads):
         "<b>not reached</b><br>(after the first rejection)",
         "<b>not reached</b><br>(after the first rejection)",
     ]
-    at.slider(key="sandbox_r2").set_value(0.25).run()  # r3 ≤ p/q = 0.2/0.7 now: all five accepted
+    numbers = at.dataframe[0].value  # r and p/q as numbers beside each decision
+    assert numbers["r"].tolist() == [0.9, 0.3, 0.6, 0.1, 0.2]
+    assert numbers["p/q"].tolist()[:3] == pytest.approx([0.6 / 0.5, 0.45 / 0.6, 0.2 / 0.7])
+    assert numbers["decision"].tolist()[2:] == ["rejected", "not reached", "not reached"]
+    at.number_input(key="sandbox_r2").set_value(0.25).run()  # typed: r3 ≤ p/q = 0.2/0.7, all five accepted
     assert "**n = 5** of 5 accepted (none rejected)" in at.success[0].value
+    bonus = figure(at, 1)["layout"]["title"]["text"]  # all accepted: the bonus token, from p at τ+1
+    assert bonus.startswith("p at position 6: the bonus token")
     at.selectbox(key="sandbox_preset").set_value("The next token after the accepted run").run()
     at.radio(key="sandbox_mode").set_value("lossless").run()
     assert "by rule **residual" in at.success[0].value
-    residual = figure(at, 1)["data"][2]
+    residual = figure(at, 2)["data"][2]
     assert residual["y"][-1].startswith("sat") and residual["x"][-1] == pytest.approx(2 / 3)
 
 

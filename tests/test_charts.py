@@ -224,3 +224,19 @@ def test_where_the_next_token_came_from_worked_by_hand():
     bonus = sandbox_step(PRESETS["One token: q = 0.8, p = 0.6, r = 0.7"], "textbook")
     assert next_token_source(bonus)[0].startswith("All 1 draft tokens accepted: a free token from p at position 2")
     assert "the bonus token" in next_token_chart(bonus).layout.title.text
+
+
+def test_small_probabilities_stay_readable_as_percentages():
+    from specviz.viz.charts import prob_text
+
+    assert [prob_text(x) for x in (0.8, 0.473, 0.0473, 0.000473, 3e-6, 2e-9, 0.0)] == [
+        "80%", "47.3%", "4.73%", "0.0473%", "0.0003%", "<0.0001%", "0%",
+    ]  # fmt: skip
+
+
+def test_step_chart_labels_bars_with_percentages(runs):
+    step = next(s for s in runs["lossless"].steps if s.tau)
+    fig = step_chart(step)
+    q_bar, p_bar = fig.data[0], fig.data[1]
+    assert list(q_bar.text) == [f"{v * 100:.3g}%" if v >= 1e-6 else "<0.0001%" for v in step.q]
+    assert list(p_bar.y) == list(step.p) and all(t.endswith("%") for t in p_bar.text)

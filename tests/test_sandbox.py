@@ -96,3 +96,12 @@ def test_first_tokens_equal_fresh_first_steps_with_those_seeds():
     assert samples == fresh
     probs = reference(pair, [5, 6, 7], config)
     assert float(probs.sum()) == pytest.approx(1.0)
+
+
+def test_columns_that_do_not_sum_to_one_are_named_not_rescaled_silently():
+    import pandas as pd
+
+    from specviz.classroom.sandbox import column_sums
+
+    frame = pd.DataFrame({"token": ["a", "b"], "q1": [0.6, 0.3], "p1": [0.5, 0.5], "p2": [2.0, 2.0]})
+    assert column_sums(frame) == {"q1": pytest.approx(0.9), "p2": pytest.approx(4.0)}

@@ -58,7 +58,10 @@ def test_pooled_metrics_and_the_two_timing_ratios_by_hand():
     assert result.c == pytest.approx((12 / 6) / (24 / 3))  # 2 ms per draft forward / 8 ms per verify pass
     assert result.c_target_only == pytest.approx((12 / 6) / (50 / 10))  # 2 ms / 5 ms per target-only token
     assert result.alpha == pytest.approx(0.6)
+    # 3 accepted; the steps with n = 0 and n = 1 each rejected one token: 3 of 5 decided tokens accepted
+    assert result.acceptance_probability == pytest.approx(3 / 5)
     (row,) = result.by_tau()
+    assert row.expected_tokens_per_step_measured == pytest.approx(1 + 0.6 + 0.36)  # (1 − a³) / (1 − a)
     assert (row.steps, row.drafted, row.accepted, row.emitted) == (3, 6, 3, 6)
     assert row.mean_acceptance_length == pytest.approx(2.0)
     assert (row.mean_acceptance_length_low, row.mean_acceptance_length_high) == (pytest.approx(2.0), pytest.approx(2.0))

@@ -116,6 +116,8 @@ class TauSummary:
     speedup: float | None  # measured: tokens/s over target-only tokens/s
     expected_tokens_per_step: float | None  # (1 − α^{τ+1}) / (1 − α) from the sweep's α
     predicted_speedup: float | None  # S(τ) from the sweep's α and c
+    expected_tokens_per_step_measured: float | None  # the same formula, from acceptance_probability
+    predicted_speedup_measured: float | None  # S(τ) from acceptance_probability and c
 
 
 @dataclass(frozen=True)
@@ -224,6 +226,16 @@ class SweepResult:
         return self.pooled().alpha
 
     @property
+    def acceptance_probability(self) -> float | None:
+        """The i.i.d. model's per-token acceptance probability estimated from the runs themselves, in
+        their own mode and sampling: accepted draft tokens / draft tokens the verifier decided on
+        (each step decides its accepted tokens and, unless all were accepted, one rejected). In
+        lossless mode it estimates α; in greedy and textbook modes it is what acceptance really was."""
+        pooled = self.pooled()
+        decided = pooled.accepted_tokens + sum(s.n_accepted < s.tau for r in self.runs for s in r.steps)
+        return pooled.accepted_tokens / decided if decided else None
+
+    @property
     def c(self) -> float | None:
         """SPEC.md's c: time of one draft forward over time of one target forward (a verify pass),
         pooled over every run."""
@@ -252,7 +264,7 @@ class SweepResult:
             compute_metrics([s for r in runs if r.seed == seed for s in r.steps], tau).mean_acceptance_length or 1.0
             for seed in sorted({r.seed for r in runs})
         ]
-        alpha, c, base = self.alpha, self.c, self.baseline_tokens_per_second
+        alpha, c, base, a = self.alpha, self.c, self.baseline_tokens_per_second, self.acceptance_probability
         tps = m.tokens_per_second or 0.0
         return TauSummary(
             tau=tau, runs=len(runs), steps=m.steps, drafted=m.drafted_tokens, accepted=m.accepted_tokens,
@@ -264,6 +276,8 @@ class SweepResult:
             alpha=alpha, tokens_per_second=tps, baseline_tokens_per_second=base, speedup=tps / base if base else None,
             expected_tokens_per_step=None if alpha is None else expected_tokens_per_step(alpha, tau),
             predicted_speedup=None if alpha is None or c is None else expected_speedup(alpha, tau, c),
+            expected_tokens_per_step_measured=None if a is None else expected_tokens_per_step(a, tau),
+            predicted_speedup_measured=None if a is None or c is None else expected_speedup(a, tau, c),
         )  # fmt: skip
 
     def best_tau_measured(self) -> int | None:
@@ -298,6 +312,7 @@ class SweepResult:
             "alpha": self.alpha,
             "c": self.c,
             "c_target_only": self.c_target_only,
+            "acceptance_probability": self.acceptance_probability,
             "baseline_tokens_per_second": self.baseline_tokens_per_second,
             "best_tau_measured": self.best_tau_measured(),
             "best_tau_predicted": self.best_tau_predicted(),

@@ -90,8 +90,16 @@ def case_frame(case: SandboxCase) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
+def column_sums(frame: pd.DataFrame) -> dict[str, float]:
+    """The q and p columns of an edited table that do not sum to 1, with their sums: the page says
+    so (case_from_frame normalises them; nothing is rescaled silently)."""
+    sums = {c: float(pd.to_numeric(frame[c], errors="coerce").fillna(0.0).sum()) for c in frame if c != "token"}
+    return {c: s for c, s in sums.items() if abs(s - 1.0) > 1e-6}
+
+
 def case_from_frame(frame: pd.DataFrame, r: Sequence[float], note: str = "") -> SandboxCase:
-    """Read an edited table back, checking it; each column is normalised to sum to 1."""
+    """Read an edited table back, checking it; each column is normalised to sum to 1 (column_sums
+    names the ones that did not)."""
     words = [str(w).strip() for w in frame["token"].tolist()]
     if len(words) < 2 or any(not w for w in words) or len(set(words)) != len(words):
         raise ConfigError("the vocabulary needs at least two distinct, non-empty tokens")

@@ -28,7 +28,19 @@ def token_label(text: str) -> str:
     return shown if shown.strip() else repr(text)
 
 
-def step_chart(step: StepTrace, hide_decisions: bool = False, show_draws: bool = False) -> go.Figure:
+def prob_text(x: float) -> str:
+    """A probability as a bar label a room can read at any size: a percentage with three significant
+    digits ("47.3%", "4.73%", "0.0473%"), "<0.0001%" below that, "0%" for an exact zero."""
+    if x <= 0:
+        return "0%"
+    if x < 1e-6:
+        return "<0.0001%"
+    return f"{x * 100:.3g}%"
+
+
+def step_chart(
+    step: StepTrace, hide_decisions: bool = False, show_draws: bool = False, height: int = 460, font_size: int = 16
+) -> go.Figure:
     """The centrepiece: per draft position, bars of q and p for the draft token, a marker for the
     acceptance probability min(1, p/q) and one for the draw r, coloured by the decision. With
     `hide_decisions` (quiz mode) only q, p and min(1, p/q) are drawn, in a neutral colour, and r
@@ -37,8 +49,11 @@ def step_chart(step: StepTrace, hide_decisions: bool = False, show_draws: bool =
     colors = ["#777777"] * step.tau if hide_decisions else [DECISION_COLORS[d] for d in step.decision]
     accept_prob = [min(1.0, ratio) for ratio in step.ratio]
     fig = go.Figure()
-    fig.add_bar(name="q (draft)", x=x, y=list(step.q), marker_color=Q_COLOR, texttemplate="%{y:.2f}")
-    fig.add_bar(name="p (target)", x=x, y=list(step.p), marker_color=P_COLOR, texttemplate="%{y:.2f}")
+    for name, values, color in (("q (draft)", step.q, Q_COLOR), ("p (target)", step.p, P_COLOR)):
+        fig.add_bar(
+            name=name, x=x, y=list(values), marker_color=color, text=[prob_text(v) for v in values],
+            textposition="outside", cliponaxis=False, hovertemplate=f"{name[0]} = %{{y:.4g}}<extra></extra>",
+        )  # fmt: skip
     fig.add_scatter(
         name="min(1, p/q): chance to accept", x=x, y=accept_prob, mode="markers",
         marker={"symbol": "diamond-wide", "size": 22, "color": colors, "line": {"width": 2, "color": "black"}},
@@ -60,7 +75,12 @@ def step_chart(step: StepTrace, hide_decisions: bool = False, show_draws: bool =
             why, outcome = decision_parts(step, t)
             text = f"{why}<br><b>→ {outcome}</b>" if why else "<b>{}</b><br>({}".format(*outcome.split(" (", 1))
         fig.add_annotation(
-            x=label, y=1.08, text=text, hovertext=reason, showarrow=False, font={"color": color, "size": 13}
+            x=label,
+            y=1.08,
+            text=text,
+            hovertext=reason,
+            showarrow=False,
+            font={"color": color, "size": font_size - 3},
         )
     title = (
         f"Step {step.index + 1}: {step.tau} draft tokens: which will the target accept?"
@@ -69,9 +89,9 @@ def step_chart(step: StepTrace, hide_decisions: bool = False, show_draws: bool =
         f"'{token_label(step.next_text)}' from the target ({step.next_rule})"
     )
     fig.update_layout(
-        barmode="group", font=FONT, yaxis={"range": [0, 1.15], "title": "probability"}, title=title,
+        barmode="group", font={"size": font_size}, yaxis={"range": [0, 1.15], "title": "probability"}, title=title,
         xaxis={"type": "category"},  # token labels such as "4. ," would otherwise read as numbers
-        legend={"orientation": "h", "y": -0.2}, margin={"t": 70, "b": 40}, height=460,
+        legend={"orientation": "h", "y": -0.2}, margin={"t": 70, "b": 40}, height=height,
     )  # fmt: skip
     return fig
 
@@ -92,7 +112,7 @@ def top_chart(step: StepTrace, position: int, hide_decisions: bool = False) -> g
         entries = list(reversed(top))  # most likely at the top
         fig.add_bar(
             x=[e.prob for e in entries], y=[f"{token_label(e.text)} #{e.token}" for e in entries],
-            orientation="h", name=title, showlegend=False, texttemplate="%{x:.3f}",
+            orientation="h", name=title, showlegend=False, text=[prob_text(e.prob) for e in entries],
             marker_color=[TARGET_COLOR if e.token == chosen else color for e in entries],
             row=1, col=col,
         )  # fmt: skip
@@ -102,7 +122,7 @@ def top_chart(step: StepTrace, position: int, hide_decisions: bool = False) -> g
     return fig
 
 
-def next_token_chart(step: StepTrace) -> go.Figure:
+def next_token_chart(step: StepTrace, height: int = 360, font_size: int = 16) -> go.Figure:
     """Where the next token came from (SPEC.md step 5): the top of the distribution it was chosen
     from (p at position n+1, the residual norm(max(0, p − q)) there, or p at τ+1 when all were
     accepted), the chosen token highlighted, the rule in the title."""
@@ -115,16 +135,17 @@ def next_token_chart(step: StepTrace) -> go.Figure:
         "residual": f"norm(max(0, p − q)) at position {where}",
         "bonus": f"p at position {where}: the bonus token",
     }.get(step.next_rule, f"p at position {where}, the first rejected")
+    heading = {"size": font_size - 1}
     fig = go.Figure(
         go.Bar(
             x=[e.prob for e in entries], y=[f"{token_label(e.text)} #{e.token}" for e in entries], orientation="h",
             marker_color=[TARGET_COLOR if e.token == step.next_token else base for e in entries],
-            texttemplate="%{x:.3f}", hovertemplate="%{y}: %{x:.4f}<extra></extra>",
+            text=[prob_text(e.prob) for e in entries], hovertemplate="%{y}: %{x:.4g}<extra></extra>",
         )
     )  # fmt: skip
     fig.update_layout(
-        font=FONT, height=360, margin={"t": 70, "l": 10},
-        title={"text": f"{title}<br>chosen: '{token_label(step.next_text)}' ({step.next_rule})", "font": {"size": 15}},
+        font={"size": font_size}, height=height, margin={"t": 70, "l": 10},
+        title={"text": f"{title}<br>chosen: '{token_label(step.next_text)}' ({step.next_rule})", "font": heading},
         xaxis={"range": [0, 1], "title": "probability"}, yaxis={"type": "category"},
     )  # fmt: skip
     return fig
@@ -209,9 +230,30 @@ def sweep_length_chart(result: SweepResult) -> go.Figure:
     return fig
 
 
+THEORY_NOTE = (
+    "Theory curves (Leviathan et al.): dashed, from SPEC's α = mean Σ min(p, q) of the same runs, which is the "
+    "acceptance probability of lossless sampling; dotted, from the acceptance probability these runs actually "
+    "had in their own mode (accepted / decided draft tokens). In greedy and textbook modes the two differ."
+)
+
+
+def _theory_lines(fig: go.Figure, taus: list[int], alpha_y: list, measured_y: list, result: SweepResult) -> None:
+    if result.alpha is not None:
+        fig.add_scatter(
+            x=taus, y=alpha_y, mode="lines", name=f"theory, α = Σmin(p,q) = {result.alpha:.2f}",
+            line={"color": "black", "dash": "dash"},
+        )  # fmt: skip
+    a = result.acceptance_probability
+    if a is not None:
+        fig.add_scatter(
+            x=taus, y=measured_y, mode="lines", name=f"theory, acceptance in this mode = {a:.2f}",
+            line={"color": "#6c757d", "dash": "dot", "width": 3},
+        )  # fmt: skip
+
+
 def sweep_acceptance_chart(result: SweepResult) -> go.Figure:
     """Mean acceptance length against τ, measured (with the band across seeds) and predicted by
-    (1 − α^{τ+1}) / (1 − α) from the measured α."""
+    (1 − a^{τ+1}) / (1 − a), from SPEC's α and from the acceptance probability of the runs' mode."""
     rows = result.by_tau()
     taus = [s.tau for s in rows]
     high, low = [s.mean_acceptance_length_high for s in rows], [s.mean_acceptance_length_low for s in rows]
@@ -224,14 +266,11 @@ def sweep_acceptance_chart(result: SweepResult) -> go.Figure:
         x=taus, y=[s.mean_acceptance_length for s in rows], mode="lines+markers", name="measured",
         line={"color": P_COLOR, "width": 3},
     )  # fmt: skip
-    if result.alpha is not None:
-        fig.add_scatter(
-            x=taus, y=[s.expected_tokens_per_step for s in rows], mode="lines", name=f"theory, α = {result.alpha:.2f}",
-            line={"color": "black", "dash": "dash"},
-        )  # fmt: skip
+    alpha_y = [s.expected_tokens_per_step for s in rows]
+    _theory_lines(fig, taus, alpha_y, [s.expected_tokens_per_step_measured for s in rows], result)
     fig.update_layout(
-        font=FONT, height=380, xaxis={"title": "τ", "dtick": 1}, yaxis={"title": "mean acceptance length"},
-        legend={"orientation": "h", "y": -0.25}, margin={"t": 30},
+        font=FONT, height=420, xaxis={"title": "τ", "dtick": 1}, yaxis={"title": "mean acceptance length"},
+        legend={"orientation": "h", "y": -0.22}, margin={"t": 30, "b": 110},
     )  # fmt: skip
     return fig
 
@@ -261,10 +300,11 @@ def sweep_speedup_chart(result: SweepResult) -> go.Figure:
     fig = go.Figure()
     fig.add_scatter(x=taus, y=[s.speedup for s in rows], mode="lines+markers", name="measured", line={"width": 3})
     if result.c is not None:
-        fig.add_scatter(
-            x=taus, y=[s.predicted_speedup for s in rows], mode="lines", name=f"predicted S(τ), c = {result.c:.2f}",
-            line={"color": "black", "dash": "dash"},
-        )  # fmt: skip
+        predicted = [s.predicted_speedup for s in rows], [s.predicted_speedup_measured for s in rows]
+        _theory_lines(fig, taus, *predicted, result)
+        fig.add_annotation(
+            text=f"S(τ) with c = {result.c:.2f}", xref="paper", yref="paper", x=1, y=1.06, showarrow=False
+        )
     best = result.best_tau_measured()
     if best is not None:
         top = next(s for s in rows if s.tau == best)
@@ -274,8 +314,8 @@ def sweep_speedup_chart(result: SweepResult) -> go.Figure:
         )  # fmt: skip
     fig.add_hline(y=1.0, line={"color": "grey", "dash": "dot"}, annotation_text="target alone")
     fig.update_layout(
-        font=FONT, height=380, xaxis={"title": "τ", "dtick": 1}, yaxis={"title": "speedup ×", "rangemode": "tozero"},
-        legend={"orientation": "h", "y": -0.25}, margin={"t": 30},
+        font=FONT, height=420, xaxis={"title": "τ", "dtick": 1}, yaxis={"title": "speedup ×", "rangemode": "tozero"},
+        legend={"orientation": "h", "y": -0.22}, margin={"t": 30, "b": 110},
     )  # fmt: skip
     return fig
 

@@ -1,0 +1,1 @@
+"""Figures: Plotly charts and the marked text of a run."""
