@@ -5,9 +5,10 @@ import pandas as pd
 import streamlit as st
 
 import specviz
-from pages._shared import LIMITS, LOSSLESS_SOURCES, ensure_shell, in_turns, load_pair, model_picker, share_link
+from pages._shared import LIMITS, ensure_shell, in_turns, load_pair, model_picker, share_link
 from specviz.analysis.lossless import METHOD, check, first_tokens, reference
 from specviz.classroom import links
+from specviz.classroom.settings import LOSSLESS_SOURCES
 from specviz.viz import charts
 
 ensure_shell()

@@ -248,7 +248,7 @@ def test_sandbox_presets_give_the_expected_decisions(loads):
         "<b>not reached</b><br>(after the first rejection)",
         "<b>not reached</b><br>(after the first rejection)",
     ]
-    numbers = at.dataframe[0].value  # r and p/q as numbers beside each decision
+    numbers = at.dataframe[-1].value  # r and p/q as numbers beside each decision (after the editor)
     assert numbers["r"].tolist() == [0.9, 0.3, 0.6, 0.1, 0.2]
     assert numbers["p/q"].tolist()[:3] == pytest.approx([0.6 / 0.5, 0.45 / 0.6, 0.2 / 0.7])
     assert numbers["decision"].tolist()[2:] == ["rejected", "not reached", "not reached"]
