@@ -47,13 +47,18 @@ for key in DEFAULTS:
         kept[key] = st.session_state[key]
     st.session_state[key] = kept[key]
 
-page = st.navigation(
-    [
-        st.Page("pages/decode.py", title="Decode", icon=":material/play_arrow:", default=True),
-        st.Page("pages/sweep.py", title="τ sweep", icon=":material/stacked_line_chart:"),
-        st.Page("pages/sandbox.py", title="Sandbox", icon=":material/edit_note:"),
-        st.Page("pages/lossless.py", title="Is it lossless?", icon=":material/balance:"),
-        st.Page("pages/about.py", title="About", icon=":material/school:"),
-    ]
-)
+PAGES = [
+    st.Page("pages/decode.py", title="Decode", icon=":material/play_arrow:", default=True),
+    st.Page("pages/sweep.py", title="τ sweep", icon=":material/stacked_line_chart:"),
+    st.Page("pages/sandbox.py", title="Sandbox", icon=":material/edit_note:"),
+    st.Page("pages/lossless.py", title="Is it lossless?", icon=":material/balance:"),
+    st.Page("pages/about.py", title="About", icon=":material/school:"),
+]
+# The menu is drawn here, not by Streamlit's automatic navigation: that one shows the pages/ folder's
+# raw file names for a moment after a server start (client.showSidebarNavigation = false hides it).
+page = st.navigation(PAGES, position="hidden")
+with st.sidebar:
+    for entry in PAGES:
+        st.page_link(entry)
+    st.divider()
 page.run()

@@ -183,6 +183,6 @@ def next_token_panel(step: specviz.StepTrace, **size: int) -> None:
     source, note = next_token_source(step)
     label = token_label(step.next_text)
     st.markdown(f"Next token **{label!r}** by rule **{step.next_rule}**, probability {step.next_prob:.4f}. {source}.")
-    if note:
-        st.info(note, icon=":material/lightbulb:")
     st.plotly_chart(charts.next_token_chart(step, **size), key="decode_next_chart")
+    if note:  # below the chart: on a projector the chart stays on screen
+        st.info(note, icon=":material/lightbulb:")

@@ -44,7 +44,7 @@ with st.sidebar:
 present = bool(st.session_state.get("decode_present"))  # a projector: one row of controls, no title
 if not present:
     st.title("Speculative decoding, step by step")
-cols = st.columns([1, 1.3, 1, 1, 1.7, 1.3, 2.6] if present else [1, 1, 3])
+cols = st.columns([1, 1.3, 1, 1, 1.7, 1.3, 2.6] if present else [1.4, 1, 2.6])
 with cols[-3]:
     ui.presentation_toggle("decode_present")
 quiz_on = cols[-2].toggle("Quiz mode", key="decode_quiz", help="Hide r and the decisions until the class has guessed")
@@ -145,7 +145,7 @@ else:
         st.plotly_chart(charts.step_chart(view, hidden, draws, **size), key="decode_step_chart")
     if beside:
         with beside[1]:
-            ui.next_token_panel(view, **size)
+            ui.next_token_panel(view, height=330, font_size=17)
     left, right = st.columns([3, 2])
     with left:
         position = st.segmented_control(

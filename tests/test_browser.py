@@ -11,6 +11,12 @@ from benchmarks.appserver import CHROMIUM, CHROMIUM_ARGS, IDLE, serve
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
+def need_chromium() -> None:
+    if not Path(CHROMIUM).exists():
+        message = f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does)"
+        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+
+
 @pytest.fixture
 def server(embedded_cache, tmp_path):
     with serve(tmp_path / "streamlit.log") as url:
@@ -29,7 +35,7 @@ def test_step_in_a_real_browser(server, tmp_path):
         # a shared link to a sub-page, as the very first request the fresh server sees
         page.goto(f"{server}/about")
         page.get_by_role("heading", name="How speculative decoding works").wait_for(timeout=180_000)
-        nav = page.locator('[data-testid="stSidebarNav"]')
+        nav = page.locator('[data-testid="stSidebar"] [data-testid="stPageLink"]')
         assert nav.get_by_text("Decode", exact=True).count() == 1
         assert nav.get_by_text("shared").count() == 0 and nav.get_by_text("app", exact=True).count() == 0
         page.goto(server)
@@ -112,4 +118,55 @@ def test_quiz_then_a_corrupt_upload_in_a_real_browser(server, tmp_path):
         assert page.locator('[data-testid="stException"]').count() == 0
         assert page.get_by_text("Traceback").count() == 0
         assert page.locator(".gtitle", has_text="Step 1:").count() == 1  # the live run is still drawn
+        browser.close()
+
+
+def inside(box: dict | None, width: int, height: int) -> bool:
+    return (
+        box is not None
+        and box["x"] >= 0
+        and box["y"] >= 0
+        and box["x"] + box["width"] <= width + 1
+        and (box["y"] + box["height"] <= height + 1)
+    )
+
+
+def test_a_projector_sees_no_file_names_and_one_step_on_one_screen(server):
+    """1280×720: the first second after a server start shows no raw file names as navigation
+    (Streamlit's automatic pages/ menu, which showed 'app', 'shared', ... before), and in
+    presentation view the marked text, the q-against-p chart with its decisions and the next
+    token's chart are all inside the viewport, without scrolling."""
+    need_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(server, wait_until="commit")
+        automatic = set()
+        for _ in range(40):  # the first four seconds, ten looks a second
+            automatic |= set(page.locator('[data-testid="stSidebarNav"] span').all_inner_texts())
+            page.wait_for_timeout(100)
+        assert automatic == set()
+        step = page.get_by_role("button", name="Step", exact=True)
+        step.wait_for(timeout=180_000)
+        page.get_by_text("Press Step").wait_for(timeout=180_000)
+        step.click()
+        page.get_by_text("Step 1:").first.wait_for(timeout=180_000)
+        page.locator(IDLE).wait_for(timeout=60_000)
+        page.get_by_text("Presentation view").click()
+        page.get_by_text("Next token").first.wait_for(timeout=60_000)
+        page.locator(IDLE).wait_for(timeout=60_000)
+        page.wait_for_timeout(1000)  # charts settle
+        assert page.evaluate("window.scrollY") == 0
+        charts = page.locator(".stPlotlyChart")
+        assert inside(charts.nth(0).bounding_box(), 1280, 720)  # q against p, every decision above it
+        assert inside(charts.nth(1).bounding_box(), 1280, 720)  # where the next token came from
+        assert inside(page.locator(".sv-box").first.bounding_box(), 1280, 720)  # the marked text
+        decisions = page.evaluate(
+            "Array.from(document.querySelectorAll('.stPlotlyChart')[0].querySelectorAll('.annotation-text'))"
+            ".map(e => e.textContent || '')"
+        )
+        assert decisions and all(("accepted" in d) or ("rejected" in d) or ("not reached" in d) for d in decisions)
+        assert page.locator('[data-testid="stException"]').count() == 0
         browser.close()

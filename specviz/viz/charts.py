@@ -74,14 +74,10 @@ def step_chart(
         else:  # why (SPEC.md step 3) in words, then the decision
             why, outcome = decision_parts(step, t)
             text = f"{why}<br><b>→ {outcome}</b>" if why else "<b>{}</b><br>({}".format(*outcome.split(" (", 1))
-        fig.add_annotation(
-            x=label,
-            y=1.08,
-            text=text,
-            hovertext=reason,
-            showarrow=False,
+        fig.add_annotation(  # above the plot area, clear of the markers at 1.0
+            x=label, y=1.0, yref="paper", yanchor="bottom", text=text, hovertext=reason, showarrow=False,
             font={"color": color, "size": font_size - 3},
-        )
+        )  # fmt: skip
     title = (
         f"Step {step.index + 1}: {step.tau} draft tokens: which will the target accept?"
         if hide_decisions
@@ -89,9 +85,9 @@ def step_chart(
         f"'{token_label(step.next_text)}' from the target ({step.next_rule})"
     )
     fig.update_layout(
-        barmode="group", font={"size": font_size}, yaxis={"range": [0, 1.15], "title": "probability"}, title=title,
+        barmode="group", font={"size": font_size}, yaxis={"range": [0, 1.1], "title": "probability"}, title=title,
         xaxis={"type": "category"},  # token labels such as "4. ," would otherwise read as numbers
-        legend={"orientation": "h", "y": -0.2}, margin={"t": 70, "b": 40}, height=height,
+        legend={"orientation": "h", "y": -0.2}, margin={"t": 110, "b": 40}, height=height,
     )  # fmt: skip
     return fig
 
