@@ -56,7 +56,8 @@ def test_first_page_opens_ready_to_step_with_the_embedded_pair(loads):
     at = app()
     assert not at.exception
     assert loads == [("embedded", "embedded")]  # loaded up front, once
-    assert at.text_area(key="decode_prompt").value == "The cat sat on the"
+    assert at.text_area(key="decode_prompt").value == "Write a Python function that reverses a list."
+    assert at.toggle(key="decode_chat").value and at.slider(key="decode_tau").value == 4
     assert [b.label for b in at.button] == ["Step", "Run to end", "Back", "Reset"]
     assert "Press **Step**" in at.info[0].value
 

@@ -111,3 +111,19 @@ def test_truncated_cache_file_is_rebuilt(cache):
     assert embedded.ensure_cache(messages.append) == cache["path"]
     assert any("rebuilding" in m for m in messages)
     assert weights.stat().st_size == size and embedded.cache_is_valid(cache["path"])
+
+
+@pytest.mark.parametrize("mode", ["textbook", "greedy"])
+def test_the_first_page_shows_speculation_at_its_best(pair, mode):
+    """The Decode page's defaults (its prompt in the chat template, τ = 4, T = 1, seed 0, 32
+    tokens): most steps keep several draft tokens, and the text does not loop."""
+    from specviz.classroom.settings import defaults
+
+    d = defaults()
+    config = SpecConfig(tau=d["decode_tau"], mode=mode, temperature=d["decode_temperature"], seed=d["decode_seed"],
+                        max_new_tokens=d["decode_max_new"])  # fmt: skip
+    run = Decoder(pair, d["decode_prompt"], config, chat=None if d["decode_chat"] else False).run()
+    assert run.metrics.mean_acceptance_length >= 2.5
+    tokens = list(run.new_tokens)
+    grams = [tuple(tokens[i : i + 4]) for i in range(len(tokens) - 3)]
+    assert max(grams.count(g) for g in grams) <= 2  # no 4-token phrase three times: no "a cat, a cat, a cat"
