@@ -39,19 +39,19 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="auto", help="auto (default), cpu or cuda")
     parser.add_argument("--dtype", default="auto", help="auto (default), float32, float16 or bfloat16")
     parser.add_argument("--max-params", type=int, default=None, help="refuse larger models (parameters)")
-    parser.add_argument("--mode", choices=MODES, default="textbook")
-    parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--top-k", type=int, default=0)
-    parser.add_argument("--top-p", type=float, default=1.0)
+    parser.add_argument("--mode", choices=MODES, default=SpecConfig.mode)  # defaults: SpecConfig's own
+    parser.add_argument("--temperature", type=float, default=SpecConfig.temperature)
+    parser.add_argument("--top-k", type=int, default=SpecConfig.top_k)
+    parser.add_argument("--top-p", type=float, default=SpecConfig.top_p)
     parser.add_argument("--json", action="store_true", help="print the result as one JSON document")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m specviz", description="Run speculative decoding and print the trace.")
     parser.add_argument("--prompt", required=True, help="text to continue")
-    parser.add_argument("--tau", type=int, default=4, help="draft tokens per step (default 4)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-new-tokens", type=int, default=32)
+    parser.add_argument("--tau", type=int, default=SpecConfig.tau, help="draft tokens per step (default %(default)s)")
+    parser.add_argument("--seed", type=int, default=SpecConfig.seed)
+    parser.add_argument("--max-new-tokens", type=int, default=SpecConfig.max_new_tokens)
     _add_common(parser)
     return parser
 

@@ -21,7 +21,7 @@ import torch
 
 from specviz.analysis.metrics import Metrics, StepCount, compute_metrics
 from specviz.analysis.theory import best_tau, expected_speedup, expected_tokens_per_step
-from specviz.core.config import MODES, SpecConfig
+from specviz.core.config import MODES, Mode, SpecConfig
 from specviz.core.engine import Decoder, encode_prompt
 from specviz.core.sampling import logits_to_probs, sample
 from specviz.errors import ConfigError
@@ -33,11 +33,12 @@ class SweepSettings:
     taus: tuple[int, ...]  # the τ values to run
     prompts: tuple[str, ...]  # one run per prompt, τ and seed
     seeds: tuple[int, ...] = (0,)  # repetitions with different random draws
-    mode: str = "textbook"
-    temperature: float = 1.0
-    top_k: int = 0
-    top_p: float = 1.0
-    max_new_tokens: int = 48  # tokens per run
+    # the settings every run shares, defaulting to SpecConfig's own (τ and the seed vary per run)
+    mode: Mode = SpecConfig.mode
+    temperature: float = SpecConfig.temperature
+    top_k: int = SpecConfig.top_k
+    top_p: float = SpecConfig.top_p
+    max_new_tokens: int = 48  # tokens per run (longer than a single run's default: more steps to pool)
     chat: bool | None = None  # chat template: None = the model's default
 
     def __post_init__(self) -> None:
