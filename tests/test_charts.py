@@ -240,3 +240,19 @@ def test_step_chart_labels_bars_with_percentages(runs):
     q_bar, p_bar = fig.data[0], fig.data[1]
     assert list(q_bar.text) == [f"{v * 100:.3g}%" if v >= 1e-6 else "<0.0001%" for v in step.q]
     assert list(p_bar.y) == list(step.p) and all(t.endswith("%") for t in p_bar.text)
+
+
+def test_long_tokens_are_cut_on_axes_and_whole_on_hover():
+    from specviz.viz.charts import token_label
+
+    assert token_label(" extraordinarily", 12) == "·extraordin…"  # 11 characters and the mark
+    assert token_label(" extraordinarily") == "·extraordinarily"
+    assert token_label("\n", 12) == "↵" and token_label(" cat", 12) == "·cat"
+
+
+def test_step_chart_cuts_a_long_draft_token_and_keeps_it_whole_on_hover():
+    from specviz.classroom.sandbox import SandboxCase, sandbox_step
+
+    case = SandboxCase(("Supercalifragilistic", "b"), q=((0.9, 0.1),), p=((0.5, 0.5), (0.5, 0.5)), r=(0.3,))
+    fig = step_chart(sandbox_step(case))
+    assert list(fig.data[0].x) == ["1. Supercalifr…"] and list(fig.data[0].customdata) == ["1. Supercalifragilistic"]

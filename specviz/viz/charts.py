@@ -20,12 +20,17 @@ WORDY_TAU = 6  # up to this many draft tokens, each decision is written out abov
 DECISION_SYMBOLS = {"accepted": "✓", "rejected": "✗", "not reached": "–"}
 
 
-def token_label(text: str) -> str:
-    """A token as it reads on an axis: spaces and newlines made visible."""
+LABEL_CHARS = 12  # longer tokens are cut on axes; the full text is in the hover
+
+
+def token_label(text: str, limit: int | None = None) -> str:
+    """A token as it reads on an axis: spaces and newlines made visible; with `limit`, cut to that
+    many characters and marked with '…' (the hover shows it whole)."""
     shown = text.replace("\n", "↵").replace("\t", "⇥")
     if shown.startswith(" "):
         shown = "·" + shown[1:]
-    return shown if shown.strip() else repr(text)
+    shown = shown if shown.strip() else repr(text)
+    return shown[: limit - 1] + "…" if limit and len(shown) > limit else shown
 
 
 def prob_text(x: float) -> str:
@@ -45,14 +50,16 @@ def step_chart(
     acceptance probability min(1, p/q) and one for the draw r, coloured by the decision. With
     `hide_decisions` (quiz mode) only q, p and min(1, p/q) are drawn, in a neutral colour, and r
     too (neutral) with `show_draws` (the quiz on the rule itself)."""
-    x = [f"{t + 1}. {token_label(s)}" for t, s in enumerate(step.draft_text)]
+    x = [f"{t + 1}. {token_label(s, LABEL_CHARS)}" for t, s in enumerate(step.draft_text)]
+    whole = [f"{t + 1}. {token_label(s)}" for t, s in enumerate(step.draft_text)]
     colors = ["#777777"] * step.tau if hide_decisions else [DECISION_COLORS[d] for d in step.decision]
     accept_prob = [min(1.0, ratio) for ratio in step.ratio]
     fig = go.Figure()
     for name, values, color in (("q (draft)", step.q, Q_COLOR), ("p (target)", step.p, P_COLOR)):
         fig.add_bar(
             name=name, x=x, y=list(values), marker_color=color, text=[prob_text(v) for v in values],
-            textposition="outside", cliponaxis=False, hovertemplate=f"{name[0]} = %{{y:.4g}}<extra></extra>",
+            textposition="outside", cliponaxis=False, customdata=whole,
+            hovertemplate=f"%{{customdata}}: {name[0]} = %{{y:.4g}}<extra></extra>",
         )  # fmt: skip
     fig.add_scatter(
         name="min(1, p/q): chance to accept", x=x, y=accept_prob, mode="markers",
@@ -107,8 +114,9 @@ def top_chart(step: StepTrace, position: int, hide_decisions: bool = False) -> g
     for col, (title, top, color) in enumerate(panels, start=1):
         entries = list(reversed(top))  # most likely at the top
         fig.add_bar(
-            x=[e.prob for e in entries], y=[f"{token_label(e.text)} #{e.token}" for e in entries],
+            x=[e.prob for e in entries], y=[f"{token_label(e.text, LABEL_CHARS)} #{e.token}" for e in entries],
             orientation="h", name=title, showlegend=False, text=[prob_text(e.prob) for e in entries],
+            customdata=[token_label(e.text) for e in entries], hovertemplate="%{customdata}: %{x:.4g}<extra></extra>",
             marker_color=[TARGET_COLOR if e.token == chosen else color for e in entries],
             row=1, col=col,
         )  # fmt: skip
@@ -134,9 +142,10 @@ def next_token_chart(step: StepTrace, height: int = 360, font_size: int = 16) ->
     heading = {"size": font_size - 1}
     fig = go.Figure(
         go.Bar(
-            x=[e.prob for e in entries], y=[f"{token_label(e.text)} #{e.token}" for e in entries], orientation="h",
+            x=[e.prob for e in entries], y=[f"{token_label(e.text, LABEL_CHARS)} #{e.token}" for e in entries],
+            orientation="h", customdata=[token_label(e.text) for e in entries],
             marker_color=[TARGET_COLOR if e.token == step.next_token else base for e in entries],
-            text=[prob_text(e.prob) for e in entries], hovertemplate="%{y}: %{x:.4g}<extra></extra>",
+            text=[prob_text(e.prob) for e in entries], hovertemplate="%{customdata}: %{x:.4g}<extra></extra>",
         )
     )  # fmt: skip
     fig.update_layout(
