@@ -11,6 +11,8 @@ from specviz.errors import ConfigError
 
 Mode = Literal["textbook", "lossless", "greedy"]  # SPEC.md, "Three acceptance modes"
 MODES: tuple[Mode, ...] = get_args(Mode)
+TauPolicy = Literal["fixed", "heuristic", "confidence"]  # SPEC.md, "Variants"
+TAU_POLICIES: tuple[TauPolicy, ...] = get_args(TauPolicy)
 MAX_TAU = 64
 
 
@@ -24,6 +26,12 @@ class SpecConfig:
     seed: int = 0  # seeds the run's torch.Generator: same seed, same trace
     max_new_tokens: int = 32  # hard cap on emitted tokens; never exceeded
     top_n: int = 10  # size of the top-n slices of q, p and the residual kept in traces
+    # τ policy (SPEC.md, "Variants"): fixed τ; heuristic (start at τ, +2 after a fully accepted step,
+    # −1 after a rejection, never below 1); confidence (at most τ, stop drafting when the draft's top
+    # probability at the next position is below `confidence`; the first draft token is always proposed)
+    tau_policy: TauPolicy = "fixed"
+    confidence: float = 0.4
+    broken_draft: bool = False  # a deliberate bug: every draft token conditions on the prefix alone
 
     def __post_init__(self) -> None:
         _check_int("tau", self.tau, 1, MAX_TAU)
@@ -37,6 +45,11 @@ class SpecConfig:
         _check_int("seed", self.seed, 0, 2**63 - 1)
         _check_int("max_new_tokens", self.max_new_tokens, 1, 100_000)
         _check_int("top_n", self.top_n, 1, 1000)
+        if self.tau_policy not in TAU_POLICIES:
+            raise ConfigError(f"tau_policy must be one of {', '.join(TAU_POLICIES)}; got {self.tau_policy!r}")
+        _check_float("confidence", self.confidence, 0.0, 1.0)
+        if not isinstance(self.broken_draft, bool):
+            raise ConfigError(f"broken_draft must be true or false; got {self.broken_draft!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

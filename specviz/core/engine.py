@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from specviz.core.config import Mode, SpecConfig
+from specviz.core.config import MAX_TAU, Mode, SpecConfig
 from specviz.core.sampling import logits_to_probs, overlap, residual, sample
 from specviz.core.trace import NextRule, RunTrace, StepTrace, StopReason, TokenProb, build_run_trace
 from specviz.errors import PromptError, SpecvizError
@@ -156,9 +156,21 @@ class Decoder:
         if self.done:
             raise DecodingFinished(f"the run has finished ({self.stop_reason}); reset to start again")
         self._history.append(self._gen.get_state())
-        trace = self._step(len(self._steps), min(self.config.tau, self._budget() - 1))
+        trace = self._step(len(self._steps), min(self.planned_tau(), self._budget() - 1))
         self._steps.append(trace)
         return trace
+
+    def planned_tau(self) -> int:
+        """The τ the policy plans for the next step, from the earlier steps alone (SPEC.md,
+        "Variants"): fixed and confidence, config τ (confidence may stop earlier); heuristic, config
+        τ first, then +2 after a step that accepted all it planned and −1 (never below 1) after any
+        other, as assisted generation schedules it."""
+        planned = self.config.tau
+        if self.config.tau_policy != "heuristic":
+            return planned
+        for step in self._steps:
+            planned = min(MAX_TAU, planned + 2) if step.n_accepted >= planned else max(1, planned - 1)
+        return planned
 
     def undo(self) -> StepTrace | None:
         """Take back the last step: output, caches and random state return to before it."""
@@ -216,21 +228,28 @@ class Decoder:
         )
 
     def _propose(self, tau: int) -> tuple[list[int], torch.Tensor]:
-        """Each draft token conditions on the prefix and the earlier draft tokens of this step."""
-        lossless, eos = self.config.mode == "lossless", self.pair.codec.eos_token_id
+        """Each draft token conditions on the prefix and the earlier draft tokens of this step
+        (with `broken_draft`, deliberately, on the prefix alone: the same q at every position)."""
+        cfg, eos = self.config, self.pair.codec.eos_token_id
+        lossless = cfg.mode == "lossless"
         tokens: list[int] = []
         rows: list[torch.Tensor] = []
         feed = self._ids[self._draft.length :]
-        for _ in range(tau):
-            logits = self._draft.extend(feed, keep=1)[-1]
+        logits = None
+        for t in range(tau):
+            if logits is None or not cfg.broken_draft:
+                logits = self._draft.extend(feed, keep=1)[-1]
             best = int(logits.argmax())  # = argmax of q: warping keeps the order of tokens
             if logits[best] == float("-inf"):  # the drafter has no proposal: stop drafting
                 break
+            if cfg.tau_policy == "confidence" and t and float(self._warp(logits).max()) < cfg.confidence:
+                break  # the draft is unsure at this position: stop early (its q is computed, not used)
+            row = logits
             if lossless:
-                logits = self._warp(logits)
-                best = sample(logits, self._gen)
+                row = self._warp(logits)
+                best = sample(row, self._gen)
             tokens.append(best)
-            rows.append(logits)
+            rows.append(row)
             if best == eos:
                 break
             feed = [best]
