@@ -70,6 +70,12 @@ def load_pair(target: str, draft: str) -> specviz.ModelPair | None:
 # Every widget's range or choices, by its key, from the one settings registry (links check the same).
 LIMITS = settings.allowed()
 PRESETS = {p.label: p for p in specviz.PRESETS}
+POLICY_HELP = (
+    "fixed: τ every step.  heuristic: start at τ, +2 after a fully accepted step, −1 after a rejection (as "
+    "assisted generation does).  confidence: at most τ, stop drafting when q's top probability falls below the "
+    "threshold.  Each step's τ is in its trace."
+)
+BROKEN_HELP = "Each draft token is predicted from the confirmed text alone, not the earlier draft tokens of its step."
 MODE_HELP = (
     "textbook: greedy draft, accept if r ≤ p/q, else argmax p.  "
     "lossless: sampled draft, resample from norm(max(0, p − q)); output follows p exactly.  "

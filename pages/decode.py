@@ -36,6 +36,12 @@ with st.sidebar:
     sampling = ui.sampling_widgets("decode", disabled=off)
     seed = st.number_input("Seed", *ui.LIMITS["decode_seed"], key="decode_seed", disabled=off)
     max_new = st.number_input("Max new tokens", *ui.LIMITS["decode_max_new"], key="decode_max_new", disabled=off)
+    st.header("Variants")
+    policy = st.selectbox("τ policy", ui.LIMITS["decode_policy"], key="decode_policy", disabled=off,
+                          help=ui.POLICY_HELP)  # fmt: skip
+    threshold = st.slider("Confidence threshold", *ui.LIMITS["decode_threshold"], step=0.05, key="decode_threshold",
+                          disabled=off or policy != "confidence")  # fmt: skip
+    broken = st.toggle("Broken draft (a deliberate bug)", key="decode_broken", disabled=off, help=ui.BROKEN_HELP)
     st.header("Replay")
     st.file_uploader("A saved trace (JSON): replayed without any model", type="json", key="decode_upload")
     if upload_error:  # where the user just acted; the same message heads the page
@@ -51,7 +57,10 @@ quiz_on = cols[-2].toggle("Quiz mode", key="decode_quiz", help="Hide r and the d
 kind = cols[-1].radio("Quiz", list(quiz.KINDS), key="decode_quiz_kind", format_func=quiz.KINDS.get) if quiz_on else ""
 if upload_error:
     st.error(f"**This file is not a specviz trace that can be replayed:** {upload_error}", icon=":material/error:")
-config = specviz.SpecConfig(tau=tau, seed=seed, max_new_tokens=max_new, **sampling)
+config = specviz.SpecConfig(tau=tau, seed=seed, max_new_tokens=max_new, tau_policy=policy, confidence=threshold,
+                            broken_draft=broken, **sampling)  # fmt: skip
+if broken:
+    st.warning(f"**Broken draft, on purpose.** {ui.BROKEN_HELP}", icon=":material/bug_report:")
 settings = (target, draft, prompt, chat, config)
 pair = None if replay else ui.load_pair(target, draft)
 

@@ -28,6 +28,17 @@ with st.sidebar:
     max_new = st.number_input("Tokens per run", *LIMITS["sweep_max_new"], key="sweep_max_new")
     seeds = st.number_input("Seeds per τ and prompt", *LIMITS["sweep_seeds"], key="sweep_seeds")
     sampling = sampling_widgets("sweep")
+    st.header("τ policies")
+    policies = tuple(
+        name for name, on in (
+            ("heuristic", st.toggle("Heuristic: +2 after all accepted, −1 after a rejection", key="sweep_heuristic")),
+            ("confidence", st.toggle("Confidence: stop drafting when the draft is unsure", key="sweep_confidence")),
+        ) if on
+    )  # fmt: skip
+    policy_tau = st.number_input("Policy τ: the start (heuristic) or the cap (confidence)", *LIMITS["sweep_policy_tau"],
+                                 key="sweep_policy_tau", disabled=not policies)  # fmt: skip
+    threshold = st.slider("Confidence threshold (top probability of q)", *LIMITS["sweep_threshold"], step=0.05,
+                          key="sweep_threshold", disabled="confidence" not in policies)  # fmt: skip
 
 st.title("Acceptance length against τ")
 prompts = tuple(line.strip() for line in prompts_text.splitlines() if line.strip())
@@ -38,7 +49,7 @@ if pair is None:
 try:
     settings = SweepSettings(
         taus=tuple(range(low, high + 1)), prompts=prompts, seeds=tuple(range(seeds)), max_new_tokens=max_new,
-        chat=None if chat else False, **sampling,
+        chat=None if chat else False, policies=policies, policy_tau=policy_tau, confidence=threshold, **sampling,
     )  # fmt: skip
     sweep = Sweep(pair, settings, st.session_state.setdefault("sweep_cache", {}))
 except specviz.SpecvizError as exc:
@@ -81,6 +92,11 @@ left.markdown("**Accepted draft tokens per step**")
 left.plotly_chart(charts.sweep_length_chart(result), key="sweep_length_chart")
 right.markdown("**Per-position acceptance rate**")
 right.plotly_chart(charts.sweep_position_chart(result), key="sweep_position_chart")
+
+if result.by_policy():
+    st.subheader("τ policies beside the best fixed τ")
+    st.dataframe(result.policy_frame(), hide_index=True)
+    st.caption("mean_tau: draft tokens per step as the policy chose them. A policy's trace records its τ per step.")
 
 st.subheader("Results")
 table = result.to_frame()

@@ -62,6 +62,23 @@ def test_first_page_opens_ready_to_step_with_the_embedded_pair(loads):
     assert "Press **Step**" in at.info[0].value
 
 
+def test_variants_are_chosen_in_the_sidebar_and_labelled_on_the_page(loads):
+    at = app()
+    assert not any("Broken draft" in w.value for w in at.warning)
+    at.selectbox(key="decode_policy").set_value("heuristic")
+    at.toggle(key="decode_broken").set_value(True)
+    at.slider(key="decode_tau").set_value(2)
+    at.button(key="decode_step").click().run()
+    assert not at.exception
+    assert any(w.value.startswith("**Broken draft, on purpose.**") for w in at.warning)
+    dec = decoder(at)
+    assert dec.config.tau_policy == "heuristic" and dec.config.broken_draft
+    step = dec.steps[0]
+    assert len(set(step.q)) == 1  # the prefix alone: the same q at both positions (the same token: greedy q)
+    at.button(key="decode_step").click().run()
+    assert dec.steps[1].tau == (4 if step.n_accepted == 2 else 1)  # the heuristic schedule
+
+
 def test_step_shows_the_trace_and_its_chart(loads):
     at = app()
     at.slider(key="decode_tau").set_value(3)

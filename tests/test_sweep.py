@@ -161,3 +161,22 @@ def test_sweep_command_line_prints_one_json_document(tmp_path):
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
         "specviz: error: write τ values like 1-8 or 1,2,4; got 'x'"
     ]
+
+
+def test_tau_policies_run_beside_fixed_tau_and_are_compared_with_the_best():
+    """Draft = target (every token accepted, greedy): the heuristic policy grows τ from 2 by 2 per
+    step (2, 4, 6, …) and the confidence policy keeps τ = 2 (the draft is sure); fixed rows ignore them."""
+    cycle = [[0.05, 0.9, 0.05], [0.05, 0.05, 0.9], [0.9, 0.05, 0.05]]
+    settings = SweepSettings(taus=(1, 2), prompts=("0",), mode="greedy", max_new_tokens=30,
+                             policies=("heuristic", "confidence"), policy_tau=2)  # fmt: skip
+    pair = table_pair(cycle, cycle)
+    pair.codec.encode = lambda text: [int(w) for w in text.split()]  # the prompt "0" is token 0
+    result = Sweep(pair, settings).run()
+    assert [s.tau for s in result.by_tau()] == [1, 2] and all(s.runs == 1 for s in result.by_tau())
+    heuristic, confidence = result.by_policy()
+    run = next(r for r in result.runs if r.policy == "heuristic")
+    assert run.step_taus[:4] == (2, 4, 6, 8)  # each step fully accepted: +2
+    assert heuristic.mean_acceptance_length > confidence.mean_acceptance_length == pytest.approx(3.0)
+    frame = result.policy_frame()
+    assert list(frame["policy"])[:2] == ["heuristic", "confidence"] and frame["policy"].iloc[2].startswith("fixed τ")
+    assert json.loads(result.to_json())["policies"][0]["policy"] == "heuristic"

@@ -21,7 +21,7 @@ import torch
 
 from specviz.analysis.metrics import Metrics, StepCount, compute_metrics
 from specviz.analysis.theory import best_tau, expected_speedup, expected_tokens_per_step
-from specviz.core.config import MODES, Mode, SpecConfig
+from specviz.core.config import MODES, Mode, SpecConfig, TauPolicy
 from specviz.core.engine import Decoder, encode_prompt
 from specviz.core.sampling import logits_to_probs, sample
 from specviz.errors import ConfigError
@@ -39,6 +39,11 @@ class SweepSettings:
     top_k: int = SpecConfig.top_k
     top_p: float = SpecConfig.top_p
     max_new_tokens: int = 48  # tokens per run (longer than a single run's default: more steps to pool)
+    # τ policies run beside fixed τ (SPEC.md, "Variants"), each once per prompt and seed, starting
+    # at (heuristic) or capped by (confidence) `policy_tau`
+    policies: tuple[TauPolicy, ...] = ()
+    policy_tau: int = 4
+    confidence: float = SpecConfig.confidence
     chat: bool | None = None  # chat template: None = the model's default
 
     def __post_init__(self) -> None:
@@ -52,11 +57,13 @@ class SweepSettings:
             self.config(tau, self.seeds[0])
         for seed in self.seeds:
             self.config(self.taus[0], seed)
+        for policy in self.policies:
+            self.config(self.policy_tau, self.seeds[0], policy)
 
-    def config(self, tau: int, seed: int) -> SpecConfig:
+    def config(self, tau: int, seed: int, policy: TauPolicy = "fixed") -> SpecConfig:
         return SpecConfig(
             tau=tau, mode=self.mode, temperature=self.temperature, top_k=self.top_k, top_p=self.top_p,
-            seed=seed, max_new_tokens=self.max_new_tokens,
+            seed=seed, max_new_tokens=self.max_new_tokens, tau_policy=policy, confidence=self.confidence,
         )  # fmt: skip
 
 
@@ -64,10 +71,11 @@ class SweepSettings:
 class RunSummary:
     """One speculative run, reduced to what the metrics read of each step."""
 
-    tau: int
+    tau: int  # fixed τ; for a policy, the τ it starts at (heuristic) or may not exceed (confidence)
     prompt_index: int
     seed: int
     steps: tuple[StepCount, ...]
+    policy: TauPolicy = "fixed"
 
     @property
     def metrics(self) -> Metrics:
@@ -122,11 +130,24 @@ class TauSummary:
 
 
 @dataclass(frozen=True)
+class PolicySummary:
+    policy: TauPolicy
+    tau: int  # the start (heuristic) or the cap (confidence)
+    runs: int
+    steps: int
+    mean_tau: float  # draft tokens per step, as the policy chose them
+    mean_acceptance_length: float
+    tokens_per_second: float
+    speedup: float | None  # measured, over target-only decoding
+
+
+@dataclass(frozen=True)
 class Unit:
     kind: str  # "baseline" | "run"
     prompt_index: int
     tau: int = 0
     seed: int = 0
+    policy: TauPolicy = "fixed"
 
 
 class Sweep:
@@ -142,12 +163,16 @@ class Sweep:
         s = self.settings
         baselines = [Unit("baseline", i) for i in range(len(s.prompts))]
         runs = [Unit("run", i, tau, seed) for tau in s.taus for i in range(len(s.prompts)) for seed in s.seeds]
-        return baselines + runs
+        policies = [
+            Unit("run", i, s.policy_tau, seed, policy)
+            for policy in s.policies for i in range(len(s.prompts)) for seed in s.seeds
+        ]  # fmt: skip
+        return baselines + runs + policies
 
     def key(self, unit: Unit) -> tuple:
         s = self.settings
         models = (self.pair.target.name, self.pair.draft.name if unit.kind == "run" else "")
-        config = s.config(max(unit.tau, 1), unit.seed)
+        config = s.config(max(unit.tau, 1), unit.seed, unit.policy)
         if unit.kind == "baseline":  # the same baseline serves every τ and seed
             config = dataclasses.replace(config, tau=1, seed=0)
         return (unit.kind, *models, s.prompts[unit.prompt_index], s.chat, config)
@@ -180,8 +205,10 @@ class Sweep:
         prompt = self.settings.prompts[unit.prompt_index]
         if unit.kind == "baseline":
             return target_only(self.pair, prompt, self.settings.config(1, 0), unit.prompt_index, self.settings.chat)
-        trace = Decoder(self.pair, prompt, self.settings.config(unit.tau, unit.seed), chat=self.settings.chat).run()
-        return RunSummary(unit.tau, unit.prompt_index, unit.seed, tuple(StepCount.of(s) for s in trace.steps))
+        config = self.settings.config(unit.tau, unit.seed, unit.policy)
+        trace = Decoder(self.pair, prompt, config, chat=self.settings.chat).run()
+        steps = tuple(StepCount.of(s) for s in trace.steps)
+        return RunSummary(unit.tau, unit.prompt_index, unit.seed, steps, unit.policy)
 
 
 def target_only(
@@ -216,10 +243,28 @@ class SweepResult:
     def complete(self) -> bool:
         return self.pending == 0
 
-    def pooled(self, tau: int | None = None) -> Metrics:
-        """SPEC.md's metrics over every step of every run (at `tau`, or at any τ)."""
-        runs = [r for r in self.runs if tau is None or r.tau == tau]
-        return compute_metrics([s for r in runs for s in r.steps], tau or max((r.tau for r in runs), default=0))
+    def pooled(self, tau: int | None = None, policy: TauPolicy = "fixed") -> Metrics:
+        """SPEC.md's metrics over every step of every run of `policy` (at `tau`, or at any τ)."""
+        runs = [r for r in self.runs if r.policy == policy and (tau is None or r.tau == tau)]
+        longest = max((s.tau for r in runs for s in r.steps), default=0)
+        return compute_metrics([s for r in runs for s in r.steps], tau if tau and policy == "fixed" else longest)
+
+    def by_policy(self) -> list[PolicySummary]:
+        """Each τ policy that ran, beside the best fixed τ (by measured speedup)."""
+        base, out = self.baseline_tokens_per_second, []
+        for policy in self.settings.policies:
+            runs = [r for r in self.runs if r.policy == policy]
+            if not runs:
+                continue
+            m = self.pooled(policy=policy)
+            tps = m.tokens_per_second or 0.0
+            out.append(PolicySummary(
+                policy=policy, tau=self.settings.policy_tau, runs=len(runs), steps=m.steps,
+                mean_tau=m.drafted_tokens / m.steps if m.steps else 0.0,
+                mean_acceptance_length=m.mean_acceptance_length or 1.0, tokens_per_second=tps,
+                speedup=tps / base if base else None,
+            ))  # fmt: skip
+        return out
 
     @property
     def alpha(self) -> float | None:
@@ -233,7 +278,8 @@ class SweepResult:
         (each step decides its accepted tokens and, unless all were accepted, one rejected). In
         lossless mode it estimates α; in greedy and textbook modes it is what acceptance really was."""
         pooled = self.pooled()
-        decided = pooled.accepted_tokens + sum(s.n_accepted < s.tau for r in self.runs for s in r.steps)
+        fixed = [s for r in self.runs if r.policy == "fixed" for s in r.steps]
+        decided = pooled.accepted_tokens + sum(s.n_accepted < s.tau for s in fixed)
         return pooled.accepted_tokens / decided if decided else None
 
     @property
@@ -255,11 +301,25 @@ class SweepResult:
         ms = sum(b.decode_ms for b in self.baselines)
         return 1000.0 * sum(b.tokens for b in self.baselines) / ms if ms else None
 
+    def policy_frame(self) -> pd.DataFrame:
+        """The τ policies' rows and, last, the best fixed τ's (by measured speedup) to compare with."""
+        rows = [dataclasses.asdict(s) for s in self.by_policy()]
+        best = next((s for s in self.by_tau() if s.tau == self.best_tau_measured()), None)
+        if best is not None:
+            rows.append({
+                "policy": f"fixed τ = {best.tau} (best measured)", "tau": best.tau, "runs": best.runs,
+                "steps": best.steps, "mean_tau": float(best.tau), "mean_acceptance_length": best.mean_acceptance_length,
+                "tokens_per_second": best.tokens_per_second, "speedup": best.speedup,
+            })  # fmt: skip
+        return pd.DataFrame(rows)
+
     def by_tau(self) -> list[TauSummary]:
-        return [self._summary(tau) for tau in self.settings.taus if any(r.tau == tau for r in self.runs)]
+        """One row per fixed τ that ran."""
+        fixed = {r.tau for r in self.runs if r.policy == "fixed"}
+        return [self._summary(tau) for tau in self.settings.taus if tau in fixed]
 
     def _summary(self, tau: int) -> TauSummary:
-        runs = [r for r in self.runs if r.tau == tau]
+        runs = [r for r in self.runs if r.tau == tau and r.policy == "fixed"]
         m = self.pooled(tau)
         per_seed = [
             compute_metrics([s for r in runs if r.seed == seed for s in r.steps], tau).mean_acceptance_length or 1.0
@@ -320,6 +380,7 @@ class SweepResult:
             "verdict": self.verdict(),
             "complete": self.complete,
             "taus": [dataclasses.asdict(s) for s in self.by_tau()],
+            "policies": [dataclasses.asdict(s) for s in self.by_policy()],
             "runs": [dataclasses.asdict(r) for r in self.runs],
             "baselines": [dataclasses.asdict(b) for b in self.baselines],
         }

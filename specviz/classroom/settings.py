@@ -16,7 +16,7 @@ from typing import Any
 from specviz.classroom.quiz import KINDS
 from specviz.classroom.sandbox import MAX_TAU as SANDBOX_TAU
 from specviz.classroom.sandbox import PRESETS as EXERCISES
-from specviz.core.config import MODES, SpecConfig
+from specviz.core.config import MODES, TAU_POLICIES, SpecConfig
 from specviz.models.loading import PRESETS
 
 CUSTOM = "Custom: hub id or local folder"
@@ -63,6 +63,9 @@ SETTINGS: dict[str, Setting] = {
         *_decoding("decode"),
         Setting("decode_seed", _SPEC["seed"], (0, 2**31 - 1)),
         Setting("decode_max_new", _SPEC["max_new_tokens"], (1, 1024)),
+        Setting("decode_policy", _SPEC["tau_policy"], TAU_POLICIES),
+        Setting("decode_threshold", _SPEC["confidence"], (0.05, 0.95)),
+        Setting("decode_broken", _SPEC["broken_draft"]),
         Setting("decode_present", False),
         Setting("decode_quiz", False),
         Setting("decode_quiz_kind", "predict", tuple(KINDS)),
@@ -74,6 +77,10 @@ SETTINGS: dict[str, Setting] = {
         Setting("sweep_taus", (1, 8), (1, 16)),
         Setting("sweep_max_new", 48, (4, 512)),
         Setting("sweep_seeds", 1, (1, 10)),
+        Setting("sweep_heuristic", False),
+        Setting("sweep_confidence", False),
+        Setting("sweep_policy_tau", 4, (1, 16)),
+        Setting("sweep_threshold", _SPEC["confidence"], (0.05, 0.95)),
         Setting("sandbox_preset", next(iter(EXERCISES)), tuple(EXERCISES)),
         Setting("sandbox_mode", "textbook", MODES),
         Setting("sandbox_tau", 1, (1, SANDBOX_TAU)),

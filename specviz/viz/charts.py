@@ -225,7 +225,7 @@ def sweep_length_chart(result: SweepResult) -> go.Figure:
     """The distribution of accepted length n per step, one box per τ."""
     fig = go.Figure()
     for tau in result.settings.taus:
-        lengths = [n for r in result.runs if r.tau == tau for n in r.accepted_lengths]
+        lengths = [n for r in result.runs if r.tau == tau and r.policy == "fixed" for n in r.accepted_lengths]
         if lengths:
             fig.add_box(y=lengths, name=f"τ = {tau}", boxmean=True, marker_color=P_COLOR, showlegend=False)
     fig.update_layout(
@@ -317,6 +317,12 @@ def sweep_speedup_chart(result: SweepResult) -> go.Figure:
             x=[best], y=[top.speedup], mode="markers+text", name="best τ", text=[f"best τ = {best}"],
             textposition="top center", marker={"symbol": "star", "size": 20, "color": DECISION_COLORS["accepted"]},
         )  # fmt: skip
+    for policy in result.by_policy():  # τ policies beside fixed τ, at the mean τ they chose
+        if policy.speedup is not None:
+            fig.add_scatter(
+                x=[policy.mean_tau], y=[policy.speedup], mode="markers+text", name=f"{policy.policy} policy",
+                text=[policy.policy], textposition="bottom center", marker={"symbol": "diamond", "size": 16},
+            )  # fmt: skip
     fig.add_hline(y=1.0, line={"color": "grey", "dash": "dot"}, annotation_text="target alone")
     fig.update_layout(
         font=FONT, height=420, xaxis={"title": "τ", "dtick": 1}, yaxis={"title": "speedup ×", "rangemode": "tozero"},
