@@ -5,6 +5,7 @@ import streamlit as st
 import specviz
 from pages._shared import (
     LIMITS,
+    compute_turn,
     downloads,
     ensure_shell,
     in_turns,
@@ -13,7 +14,7 @@ from pages._shared import (
     sampling_widgets,
     share_link,
 )
-from specviz.analysis.sweep import Sweep, SweepSettings
+from specviz.analysis.sweep import Sweep, SweepSettings, verify_timing
 from specviz.viz import charts
 
 ensure_shell()
@@ -73,6 +74,19 @@ if run_clicked:
         what = "target-only baseline" if unit.kind == "baseline" else f"τ = {unit.tau}, seed {unit.seed}"
         bar.progress(done / total, text=f"{done} / {total}: {what}, prompt {unit.prompt_index + 1}")
     st.rerun()  # redraw the buttons and results from the finished cache
+
+with st.expander("Why verify in one pass? One target pass over τ + 1 tokens against τ + 1 one-token passes"):
+    if st.button(f"Measure at τ = {high} on the first prompt", key="sweep_verify", icon=":material/timer:"):
+        with compute_turn(), st.spinner("Timing both ways…"):
+            timing = verify_timing(pair, prompts[0], high, settings.chat)
+        cols = st.columns(3)
+        cols[0].metric(f"one pass over {timing.tokens} tokens", f"{timing.parallel_ms:.1f} ms")
+        cols[1].metric(f"{timing.tokens} one-token passes", f"{timing.sequential_ms:.1f} ms")
+        cols[2].metric("the pass costs", f"{timing.ratio:.2f} one-token passes")
+        st.caption(
+            "Medians of 7. Scoring all draft tokens at once reads the weights once; one at a time reads them "
+            "τ + 1 times. On a CPU a pass over several tokens still costs more than one token."
+        )
 
 result = sweep.result()
 if not result.runs:

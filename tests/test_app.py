@@ -248,6 +248,17 @@ def test_sweep_page_reports_bad_settings(loads):
     assert "at least one" in at.error[0].value
 
 
+def test_sweep_measures_parallel_against_sequential_verification(loads):
+    at = app()
+    at.switch_page("pages/sweep.py").run()
+    at.text_area(key="sweep_prompts").set_value("w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11 w12").run()
+    at.slider(key="sweep_taus").set_value((1, 3)).run()
+    at.button(key="sweep_verify").click().run()
+    assert not at.exception
+    labels = [m.label for m in at.metric]
+    assert "one pass over 4 tokens" in labels and "4 one-token passes" in labels
+
+
 def test_sandbox_presets_give_the_expected_decisions(loads):
     at = app()
     at.switch_page("pages/sandbox.py").run()

@@ -180,3 +180,13 @@ def test_tau_policies_run_beside_fixed_tau_and_are_compared_with_the_best():
     frame = result.policy_frame()
     assert list(frame["policy"])[:2] == ["heuristic", "confidence"] and frame["policy"].iloc[2].startswith("fixed τ")
     assert json.loads(result.to_json())["policies"][0]["policy"] == "heuristic"
+
+
+def test_verify_timing_scores_the_same_tokens_both_ways(tiny_pair):
+    from specviz.analysis.sweep import verify_timing
+
+    timing = verify_timing(tiny_pair, "w1 w2 w3 w4 w5 w6 w7", tau=3, repeats=3)
+    assert timing.tokens == 4 and timing.parallel_ms > 0 and timing.sequential_ms > 0
+    assert timing.ratio == pytest.approx(timing.parallel_ms / (timing.sequential_ms / 4))
+    with pytest.raises(ConfigError, match="at least 6 tokens"):
+        verify_timing(tiny_pair, "w1 w2", tau=4)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import statistics
 import time
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
@@ -409,3 +410,41 @@ def histogram(lengths: Sequence[int], tau: int) -> list[int]:
     for n in lengths:
         counts[n] += 1
     return counts
+
+
+@dataclass(frozen=True)
+class VerifyTiming:
+    """One target pass over τ + 1 positions against τ + 1 one-token passes over the same tokens."""
+
+    tokens: int  # τ + 1
+    parallel_ms: float  # median of one pass over all of them
+    sequential_ms: float  # median of the one-token passes, summed
+
+    @property
+    def ratio(self) -> float:
+        """How many one-token passes the single pass costs (1.0 would be free parallelism)."""
+        return self.parallel_ms / (self.sequential_ms / self.tokens)
+
+
+def verify_timing(pair: ModelPair, prompt: str, tau: int, chat: bool | None = None, repeats: int = 7) -> VerifyTiming:
+    """Time verification both ways on the prompt's own text: the target's cache holds the prompt
+    minus its last τ + 1 tokens, which are then scored in one pass, or one at a time (medians of
+    `repeats`, the cache cropped back after each)."""
+    _, ids, _ = encode_prompt(pair, prompt, chat)
+    if len(ids) < tau + 2:
+        raise ConfigError(f"the prompt needs at least {tau + 2} tokens to time τ = {tau}; it has {len(ids)}")
+    head, tail = ids[: -(tau + 1)], ids[-(tau + 1) :]
+    session = pair.target.new_session()
+    session.extend(head, keep=1)
+    parallel, sequential = [], []
+    for _ in range(repeats + 1):  # the first round warms up
+        start = time.perf_counter()
+        session.extend(tail, keep=len(tail))
+        parallel.append(time.perf_counter() - start)
+        session.crop(len(head))
+        start = time.perf_counter()
+        for token in tail:
+            session.extend([token], keep=1)
+        sequential.append(time.perf_counter() - start)
+        session.crop(len(head))
+    return VerifyTiming(len(tail), statistics.median(parallel[1:]) * 1000.0, statistics.median(sequential[1:]) * 1000.0)
