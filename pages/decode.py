@@ -7,6 +7,7 @@ import streamlit as st
 import specviz
 from pages import _quiz as quiz_ui
 from pages import _shared as ui
+from pages._reading import trace_reading
 from specviz.analysis.metrics import compute_metrics
 from specviz.classroom import quiz
 from specviz.classroom.replay import Replay, load_trace
@@ -186,6 +187,8 @@ right.plotly_chart(
     charts.per_position_chart(m.per_position_acceptance_rate, m.conditional_per_position_acceptance_rate),
     key="decode_position_chart",
 )
+if not hidden:
+    trace_reading(run)
 if quiz_on:
     quiz_ui.reset_button()
 if not hidden:  # a saved trace holds r and every decision

@@ -79,6 +79,19 @@ def test_variants_are_chosen_in_the_sidebar_and_labelled_on_the_page(loads):
     assert dec.steps[1].tau == (4 if step.n_accepted == 2 else 1)  # the heuristic schedule
 
 
+def test_the_trace_is_read_for_its_bottleneck(loads):
+    from specviz.analysis.diagnosis import diagnose
+
+    at = app()
+    at.button(key="decode_run_all").click().run()
+    assert not at.exception
+    run = decoder(at).trace()
+    expected = diagnose(run)
+    shown = [m for m in at.metric if m.label in ("drafting", "verifying", "reading the prompt")]
+    assert [m.value for m in shown] == [f"{v:.0%}" for v in expected.shares().values()]
+    assert any(md.value == f"**Bottleneck.** {expected.bottleneck}" for md in at.markdown)
+
+
 def test_step_shows_the_trace_and_its_chart(loads):
     at = app()
     at.slider(key="decode_tau").set_value(3)

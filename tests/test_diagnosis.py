@@ -1,0 +1,55 @@
+"""Reading a trace: the time split and the bottleneck sentence, on runs whose numbers are set by
+hand (α, c and the accepted lengths below are worked out in the comments)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from specviz import Decoder, SpecConfig
+from specviz.analysis.diagnosis import diagnose
+from specviz.analysis.metrics import compute_metrics
+from tests.helpers import table_pair
+
+
+def run_with(tau: int, accepted: list[int], beta: float, draft_ms: float, verify_ms: float, prefill_ms: float = 5.0):
+    real = Decoder(table_pair([0.5, 0.5], [0.5, 0.5]), [0], SpecConfig(tau=tau, max_new_tokens=200)).run()
+    template = real.steps[0]
+    counts = {"tau": tau, "beta": (beta,) * tau, "draft_ms": draft_ms, "verify_ms": verify_ms}
+    steps = tuple(
+        dataclasses.replace(template, index=i, n_accepted=n, emitted=(0,) * (n + 1), **counts)
+        for i, n in enumerate(accepted)
+    )
+    return dataclasses.replace(real, steps=steps, metrics=compute_metrics(steps, tau), prefill_ms=prefill_ms)
+
+
+def test_a_draft_no_better_than_it_is_cheap_is_the_bottleneck():
+    # τ = 2, 3 steps: c = (18 ms / 6 drafts) / (12 ms / 3 passes) = 3 / 4 = 0.75 ≥ α = 0.2
+    d = diagnose(run_with(2, [0, 0, 1], beta=0.2, draft_ms=6.0, verify_ms=4.0))
+    assert d.c == pytest.approx(0.75) and d.alpha == pytest.approx(0.2)
+    assert d.bottleneck.startswith("The draft: it is right (α = 0.20) no more often than it is cheap (c = 0.75)")
+    assert d.shares() == pytest.approx({"draft": 18 / 35, "verify": 12 / 35, "prefill": 5 / 35})
+
+
+def test_a_too_small_tau_is_named_with_the_better_one():
+    # τ = 4, α = 0.8, c = (4 ms / 4) / (10 ms / 1) = 0.1; S(4) = 3.362 / 1.4 = 2.40, S(6) = 3.951 / 1.6 = 2.47 (best)
+    d = diagnose(run_with(4, [4, 3, 4], beta=0.8, draft_ms=4.0, verify_ms=10.0))
+    assert d.mean_acceptance_length == pytest.approx(1 + 11 / 3) and d.best_tau == 6
+    assert d.bottleneck == "τ: with α = 0.80 and c = 0.10, τ = 6 predicts S = 2.47× against 2.40× at τ = 4."
+
+
+def test_at_the_best_tau_verification_is_where_the_time_should_go():
+    # τ = 6, the same α and c (draft 6 ms per step for 6 drafts): the best τ already; drafting 6 / 16 = 38%
+    d = diagnose(run_with(6, [6, 5, 6], beta=0.8, draft_ms=6.0, verify_ms=10.0))
+    assert d.bottleneck == (
+        "Verification: the target's passes take 62% of the decoding time, as they should; τ = 6 is the best τ "
+        "for α = 0.80 and c = 0.10."
+    )
+
+
+def test_few_accepted_tokens_and_slow_drafting_are_named():
+    few = diagnose(run_with(4, [0, 1, 0, 0], beta=0.5, draft_ms=4.0, verify_ms=10.0))  # mean length 1.25
+    assert few.bottleneck.startswith("Acceptance: the target keeps few draft tokens (mean acceptance length 1.25)")
+    slow = diagnose(run_with(4, [4, 3, 4], beta=0.9, draft_ms=8.0, verify_ms=10.0))  # c = 0.2, drafting 44%
+    assert slow.bottleneck.startswith("Drafting: the draft takes 44% of the decoding time (c = 0.20)")
