@@ -28,13 +28,15 @@ lint: install
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
+# --basetemp inside the checkout: pytest prunes old temporary folders of the same user, so a second
+# test session elsewhere (another checkout) could delete the model cache a running one has mapped.
 test: lint
-	$(PY) -m pytest
+	$(PY) -m pytest --basetemp=.pytest-tmp
 
 # The inner loop: lint, then everything but the real-model, browser and heavy statistical tests.
 test-fast: install
 	$(PY) -m ruff check .
-	OMP_NUM_THREADS=1 $(PY) -m pytest -q -m "not slow and not browser" -n 2
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -m "not slow and not browser" -n 2 --basetemp=.pytest-tmp
 
 run: install
 	$(PY) -m streamlit run app.py
@@ -46,4 +48,4 @@ bench: install
 	$(PY) -m benchmarks.sessions
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .pytest-tmp
