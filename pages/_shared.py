@@ -146,7 +146,11 @@ def share_link(prefix: str, extra: dict | None = None, show: bool = True) -> str
 def metrics_row(m: specviz.Metrics) -> None:
     """The running metrics of SPEC.md, one tile each, each defined in its help."""
     row = [*st.columns(3), *st.columns(3)]  # two rows of three: no label is cut at 1280 px
-    row[0].metric("mean acceptance length", f"{m.mean_acceptance_length or 0:.2f}", help="1 + accepted / steps")
+    row[0].metric(
+        "mean acceptance length", f"{m.mean_acceptance_length or 0:.2f}",
+        help=f"1 + accepted / steps: it counts the target's token. Without it (mean accepted draft tokens, "
+        f"accepted / steps): {m.mean_accepted_draft_tokens or 0:.2f}",
+    )  # fmt: skip
     row[1].metric("draft acceptance rate", f"{(m.draft_acceptance_rate or 0):.0%}", help="accepted / drafted")
     row[2].metric("α", f"{(m.alpha or 0):.3f}", help="mean over draft positions of Σ min(p, q)")
     row[3].metric("target forward passes", m.target_forward_passes, help=f"for {m.emitted_tokens} tokens")
