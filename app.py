@@ -52,6 +52,7 @@ PAGES = [
     st.Page("pages/sweep.py", title="τ sweep", icon=":material/stacked_line_chart:"),
     st.Page("pages/sandbox.py", title="Sandbox", icon=":material/edit_note:"),
     st.Page("pages/lossless.py", title="Is it lossless?", icon=":material/balance:"),
+    st.Page("pages/lessons.py", title="Lessons", icon=":material/quiz:"),
     st.Page("pages/about.py", title="About", icon=":material/school:"),
 ]
 # The menu is drawn here, not by Streamlit's automatic navigation: that one shows the pages/ folder's

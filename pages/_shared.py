@@ -53,7 +53,9 @@ def in_turns(items: Iterator[T]) -> Iterator[T]:
 
 
 @st.cache_resource(show_spinner=False, max_entries=3)
-def _load(target: str, draft: str) -> specviz.ModelPair:
+def cached_pair(target: str, draft: str) -> specviz.ModelPair:
+    """The pair for (target, draft), loaded once per process and shared by every session; raises
+    SpecvizError when it cannot load."""
     return specviz.load_pair(target, draft)
 
 
@@ -61,7 +63,7 @@ def load_pair(target: str, draft: str) -> specviz.ModelPair | None:
     """The pair, loaded once per process; None (with the reason on the page) when it fails."""
     try:
         with st.spinner(f"Loading {target} and draft {draft} (the very first start converts the model: ~30 s)…"):
-            return _load(target, draft)
+            return cached_pair(target, draft)
     except specviz.SpecvizError as exc:
         st.error(f"**Could not load the models.** {exc}", icon=":material/error:")
         return None

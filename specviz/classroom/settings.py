@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from specviz.classroom.lessons import LESSONS
 from specviz.classroom.quiz import KINDS
 from specviz.classroom.sandbox import MAX_TAU as SANDBOX_TAU
 from specviz.classroom.sandbox import PRESETS as EXERCISES
@@ -95,6 +96,8 @@ SETTINGS: dict[str, Setting] = {
         *_pair("lossless"),
         Setting("lossless_prompt", "The cat sat on the"),
         Setting("lossless_trials_real", 200, (10, 1000)),
+        Setting("lessons_lesson", LESSONS[0].key, tuple(lesson.key for lesson in LESSONS)),
+        Setting("lessons_present", False),
     ]
 }
 LINK_ONLY = ("decode_steps", "sandbox_table", "lossless_table")  # read from links, never widgets

@@ -1,0 +1,48 @@
+"""Lessons: a question, the class's prediction, a live run on the embedded pair, the answer with its evidence."""
+
+import streamlit as st
+
+import specviz
+from pages import _shared as ui
+from specviz.classroom.lessons import BY_KEY, LESSONS
+
+ui.ensure_shell()
+top = st.columns([3, 1.4])
+key = top[0].selectbox("Lesson", list(BY_KEY), key="lessons_lesson", format_func=lambda k: BY_KEY[k].title)
+with top[1]:
+    present = ui.presentation_toggle("lessons_present")
+lesson = BY_KEY[key]
+number = [item.key for item in LESSONS].index(key) + 1
+st.title(f"Lesson {number} of {len(LESSONS)}: {lesson.title}")
+st.markdown(f"### {lesson.question}")
+guess = st.radio("Your prediction", range(len(lesson.choices)), index=None, key=f"lessons_guess_{key}",
+                 format_func=lambda i: lesson.choices[i])  # fmt: skip
+ui.share_link("lessons", show=not present)
+results = st.session_state.setdefault("lessons_results", {})
+if st.button("Run it", type="primary", key="lessons_run", icon=":material/play_arrow:"):
+    pair = ui.load_pair("embedded", "embedded")
+    if pair is None:
+        st.stop()
+    try:
+        with ui.compute_turn(), st.spinner("Running it live…"):
+            results[key] = lesson.run(pair, ui.cached_pair)
+    except specviz.SpecvizError as exc:
+        st.error(f"**This lesson could not run.** {exc}", icon=":material/error:")
+        st.stop()
+evidence = results.get(key)
+if evidence is None:
+    st.info("Predict, then press **Run it**: the app reproduces the situation live and shows the answer.")
+    st.stop()
+right = lesson.choices[lesson.right]
+if guess is None:
+    st.info(f"**Answer:** {right}", icon=":material/lightbulb:")
+elif guess == lesson.right:
+    st.success(f"**Right:** {right}", icon=":material/check_circle:")
+else:
+    st.error(f"**Not quite.** The answer: {right}", icon=":material/cancel:")
+st.markdown(f"**What the run showed.** {evidence.finding}")
+for i, figure in enumerate(evidence.figures):
+    st.plotly_chart(figure, key=f"lessons_figure_{i}")
+if evidence.table is not None:
+    st.dataframe(evidence.table, hide_index=True)
+st.markdown("**Takeaway.** " + "  \n".join(lesson.takeaway.splitlines()))

@@ -1,0 +1,233 @@
+"""Lessons: a question a class can predict, answered live by the app's own engine and charts.
+
+Each lesson has the question, a few choices (one right), a `run` that reproduces the situation
+(on the embedded pair, or on hand-made tables where exact numbers matter) and returns the evidence:
+figures, a table, and a finding in one sentence computed from what just ran. The right choice and
+the takeaway are shown only after the run. No Streamlit here: pages/lessons.py draws them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import pandas as pd
+import plotly.graph_objects as go
+import torch
+
+from specviz.analysis.diagnosis import diagnose
+from specviz.analysis.lossless import check, first_tokens, reference
+from specviz.analysis.sweep import target_only, verify_timing
+from specviz.analysis.theory import best_tau, expected_speedup
+from specviz.classroom.sandbox import PRESETS as EXERCISES
+from specviz.classroom.sandbox import sandbox_step
+from specviz.core.config import SpecConfig
+from specviz.core.engine import Decoder
+from specviz.models.lm import TableModel
+from specviz.models.pair import ModelPair
+from specviz.models.text import WordCodec
+from specviz.viz import charts
+
+PROMPT = "Write a Python function that reverses a list."  # the first page's prompt (chat template on)
+Load = Callable[[str, str], ModelPair]  # (target spec, draft spec) → a pair, loaded once per process
+
+
+@dataclass(frozen=True)
+class Evidence:
+    finding: str  # what the run showed, in one sentence with its numbers
+    figures: tuple[go.Figure, ...] = ()
+    table: pd.DataFrame | None = None
+
+
+@dataclass(frozen=True)
+class Lesson:
+    key: str
+    title: str
+    question: str
+    choices: tuple[str, ...]
+    right: int  # index of the right choice
+    takeaway: str  # two lines
+    run: Callable[[ModelPair, Load], Evidence] = field(repr=False)
+
+
+def _decode(pair: ModelPair, steps: int | None = None, **settings) -> Decoder:
+    dec = Decoder(pair, PROMPT, SpecConfig(**{"max_new_tokens": 32, **settings}))
+    for _ in range(steps if steps is not None else 10**6):
+        if dec.done:
+            break
+        dec.step()
+    return dec
+
+
+def next_token(pair: ModelPair, load: Load) -> Evidence:
+    dec = _decode(pair, steps=1, tau=4, seed=3)
+    step = dec.steps[0]
+    return Evidence(
+        f"{step.n_accepted} of {step.tau} draft tokens were accepted; the next token '{step.next_text}' came from the "
+        f"target's p at position {step.n_accepted + 1}, by rule {step.next_rule}.",
+        (charts.step_chart(step), charts.next_token_chart(step)),
+    )
+
+
+def how_many_kept(pair: ModelPair, load: Load) -> Evidence:
+    case = EXERCISES["Five-token draft, the third rejected first"]
+    step = sandbox_step(case)
+    table = step.to_frame()[["position", "draft_text", "q", "p", "ratio", "r", "decision"]]
+    first = step.decision.index("rejected") + 1
+    return Evidence(
+        f"n = {step.n_accepted}: position {first} fails its test (r = {step.r[first - 1]:.2f} > p/q = "
+        f"{step.ratio[first - 1]:.2f}); later positions would pass theirs but come after it: discarded.",
+        (charts.step_chart(step),), table.rename(columns={"draft_text": "token", "ratio": "p/q"}),
+    )  # fmt: skip
+
+
+def q_above_p(pair: ModelPair, load: Load) -> Evidence:
+    case = EXERCISES["One token: q = 0.8, p = 0.6, r = 0.7"]
+    draws = torch.rand(1000, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    kept = sum(sandbox_step(type(case)(case.words, case.q, case.p, (float(r),))).n_accepted for r in draws)
+    return Evidence(
+        f"With q = 0.8 > p = 0.6 the token was kept in {kept} of 1000 draws ({kept / 1000:.3f}); p/q = 0.75.",
+        (charts.step_chart(sandbox_step(case)),),
+    )
+
+
+def broken_draft(pair: ModelPair, load: Load) -> Evidence:
+    rates = {}
+    for broken in (False, True):
+        run = _decode(pair, tau=4, mode="greedy", broken_draft=broken).trace()
+        rates["broken" if broken else "correct"] = run.metrics.per_position_acceptance_rate
+    figure = go.Figure()
+    for name, values in rates.items():
+        figure.add_bar(name=f"{name} draft", x=list(range(1, 5)), y=list(values), texttemplate="%{y:.2f}")
+    axes = {"xaxis": {"title": "draft position", "dtick": 1}, "yaxis": {"title": "acceptance rate", "range": [0, 1.05]}}
+    figure.update_layout(barmode="group", font=charts.FONT, **axes)
+    c, b = rates["correct"], rates["broken"]
+    return Evidence(
+        f"Acceptance at positions 2–4: correct draft {', '.join(f'{x:.2f}' for x in c[1:])}; broken draft "
+        f"{', '.join(f'{x:.2f}' for x in b[1:])}.",
+        (figure,),
+    )
+
+
+def one_pass(pair: ModelPair, load: Load) -> Evidence:
+    timing = verify_timing(pair, PROMPT, 4, repeats=5)
+    table = pd.DataFrame({"how": [f"one pass over {timing.tokens} tokens", f"{timing.tokens} one-token passes"],
+                          "ms": [timing.parallel_ms, timing.sequential_ms]})  # fmt: skip
+    return Evidence(
+        f"Scoring {timing.tokens} tokens in one pass took {timing.parallel_ms:.0f} ms against "
+        f"{timing.sequential_ms:.0f} ms one at a time: the pass costs {timing.ratio:.2f} one-token passes.",
+        (), table,
+    )  # fmt: skip
+
+
+def verifier_output(pair: ModelPair, load: Load) -> Evidence:
+    step = _decode(pair, steps=1, tau=3, seed=1).steps[0]
+    return Evidence(
+        f"The target returned its whole distribution p over {pair.target.vocab_size:,} tokens at each of "
+        f"{step.tau + 1} positions; the decision at position 1 came from p/q = {step.ratio[0]:.2f} and r.",
+        (charts.top_chart(step, 0),),
+    )
+
+
+def slower(pair: ModelPair, load: Load) -> Evidence:
+    self_pair = load("embedded", "self")
+    run = _decode(self_pair, tau=4, mode="greedy", max_new_tokens=24).trace()
+    base = target_only(self_pair, PROMPT, SpecConfig(mode="greedy", max_new_tokens=24))
+    speed = (run.metrics.tokens_per_second or 0.0) / (1000.0 * base.tokens / base.decode_ms)
+    d = diagnose(run)
+    return Evidence(
+        f"The target drafting for itself: α = {d.alpha:.2f}, mean acceptance length "
+        f"{run.metrics.mean_acceptance_length:.2f}, but c = {d.c:.2f}: {speed:.2f}× the target alone.",
+        (charts.history_chart(run.steps),),
+    )
+
+
+def fast_but_wrong(pair: ModelPair, load: Load) -> Evidence:
+    words = ("a", "b", "c")
+    table = ModelPair(TableModel([0.5, 0.3, 0.2], "p"), TableModel([0.2, 0.2, 0.6], "q"), WordCodec(list(words)))
+    checks = []
+    for mode in ("textbook", "lossless"):
+        config = SpecConfig(tau=2, mode=mode)
+        checks.append(check(mode, list(first_tokens(table, "a", config, 3000)), reference(table, "a", config)))
+    return Evidence(
+        " ".join(c.verdict() for c in checks),
+        tuple(charts.lossless_chart(c, lambda t: words[t]) for c in checks),
+    )
+
+
+def choose_tau(pair: ModelPair, load: Load) -> Evidence:
+    alpha, c = 0.8, 0.1
+    taus = list(range(1, 13))
+    figure = go.Figure(go.Scatter(x=taus, y=[expected_speedup(alpha, t, c) for t in taus], mode="lines+markers"))
+    figure.update_layout(xaxis={"title": "τ", "dtick": 1}, yaxis={"title": "S(τ)"}, font=charts.FONT)
+    best = best_tau(alpha, c)
+    return Evidence(f"S(τ) peaks at τ = {best} ({expected_speedup(alpha, best, c):.2f}×) for α = 0.8, c = 0.1.",
+                    (figure,))  # fmt: skip
+
+
+def tau_policy(pair: ModelPair, load: Load) -> Evidence:
+    fixed = _decode(pair, tau=4, mode="greedy").trace()
+    heuristic = _decode(pair, tau=4, mode="greedy", tau_policy="heuristic").trace()
+    same = fixed.new_tokens == heuristic.new_tokens
+    taus = [s.tau for s in heuristic.steps]
+    return Evidence(
+        f"The same {len(fixed.new_tokens)} tokens: {same}. The heuristic's τ per step: {taus}; fixed: 4 every step.",
+        (charts.history_chart(heuristic.steps),),
+    )
+
+
+LESSONS: tuple[Lesson, ...] = (
+    Lesson("next-token", "Where the next token comes from",
+           "After n draft tokens are accepted, where does the next token come from?",
+           ("From the draft: q's next guess", "From the target: its p at position n + 1 (argmax p in textbook mode)",
+            "From the target's p at position 1, whatever n is"), 1,
+           "Every step ends with one token from the target, at the first rejected position (or after the last).\n"
+           "So a step always makes progress, even when every draft token is rejected.", next_token),
+    Lesson("how-many-kept", "How many tokens are kept",
+           "Draws r = 0.9, 0.3, 0.6, 0.1, 0.2 against p/q = 1.2, 0.75, 0.29, 1.0, 1.5: how many draft tokens are kept?",
+           ("0", "2", "4", "5"), 1,
+           "Tokens are kept up to the first rejection; later tokens are discarded even if they would pass.\n"
+           "A first-token rejection keeps none.", how_many_kept),
+    Lesson("q-above-p", "q greater than p",
+           "A draft token has q = 0.8 and p = 0.6. Is it always rejected?",
+           ("Yes, always", "No: it is kept with probability p/q = 0.75", "No: it is kept with probability p = 0.6"), 1,
+           "q > p means the draft over-proposed the token, not that it is wrong.\n"
+           "It is kept with probability p/q; the rejected mass goes to the residual.", q_above_p),
+    Lesson("broken-draft", "What the draft conditions on",
+           "An implementation forgets to feed the step's earlier draft tokens back into the draft. What happens?",
+           ("Nothing changes", "Later draft positions are accepted far less often", "Every draft token is rejected"), 1,
+           "Draft token t must condition on the prefix and draft tokens 1..t−1.\n"
+           "Without them the draft repeats its first guess, and later positions collapse.", broken_draft),
+    Lesson("one-pass", "Why one verification pass",
+           "Why does the target score all τ draft tokens in one pass?",
+           ("It reads its weights once instead of τ + 1 times", "It changes which tokens are accepted",
+            "The draft cannot work otherwise"), 0,
+           "One pass over τ + 1 positions costs far less than τ + 1 passes: that is where speedup comes from.\n"
+           "On a CPU the pass still costs more than one token; on a GPU it is nearly free.", one_pass),
+    Lesson("verifier-output", "What the verifier returns",
+           "Does the target answer accept or reject for each draft token?",
+           ("Yes: a yes/no per token", "No: it returns its distribution p; the rule compares p with q (and r)"), 1,
+           "The target only scores; the acceptance rule decides from p, q and the draw r.\n"
+           "That is why the same target pass serves every mode.", verifier_output),
+    Lesson("slower", "Slower with speculation",
+           "A deployment got slower with speculation. Which draft can do that?",
+           ("One almost always right but as slow as the target", "A tiny draft that is often wrong",
+            "Neither: speculation never slows decoding"), 0,
+           "Speedup needs α > c: a draft must be right more often than it is expensive.\n"
+           "A perfect but slow draft (the target itself) makes every step cost more than it saves.", slower),
+    Lesson("fast-but-wrong", "Fast but wrong",
+           "Speculation made a deployment faster, but its answers changed. Which mode was it running?",
+           ("lossless", "textbook with sampling", "greedy"), 1,
+           "Textbook's correction takes argmax p, which biases sampled output towards the mode.\n"
+           "Lossless resamples from norm(max(0, p − q)) and keeps the target's distribution exactly.", fast_but_wrong),
+    Lesson("choose-tau", "Choosing τ",
+           "α = 0.8 and c = 0.1. Which τ gives the best speedup?", ("1", "3", "6", "12"), 2,
+           "Longer drafts help until their cost (τ·c) outweighs the shrinking chance that late tokens survive.\n"
+           "S(τ) = (1 − α^(τ+1)) / ((1 − α)(τc + 1)) has one best integer τ.", choose_tau),
+    Lesson("tau-policy", "A τ policy",
+           "A policy grows τ after fully accepted steps and shrinks it after rejections. In greedy mode, "
+           "does it change the output?", ("Yes", "No: greedy output is the target's own, whatever τ"), 1,
+           "A τ policy changes speed, never the output: every mode keeps its guarantee.\n"
+           "It may use only the draft's numbers and earlier steps, never the target's for this step.", tau_policy),
+)  # fmt: skip
+BY_KEY = {lesson.key: lesson for lesson in LESSONS}

@@ -1,0 +1,65 @@
+"""Lessons: the ones on hand-made tables checked against numbers worked out by hand; every lesson
+opened from its link and run in the app on the real embedded pair (slow)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from specviz.classroom.lessons import BY_KEY, LESSONS
+from specviz.classroom.sandbox import PRESETS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_lesson_has_a_right_choice_and_a_two_line_takeaway():
+    assert len(LESSONS) >= 10 and len(BY_KEY) == len(LESSONS)
+    for lesson in LESSONS:
+        assert 0 <= lesson.right < len(lesson.choices) and len(lesson.takeaway.splitlines()) == 2
+
+
+def test_how_many_kept_states_the_exercise_it_runs():
+    case = PRESETS["Five-token draft, the third rejected first"]
+    lesson = BY_KEY["how-many-kept"]
+    # the question's draws and ratios are the exercise's: r as given, p/q of each position's draft token
+    assert "r = 0.9, 0.3, 0.6, 0.1, 0.2" in lesson.question and case.r == (0.9, 0.3, 0.6, 0.1, 0.2)
+    assert "p/q = 1.2, 0.75, 0.29, 1.0, 1.5" in lesson.question  # 0.6/0.5, 0.45/0.6, 0.2/0.7, 0.5/0.5, 0.6/0.4
+    evidence = lesson.run(None, None)
+    assert lesson.choices[lesson.right] == "2"
+    assert evidence.finding.startswith("n = 2: position 3 fails its test (r = 0.60 > p/q = 0.29)")
+    assert evidence.table["decision"].tolist() == ["accepted", "accepted", "rejected", "not reached", "not reached"]
+
+
+def test_q_above_p_is_kept_about_three_times_in_four():
+    evidence = BY_KEY["q-above-p"].run(None, None)
+    kept = int(evidence.finding.split("kept in ")[1].split(" of")[0])
+    assert 700 < kept < 800  # p/q = 0.75 of 1000 draws; the binomial sd is 14
+
+
+def test_choose_tau_and_fast_but_wrong_on_exact_numbers():
+    lesson = BY_KEY["choose-tau"]
+    # S(5) = 3.689 / 1.5 = 2.459, S(6) = 3.951 / 1.6 = 2.470, S(7) = 4.161 / 1.7 = 2.448
+    assert lesson.run(None, None).finding == "S(τ) peaks at τ = 6 (2.47×) for α = 0.8, c = 0.1."
+    assert lesson.choices[lesson.right] == "6"
+    finding = BY_KEY["fast-but-wrong"].run(None, None).finding
+    assert "textbook: differs from the target's distribution" in finding
+    assert "lossless: consistent with the target's distribution" in finding
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", [lesson.key for lesson in LESSONS])
+def test_each_lesson_opens_from_its_link_and_runs_live(embedded_cache, key):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.query_params["lessons_lesson"] = key
+    at.run()
+    at.switch_page("pages/lessons.py").run()
+    assert not at.exception
+    lesson = BY_KEY[key]
+    assert at.title[0].value.endswith(lesson.title) and lesson.question in at.markdown[0].value
+    at.radio(key=f"lessons_guess_{key}").set_value(lesson.right).run()
+    at.button(key="lessons_run").click().run()
+    assert not at.exception and not at.error
+    assert at.success[0].value == f"**Right:** {lesson.choices[lesson.right]}"
+    assert any(md.value.startswith("**What the run showed.**") for md in at.markdown)
