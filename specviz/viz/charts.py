@@ -242,16 +242,18 @@ THEORY_NOTE = (
 )
 
 
-def _theory_lines(fig: go.Figure, taus: list[int], alpha_y: list, measured_y: list, result: SweepResult) -> None:
+def _theory_lines(
+    fig: go.Figure, taus: list[int], alpha_y: list, measured_y: list, result: SweepResult, suffix: str = ""
+) -> None:
     if result.alpha is not None:
         fig.add_scatter(
-            x=taus, y=alpha_y, mode="lines", name=f"theory, α = Σmin(p,q) = {result.alpha:.2f}",
+            x=taus, y=alpha_y, mode="lines", name=f"theory, α = Σmin(p,q) = {result.alpha:.2f}{suffix}",
             line={"color": "black", "dash": "dash"},
         )  # fmt: skip
     a = result.acceptance_probability
     if a is not None:
         fig.add_scatter(
-            x=taus, y=measured_y, mode="lines", name=f"theory, acceptance in this mode = {a:.2f}",
+            x=taus, y=measured_y, mode="lines", name=f"theory, acceptance in this mode = {a:.2f}{suffix}",
             line={"color": "#6c757d", "dash": "dot", "width": 3},
         )  # fmt: skip
 
@@ -306,27 +308,28 @@ def sweep_speedup_chart(result: SweepResult) -> go.Figure:
     fig.add_scatter(x=taus, y=[s.speedup for s in rows], mode="lines+markers", name="measured", line={"width": 3})
     if result.c is not None:
         predicted = [s.predicted_speedup for s in rows], [s.predicted_speedup_measured for s in rows]
-        _theory_lines(fig, taus, *predicted, result)
-        fig.add_annotation(
-            text=f"S(τ) with c = {result.c:.2f}", xref="paper", yref="paper", x=1, y=1.06, showarrow=False
-        )
+        _theory_lines(fig, taus, *predicted, result, suffix=f", c = {result.c:.2f}")
     best = result.best_tau_measured()
     if best is not None:
         top = next(s for s in rows if s.tau == best)
         fig.add_scatter(
             x=[best], y=[top.speedup], mode="markers+text", name="best τ", text=[f"best τ = {best}"],
             textposition="top center", marker={"symbol": "star", "size": 20, "color": DECISION_COLORS["accepted"]},
+            cliponaxis=False,
         )  # fmt: skip
     for policy in result.by_policy():  # τ policies beside fixed τ, at the mean τ they chose
         if policy.speedup is not None:
             fig.add_scatter(
                 x=[policy.mean_tau], y=[policy.speedup], mode="markers+text", name=f"{policy.policy} policy",
-                text=[policy.policy], textposition="bottom center", marker={"symbol": "diamond", "size": 16},
+                text=[policy.policy], textposition="top center", marker={"symbol": "diamond", "size": 16},
+                cliponaxis=False,
             )  # fmt: skip
-    fig.add_hline(y=1.0, line={"color": "grey", "dash": "dot"}, annotation_text="target alone")
+    fig.add_hline(
+        y=1.0, line={"color": "grey", "dash": "dot"}, annotation_text="target alone", annotation_position="bottom left"
+    )
     fig.update_layout(
         font=FONT, height=420, xaxis={"title": "τ", "dtick": 1}, yaxis={"title": "speedup ×", "rangemode": "tozero"},
-        legend={"orientation": "h", "y": -0.22}, margin={"t": 30, "b": 110},
+        legend={"orientation": "h", "y": -0.22}, margin={"t": 50, "b": 110, "r": 60},
     )  # fmt: skip
     return fig
 
