@@ -3,6 +3,7 @@ greedy equivalence, presets, and the command line with no network. Slower: marke
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -101,16 +102,20 @@ def test_command_line_decodes_with_the_embedded_pair_offline(cache):
     assert trace["metrics"]["steps"] >= 1
 
 
-def test_truncated_cache_file_is_rebuilt(cache):
-    weights = cache["path"] / "model.safetensors"
+def test_truncated_cache_file_is_rebuilt(cache, tmp_path, monkeypatch):
+    # on a copy: truncating the shared cache in place would break every pair that has it mapped
+    shutil.copytree(cache["root"], tmp_path / "copy")
+    monkeypatch.setenv(embedded.CACHE_ENV, str(tmp_path / "copy"))
+    path = embedded.cache_dir()
+    weights = path / "model.safetensors"
     size = weights.stat().st_size
     with weights.open("r+b") as f:
         f.truncate(size // 2)
-    assert not embedded.cache_is_valid(cache["path"])
+    assert not embedded.cache_is_valid(path)
     messages = []
-    assert embedded.ensure_cache(messages.append) == cache["path"]
+    assert embedded.ensure_cache(messages.append) == path
     assert any("rebuilding" in m for m in messages)
-    assert weights.stat().st_size == size and embedded.cache_is_valid(cache["path"])
+    assert weights.stat().st_size == size and embedded.cache_is_valid(path)
 
 
 @pytest.mark.parametrize("mode", ["textbook", "greedy"])
