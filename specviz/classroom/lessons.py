@@ -69,6 +69,23 @@ def next_token(pair: ModelPair, load: Load) -> Evidence:
     )
 
 
+def step_order(pair: ModelPair, load: Load) -> Evidence:
+    step = _decode(pair, steps=1, tau=4, seed=2).steps[0]
+    kept = "".join(step.draft_text[: step.n_accepted])
+    return Evidence(
+        f"Draft: {step.tau} draft forwards, {step.draft_ms:.0f} ms. Verify: one target pass over {step.tau + 1} "
+        f"positions, {step.verify_ms:.0f} ms. Decide: {', '.join(step.decision)}. Append: {kept!r} and the "
+        f"target's '{step.next_text}'.",
+        (charts.step_chart(step),),
+    )
+
+
+def low_speedup(pair: ModelPair, load: Load) -> Evidence:
+    run = _decode(pair, tau=4, mode="textbook", seed=0).trace()
+    d = diagnose(run)
+    return Evidence(f"The trace says: {d.bottleneck}", (charts.history_chart(run.steps),))
+
+
 def how_many_kept(pair: ModelPair, load: Load) -> Evidence:
     case = EXERCISES["Five-token draft, the third rejected first"]
     step = sandbox_step(case)
@@ -183,6 +200,12 @@ LESSONS: tuple[Lesson, ...] = (
             "From the target's p at position 1, whatever n is"), 1,
            "Every step ends with one token from the target, at the first rejected position (or after the last).\n"
            "So a step always makes progress, even when every draft token is rejected.", next_token),
+    Lesson("step-order", "The order of a step",
+           "In what order does one speculative step work?",
+           ("Verify, then draft, then decide", "Draft τ tokens, verify them in one target pass, decide each in order, "
+            "append the accepted run and one target token", "Draft one token, verify it, repeat τ times"), 1,
+           "Drafting is sequential and cheap; verification is one pass over every draft token at once.\n"
+           "The decisions then run left to right and stop at the first rejection.", step_order),
     Lesson("how-many-kept", "How many tokens are kept",
            "Draws r = 0.9, 0.3, 0.6, 0.1, 0.2 against p/q = 1.2, 0.75, 0.29, 1.0, 1.5: how many draft tokens are kept?",
            ("0", "2", "4", "5"), 1,
@@ -215,6 +238,12 @@ LESSONS: tuple[Lesson, ...] = (
             "Neither: speculation never slows decoding"), 0,
            "Speedup needs α > c: a draft must be right more often than it is expensive.\n"
            "A perfect but slow draft (the target itself) makes every step cost more than it saves.", slower),
+    Lesson("low-speedup", "Parallel, yet slow",
+           "Verification is parallel, yet the speedup stays low. What do you read first?",
+           ("The trace: how many tokens each step keeps, and α against c", "The temperature",
+            "Nothing: parallel verification guarantees a speedup"), 0,
+           "Speedup is tokens kept per step over the cost of a step: read both off the trace.\n"
+           "If α ≤ c, or steps keep few tokens, no τ will help much.", low_speedup),
     Lesson("fast-but-wrong", "Fast but wrong",
            "Speculation made a deployment faster, but its answers changed. Which mode was it running?",
            ("lossless", "textbook with sampling", "greedy"), 1,
