@@ -54,8 +54,7 @@ def in_turns(items: Iterator[T]) -> Iterator[T]:
 
 @st.cache_resource(show_spinner=False, max_entries=3)
 def cached_pair(target: str, draft: str) -> specviz.ModelPair:
-    """The pair for (target, draft), loaded once per process and shared by every session; raises
-    SpecvizError when it cannot load."""
+    """The pair, loaded once per process and shared by every session; raises SpecvizError."""
     return specviz.load_pair(target, draft)
 
 
@@ -116,7 +115,8 @@ PRESENTATION_CSS = """<style>
 section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none; }
 .stMainBlockContainer { max-width: 100%; padding: 0.6rem 1.5rem 2rem; }
 .stMainBlockContainer [data-testid="stVerticalBlock"] { gap: 0.5rem; }
-.stMarkdown p, .stMarkdown li, [data-testid="stMetricLabel"] p { font-size: 1.3rem !important; }
+.stMarkdown p, .stMarkdown li, [data-testid="stMetricLabel"] p, [data-testid="stRadio"] label p {
+  font-size: 1.3rem !important; }
 [data-testid="stMetricValue"] { font-size: 2.4rem !important; }
 .sv-text { font-size: 1.45rem !important; line-height: 2 !important; }
 .sv-box { max-height: 8.8rem; overflow-y: auto; display: flex; flex-direction: column-reverse; }
