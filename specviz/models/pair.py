@@ -31,6 +31,13 @@ class ModelPair:
             return target, self.draft.new_session(target)
         return target, self.draft.new_session()
 
+    def swapped(self) -> ModelPair:
+        """The same two models with their roles exchanged: the draft becomes the target whose output
+        the run reproduces, the target drafts for it (a lesson: the big model drafting for the small)."""
+        if getattr(self.draft, "reads_target", False) or not hasattr(self.draft, "new_session"):
+            raise IncompatibleModelsError(f"{self.draft.name!r} cannot be a target on its own")
+        return ModelPair(self.draft, self.target, self.codec)
+
     @classmethod
     def from_hf(cls, target: Any, draft: Any, tokenizer: Any) -> ModelPair:
         """A pair from already-loaded transformers models and their shared tokenizer."""
