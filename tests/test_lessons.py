@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_every_lesson_has_a_right_choice_and_a_two_line_takeaway():
-    assert len(LESSONS) >= 13 and len(BY_KEY) == len(LESSONS)
+    assert len(LESSONS) >= 14 and len(BY_KEY) == len(LESSONS)
     for lesson in LESSONS:
         assert 0 <= lesson.right < len(lesson.choices) and len(lesson.takeaway.splitlines()) == 2
 

@@ -171,8 +171,23 @@ def swapped_roles(pair: ModelPair, load: Load) -> Evidence:
     table = pd.DataFrame(rows)
     big = rows[1]
     return Evidence(
-        f"With the 30-layer model drafting for its own first 8 layers, c = {big['c']:.2f} and the run is "
-        f"{big['speedup']:.2f}× the small model alone: a draft dearer than its target can only slow it down.",
+        f"With the 30-layer model drafting for its own first 8 layers: α = {big['α']:.2f} against c = {big['c']:.2f}, "
+        f"mean acceptance length {big['mean acceptance length']:.2f}, {big['speedup']:.2f}× the small model alone.",
+        (), table,
+    )  # fmt: skip
+
+
+def verify_budget(pair: ModelPair, load: Load) -> Evidence:
+    rows = []
+    for tau in (1, 2, 4, 6, 8):
+        dec = _decode(pair, steps=4, tau=tau, mode="greedy", max_new_tokens=64)
+        rows.append({"τ": tau, "tokens in 4 target passes": len(dec.new_tokens),
+                     "draft forwards": sum(s.tau for s in dec.steps)})  # fmt: skip
+    table = pd.DataFrame(rows)
+    best = table.loc[table["tokens in 4 target passes"].idxmax()]
+    return Evidence(
+        "Four target passes gave " + ", ".join(f"{r['tokens in 4 target passes']} tokens at τ = {r['τ']}" for r in rows)
+        + f": the most at τ = {best['τ']}, paid for in draft forwards only.",
         (), table,
     )  # fmt: skip
 
@@ -258,10 +273,15 @@ LESSONS: tuple[Lesson, ...] = (
            "A perfect but slow draft (the target itself) makes every step cost more than it saves.", slower),
     Lesson("swapped-roles", "Roles swapped",
            "The big model drafts for the small one. What happens?",
-           ("It is faster: the big model is right more often", "It is slower: each draft token costs more than a "
-            "whole step of the small target", "Nothing changes"), 1,
-           "The draft must be much cheaper than the target: c well below 1.\n"
-           "Accuracy cannot buy back a draft that costs more than the model it serves.", swapped_roles),
+           ("It is faster: the big model is right more often", "It is slower: a big draft is too dear for a small "
+            "target, and they often disagree", "Nothing changes"), 1,
+           "The draft must be much cheaper than the target (c well below 1) and agree with it (α well above c).\n"
+           "A big model drafting for a small one fails both.", swapped_roles),
+    Lesson("verify-budget", "A fixed verification budget",
+           "Your target can afford only 4 passes for this answer (greedy). Which τ gives the most tokens?",
+           ("The smallest τ: fewer rejections", "A large τ: a pass keeps up to τ + 1 tokens", "τ does not matter"), 1,
+           "When target passes are the scarce resource, draft more per pass: each can keep up to τ + 1 tokens.\n"
+           "The price is draft forwards, which is why c decides how far to go.", verify_budget),
     Lesson("low-speedup", "Parallel, yet slow",
            "Verification is parallel, yet the speedup stays low. What do you read first?",
            ("The trace: how many tokens each step keeps, and α against c", "The temperature",
