@@ -132,3 +132,13 @@ def test_the_first_page_shows_speculation_at_its_best(pair, mode):
     tokens = list(run.new_tokens)
     grams = [tuple(tokens[i : i + 4]) for i in range(len(tokens) - 3)]
     assert max(grams.count(g) for g in grams) <= 2  # no 4-token phrase three times: no "a cat, a cat, a cat"
+
+
+def test_the_broken_draft_loses_its_later_positions_on_the_real_pair(pair):
+    rates = {}
+    for broken in (False, True):
+        config = SpecConfig(tau=4, mode="greedy", max_new_tokens=32, broken_draft=broken)
+        rates[broken] = Decoder(pair, "Write a Python function that reverses a list.", config).run().metrics
+    correct, bug = rates[False].per_position_acceptance_rate, rates[True].per_position_acceptance_rate
+    assert sum(bug[1:]) < sum(correct[1:]) - 0.3  # positions 2-4: measurably lower
+    assert rates[True].mean_acceptance_length < rates[False].mean_acceptance_length
