@@ -59,6 +59,12 @@ def _decode(pair: ModelPair, steps: int | None = None, **settings) -> Decoder:
     return dec
 
 
+def _speedup(pair: ModelPair, run) -> float:
+    """A greedy run's tokens/s over the target alone on the same prompt and length (same process)."""
+    base = target_only(pair, PROMPT, SpecConfig(mode="greedy", max_new_tokens=run.config.max_new_tokens))
+    return (run.metrics.tokens_per_second or 0.0) / (1000.0 * base.tokens / base.decode_ms)
+
+
 def next_token(pair: ModelPair, load: Load) -> Evidence:
     dec = _decode(pair, steps=1, tau=4, seed=3)
     step = dec.steps[0]
@@ -149,8 +155,7 @@ def verifier_output(pair: ModelPair, load: Load) -> Evidence:
 def slower(pair: ModelPair, load: Load) -> Evidence:
     self_pair = load("embedded", "self")
     run = _decode(self_pair, tau=4, mode="greedy", max_new_tokens=24).trace()
-    base = target_only(self_pair, PROMPT, SpecConfig(mode="greedy", max_new_tokens=24))
-    speed = (run.metrics.tokens_per_second or 0.0) / (1000.0 * base.tokens / base.decode_ms)
+    speed = _speedup(self_pair, run)
     d = diagnose(run)
     return Evidence(
         f"The target drafting for itself: α = {d.alpha:.2f}, mean acceptance length "
@@ -164,8 +169,7 @@ def swapped_roles(pair: ModelPair, load: Load) -> Evidence:
     rows = []
     for name, roles in (("8 layers draft for 30", small), ("30 layers draft for 8", small.swapped())):
         run = _decode(roles, tau=4, mode="greedy", max_new_tokens=24).trace()
-        base = target_only(roles, PROMPT, SpecConfig(mode="greedy", max_new_tokens=24))
-        speed = (run.metrics.tokens_per_second or 0.0) / (1000.0 * base.tokens / base.decode_ms)
+        speed = _speedup(roles, run)
         rows.append({"roles": name, "α": run.metrics.alpha, "c": run.metrics.c,
                      "mean acceptance length": run.metrics.mean_acceptance_length, "speedup": speed})  # fmt: skip
     table = pd.DataFrame(rows)
