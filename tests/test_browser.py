@@ -36,6 +36,7 @@ def test_step_in_a_real_browser(server, tmp_path):
         page.goto(f"{server}/about")
         page.get_by_role("heading", name="How speculative decoding works").wait_for(timeout=180_000)
         nav = page.locator('[data-testid="stSidebar"] [data-testid="stPageLink"]')
+        nav.get_by_text("Decode", exact=True).first.wait_for(timeout=60_000)  # drawn by app.py, with the page
         assert nav.get_by_text("Decode", exact=True).count() == 1
         assert nav.get_by_text("shared").count() == 0 and nav.get_by_text("app", exact=True).count() == 0
         page.goto(server)
