@@ -7,6 +7,7 @@ import streamlit as st
 import specviz
 from pages import _quiz as quiz_ui
 from pages import _shared as ui
+from pages._present import presentation_toggle
 from pages._reading import trace_reading
 from specviz.analysis.metrics import compute_metrics
 from specviz.classroom import quiz
@@ -53,7 +54,7 @@ if not present:
     st.title("Speculative decoding, step by step")
 cols = st.columns([1, 1.3, 1, 1, 1.7, 1.3, 2.6] if present else [1.4, 1, 2.6])
 with cols[-3]:
-    ui.presentation_toggle("decode_present")
+    presentation_toggle("decode_present")
 quiz_on = cols[-2].toggle("Quiz mode", key="decode_quiz", help="Hide r and the decisions until the class has guessed")
 kind = cols[-1].radio("Quiz", list(quiz.KINDS), key="decode_quiz_kind", format_func=quiz.KINDS.get) if quiz_on else ""
 if upload_error:

@@ -4,13 +4,14 @@ import streamlit as st
 
 import specviz
 from pages import _shared as ui
+from pages._present import presentation_toggle
 from specviz.classroom.lessons import BY_KEY, LESSONS
 
 ui.ensure_shell()
 top = st.columns([3, 1.4])
 key = top[0].selectbox("Lesson", list(BY_KEY), key="lessons_lesson", format_func=lambda k: BY_KEY[k].title)
 with top[1]:
-    present = ui.presentation_toggle("lessons_present")
+    present = presentation_toggle("lessons_present")
 lesson = BY_KEY[key]
 number = [item.key for item in LESSONS].index(key) + 1
 st.title(f"Lesson {number} of {len(LESSONS)}: {lesson.title}")
