@@ -246,9 +246,8 @@ class SweepResult:
 
     def pooled(self, tau: int | None = None, policy: TauPolicy = "fixed") -> Metrics:
         """SPEC.md's metrics over every step of every run of `policy` (at `tau`, or at any τ)."""
-        runs = [r for r in self.runs if r.policy == policy and (tau is None or r.tau == tau)]
-        longest = max((s.tau for r in runs for s in r.steps), default=0)
-        return compute_metrics([s for r in runs for s in r.steps], tau if tau and policy == "fixed" else longest)
+        steps = [s for r in self.runs if r.policy == policy and (tau is None or r.tau == tau) for s in r.steps]
+        return compute_metrics(steps, tau or max((s.tau for s in steps), default=0))
 
     def by_policy(self) -> list[PolicySummary]:
         """Each τ policy that ran, beside the best fixed τ (by measured speedup)."""

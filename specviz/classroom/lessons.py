@@ -8,6 +8,7 @@ the takeaway are shown only after the run. No Streamlit here: pages/lessons.py d
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -51,10 +52,9 @@ class Lesson:
 
 
 def _decode(pair: ModelPair, steps: int | None = None, **settings) -> Decoder:
+    """A run on the lesson prompt: `steps` steps (fewer if it ends first), or to the end."""
     dec = Decoder(pair, PROMPT, SpecConfig(**{"max_new_tokens": 32, **settings}))
-    for _ in range(steps if steps is not None else 10**6):
-        if dec.done:
-            break
+    while not dec.done and (steps is None or len(dec.steps) < steps):
         dec.step()
     return dec
 
@@ -107,7 +107,7 @@ def how_many_kept(pair: ModelPair, load: Load) -> Evidence:
 def q_above_p(pair: ModelPair, load: Load) -> Evidence:
     case = EXERCISES["One token: q = 0.8, p = 0.6, r = 0.7"]
     draws = torch.rand(1000, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    kept = sum(sandbox_step(type(case)(case.words, case.q, case.p, (float(r),))).n_accepted for r in draws)
+    kept = sum(sandbox_step(dataclasses.replace(case, r=(float(r),))).n_accepted for r in draws)
     return Evidence(
         f"With q = 0.8 > p = 0.6 the token was kept in {kept} of 1000 draws ({kept / 1000:.3f}); p/q = 0.75.",
         (charts.step_chart(sandbox_step(case)),),
