@@ -17,7 +17,7 @@ import torch
 from specviz.core.config import MAX_TAU, Mode, SpecConfig
 from specviz.core.sampling import logits_to_probs, overlap, residual, sample
 from specviz.core.trace import NextRule, RunTrace, StepTrace, StopReason, TokenProb, build_run_trace
-from specviz.errors import PromptError, SpecvizError
+from specviz.errors import ConfigError, PromptError, SpecvizError
 from specviz.models.pair import ModelPair
 
 
@@ -111,6 +111,7 @@ class Decoder:
         (on for Instruct models that have a template)."""
         self.pair = pair
         self.config = config or SpecConfig()
+        check_target_supports(pair, self.config)
         self.prompt = prompt if isinstance(prompt, str) else ""
         self.prompt_text, ids, self.chat = encode_prompt(pair, prompt, chat)
         self.prompt_ids = tuple(ids)
@@ -208,6 +209,7 @@ class Decoder:
             text=self.pair.codec.decode(self.new_tokens),
             stop_reason=self.stop_reason,
             prefill_ms=self.prefill_ms,
+            target_top_k=getattr(self.pair.target, "top_k", None) if top_k_only(self.pair) else None,
         )
 
     # --- one step, as SPEC.md -------------------------------------------------------------------
@@ -334,6 +336,29 @@ def _top_rows(dists: torch.Tensor, n: int, text) -> tuple[tuple[TokenProb, ...],
         tuple([TokenProb(t, text(t), pr) for t, pr in zip(row_i, row_v, strict=True) if pr > 0])
         for row_i, row_v in zip(indices.tolist(), values.tolist(), strict=True)
     )
+
+
+def top_k_only(pair: ModelPair) -> bool:
+    """Whether the target returns only its top-k probabilities (a remote target, specviz.models.remote)."""
+    return bool(getattr(pair.target, "top_k_only", False))
+
+
+def check_target_supports(pair: ModelPair, config: SpecConfig) -> None:
+    """A top-k-only target gives p(ŷ) and argmax p exactly, so textbook and greedy are exact at
+    temperature 1 or 0 with no top-k or top-p; everything that needs p in full is refused."""
+    if not top_k_only(pair):
+        return
+    why = f"the target {pair.target.name} returns only its top {getattr(pair.target, 'top_k', '?')} probabilities"
+    if config.mode == "lossless":
+        raise ConfigError(
+            f"{why}: lossless mode samples from max(0, p − q) and from p in full, which need all of p; use "
+            "textbook or greedy mode (exact with a remote target)"
+        )
+    if config.temperature not in (0.0, 1.0) or config.top_k or config.top_p < 1.0:
+        raise ConfigError(
+            f"{why}: temperature {config.temperature:g}, top-k {config.top_k} and top-p {config.top_p:g} would "
+            "renormalise p over tokens it did not return; use temperature 1 (or 0) with top-k 0 and top-p 1"
+        )
 
 
 def encode_prompt(pair: ModelPair, prompt: str | Sequence[int], chat: bool | None) -> tuple[str, list[int], bool]:

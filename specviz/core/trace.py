@@ -128,6 +128,8 @@ class RunTrace:
     stop_reason: StopReason | None  # None: not finished
     prefill_ms: float  # wall time to encode the prompt into both caches
     metrics: Metrics
+    # a remote target's top-k: p(ŷ), p/q and argmax p are exact; α, β and full-p charts approximate
+    target_top_k: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}

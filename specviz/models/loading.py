@@ -18,7 +18,7 @@ import torch
 from specviz import drafts
 from specviz.drafts.lookup import PromptLookupDrafter
 from specviz.errors import IncompatibleModelsError, ModelError
-from specviz.models import embedded
+from specviz.models import embedded, remote
 from specviz.models.lm import HFModel, NextTokenModel
 from specviz.models.pair import ModelPair
 from specviz.models.text import HFCodec
@@ -119,12 +119,37 @@ def load_pair(
     dev, torch_dtype = resolve_device(device), resolve_dtype(dtype, device)
     limit = max_params if max_params is not None else int(os.environ.get(MAX_PARAMS_ENV, DEFAULT_MAX_PARAMS))
     say = progress or (lambda _msg: None)
+    if remote.is_remote(target):
+        return _remote_pair(target, draft, limit, dev, torch_dtype, progress)
     say(f"Loading target {target}...")
     target_model, tokenizer = load_model(target, limit, dev, torch_dtype, progress)
     target_lm = HFModel(target_model, embedded.NAME if target == EMBEDDED else target)
     say(f"Preparing draft {draft}...")
     draft_lm = _draft(draft, target, target_lm, tokenizer, limit, dev, torch_dtype, progress)
     return ModelPair(target_lm, draft_lm, HFCodec(tokenizer, target_lm.name))
+
+
+def _remote_pair(
+    target: str, draft: str, limit: int, dev: torch.device, torch_dtype: torch.dtype,
+    progress: embedded.Progress | None,
+) -> ModelPair:  # fmt: skip
+    """A served target (specviz.models.remote) and a local draft model, whose tokenizer must be the
+    server's: checked on probe strings before the first step."""
+    spec = remote.parse_spec(target)
+    if draft in (SELF, PROMPT_LOOKUP) or draft.startswith(EARLY_EXIT) or drafts.is_draft_dir(Path(draft).expanduser()):
+        raise ModelError(
+            f"with a remote target the draft must be a standalone local model with its tokenizer: 'embedded' "
+            f"(SmolLM2-135M-Instruct), a hub id or a model folder; {draft!r} needs the target's weights here"
+        )
+    say = progress or (lambda _msg: None)
+    say(f"Loading draft {draft}...")
+    model, tokenizer = load_model(draft, limit, dev, torch_dtype, progress)
+    draft_lm = HFModel(model, embedded.NAME if draft == EMBEDDED else draft)
+    codec = HFCodec(tokenizer, draft_lm.name)
+    say(f"Checking {spec} against the draft's tokenizer...")
+    target_lm = remote.RemoteTarget(spec, codec, draft_lm.vocab_size)
+    target_lm.check_tokenizer(codec)
+    return ModelPair(target_lm, draft_lm, codec)
 
 
 def _draft(
