@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install test test-fast lint run bench clean
+.PHONY: install server test test-fast lint run bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -24,13 +24,26 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml | $(PY)
 
 install: $(STAMP)
 
+# A real serving engine for the remote-target tests (tests/test_remote_server.py): llama-cpp-python's
+# server, built from source in its own venv. Portable build: the native one segfaults on this CPU.
+LLAMA_VENV ?= .venv-llama
+LLAMA_STAMP := $(LLAMA_VENV)/.installed
+LLAMA_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_BF16=OFF \
+	-DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+$(LLAMA_STAMP):
+	$(PYTHON) -m venv $(LLAMA_VENV)
+	CMAKE_ARGS="$(LLAMA_CMAKE)" $(LLAMA_VENV)/bin/pip install --quiet "llama-cpp-python[server]==0.3.36"
+	touch $(LLAMA_STAMP)
+
+server: $(LLAMA_STAMP)
+
 lint: install
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
 # --basetemp inside the checkout: pytest prunes old temporary folders of the same user, so a second
 # test session elsewhere (another checkout) could delete the model cache a running one has mapped.
-test: lint
+test: lint server
 	$(PY) -m pytest --basetemp=.pytest-tmp
 
 # The inner loop: lint, then everything but the real-model, browser and heavy statistical tests.
@@ -46,6 +59,7 @@ bench: install
 	$(PY) -m benchmarks.step_overhead
 	$(PY) -m benchmarks.hf_assisted
 	$(PY) -m benchmarks.sessions
+	$(PY) -m benchmarks.remote
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .pytest-tmp
+	rm -rf $(VENV) $(LLAMA_VENV) .pytest_cache .ruff_cache .pytest-tmp

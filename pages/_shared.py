@@ -89,7 +89,8 @@ def model_picker(prefix: str, disabled: bool = False) -> tuple[str, str]:
     label = st.selectbox("Pair", [*PRESETS, CUSTOM], key=f"{prefix}_preset", disabled=disabled)
     if label == CUSTOM:
         target = st.text_input(
-            "Target (p)", key=f"{prefix}_target", help="embedded, a hub id, or a local folder", disabled=disabled
+            "Target (p)", key=f"{prefix}_target", disabled=disabled, help="embedded, a hub id, a local folder, or a "
+            "serving engine: vllm:http://host:8000/v1#MODEL, sglang:http://host:30000, llamacpp:http://host:8080/v1",
         )
         hint = "also: self, prompt-lookup, early-exit:K, or a folder made by scripts/train_draft.py"
         draft = st.text_input("Draft (q)", key=f"{prefix}_draft", help=hint, disabled=disabled)
@@ -124,8 +125,9 @@ def share_link(prefix: str, extra: dict | None = None, show: bool = True) -> str
     return url
 
 
-def metrics_row(m: specviz.Metrics) -> None:
-    """The running metrics of SPEC.md, one tile each, each defined in its help."""
+def metrics_row(m: specviz.Metrics, target_top_k: int | None = None) -> None:
+    """The running metrics of SPEC.md, one tile each, each defined in its help. With a remote target
+    (`target_top_k`), α is marked approximate: the server returned only its top-k probabilities."""
     row = [*st.columns(3), *st.columns(3)]  # two rows of three: no label is cut at 1280 px
     row[0].metric(
         "mean acceptance length", f"{m.mean_acceptance_length or 0:.2f}",
@@ -133,7 +135,9 @@ def metrics_row(m: specviz.Metrics) -> None:
         f"accepted / steps): {m.mean_accepted_draft_tokens or 0:.2f}",
     )  # fmt: skip
     row[1].metric("draft acceptance rate", f"{(m.draft_acceptance_rate or 0):.0%}", help="accepted / drafted")
-    row[2].metric("α", f"{(m.alpha or 0):.3f}", help="mean over draft positions of Σ min(p, q)")
+    approx = f" — approximate (top-{target_top_k}): p beyond the server's top {target_top_k} is spread evenly"
+    row[2].metric("α ≈ (top-k)" if target_top_k else "α", f"{(m.alpha or 0):.3f}",
+                  help="mean over draft positions of Σ min(p, q)" + (approx if target_top_k else ""))  # fmt: skip
     row[3].metric("target forward passes", m.target_forward_passes, help=f"for {m.emitted_tokens} tokens")
     row[4].metric("tokens/s", f"{(m.tokens_per_second or 0):.1f}")
     share = m.draft_ms / (m.draft_ms + m.verify_ms) if m.draft_ms + m.verify_ms else 0

@@ -179,7 +179,7 @@ else:
 
 m = compute_metrics(shown, run.config.tau) if hidden else run.metrics
 st.subheader("Running metrics" + (" (up to the previous step until Reveal)" if hidden else ""))
-ui.metrics_row(m)
+ui.metrics_row(m, run.target_top_k)
 left, right = st.columns(2)
 left.markdown("**Accepted length per step**")
 left.plotly_chart(charts.history_chart(shown), key="decode_history_chart")

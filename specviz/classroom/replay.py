@@ -69,6 +69,7 @@ class Replay:
         return build_run_trace(
             **fields, prompt_text=self.run_trace.prompt_text, prompt_ids=self.run_trace.prompt_ids, steps=steps,
             new_tokens=new_tokens, text=text, stop_reason=None, prefill_ms=self.run_trace.prefill_ms,
+            target_top_k=self.run_trace.target_top_k,
         )  # fmt: skip
 
 
@@ -95,7 +96,9 @@ def load_trace(data: bytes | str) -> RunTrace:
     except (UnicodeDecodeError, ValueError) as exc:
         raise TraceError(f"this file is not JSON ({exc})") from exc
     _need(isinstance(raw, dict), "this file is not a specviz trace: its top level is not an object")
-    _fields(raw, _RUN_FIELDS, "the trace")
+    _fields(raw, _RUN_FIELDS, "the trace", optional={"target_top_k"})
+    top_k = raw.get("target_top_k")
+    _need(top_k is None or (_integer(top_k) and top_k > 0), "target_top_k is not a positive whole number")
     try:
         config = SpecConfig.from_dict(raw["config"])
     except (ConfigError, TypeError) as exc:
@@ -112,7 +115,7 @@ def load_trace(data: bytes | str) -> RunTrace:
         _need(isinstance(raw[name], str), f"{name} is not text")
     _need(isinstance(raw["chat"], bool), "chat is not true or false")
     _need(_number(raw["prefill_ms"]) and raw["prefill_ms"] >= 0, "prefill_ms is not a time in milliseconds")
-    fields = {k: raw[k] for k in _RUN_FIELDS - {"metrics", "steps", "config", "prompt_ids", "new_tokens"}}
+    fields = {k: raw.get(k) for k in _RUN_FIELDS - {"metrics", "steps", "config", "prompt_ids", "new_tokens"}}
     return build_run_trace(
         **fields, config=config, steps=steps, prompt_ids=tuple(prompt_ids), new_tokens=tuple(new_tokens)
     )
@@ -185,8 +188,8 @@ def _need(condition: Any, message: str) -> None:
         raise TraceError(message)
 
 
-def _fields(raw: dict, names: set[str], where: str) -> None:
-    missing, extra = sorted(names - set(raw)), sorted(set(raw) - names)
+def _fields(raw: dict, names: set[str], where: str, optional: frozenset[str] | set[str] = frozenset()) -> None:
+    missing, extra = sorted(names - set(raw) - set(optional)), sorted(set(raw) - names)
     _need(not missing, f"{where} lacks {', '.join(missing[:5])}")
     _need(not extra, f"{where} has unknown field(s) {', '.join(extra[:5])}")
 

@@ -218,6 +218,10 @@ class Decoder:
         cfg, context_length = self.config, len(self._ids)
         t0 = time.perf_counter()
         draft, q = self._propose(tau)  # 1. draft τ tokens
+        scorable = getattr(self._target, "scorable_draft", None)
+        if scorable is not None:  # a text-only server cannot score every split (specviz.models.remote)
+            keep = scorable(self._ids, draft)
+            draft, q = draft[:keep], q[:keep]
         t1 = time.perf_counter()
         feed = self._ids[self._target.length :] + draft  # 2. verify all of them in one pass
         p = self._warp(self._target.extend(feed, keep=len(draft) + 1))

@@ -168,6 +168,9 @@ class Engine:
     def tokenize(self, text: str, timeout: float) -> list[int]:
         raise NotImplementedError
 
+    def scorable(self, ids: Sequence[int], draft: Sequence[int]) -> int:
+        return len(draft)
+
     def _need(self, cond: bool, what: str) -> None:
         if not cond:
             raise RemoteProtocolError(f"{self.spec} did not return {what}: is it a {self.spec.kind} server, "
@@ -272,6 +275,13 @@ class LlamaCpp(Engine):
         self.pieces = {i: text for text, ids in by_text.items() for i in ids}
         self.bos = tokenizer.bos_token_id
 
+    def scorable(self, ids: Sequence[int], draft: Sequence[int]) -> int:
+        for j in range(len(draft), 0, -1):
+            seq = [*ids, *draft[:j]]
+            if self.codec.tokenizer.encode(self._text(seq), add_special_tokens=False) == seq:
+                return j
+        return 0
+
     def _text(self, ids: Sequence[int]) -> str:
         return self.codec.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
@@ -288,6 +298,7 @@ class LlamaCpp(Engine):
             at = next((j for j, (a, b) in enumerate(zip(server_ids, ids, strict=False)) if a != b), min(len(ids), len(server_ids)))  # noqa: E501
             raise RemoteTokenizerError(
                 f"{self.spec} takes text, and it splits this text into other tokens than the run's from token {at} on "
+                f"(server {server_ids[at:at + 3]}, run {list(ids[at:at + 3])}) "
                 f"(the draft or the target chose a split the tokenizer would not): llama-cpp-python cannot score "
                 f"these ids; use a vLLM or SGLang server, which take token ids"
             )
@@ -375,6 +386,13 @@ class RemoteSession(ListSession):
         super().__init__()
         self._owner = owner
         self.request_seconds: list[float] = []
+
+    def scorable_draft(self, ids: Sequence[int], draft: Sequence[int]) -> int:
+        """How many leading draft tokens a verify request can carry: all of them for servers that take
+        token ids; for a text-only server (llama-cpp-python), the longest block whose text the tokenizer
+        splits back into exactly these ids (a split it would not make cannot be sent). The engine cuts
+        the draft there before verifying, as if the draft had proposed fewer tokens."""
+        return self._owner.engine.scorable(ids, draft)
 
     def _score(self, keep: int) -> torch.Tensor:
         owner = self._owner
