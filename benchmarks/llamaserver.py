@@ -22,7 +22,9 @@ DEFAULT_PYTHON = ROOT / ".venv-llama" / "bin" / "python"
 def server_python() -> Path:
     path = Path(os.environ.get(PYTHON_ENV, DEFAULT_PYTHON))
     if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: run `make server` (builds llama-cpp-python[server] into .venv-llama)")
+        raise FileNotFoundError(
+            f"{path} is missing: run `make server` (builds llama-cpp-python[server] into .venv-llama)"
+        )
     return path
 
 

@@ -89,7 +89,10 @@ def model_picker(prefix: str, disabled: bool = False) -> tuple[str, str]:
     label = st.selectbox("Pair", [*PRESETS, CUSTOM], key=f"{prefix}_preset", disabled=disabled)
     if label == CUSTOM:
         target = st.text_input(
-            "Target (p)", key=f"{prefix}_target", disabled=disabled, help="embedded, a hub id, a local folder, or a "
+            "Target (p)",
+            key=f"{prefix}_target",
+            disabled=disabled,
+            help="embedded, a hub id, a local folder, or a "
             "serving engine: vllm:http://host:8000/v1#MODEL, sglang:http://host:30000, llamacpp:http://host:8080/v1",
         )
         hint = "also: self, prompt-lookup, early-exit:K, or a folder made by scripts/train_draft.py"

@@ -24,8 +24,12 @@ class _Parser(argparse.ArgumentParser):
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
     """Models, prompt options and sampling settings: the same for a run and a sweep."""
-    parser.add_argument("--target", default="embedded", help="target: 'embedded' (default), a hub id, a local folder, or a serving engine: "
-                        "vllm:http://HOST:8000/v1#MODEL, sglang:http://HOST:30000, llamacpp:http://HOST:8000/v1")
+    parser.add_argument(
+        "--target",
+        default="embedded",
+        help="target: 'embedded' (default), a hub id, a local folder, or a serving engine: "
+        "vllm:http://HOST:8000/v1#MODEL, sglang:http://HOST:30000, llamacpp:http://HOST:8000/v1",
+    )
     parser.add_argument(
         "--draft",
         default="embedded",

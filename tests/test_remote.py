@@ -66,8 +66,12 @@ def vllm_answer(ids: list[int], k: int) -> dict:
 
 def sglang_answer(ids: list[int], k: int, start: int) -> dict:
     """SGLang /generate meta_info: [logprob, token_id, text] triples from logprob_start_len on."""
-    actual = [[None if j == 0 else math.log(float(P[ids[j - 1], ids[j]])), ids[j], None] for j in range(start, len(ids))]
-    tops = [None if j == 0 else [[v, t, None] for t, v in top(P[ids[j - 1]], k).items()] for j in range(start, len(ids))]
+    actual = [
+        [None if j == 0 else math.log(float(P[ids[j - 1], ids[j]])), ids[j], None] for j in range(start, len(ids))
+    ]
+    tops = [
+        None if j == 0 else [[v, t, None] for t, v in top(P[ids[j - 1]], k).items()] for j in range(start, len(ids))
+    ]
     last = top(P[ids[-1]], k)
     best = max(last, key=last.get)
     return {"text": "", "meta_info": {"input_token_logprobs": actual, "input_top_logprobs": tops,
@@ -83,7 +87,7 @@ class Server:
         self.requests: list[tuple[str, dict]] = []
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 owner.requests.append((self.path, body))
                 status, payload = handle(self.path, body)
@@ -142,7 +146,12 @@ def test_fill_row_rejects_ids_outside_the_vocabulary():
 
 def test_spec_parsing_and_errors():
     spec = remote.parse_spec("vllm:http://gpu:8000/v1/#meta-llama/Llama-3.1-70B")
-    assert (spec.kind, spec.url, spec.model, spec.root) == ("vllm", "http://gpu:8000/v1", "meta-llama/Llama-3.1-70B", "http://gpu:8000")
+    assert (spec.kind, spec.url, spec.model, spec.root) == (
+        "vllm",
+        "http://gpu:8000/v1",
+        "meta-llama/Llama-3.1-70B",
+        "http://gpu:8000",
+    )
     assert remote.is_remote("sglang:http://h:30000") and not remote.is_remote("embedded")
     for bad in ("vllm:gpu:8000", "tgi:http://h:1", "llamacpp:ftp://h/v1"):
         with pytest.raises(ModelError, match="KIND:URL"):
@@ -242,7 +251,7 @@ def test_timeout_is_bounded():
     with Server(slow) as server:
         target = remote.RemoteTarget(f"vllm:http://127.0.0.1:{server.port}/v1", IdsCodec(), 5, timeout=0.5)
         start = time.perf_counter()
-        with pytest.raises(remote.RemoteTimeoutError, match="within 0.5 s"):
+        with pytest.raises(remote.RemoteTimeoutError, match=r"within 0\.5 s"):
             Decoder(ModelPair(target, TableModel(Q), IdsCodec()), [0, 1], SpecConfig())
         assert time.perf_counter() - start < 2.5
 
@@ -299,7 +308,9 @@ def test_a_remote_runs_trace_says_top_k_and_replays():
     from specviz.errors import TraceError
 
     with vllm_server() as server:
-        run = Decoder(remote_pair(f"vllm:http://127.0.0.1:{server.port}/v1", k=3), [0], SpecConfig(max_new_tokens=6)).run()
+        run = Decoder(
+            remote_pair(f"vllm:http://127.0.0.1:{server.port}/v1", k=3), [0], SpecConfig(max_new_tokens=6)
+        ).run()
     assert load_trace(run.to_json()).target_top_k == 3
     old = run.to_dict()
     del old["target_top_k"]  # a trace saved before remote targets existed

@@ -91,12 +91,19 @@ def test_textbook_p_of_each_draft_token_matches_the_local_target(remote_pair, lo
         gaps += [abs(p - float(probs[t, y])) for t, (p, y) in enumerate(zip(step.p, step.draft_tokens, strict=True))]
         context += step.emitted
     gaps.sort()
-    print(f"\n|p_server(ŷ) − p_local(ŷ)| over {len(gaps)} draft tokens: median {gaps[len(gaps) // 2]:.2g}, max {gaps[-1]:.3f}")
+    print(
+        f"\n|p_server(ŷ) − p_local(ŷ)| over {len(gaps)} draft tokens: "
+        f"median {gaps[len(gaps) // 2]:.2g}, max {gaps[-1]:.3f}"
+    )
     assert len(gaps) > 20 and gaps[len(gaps) // 2] < MEDIAN_P_TOLERANCE and gaps[-1] < P_TOLERANCE
     # the decisions follow from the server's p, the draft's q and r, as SPEC.md step 3 says
     for step in far.steps:
         assert step.ratio == pytest.approx([p / q for p, q in zip(step.p, step.q, strict=True)])
-        assert all((r <= ratio) == (d == "accepted") for r, ratio, d in zip(step.r, step.ratio, step.decision, strict=True) if d != "not reached")  # noqa: E501
+        assert all(
+            (r <= ratio) == (d == "accepted")
+            for r, ratio, d in zip(step.r, step.ratio, step.decision, strict=True)
+            if d != "not reached"
+        )
 
 
 def test_what_the_server_cannot_do_is_refused_with_a_message(remote_pair):

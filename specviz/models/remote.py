@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import socket
 import time
 import urllib.error
 import urllib.request
@@ -130,14 +129,16 @@ def post(url: str, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
     except urllib.error.HTTPError as exc:
         detail = exc.read().decode("utf-8", "replace")[:300].strip()
         if exc.code == 400 and "logprob" in detail.lower():
-            raise LogprobsCappedError(f"{url} refused the log-probabilities asked for ({detail}); "
-                                      "ask for fewer (top_k) or raise the server's --max-logprobs") from exc  # fmt: skip
+            raise LogprobsCappedError(
+                f"{url} refused the log-probabilities asked for ({detail}); "
+                "ask for fewer (top_k) or raise the server's --max-logprobs"
+            ) from exc
         raise RemoteHTTPError(f"{url} answered HTTP {exc.code}: {detail or exc.reason}") from exc
-    except (TimeoutError, socket.timeout) as exc:
-        raise RemoteTimeoutError(f"{url} did not answer within {timeout:g} s (set {TIMEOUT_ENV} to wait longer)") from exc
+    except TimeoutError as exc:
+        raise RemoteTimeoutError(_late(url, timeout)) from exc
     except urllib.error.URLError as exc:
-        if isinstance(exc.reason, TimeoutError | socket.timeout):
-            raise RemoteTimeoutError(f"{url} did not answer within {timeout:g} s (set {TIMEOUT_ENV} to wait longer)") from exc  # fmt: skip
+        if isinstance(exc.reason, TimeoutError):
+            raise RemoteTimeoutError(_late(url, timeout)) from exc
         raise RemoteUnreachableError(f"cannot reach {url}: {exc.reason}; is the server running?") from exc
     except (ConnectionError, OSError) as exc:
         raise RemoteUnreachableError(f"cannot reach {url}: {exc}; is the server running?") from exc
@@ -145,6 +146,10 @@ def post(url: str, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
         return json.loads(body)
     except json.JSONDecodeError as exc:
         raise RemoteProtocolError(f"{url} did not answer with JSON: {body[:120]!r}") from exc
+
+
+def _late(url: str, timeout: float) -> str:
+    return f"{url} did not answer within {timeout:g} s (set {TIMEOUT_ENV} to wait longer)"
 
 
 # --- the three engines ----------------------------------------------------------------------------
@@ -173,8 +178,10 @@ class Engine:
 
     def _need(self, cond: bool, what: str) -> None:
         if not cond:
-            raise RemoteProtocolError(f"{self.spec} did not return {what}: is it a {self.spec.kind} server, "
-                                      "started to return prompt log-probabilities (README, 'A remote target')?")  # fmt: skip
+            raise RemoteProtocolError(
+                f"{self.spec} did not return {what}: is it a {self.spec.kind} server, "
+                "started to return prompt log-probabilities (README, 'A remote target')?"
+            )
 
     def _check_k(self, row: dict, k: int, position: int) -> None:
         if len(row) < k:
@@ -196,7 +203,9 @@ class VLLM(Engine):
             payload["model"] = self.spec.model
         choice = (post(f"{self.spec.url}/completions", payload, timeout).get("choices") or [{}])[0]
         prompt_rows, out = choice.get("prompt_logprobs"), choice.get("logprobs") or {}
-        self._need(isinstance(prompt_rows, list) and len(prompt_rows) == len(ids), "prompt_logprobs for every prompt token")
+        self._need(
+            isinstance(prompt_rows, list) and len(prompt_rows) == len(ids), "prompt_logprobs for every prompt token"
+        )
         tops = out.get("top_logprobs") or []
         self._need(len(tops) >= 1 and isinstance(tops[0], dict), "top logprobs for the generated token")
         rows: list[Row] = [{}]
@@ -234,7 +243,11 @@ class SGLang(Engine):
         info = self._generate({"input_ids": list(ids), "return_logprob": True, "logprob_start_len": start,
                                "top_logprobs_num": k, "sampling_params": {"max_new_tokens": 1, "temperature": 0}},
                               timeout)  # fmt: skip
-        actual, tops, out = info.get("input_token_logprobs"), info.get("input_top_logprobs"), info.get("output_top_logprobs")  # noqa: E501
+        actual, tops, out = (
+            info.get("input_token_logprobs"),
+            info.get("input_top_logprobs"),
+            info.get("output_top_logprobs"),
+        )
         self._need(isinstance(actual, list) and isinstance(tops, list) and len(tops) == len(ids) - start,
                    "input_token_logprobs and input_top_logprobs from logprob_start_len")  # fmt: skip
         self._need(isinstance(out, list) and len(out) >= 1 and out[0], "output_top_logprobs")
@@ -295,10 +308,13 @@ class LlamaCpp(Engine):
         text = self._text(ids)
         server_ids = self.tokenize(text, timeout)
         if server_ids != list(ids):
-            at = next((j for j, (a, b) in enumerate(zip(server_ids, ids, strict=False)) if a != b), min(len(ids), len(server_ids)))  # noqa: E501
+            at = next(
+                (j for j, (a, b) in enumerate(zip(server_ids, ids, strict=False)) if a != b),
+                min(len(ids), len(server_ids)),
+            )
             raise RemoteTokenizerError(
                 f"{self.spec} takes text, and it splits this text into other tokens than the run's from token {at} on "
-                f"(server {server_ids[at:at + 3]}, run {list(ids[at:at + 3])}) "
+                f"(server {server_ids[at : at + 3]}, run {list(ids[at : at + 3])}) "
                 f"(the draft or the target chose a split the tokenizer would not): llama-cpp-python cannot score "
                 f"these ids; use a vLLM or SGLang server, which take token ids"
             )
@@ -308,7 +324,9 @@ class LlamaCpp(Engine):
         choice = (post(f"{self.spec.url}/completions", payload, timeout).get("choices") or [{}])[0]
         lp = choice.get("logprobs") or {}
         tokens, actual, tops = lp.get("tokens"), lp.get("token_logprobs"), lp.get("top_logprobs")
-        self._need(isinstance(tokens, list) and isinstance(tops, list), "echoed prompt log-probabilities (--logits_all true)")
+        self._need(
+            isinstance(tokens, list) and isinstance(tops, list), "echoed prompt log-probabilities (--logits_all true)"
+        )
         # one entry per position after the first whose token is not BOS (it skips every BOS), then the generated one
         positions = [m for m in range(1, len(ids)) if ids[m] != self.bos]
         self._need(len(tokens) == len(positions) + 1 and tokens[:-1] == [self.pieces[ids[m]] for m in positions],
