@@ -128,6 +128,19 @@ def share_link(prefix: str, extra: dict | None = None, show: bool = True) -> str
     return url
 
 
+def step(dec: specviz.Decoder, turn) -> bool:
+    """One step in a compute turn; a failure (a remote server down mid-run) is a message, the run kept."""
+    try:
+        with turn():
+            dec.step()
+    except specviz.SpecvizError as exc:
+        st.error(
+            f"**The step failed.** {exc} The run so far is kept: press **Step** to try again.", icon=":material/error:"
+        )
+        return False
+    return True
+
+
 def metrics_row(m: specviz.Metrics, target_top_k: int | None = None) -> None:
     """The running metrics of SPEC.md, one tile each, each defined in its help. With a remote target
     (`target_top_k`), α is marked approximate: the server returned only its top-k probabilities."""

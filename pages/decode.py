@@ -101,19 +101,15 @@ elif reset_clicked or ((step_clicked or run_clicked) and (dec is None or stale))
         dec, stale = started, False
 if (autostep := st.session_state.pop("decode_autostep", 0)) and pair is not None:  # opened from a link
     dec, stale = start_run() or dec, False
-    while dec is not None and len(dec.steps) < autostep and not dec.done:
-        with turn():
-            dec.step()
+    while dec is not None and len(dec.steps) < autostep and not dec.done and ui.step(dec, turn):
+        pass
 if dec is not None and (step_clicked or run_clicked) and dec.done:
     st.info(f"This run has finished ({dec.stop_reason}). Press **Reset** to start again.")
 elif dec is not None and step_clicked:
-    with turn():
-        dec.step()
+    ui.step(dec, turn)
 elif dec is not None and run_clicked:
     bar = st.progress(0.0, text="Decoding…")
-    while not dec.done:
-        with turn():  # a turn per step: other sessions step in between
-            dec.step()
+    while not dec.done and ui.step(dec, turn):  # a turn per step: other sessions step in between
         done, limit = len(dec.new_tokens), dec.config.max_new_tokens
         bar.progress(min(1.0, done / limit), text=f"{done} / {limit} tokens")
     bar.empty()

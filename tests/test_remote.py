@@ -317,3 +317,26 @@ def test_a_remote_runs_trace_says_top_k_and_replays():
     assert load_trace(_json.dumps(old)).target_top_k is None
     with pytest.raises(TraceError, match="target_top_k"):
         load_trace(_json.dumps({**old, "target_top_k": -1}))
+
+
+def test_a_step_that_fails_leaves_the_run_as_it_was():
+    """The server fails once mid-run (HTTP 503): the step raises, and stepping on gives exactly the
+    run that never failed (caches and random state restored)."""
+    calls = {"n": 0}
+
+    def flaky(path, body):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            return 503, {"error": "busy"}
+        return 200, vllm_answer(body["prompt"], body["prompt_logprobs"])
+
+    cfg = SpecConfig(mode="textbook", tau=2, max_new_tokens=12, seed=2)
+    with Server(flaky) as server:
+        dec = Decoder(remote_pair(f"vllm:http://127.0.0.1:{server.port}/v1"), [0], cfg)
+        dec.step()
+        dec.step()
+        with pytest.raises(remote.RemoteHTTPError, match="503"):
+            dec.step()
+        assert len(dec.steps) == 2
+        run = dec.run()
+    assert run.new_tokens == Decoder(ModelPair(TableModel(P), TableModel(Q), IdsCodec()), [0], cfg).run().new_tokens

@@ -156,8 +156,14 @@ class Decoder:
     def step(self) -> StepTrace:
         if self.done:
             raise DecodingFinished(f"the run has finished ({self.stop_reason}); reset to start again")
-        self._history.append(self._gen.get_state())
-        trace = self._step(len(self._steps), min(self.planned_tau(), self._budget() - 1))
+        state = self._gen.get_state()
+        try:
+            trace = self._step(len(self._steps), min(self.planned_tau(), self._budget() - 1))
+        except SpecvizError:  # e.g. a remote target failed mid-step: back to before it, the run intact
+            self._gen.set_state(state)
+            self._crop_sessions()
+            raise
+        self._history.append(state)
         self._steps.append(trace)
         return trace
 
