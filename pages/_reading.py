@@ -19,5 +19,7 @@ def trace_reading(run: RunTrace) -> None:
         st.markdown(f"**Bottleneck.** {d.bottleneck}")
         alpha = "–" if d.alpha is None else f"{d.alpha:.3f}"
         c = "–" if d.c is None else f"{d.c:.3f}"
-        st.caption(f"α = {alpha} (mean Σ min(p, q) over draft positions); c = {c} (one draft forward over one "
-                   "target pass, as recorded in this trace).")  # fmt: skip
+        approx = (f" — approximate (top-{run.target_top_k}): the remote target returned only its top "
+                  f"{run.target_top_k} probabilities" if run.target_top_k else "")  # fmt: skip
+        st.caption(f"α = {alpha} (mean Σ min(p, q) over draft positions{approx}); c = {c} (one draft forward over "
+                   "one target pass, as recorded in this trace).")  # fmt: skip

@@ -533,3 +533,40 @@ def test_after_run_to_end_the_last_step_with_a_draft_stays_and_any_step_can_be_p
     at.button(key="decode_reset").click().run()
     at.button(key="decode_step").click().run()
     assert not at.select_slider  # one step: nothing to pick
+
+
+def test_a_remote_targets_alpha_is_marked_approximate(loads):
+    at = app()
+    at.number_input(key="decode_max_new").set_value(6)
+    at.button(key="decode_run_all").click().run()
+    saved = decoder(at).trace()
+    labels = [m.label for m in at.metric]
+    assert "α" in labels and "α ≈ (top-k)" not in labels
+    remote_run = {**saved.to_dict(), "target_top_k": 20}  # as a run through a serving engine saves it
+    fresh = app()
+    fresh.file_uploader(key="decode_upload").set_value(
+        ("run.json", json.dumps(remote_run).encode(), "application/json")
+    )
+    fresh.run()
+    fresh.button(key="decode_run_all").click().run()
+    assert not fresh.exception
+    tile = next(m for m in fresh.metric if m.label.startswith("α"))
+    assert tile.label == "α ≈ (top-k)" and "top-20" in tile.help
+    assert any("approximate (top-20)" in c.value for c in fresh.caption)
+
+
+def test_a_step_that_fails_is_a_message_and_the_run_is_kept(loads, monkeypatch):
+    from specviz.models.remote import RemoteTimeoutError
+
+    at = app()
+    at.button(key="decode_step").click().run()
+    assert len(decoder(at).steps) == 1
+
+    def down(self):
+        raise RemoteTimeoutError("http://gpu:8000/v1/completions did not answer within 30 s")
+
+    monkeypatch.setattr(specviz.Decoder, "step", down)
+    at.button(key="decode_step").click().run()
+    assert not at.exception
+    assert "The step failed." in at.error[0].value and "within 30 s" in at.error[0].value
+    assert len(decoder(at).steps) == 1 and at.get("plotly_chart")  # the run and its charts are still there
