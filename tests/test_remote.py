@@ -340,3 +340,24 @@ def test_a_step_that_fails_leaves_the_run_as_it_was():
         assert len(dec.steps) == 2
         run = dec.run()
     assert run.new_tokens == Decoder(ModelPair(TableModel(P), TableModel(Q), IdsCodec()), [0], cfg).run().new_tokens
+
+
+def test_a_server_that_adds_bos_to_text_still_matches():
+    """Llama-style servers put BOS in front of text they tokenise; the draft's ids for the same text
+    (without special tokens) must match the rest."""
+
+    class Tok:
+        bos_token_id = 1
+
+        def encode(self, text, add_special_tokens=True):
+            return ([1] if add_special_tokens else []) + [2 + len(w) for w in text.split()]
+
+    class Codec(IdsCodec):
+        name = "words"
+        tokenizer = Tok()
+
+    def handle(path, body):
+        return 200, {"tokens": Tok().encode(body["prompt"])}  # BOS first, as the server adds it
+
+    with Server(handle) as server:
+        remote.RemoteTarget(f"vllm:http://127.0.0.1:{server.port}/v1", Codec(), 5).check_tokenizer(Codec())

@@ -383,8 +383,13 @@ class RemoteTarget:
 
     def check_tokenizer(self, codec: Any) -> None:
         """Before the first step: the server must split the probe strings exactly as the local tokenizer."""
+        tokenizer = getattr(codec, "tokenizer", None)
+        bos = getattr(tokenizer, "bos_token_id", None)
         for text in PROBES:
-            local, server = codec.encode(text), self.engine.tokenize(text, self.timeout)
+            local = tokenizer.encode(text, add_special_tokens=False) if tokenizer is not None else codec.encode(text)
+            server = self.engine.tokenize(text, self.timeout)
+            if server[:1] == [bos] and local[:1] != [bos]:  # a server that adds BOS to text it tokenises
+                server = server[1:]
             if local != server:
                 raise RemoteTokenizerError(
                     f"{self.spec} and the local draft's tokenizer ({codec.name}) split {text!r} differently "
