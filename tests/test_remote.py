@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import torch
 
+from benchmarks.appserver import free_port
 from specviz import SpecConfig
 from specviz.core.engine import Decoder
 from specviz.errors import ConfigError, ModelError
@@ -228,14 +229,6 @@ def test_modes_that_need_all_of_p_are_refused():
 
 
 # --- every failure is a typed error, quickly ----------------------------------------------------------
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_unreachable_server():

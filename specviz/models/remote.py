@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -35,6 +34,7 @@ from urllib.parse import urlparse
 
 import torch
 
+from specviz.core.config import MAX_TAU
 from specviz.errors import IncompatibleModelsError, ModelError
 from specviz.models.lm import ListSession
 
@@ -162,7 +162,6 @@ Row = dict[int, float]  # rows a verify step never reads may be None (not return
 
 class Engine:
     spec: RemoteSpec
-    texts_by_id: dict[int, str]
 
     def __init__(self, spec: RemoteSpec, codec: Any) -> None:
         self.spec, self.codec = spec, codec
@@ -239,7 +238,7 @@ class SGLang(Engine):
         return info
 
     def score(self, ids: Sequence[int], k: int, timeout: float) -> list[Row]:
-        start = max(0, len(ids) - 1 - MAX_KEEP)  # rows are only ever read near the end
+        start = max(0, len(ids) - 2 - MAX_TAU)  # a verify step reads at most τ + 1 rows
         info = self._generate({"input_ids": list(ids), "return_logprob": True, "logprob_start_len": start,
                                "top_logprobs_num": k, "sampling_params": {"max_new_tokens": 1, "temperature": 0}},
                               timeout)  # fmt: skip
@@ -282,8 +281,9 @@ class LlamaCpp(Engine):
         super().__init__(spec, codec)
         tokenizer = codec.tokenizer
         by_text: dict[str, list[int]] = {}
+        special = set(getattr(tokenizer, "all_special_ids", ()))
         for i in range(len(tokenizer)):
-            by_text.setdefault(_piece(tokenizer, i), []).append(i)
+            by_text.setdefault("" if i in special else _piece(tokenizer, i), []).append(i)
         self.ids_by_text = {text: ids[0] for text, ids in by_text.items() if len(ids) == 1}
         self.pieces = {i: text for text, ids in by_text.items() for i in ids}
         self.bos = tokenizer.bos_token_id
@@ -351,15 +351,12 @@ class LlamaCpp(Engine):
 
 
 def _piece(tokenizer: Any, i: int) -> str:
-    """A token's text as llama.cpp renders it alone: its bytes, invalid UTF-8 dropped, control
-    tokens empty."""
-    if i in set(getattr(tokenizer, "all_special_ids", ())):
-        return ""
+    """A token's text as llama.cpp renders it alone: its bytes, invalid UTF-8 dropped (control
+    tokens render empty: the caller handles them)."""
     return tokenizer.convert_tokens_to_string([tokenizer.convert_ids_to_tokens(i)]).replace("\ufffd", "")
 
 
 ENGINES: dict[str, type[Engine]] = {"vllm": VLLM, "sglang": SGLang, "llamacpp": LlamaCpp}
-MAX_KEEP = 33  # the most rows a verify step reads (τ + 1 with τ ≤ 32)
 
 
 # --- the model protocol -----------------------------------------------------------------------------
@@ -408,7 +405,6 @@ class RemoteSession(ListSession):
     def __init__(self, owner: RemoteTarget) -> None:
         super().__init__()
         self._owner = owner
-        self.request_seconds: list[float] = []
 
     def scorable_draft(self, ids: Sequence[int], draft: Sequence[int]) -> int:
         """How many leading draft tokens a verify request can carry: all of them for servers that take
@@ -419,9 +415,7 @@ class RemoteSession(ListSession):
 
     def _score(self, keep: int) -> torch.Tensor:
         owner = self._owner
-        start = time.perf_counter()
         rows = owner.engine.score(self._ids, owner.top_k, owner.timeout)[-keep:]
-        self.request_seconds.append(time.perf_counter() - start)
         if any(row is None for row in rows):
             raise RemoteProtocolError(f"{owner.spec} returns no log-probabilities for a BOS token inside the sequence")
         return torch.stack([fill_row(row, owner.vocab_size) for row in rows])
