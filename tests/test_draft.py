@@ -233,3 +233,26 @@ def test_evaluation_of_an_unrelated_draft_finds_partial_agreement():
     assert 0.0 < report.alpha < 0.999  # near-uniform random models overlap a lot, never fully
     assert set(report.speedup) == {1, 3, 4}  # τ = 1 and 4 always run: they give the greedy rates
     assert 1.0 <= report.mean_acceptance_length < 5.0
+
+
+def test_the_model_card_has_a_row_per_evaluated_draft_and_a_speedup_per_tau():
+    from specviz.drafts.card import eval_table, speedup_table
+
+    base = {"alpha": 0.0437, "greedy_agreement": 0.043, "mean_acceptance_length": 1.0417, "c": 0.2444, "best_tau": 1}
+    reports = [
+        {**base, "spec": "embedded", "draft": "distilled", "alpha": 0.4504, "mean_acceptance_length": 1.8667,
+         "best_tau": 3, "best_speedup": 0.8249, "baseline_tokens_per_second": 16.63,
+         "speedup": {"1": 0.72, "3": 0.8249}},
+        {**base, "draft": "first 8 layers", "best_speedup": 0.4512, "baseline_tokens_per_second": 16.2,
+         "speedup": {"1": 0.4512, "2": 0.3158}},  # an older report: no spec
+    ]  # fmt: skip
+    assert speedup_table(reports).splitlines() == [
+        "| draft | spec | target alone | τ = 1 | τ = 2 | τ = 3 |",
+        "|---|---|---|---|---|---|",
+        "| distilled | `embedded` | 16.6 tok/s | 0.72× | – | 0.82× |",
+        "| first 8 layers | – | 16.2 tok/s | 0.45× | 0.32× | – |",
+    ]
+    assert eval_table(reports).splitlines()[2:] == [
+        "| distilled | `embedded` | 0.450 | 0.043 | 1.87 | 0.244 | 3 | 0.82× |",
+        "| first 8 layers | – | 0.044 | 0.043 | 1.04 | 0.244 | 1 | 0.45× |",
+    ]

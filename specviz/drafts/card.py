@@ -50,16 +50,34 @@ def history_table(history: list[dict]) -> str:
     return "\n".join(rows)
 
 
+def draft_cells(report: dict) -> str:
+    """The draft's name and the spec it was loaded from (`--draft` of scripts/eval_draft.py)."""
+    return f"{report['draft']} | `{report['spec']}`" if report.get("spec") else f"{report['draft']} | –"
+
+
 def eval_table(reports: list[dict]) -> str:
     rows = [
-        "| draft | α (T=1) | greedy agreement (τ=1) | mean acceptance length (greedy, τ=4) | c | best τ | speedup |",
-        "|---|---|---|---|---|---|---|",
+        "| draft | spec | α (T=1) | greedy agreement (τ=1) | mean acceptance length (greedy, τ=4) | c | best τ "
+        "| speedup |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in reports:
         rows.append(
-            f"| {r['draft']} | {r['alpha']:.3f} | {r['greedy_agreement']:.3f} | {r['mean_acceptance_length']:.2f} "
+            f"| {draft_cells(r)} | {r['alpha']:.3f} | {r['greedy_agreement']:.3f} | {r['mean_acceptance_length']:.2f} "
             f"| {r['c']:.3f} | {r['best_tau']} | {r['best_speedup']:.2f}× |"
         )
+    return "\n".join(rows)
+
+
+def speedup_table(reports: list[dict]) -> str:
+    """Greedy speculative decoding's measured speedup over the target alone, per draft and τ."""
+    taus = sorted({int(t) for r in reports for t in r["speedup"]})
+    head = "| draft | spec | target alone |" + "".join(f" τ = {t} |" for t in taus)
+    rows = [head, "|---|---|---|" + "---|" * len(taus)]
+    for r in reports:
+        by_tau = {int(t): s for t, s in r["speedup"].items()}
+        cells = "".join(f" {by_tau[t]:.2f}× |" if t in by_tau else " – |" for t in taus)
+        rows.append(f"| {draft_cells(r)} | {r['baseline_tokens_per_second']:.1f} tok/s |{cells}")
     return "\n".join(rows)
 
 
@@ -105,10 +123,9 @@ same process; one run on the 2-core CPU (shared and noisy).
 
 {eval_table(reports)}
 """
-        speed = [r for r in reports if r.get("speedup")]
-        for r in speed[:1]:
-            card += "\nMeasured speedup of greedy speculative decoding per τ (" + r["draft"] + "): "
-            card += ", ".join(f"τ={t}: {s:.2f}×" for t, s in r["speedup"].items()) + ".\n"
+        if all(r.get("speedup") for r in reports):
+            card += "\nMeasured speedup of greedy speculative decoding over the target alone, per τ:\n\n"
+            card += speedup_table(reports) + "\n"
     if meta.get("limits"):
         card += "\n## What limits it\n" + meta["limits"] + "\n"
     return card

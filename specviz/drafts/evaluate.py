@@ -183,6 +183,6 @@ def main(argv: list[str] | None = None) -> None:
             pair, prompts, new_tokens=args.new_tokens, taus=taus, progress=lambda m: print("  ..", m, flush=True)
         )
         print("\n".join(report.lines()), flush=True)
-        reports.append(report.to_dict())
+        reports.append({"spec": spec, **report.to_dict()})
     if args.json:
         Path(args.json).write_text(json.dumps(reports, indent=1) + "\n")
