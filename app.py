@@ -19,7 +19,7 @@ st.set_page_config(page_title="specviz", page_icon=":material/compare_arrows:", 
 DEFAULTS = settings.defaults()  # every page's widgets, from the one registry
 st.session_state["specviz_shell"] = True  # pages check that they run inside this navigation
 if "specviz_kept" not in st.session_state:  # a session's first run: settings from the link, if any
-    from_link, problems = links.decode(st.query_params.to_dict(), settings.linkable(), settings.allowed())
+    from_link, problems = settings.from_link(st.query_params.to_dict())
     st.session_state["decode_autostep"] = from_link.pop("decode_steps", 0)
     st.session_state["lossless_table_link"] = links.table(from_link.pop("lossless_table", ""), problems)
     sandbox_table = from_link.pop("sandbox_table", "")

@@ -85,7 +85,7 @@ MODE_HELP = (
 
 
 def model_picker(prefix: str, disabled: bool = False) -> tuple[str, str]:
-    """Preset pairs, or free text for a hub id or local folder: (target, draft)."""
+    """Preset pairs, or free text for a hub id, a local folder or a served target: (target, draft)."""
     label = st.selectbox("Pair", [*PRESETS, CUSTOM], key=f"{prefix}_preset", disabled=disabled)
     if label == CUSTOM:
         target = st.text_input(

@@ -10,7 +10,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import specviz
-from specviz.classroom import quiz
+from specviz.classroom import quiz, settings
 from tests.helpers import tiny_text_pair
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -204,7 +204,7 @@ def test_model_errors_are_messages_and_the_session_stays_usable(loads, monkeypat
 def test_unknown_local_model_is_a_message(loads, monkeypatch):
     at = app()
     monkeypatch.setattr(specviz, "load_pair", specviz.models.loading.load_pair)  # real loading from here on
-    at.selectbox(key="decode_preset").set_value("Custom: hub id or local folder").run()
+    at.selectbox(key="decode_preset").set_value(settings.CUSTOM).run()
     at.text_input(key="decode_target").set_value("/no/such/model").run()
     assert not at.exception
     assert any("no such folder: /no/such/model" in e.value for e in at.error)
@@ -509,6 +509,15 @@ def test_a_link_value_that_is_not_allowed_says_what_is(loads):
     toasts = [t.value for t in at.toast]
     assert "ignored decode_mode='fast' from the link: allowed values are 'textbook', 'lossless', 'greedy'" in toasts
     assert "ignored decode_tau='40' from the link: allowed values are 1 to 16" in toasts
+
+
+def test_a_link_with_the_custom_pairs_old_label_opens_the_custom_pair(loads):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params.update(decode_preset="Custom: hub id or local folder", decode_target="llamacpp:http://h:1/v1")
+    at.run()
+    assert not at.exception and not at.toast
+    assert at.selectbox(key="decode_preset").value == settings.CUSTOM
+    assert at.text_input(key="decode_target").value == "llamacpp:http://h:1/v1"
 
 
 def test_after_run_to_end_the_last_step_with_a_draft_stays_and_any_step_can_be_picked(loads):

@@ -52,12 +52,22 @@ def test_every_default_lies_in_its_allowed_values():
 
 def test_a_link_round_trips_through_the_registry():
     chosen = {"lossless_prompt": "Once upon a time", "lossless_trials_real": 300, "decode_tau": 7}
-    back, problems = links.decode(links.encode(chosen), settings.linkable(), settings.allowed())
+    back, problems = settings.from_link(links.encode(chosen))
     assert back == chosen and problems == []
-    _, problems = links.decode({"lossless_trials_real": "5000"}, settings.linkable(), settings.allowed())
+    _, problems = settings.from_link({"lossless_trials_real": "5000"})
     assert problems == ["ignored lossless_trials_real='5000' from the link: allowed values are 10 to 1000"]
 
 
 def test_a_page_link_holds_only_that_pages_linkable_settings():
     kept = {"decode_tau": 3, "sweep_taus": (1, 4), "lossless_tau": 2, "decode_unknown": 1}
     assert settings.for_link("decode", kept) == {"decode_tau": 3}
+
+
+def test_a_link_made_before_the_custom_pair_named_servers_still_opens_it():
+    old = "Custom: hub id or local folder"
+    back, problems = settings.from_link({"decode_preset": old, "sweep_preset": old, "decode_prompt": old})
+    assert problems == []
+    assert back == {"decode_preset": "Custom: hub id, folder or server", "sweep_preset": settings.CUSTOM,
+                    "decode_prompt": old}  # fmt: skip
+    _, problems = settings.from_link({"decode_preset": "Custom: something else"})
+    assert len(problems) == 1 and "'Custom: hub id, folder or server'" in problems[0]

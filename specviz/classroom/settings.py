@@ -9,10 +9,11 @@ Defaults of the decoding settings come from `SpecConfig` itself, so the pages ne
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from specviz.classroom import links
 from specviz.classroom.lessons import LESSONS
 from specviz.classroom.quiz import KINDS
 from specviz.classroom.sandbox import MAX_TAU as SANDBOX_TAU
@@ -20,7 +21,8 @@ from specviz.classroom.sandbox import PRESETS as EXERCISES
 from specviz.core.config import MODES, TAU_POLICIES, SpecConfig
 from specviz.models.loading import PRESETS
 
-CUSTOM = "Custom: hub id or local folder"
+CUSTOM = "Custom: hub id, folder or server"
+RENAMED = {"Custom: hub id or local folder": CUSTOM}  # older pair labels that links may still carry
 PAIRS = (*(p.label for p in PRESETS), CUSTOM)
 LOSSLESS_SOURCES = ("Hand-made tables", "Real models (first step)")
 _SPEC = {f.name: f.default for f in dataclasses.fields(SpecConfig)}
@@ -117,6 +119,13 @@ def limits(key: str) -> tuple:
     """A numeric widget's (min, max)."""
     lo, hi = SETTINGS[key].allowed
     return lo, hi
+
+
+def from_link(params: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
+    """(settings a link's query parameters set, one message per parameter that could not be used);
+    a pair menu label that was renamed is read as its new name."""
+    params = {k: RENAMED.get(v, v) if k.endswith("_preset") else v for k, v in params.items()}
+    return links.decode(params, linkable(), allowed())
 
 
 def linkable() -> dict[str, Any]:
