@@ -354,3 +354,111 @@ def test_a_server_that_adds_bos_to_text_still_matches():
 
     with Server(handle) as server:
         remote.RemoteTarget(f"vllm:http://127.0.0.1:{server.port}/v1", Codec(), 5).check_tokenizer(Codec())
+
+
+# --- llama-cpp-python: top log-probabilities keyed by text ---------------------------------------------
+# A stand-in beside the real server (tests/test_remote_server.py), for cases a real model rarely shows
+# on demand. Its vocabulary has texts several ids print as, the way byte-level tokenizers do: every
+# control token and the lone byte piece 6 print as '', the space 4 and "space + byte piece" 5 as ' '.
+
+VOCAB = ["<s>", "</s>", " a", " b", " ", " \ufffd", "\ufffd", " c"]
+SENDABLE = ["<s>", "</s>", " a", " b", " c", " "]  # what the tokenizer ever produces (longest match first)
+LLAMA_P = {  # next-token distributions by previous token (row sums 1); never 0, as on a real server
+    2: [0.001, 0.5, 0.001, 0.2, 0.1, 0.079, 0.05, 0.069],  # after " a": EOS, printed '', is most likely
+    3: [0.001, 0.001, 0.15, 0.001, 0.45, 0.3, 0.001, 0.096],  # after " b": " " (id 4) over " \ufffd" (id 5)
+    4: [0.001, 0.3, 0.25, 0.2, 0.001, 0.001, 0.001, 0.246],  # after " ": four texts, no two alike
+    7: [0.001, 0.25, 0.15, 0.15, 0.099, 0.05, 0.3, 0.0],  # after " c": the byte piece 6, which cannot be sent
+}
+
+
+class ByteishTokenizer:
+    bos_token_id, eos_token_id, all_special_ids = 0, 1, [0, 1]
+
+    def __len__(self) -> int:
+        return len(VOCAB)
+
+    def convert_ids_to_tokens(self, i: int) -> str:
+        return VOCAB[i]
+
+    def convert_tokens_to_string(self, tokens: list[str]) -> str:
+        return "".join(tokens)
+
+    def decode(self, ids, skip_special_tokens=False, clean_up_tokenization_spaces=False) -> str:
+        return "".join(VOCAB[i] for i in ids)
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        ids = []
+        while text:
+            piece = next((s for s in sorted(SENDABLE, key=len, reverse=True) if text.startswith(s)), None)
+            ids.append(VOCAB.index(piece) if piece else -1)  # -1: a split this tokenizer never makes
+            text = text[len(piece or text[0]) :]
+        return ids
+
+
+class ByteishCodec(IdsCodec):
+    tokenizer = ByteishTokenizer()
+
+
+def llama_cpp_answer(text: str, k: int) -> dict:
+    """llama-cpp-python 0.3's echo + logprobs: BOS dropped, top-k as {text: logprob} built in rank
+    order (a text several of the top-k share keeps the lowest one's value), the actual token's
+    text set to its own value, the first entry nulled, then the greedy generated token."""
+    tokens = ByteishTokenizer().encode(text)[1:]
+    texts = [VOCAB[t].replace("\ufffd", "") if t > 1 else "" for t in range(len(VOCAB))]
+    rows = [[0.125] * 8, *(LLAMA_P.get(t, [0.125] * 8) for t in tokens)]  # before each token, then after the last
+    tops, actual = [], []
+    for j, row in enumerate(rows):
+        if j < len(tokens) and tokens[j] == 0:
+            continue  # no entry for a BOS token
+        ranked = sorted(range(len(VOCAB)), key=lambda t: -row[t])
+        entry = {texts[t]: math.log(row[t]) for t in ranked[:k]}
+        if j < len(tokens):
+            entry[texts[tokens[j]]] = math.log(row[tokens[j]])
+        tops.append(entry)
+        actual.append(math.log(row[tokens[j] if j < len(tokens) else ranked[0]]))
+    tops[0], actual[0] = None, None
+    words = [texts[t] for t in tokens if t != 0] + [texts[max(range(8), key=lambda t: rows[-1][t])]]
+    return {"choices": [{"logprobs": {"tokens": words, "token_logprobs": actual, "top_logprobs": tops}}]}
+
+
+def llama_cpp_server() -> Server:
+    def handle(path, body):
+        if path == "/extras/tokenize":
+            return 200, {"tokens": ByteishTokenizer().encode(body["input"])}
+        return 200, llama_cpp_answer(body["prompt"], body["logprobs"])
+
+    return Server(handle)
+
+
+def test_llama_cpp_most_likely_token_with_a_shared_text_is_found_by_asking_for_it():
+    """After " a" the most likely token is EOS (p 0.5), which the server prints as '' like the byte
+    piece 6: the top-k cannot say which, so the client asks for EOS's own log-probability (one more
+    request) and, as 0.5 ≥ all the mass still unknown (1 − 0.5 − 0.2), knows EOS is the argmax.
+    The ' ' pair (ids 4, 5) is left out of the row (it is not the most likely text there)."""
+    with llama_cpp_server() as server:
+        engine = remote.LlamaCpp(remote.parse_spec(f"llamacpp:http://127.0.0.1:{server.port}/v1"), ByteishCodec())
+        rows = engine.score([0, 4, 3, 2], k=4, timeout=5, keep=2)
+        assert len(server.requests) == 6  # tokenize and score, then both again for each of two probes
+        assert [body["prompt"] for _, body in server.requests[3::2]] == ["<s>  b ", "<s>  b a</s>"]
+    assert rows[-1] == pytest.approx({3: math.log(0.2), 1: math.log(0.5)})
+    # after " b": " " leads (ids 4 and 5 print so); id 4 asked for: 0.45 ≥ 1 − 0.45 − 0.15 − 0.096
+    assert rows[-2] == pytest.approx({4: math.log(0.45), 2: math.log(0.15), 7: math.log(0.096)})
+    fill = remote.fill_row(rows[-1], len(VOCAB))
+    assert int(fill.argmax()) == 1 and float(fill.exp().sum()) == pytest.approx(1.0)
+
+
+def test_llama_cpp_rows_the_step_does_not_read_are_not_probed():
+    with llama_cpp_server() as server:
+        engine = remote.LlamaCpp(remote.parse_spec(f"llamacpp:http://127.0.0.1:{server.port}/v1"), ByteishCodec())
+        rows = engine.score([0, 4, 3, 2], k=4, timeout=5, keep=1)  # only the last row: EOS probed, " " not
+        assert len(server.requests) == 4
+    assert rows[-2] == pytest.approx({2: math.log(0.15), 7: math.log(0.096)})
+
+
+def test_llama_cpp_a_most_likely_token_that_cannot_be_told_is_an_error():
+    """After " c" the byte piece 6 (p 0.3) leads, printed '' like EOS (0.25) and BOS: EOS is asked for
+    and found smaller than the mass still unknown; BOS has no row and the piece cannot be sent as text."""
+    with llama_cpp_server() as server:
+        engine = remote.LlamaCpp(remote.parse_spec(f"llamacpp:http://127.0.0.1:{server.port}/v1"), ByteishCodec())
+        with pytest.raises(remote.RemoteProtocolError, match="prints as '', which 3 tokens share, and asking for 1 of"):
+            engine.score([0, 4, 7], k=3, timeout=5, keep=1)  # EOS asked for; BOS and the piece cannot be

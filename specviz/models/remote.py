@@ -42,6 +42,7 @@ KINDS = ("vllm", "sglang", "llamacpp")
 DEFAULT_TOP_K = 20  # vLLM's default --max-logprobs
 TIMEOUT_ENV = "SPECVIZ_REMOTE_TIMEOUT"
 DEFAULT_TIMEOUT_S = 30.0
+MAX_PROBES = 4  # llama-cpp-python: extra requests to tell which of the ids that share a text is most likely
 # strings whose tokenisation must agree between the server and the local tokenizer
 PROBES = (
     "The cat sat on the mat.",
@@ -155,7 +156,8 @@ def _late(url: str, timeout: float) -> str:
 # --- the three engines ----------------------------------------------------------------------------
 # `score(ids, k)` returns len(ids) rows: row j holds log-probabilities of the token after ids[: j + 1],
 # as {token id: logprob}; it always has the actual next token ids[j + 1] (j < len − 1), and the last
-# row (after the whole sequence) has the server's greedy next token. Row 0 may be empty.
+# row (after the whole sequence) has the server's greedy next token. Row 0 may be empty. `keep`: how
+# many of the last rows the caller reads (an engine may spend more on those).
 
 Row = dict[int, float]  # rows a verify step never reads may be None (not returned)
 
@@ -166,7 +168,7 @@ class Engine:
     def __init__(self, spec: RemoteSpec, codec: Any) -> None:
         self.spec, self.codec = spec, codec
 
-    def score(self, ids: Sequence[int], k: int, timeout: float) -> list[Row]:
+    def score(self, ids: Sequence[int], k: int, timeout: float, keep: int | None = None) -> list[Row]:
         raise NotImplementedError
 
     def tokenize(self, text: str, timeout: float) -> list[int]:
@@ -195,7 +197,7 @@ class VLLM(Engine):
     {id: {logprob, rank, decoded_token}} per prompt position, the actual token always included) and
     `logprobs` with `return_tokens_as_token_ids` for the generated token ("token_id:123" keys)."""
 
-    def score(self, ids: Sequence[int], k: int, timeout: float) -> list[Row]:
+    def score(self, ids: Sequence[int], k: int, timeout: float, keep: int | None = None) -> list[Row]:
         payload = {"prompt": list(ids), "max_tokens": 1, "temperature": 0, "logprobs": k, "prompt_logprobs": k,
                    "return_tokens_as_token_ids": True, "add_special_tokens": False}  # fmt: skip
         if self.spec.model:
@@ -237,7 +239,7 @@ class SGLang(Engine):
         self._need(isinstance(info, dict), "meta_info")
         return info
 
-    def score(self, ids: Sequence[int], k: int, timeout: float) -> list[Row]:
+    def score(self, ids: Sequence[int], k: int, timeout: float, keep: int | None = None) -> list[Row]:
         start = max(0, len(ids) - 2 - MAX_TAU)  # a verify step reads at most τ + 1 rows
         info = self._generate({"input_ids": list(ids), "return_logprob": True, "logprob_start_len": start,
                                "top_logprobs_num": k, "sampling_params": {"max_new_tokens": 1, "temperature": 0}},
@@ -273,7 +275,8 @@ class LlamaCpp(Engine):
     """llama-cpp-python's server (`python -m llama_cpp.server --logits_all true`): /v1/completions
     with `echo` and `logprobs`. It takes text, not ids, so every request first checks with
     /extras/tokenize that the server splits the text into exactly the run's ids. Its top log-probs
-    are keyed by token text; texts several ids share are left out (their mass goes to the rest).
+    are keyed by token text: texts several ids share are left out (their mass goes to the rest),
+    except where such a text is the most likely one: then its ids are probed (`_row`).
     It drops a leading BOS token and lines the rows up correctly only then (0.3.x): a prompt that does
     not start with the model's BOS is refused (for SmolLM2 the chat template's <|im_start|> is BOS)."""
 
@@ -285,8 +288,9 @@ class LlamaCpp(Engine):
         for i in range(len(tokenizer)):
             by_text.setdefault("" if i in special else _piece(tokenizer, i), []).append(i)
         self.ids_by_text = {text: ids[0] for text, ids in by_text.items() if len(ids) == 1}
+        self.sharing = {text: ids for text, ids in by_text.items() if len(ids) > 1}  # texts several ids print as
         self.pieces = {i: text for text, ids in by_text.items() for i in ids}
-        self.bos = tokenizer.bos_token_id
+        self.bos, self.eos, self.special = tokenizer.bos_token_id, tokenizer.eos_token_id, special
 
     def scorable(self, ids: Sequence[int], draft: Sequence[int]) -> int:
         for j in range(len(draft), 0, -1):
@@ -298,7 +302,23 @@ class LlamaCpp(Engine):
     def _text(self, ids: Sequence[int]) -> str:
         return self.codec.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
-    def score(self, ids: Sequence[int], k: int, timeout: float) -> list[Row]:
+    def score(self, ids: Sequence[int], k: int, timeout: float, keep: int | None = None) -> list[Row]:
+        tops, actual = self._request(ids, k, timeout)
+        # one entry per position after the first whose token is not BOS (it skips every BOS), then the generated one
+        positions = [m for m in range(1, len(ids)) if ids[m] != self.bos]
+        first_kept = len(ids) - (keep or len(ids)) + 1  # the caller reads rows[m] for m ≥ this: resolve only those
+        rows: list[Row | None] = [None] * len(ids)  # rows[m] scores ids[m]; None: not returned (BOS)
+        for e, m in enumerate(positions):
+            if e == 0:  # the API nulls the first entry
+                continue
+            self._need(actual[e] is not None, f"the log-probability of prompt token {m}")
+            rows[m] = self._row(ids[:m], tops[e], {ids[m]: float(actual[e])}, timeout, resolve=m >= first_kept)
+        # texts several tokens share collapse into one key, so only the longest entry shows a cap
+        self._check_k(max((entry or {} for entry in tops), key=len), k, len(ids))
+        return [*rows[1:], self._row(ids, tops[-1], {}, timeout, resolve=True)]
+
+    def _request(self, ids: Sequence[int], k: int, timeout: float) -> tuple[list, list]:
+        """(top log-probabilities by text, the actual token's log-probability) per echoed position."""
         if ids[0] != self.bos:
             raise RemoteProtocolError(
                 f"{self.spec} (llama-cpp-python) lines up prompt log-probabilities only when the prompt starts with "
@@ -327,19 +347,39 @@ class LlamaCpp(Engine):
         self._need(
             isinstance(tokens, list) and isinstance(tops, list), "echoed prompt log-probabilities (--logits_all true)"
         )
-        # one entry per position after the first whose token is not BOS (it skips every BOS), then the generated one
         positions = [m for m in range(1, len(ids)) if ids[m] != self.bos]
         self._need(len(tokens) == len(positions) + 1 and tokens[:-1] == [self.pieces[ids[m]] for m in positions],
                    "one echoed entry per prompt token")  # fmt: skip
-        rows: list[Row | None] = [None] * len(ids)  # rows[m] scores ids[m]; None: not returned (BOS)
-        for e, m in enumerate(positions):
-            if e == 0:  # the API nulls the first entry
-                continue
-            self._need(actual[e] is not None, f"the log-probability of prompt token {m}")
-            rows[m] = {**self._by_id(tops[e]), ids[m]: float(actual[e])}
-        # texts several tokens share collapse into one key, so only the longest entry shows a cap
-        self._check_k(max((entry or {} for entry in tops), key=len), k, len(ids))
-        return [*rows[1:], self._by_id(tops[-1])]
+        return tops, actual
+
+    def _row(self, prefix: Sequence[int], entry: dict[str, float] | None, exact: Row, timeout: float,
+             resolve: bool) -> Row:  # fmt: skip
+        """The log-probabilities of the token after `prefix` by id: the top-k entries whose text one id
+        alone prints as, and `exact` (the actual token's). The server keys its top-k by text, in rank
+        order, and keeps one value per text; when the most likely token prints as a text several ids
+        share (every control token and byte piece prints as '', 38 tokens as ' '), its ids are tried
+        in turn, one request each (`MAX_PROBES` at most), until one is certainly the most likely: its
+        probability is at least all the mass still unknown. Only rows the step reads are `resolve`d."""
+        row = {**self._by_id(entry), **exact}
+        top = next(iter(entry or {}), None)  # the most likely token's text (the server keeps rank order)
+        if not resolve or top is None or top in self.ids_by_text:
+            return row
+        probes = 0
+        for c in sorted(self.sharing[top], key=lambda i: (i not in row, i != self.eos, i not in self.special, i)):
+            if c not in row:
+                seq = [*prefix, c]
+                if probes == MAX_PROBES or c == self.bos or self.scorable(prefix, [c]) == 0:
+                    continue  # no row for BOS; a token the tokenizer would split otherwise cannot be sent
+                probes += 1
+                row[c] = float(self._request(seq, 1, timeout)[1][-2])  # seq's last token, before the generated one
+            unknown = 1.0 - sum(math.exp(v) for v in row.values())
+            if row[c] >= max(row.values()) and math.exp(row[c]) >= unknown:
+                return row
+        raise RemoteProtocolError(
+            f"{self.spec} (llama-cpp-python) names tokens by their text, and the most likely token after position "
+            f"{len(prefix)} prints as {top!r}, which {len(self.sharing[top])} tokens share, and asking for {probes} "
+            f"of them did not tell which one it is. Use a vLLM or SGLang server (they name tokens by id)"
+        )
 
     def _by_id(self, entry: dict[str, float] | None) -> Row:
         return {self.ids_by_text[t]: float(v) for t, v in (entry or {}).items() if t in self.ids_by_text}
@@ -415,7 +455,7 @@ class RemoteSession(ListSession):
 
     def _score(self, keep: int) -> torch.Tensor:
         owner = self._owner
-        rows = owner.engine.score(self._ids, owner.top_k, owner.timeout)[-keep:]
+        rows = owner.engine.score(self._ids, owner.top_k, owner.timeout, keep)[-keep:]
         if any(row is None for row in rows):
             raise RemoteProtocolError(f"{owner.spec} returns no log-probabilities for a BOS token inside the sequence")
         return torch.stack([fill_row(row, owner.vocab_size) for row in rows])
