@@ -365,7 +365,7 @@ VOCAB = ["<s>", "</s>", " a", " b", " ", " \ufffd", "\ufffd", " c"]
 SENDABLE = ["<s>", "</s>", " a", " b", " c", " "]  # what the tokenizer ever produces (longest match first)
 LLAMA_P = {  # next-token distributions by previous token (row sums 1); never 0, as on a real server
     2: [0.001, 0.5, 0.001, 0.2, 0.1, 0.079, 0.05, 0.069],  # after " a": EOS, printed '', is most likely
-    3: [0.001, 0.001, 0.15, 0.001, 0.45, 0.3, 0.001, 0.096],  # after " b": " " (id 4) over " \ufffd" (id 5)
+    3: [0.001, 0.001, 0.15, 0.001, 0.3, 0.25, 0.151, 0.146],  # after " b": " " (id 4) over " \ufffd" (id 5)
     4: [0.001, 0.3, 0.25, 0.2, 0.001, 0.001, 0.001, 0.246],  # after " ": four texts, no two alike
     7: [0.001, 0.25, 0.15, 0.15, 0.099, 0.05, 0.3, 0.0],  # after " c": the byte piece 6, which cannot be sent
 }
@@ -434,15 +434,17 @@ def test_llama_cpp_most_likely_token_with_a_shared_text_is_found_by_asking_for_i
     """After " a" the most likely token is EOS (p 0.5), which the server prints as '' like the byte
     piece 6: the top-k cannot say which, so the client asks for EOS's own log-probability (one more
     request) and, as 0.5 ≥ all the mass still unknown (1 − 0.5 − 0.2), knows EOS is the argmax.
-    The ' ' pair (ids 4, 5) is left out of the row (it is not the most likely text there)."""
+    The ' ' pair (ids 4, 5) is left out of that row (it is not the most likely text there). After
+    " b", ' ' leads: id 4 is asked for (0.3, less than the 0.55 unknown), then the largest value
+    there, with one top log-probability and " a" in that place: 0.3 again, so id 4 is the argmax."""
     with llama_cpp_server() as server:
         engine = remote.LlamaCpp(remote.parse_spec(f"llamacpp:http://127.0.0.1:{server.port}/v1"), ByteishCodec())
         rows = engine.score([0, 4, 3, 2], k=4, timeout=5, keep=2)
-        assert len(server.requests) == 6  # tokenize and score, then both again for each of two probes
-        assert [body["prompt"] for _, body in server.requests[3::2]] == ["<s>  b ", "<s>  b a</s>"]
+        assert len(server.requests) == 8  # tokenize and score, then both again for each of three probes
+        assert [body["prompt"] for _, body in server.requests[3::2]] == ["<s>  b ", "<s>  b a", "<s>  b a</s>"]
+        assert [body["logprobs"] for _, body in server.requests[1::2]] == [4, 1, 1, 1]
     assert rows[-1] == pytest.approx({3: math.log(0.2), 1: math.log(0.5)})
-    # after " b": " " leads (ids 4 and 5 print so); id 4 asked for: 0.45 ≥ 1 − 0.45 − 0.15 − 0.096
-    assert rows[-2] == pytest.approx({4: math.log(0.45), 2: math.log(0.15), 7: math.log(0.096)})
+    assert rows[-2] == pytest.approx({4: math.log(0.3), 2: math.log(0.15)})  # the '' entry (0.151) left out
     fill = remote.fill_row(rows[-1], len(VOCAB))
     assert int(fill.argmax()) == 1 and float(fill.exp().sum()) == pytest.approx(1.0)
 
@@ -452,13 +454,13 @@ def test_llama_cpp_rows_the_step_does_not_read_are_not_probed():
         engine = remote.LlamaCpp(remote.parse_spec(f"llamacpp:http://127.0.0.1:{server.port}/v1"), ByteishCodec())
         rows = engine.score([0, 4, 3, 2], k=4, timeout=5, keep=1)  # only the last row: EOS probed, " " not
         assert len(server.requests) == 4
-    assert rows[-2] == pytest.approx({2: math.log(0.15), 7: math.log(0.096)})
+    assert rows[-2] == pytest.approx({2: math.log(0.15)})
 
 
 def test_llama_cpp_a_most_likely_token_that_cannot_be_told_is_an_error():
-    """After " c" the byte piece 6 (p 0.3) leads, printed '' like EOS (0.25) and BOS: EOS is asked for
-    and found smaller than the mass still unknown; BOS has no row and the piece cannot be sent as text."""
+    """After " c" the byte piece 6 (p 0.3) leads, printed '' like EOS (0.25) and BOS: EOS is asked for,
+    then the largest value there (0.3): EOS is not it; BOS has no row and the piece cannot be sent."""
     with llama_cpp_server() as server:
         engine = remote.LlamaCpp(remote.parse_spec(f"llamacpp:http://127.0.0.1:{server.port}/v1"), ByteishCodec())
-        with pytest.raises(remote.RemoteProtocolError, match="prints as '', which 3 tokens share, and asking for 1 of"):
-            engine.score([0, 4, 7], k=3, timeout=5, keep=1)  # EOS asked for; BOS and the piece cannot be
+        with pytest.raises(remote.RemoteProtocolError, match="prints as '', which 3 tokens share; 2 more requests"):
+            engine.score([0, 4, 7], k=3, timeout=5, keep=1)

@@ -43,6 +43,7 @@ DEFAULT_TOP_K = 20  # vLLM's default --max-logprobs
 TIMEOUT_ENV = "SPECVIZ_REMOTE_TIMEOUT"
 DEFAULT_TIMEOUT_S = 30.0
 MAX_PROBES = 4  # llama-cpp-python: extra requests to tell which of the ids that share a text is most likely
+SAME_LOGPROB = 1e-3  # two requests' log-probabilities of one token at one place differ by less
 # strings whose tokenisation must agree between the server and the local tokenizer
 PROBES = (
     "The cat sat on the mat.",
@@ -348,38 +349,69 @@ class LlamaCpp(Engine):
             isinstance(tokens, list) and isinstance(tops, list), "echoed prompt log-probabilities (--logits_all true)"
         )
         positions = [m for m in range(1, len(ids)) if ids[m] != self.bos]
-        self._need(len(tokens) == len(positions) + 1 and tokens[:-1] == [self.pieces[ids[m]] for m in positions],
-                   "one echoed entry per prompt token")  # fmt: skip
+        expected = [self.pieces[ids[m]] for m in positions]
+        if len(tokens) != len(positions) + 1 or tokens[:-1] != expected:
+            at = next((j for j, (a, b) in enumerate(zip(tokens, expected, strict=False)) if a != b), len(expected))
+            raise RemoteProtocolError(
+                f"{self.spec} did not return one echoed entry per prompt token: {len(tokens) - 1} entries for "
+                f"{len(expected)} tokens, the first difference at entry {at}: {tokens[at : at + 2]!r} where "
+                f"{expected[at : at + 2]!r} was sent (README, 'A remote target')"
+            )
         return tops, actual
 
     def _row(self, prefix: Sequence[int], entry: dict[str, float] | None, exact: Row, timeout: float,
              resolve: bool) -> Row:  # fmt: skip
         """The log-probabilities of the token after `prefix` by id: the top-k entries whose text one id
         alone prints as, and `exact` (the actual token's). The server keys its top-k by text, in rank
-        order, and keeps one value per text; when the most likely token prints as a text several ids
-        share (every control token and byte piece prints as '', 38 tokens as ' '), its ids are tried
-        in turn, one request each (`MAX_PROBES` at most), until one is certainly the most likely: its
-        probability is at least all the mass still unknown. Only rows the step reads are `resolve`d."""
+        order, and keeps one value per text. When the most likely token prints as a text several ids
+        share (every control token and byte piece prints as '', 38 tokens as ' '), its ids are asked
+        for in turn (EOS first; one request each, `MAX_PROBES` in all) until one is surely the most
+        likely: its probability is at least all the mass still unknown, or equals the largest one
+        (which a request with one top log-probability and another token there gives exactly).
+        Only rows the step reads are `resolve`d."""
         row = {**self._by_id(entry), **exact}
         top = next(iter(entry or {}), None)  # the most likely token's text (the server keeps rank order)
         if not resolve or top is None or top in self.ids_by_text:
             return row
+        best: float | None = None  # the largest log-probability there, once asked for
         probes = 0
         for c in sorted(self.sharing[top], key=lambda i: (i not in row, i != self.eos, i not in self.special, i)):
             if c not in row:
-                seq = [*prefix, c]
-                if probes == MAX_PROBES or c == self.bos or self.scorable(prefix, [c]) == 0:
-                    continue  # no row for BOS; a token the tokenizer would split otherwise cannot be sent
+                if probes >= MAX_PROBES or not self._sendable(prefix, c):
+                    continue
                 probes += 1
-                row[c] = float(self._request(seq, 1, timeout)[1][-2])  # seq's last token, before the generated one
+                row[c] = self._echo(prefix, c, 1, timeout)[0]
             unknown = 1.0 - sum(math.exp(v) for v in row.values())
             if row[c] >= max(row.values()) and math.exp(row[c]) >= unknown:
                 return row
+            if best is None and probes < MAX_PROBES:
+                probes += 1
+                best = self._largest(prefix, row, top, timeout)
+            if best is not None and abs(row[c] - best) < SAME_LOGPROB:
+                return row
         raise RemoteProtocolError(
             f"{self.spec} (llama-cpp-python) names tokens by their text, and the most likely token after position "
-            f"{len(prefix)} prints as {top!r}, which {len(self.sharing[top])} tokens share, and asking for {probes} "
-            f"of them did not tell which one it is. Use a vLLM or SGLang server (they name tokens by id)"
+            f"{len(prefix)} prints as {top!r}, which {len(self.sharing[top])} tokens share; {probes} more requests "
+            f"did not tell which one it is (it may be one that cannot be sent as text). Use a vLLM or SGLang "
+            f"server: they name tokens by id"
         )
+
+    def _sendable(self, prefix: Sequence[int], token: int) -> bool:
+        """Whether `token` after `prefix` can be sent: BOS has no echoed entry, and text the tokenizer
+        would split otherwise cannot be scored."""
+        return token != self.bos and self.scorable(prefix, [token]) == 1
+
+    def _echo(self, prefix: Sequence[int], token: int, k: int, timeout: float) -> tuple[float, dict[str, float]]:
+        """One request for prefix + [token]: (token's log-probability, the top-k by text there)."""
+        tops, actual = self._request([*prefix, token], k, timeout)
+        return float(actual[-2]), tops[-2] or {}  # the last prompt entry; the generated one follows
+
+    def _largest(self, prefix: Sequence[int], row: Row, top: str, timeout: float) -> float | None:
+        """The largest log-probability after `prefix`, exactly: asked for with one top log-probability
+        and, in that place, a known token of another text (so the answer keeps the top text's value)."""
+        other = next((i for i in sorted(row, key=row.get, reverse=True)
+                      if self.pieces[i] != top and self._sendable(prefix, i)), None)  # fmt: skip
+        return None if other is None else self._echo(prefix, other, 1, timeout)[1].get(top)
 
     def _by_id(self, entry: dict[str, float] | None) -> Row:
         return {self.ids_by_text[t]: float(v) for t, v in (entry or {}).items() if t in self.ids_by_text}
