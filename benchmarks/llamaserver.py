@@ -1,6 +1,12 @@
 """A real serving engine on this CPU, for tests/test_remote_server.py and benchmarks/remote.py:
 llama-cpp-python's OpenAI-compatible server (built portable by `make server` into .venv-llama)
-serving the embedded GGUF on a free loopback port, with prompt log-probabilities switched on."""
+serving the embedded GGUF on a free loopback port, with prompt log-probabilities switched on.
+
+`f32_gguf` writes the embedded GGUF with every tensor de-quantised to float32: the very weights
+the local target runs (transformers de-quantises the same file with the same gguf code). Served
+with a float32 KV cache, llama.cpp then computes what the local target computes, in float32 both,
+and only the order of the sums differs; served as shipped (Q4_1), llama.cpp multiplies the weights
+with 8-bit activations and keeps the KV cache in float16."""
 
 from __future__ import annotations
 
@@ -29,13 +35,17 @@ def server_python() -> Path:
 
 
 @contextlib.contextmanager
-def llama_server(n_ctx: int = 2048, timeout: float = 120) -> Iterator[str]:
-    """Yield the base URL (http://127.0.0.1:PORT/v1) of a running server; stop it afterwards."""
+def llama_server(model: Path | None = None, n_ctx: int = 2048, timeout: float = 120) -> Iterator[str]:
+    """Yield the base URL (http://127.0.0.1:PORT/v1) of a running server; stop it afterwards.
+    `model`: a GGUF file, by default the embedded one; a float32 file gets a float32 KV cache."""
     from specviz.models import embedded
 
+    model = model or embedded.gguf_path()
     port = free_port()
-    cmd = [str(server_python()), "-m", "llama_cpp.server", "--model", str(embedded.gguf_path()), "--host", "127.0.0.1",
+    cmd = [str(server_python()), "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
            "--port", str(port), "--logits_all", "true", "--n_ctx", str(n_ctx), "--verbose", "false"]  # fmt: skip
+    if _is_f32(model):
+        cmd += ["--type_k", str(GGML_F32), "--type_v", str(GGML_F32)]
     log = open(os.devnull, "wb")  # noqa: SIM115
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -58,3 +68,42 @@ def llama_server(n_ctx: int = 2048, timeout: float = 120) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+GGML_F32 = 0  # ggml_type and gguf's GGMLQuantizationType.F32
+FILE_TYPE = "general.file_type"  # llama_ftype: 0 = all float32
+
+
+def f32_gguf(out: Path) -> Path:
+    """Write the embedded GGUF to `out` with every tensor de-quantised to float32 (same metadata,
+    same tokenizer, same tensor names); return `out`. About 540 MB, a few seconds."""
+    import gguf
+    import numpy as np
+
+    from specviz.models import embedded
+
+    reader = gguf.GGUFReader(embedded.gguf_path())
+    arch = reader.get_field(gguf.Keys.General.ARCHITECTURE).contents()
+    writer = gguf.GGUFWriter(out, arch=arch)
+    for field in reader.fields.values():
+        if field.name == gguf.Keys.General.ARCHITECTURE or field.name.startswith("GGUF."):
+            continue  # the writer adds these itself
+        kind = field.types[0]
+        sub_type = field.types[-1] if kind == gguf.GGUFValueType.ARRAY else None
+        value = GGML_F32 if field.name == FILE_TYPE else field.contents()
+        writer.add_key_value(field.name, value, kind, sub_type=sub_type)
+    for tensor in reader.tensors:
+        weights = gguf.quants.dequantize(tensor.data, tensor.tensor_type).astype(np.float32)
+        writer.add_tensor(tensor.name, weights, raw_dtype=gguf.GGMLQuantizationType.F32)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return out
+
+
+def _is_f32(model: Path) -> bool:
+    import gguf
+
+    field = gguf.GGUFReader(model).get_field(FILE_TYPE)
+    return field is not None and field.contents() == GGML_F32

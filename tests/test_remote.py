@@ -402,7 +402,8 @@ class ByteishCodec(IdsCodec):
 def llama_cpp_answer(text: str, k: int) -> dict:
     """llama-cpp-python 0.3's echo + logprobs: BOS dropped, top-k as {text: logprob} built in rank
     order (a text several of the top-k share keeps the lowest one's value), the actual token's
-    text set to its own value, the first entry nulled, then the greedy generated token."""
+    text set to its own value, the first entry nulled, then the greedy generated token, unless it is
+    EOS (generation stops there and returns nothing)."""
     tokens = ByteishTokenizer().encode(text)[1:]
     texts = [VOCAB[t].replace("\ufffd", "") if t > 1 else "" for t in range(len(VOCAB))]
     rows = [[0.125] * 8, *(LLAMA_P.get(t, [0.125] * 8) for t in tokens)]  # before each token, then after the last
@@ -418,6 +419,8 @@ def llama_cpp_answer(text: str, k: int) -> dict:
         actual.append(math.log(row[tokens[j] if j < len(tokens) else ranked[0]]))
     tops[0], actual[0] = None, None
     words = [texts[t] for t in tokens if t != 0] + [texts[max(range(8), key=lambda t: rows[-1][t])]]
+    if max(range(8), key=lambda t: rows[-1][t]) == 1:
+        words, tops, actual = words[:-1], tops[:-1], actual[:-1]
     return {"choices": [{"logprobs": {"tokens": words, "token_logprobs": actual, "top_logprobs": tops}}]}
 
 
@@ -431,9 +434,10 @@ def llama_cpp_server() -> Server:
 
 
 def test_llama_cpp_most_likely_token_with_a_shared_text_is_found_by_asking_for_it():
-    """After " a" the most likely token is EOS (p 0.5), which the server prints as '' like the byte
-    piece 6: the top-k cannot say which, so the client asks for EOS's own log-probability (one more
-    request) and, as 0.5 ≥ all the mass still unknown (1 − 0.5 − 0.2), knows EOS is the argmax.
+    """After " a" the most likely token is EOS (p 0.5): the server generates it and so returns nothing
+    after the prompt; asked again with EOS appended, it prints EOS as '' like the byte piece 6, so the
+    top-k cannot say which, but EOS's own log-probability is exact there and, as 0.5 ≥ all the mass
+    still unknown (1 − 0.5 − 0.2), EOS is surely the argmax.
     The ' ' pair (ids 4, 5) is left out of that row (it is not the most likely text there). After
     " b", ' ' leads: id 4 is asked for (0.3, less than the 0.55 unknown), then the largest value
     there, with one top log-probability and " a" in that place: 0.3 again, so id 4 is the argmax."""
@@ -442,7 +446,7 @@ def test_llama_cpp_most_likely_token_with_a_shared_text_is_found_by_asking_for_i
         rows = engine.score([0, 4, 3, 2], k=4, timeout=5, keep=2)
         assert len(server.requests) == 8  # tokenize and score, then both again for each of three probes
         assert [body["prompt"] for _, body in server.requests[3::2]] == ["<s>  b ", "<s>  b a", "<s>  b a</s>"]
-        assert [body["logprobs"] for _, body in server.requests[1::2]] == [4, 1, 1, 1]
+        assert [body["logprobs"] for _, body in server.requests[1::2]] == [4, 1, 1, 4]  # EOS: asked after
     assert rows[-1] == pytest.approx({3: math.log(0.2), 1: math.log(0.5)})
     assert rows[-2] == pytest.approx({4: math.log(0.3), 2: math.log(0.15)})  # the '' entry (0.151) left out
     fill = remote.fill_row(rows[-1], len(VOCAB))

@@ -304,8 +304,8 @@ class LlamaCpp(Engine):
         return self.codec.tokenizer.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False)
 
     def score(self, ids: Sequence[int], k: int, timeout: float, keep: int | None = None) -> list[Row]:
-        tops, actual = self._request(ids, k, timeout)
-        # one entry per position after the first whose token is not BOS (it skips every BOS), then the generated one
+        tops, actual, after = self._request(ids, k, timeout)
+        # one entry per position after the first whose token is not BOS (it skips every BOS)
         positions = [m for m in range(1, len(ids)) if ids[m] != self.bos]
         first_kept = len(ids) - (keep or len(ids)) + 1  # the caller reads rows[m] for m ≥ this: resolve only those
         rows: list[Row | None] = [None] * len(ids)  # rows[m] scores ids[m]; None: not returned (BOS)
@@ -315,11 +315,16 @@ class LlamaCpp(Engine):
             self._need(actual[e] is not None, f"the log-probability of prompt token {m}")
             rows[m] = self._row(ids[:m], tops[e], {ids[m]: float(actual[e])}, timeout, resolve=m >= first_kept)
         # texts several tokens share collapse into one key, so only the longest entry shows a cap
-        self._check_k(max((entry or {} for entry in tops), key=len), k, len(ids))
-        return [*rows[1:], self._row(ids, tops[-1], {}, timeout, resolve=True)]
+        self._check_k(max((entry or {} for entry in [*tops, after]), key=len), k, len(ids))
+        exact: Row = {}
+        if after is None:  # its greedy token was EOS, which it does not return: ask again with EOS there
+            exact[self.eos], after = self._echo(ids, self.eos, k, timeout)
+        return [*rows[1:], self._row(ids, after, exact, timeout, resolve=True)]
 
-    def _request(self, ids: Sequence[int], k: int, timeout: float) -> tuple[list, list]:
-        """(top log-probabilities by text, the actual token's log-probability) per echoed position."""
+    def _request(self, ids: Sequence[int], k: int, timeout: float) -> tuple[list, list, dict | None]:
+        """(top log-probabilities by text, the actual token's log-probability) per echoed prompt position,
+        and the top log-probabilities after the whole sequence: None where the server generated EOS,
+        which it stops at without returning it."""
         if ids[0] != self.bos:
             raise RemoteProtocolError(
                 f"{self.spec} (llama-cpp-python) lines up prompt log-probabilities only when the prompt starts with "
@@ -349,15 +354,15 @@ class LlamaCpp(Engine):
             isinstance(tokens, list) and isinstance(tops, list), "echoed prompt log-probabilities (--logits_all true)"
         )
         positions = [m for m in range(1, len(ids)) if ids[m] != self.bos]
-        expected = [self.pieces[ids[m]] for m in positions]
-        if len(tokens) != len(positions) + 1 or tokens[:-1] != expected:
+        expected, n = [self.pieces[ids[m]] for m in positions], len(positions)
+        if len(tokens) not in (n, n + 1) or tokens[:n] != expected:
             at = next((j for j, (a, b) in enumerate(zip(tokens, expected, strict=False)) if a != b), len(expected))
             raise RemoteProtocolError(
-                f"{self.spec} did not return one echoed entry per prompt token: {len(tokens) - 1} entries for "
+                f"{self.spec} did not return one echoed entry per prompt token: {len(tokens)} entries for "
                 f"{len(expected)} tokens, the first difference at entry {at}: {tokens[at : at + 2]!r} where "
                 f"{expected[at : at + 2]!r} was sent (README, 'A remote target')"
             )
-        return tops, actual
+        return tops[:n], actual[:n], (tops[n] or {}) if len(tokens) > n else None
 
     def _row(self, prefix: Sequence[int], entry: dict[str, float] | None, exact: Row, timeout: float,
              resolve: bool) -> Row:  # fmt: skip
@@ -403,8 +408,8 @@ class LlamaCpp(Engine):
 
     def _echo(self, prefix: Sequence[int], token: int, k: int, timeout: float) -> tuple[float, dict[str, float]]:
         """One request for prefix + [token]: (token's log-probability, the top-k by text there)."""
-        tops, actual = self._request([*prefix, token], k, timeout)
-        return float(actual[-2]), tops[-2] or {}  # the last prompt entry; the generated one follows
+        tops, actual, _ = self._request([*prefix, token], k, timeout)
+        return float(actual[-1]), tops[-1] or {}
 
     def _largest(self, prefix: Sequence[int], row: Row, top: str, timeout: float) -> float | None:
         """The largest log-probability after `prefix`, exactly: asked for with one top log-probability
