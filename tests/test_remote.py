@@ -468,3 +468,12 @@ def test_llama_cpp_a_most_likely_token_that_cannot_be_told_is_an_error():
         engine = remote.LlamaCpp(remote.parse_spec(f"llamacpp:http://127.0.0.1:{server.port}/v1"), ByteishCodec())
         with pytest.raises(remote.RemoteProtocolError, match="prints as '', which 3 tokens share; 2 more requests"):
             engine.score([0, 4, 7], k=3, timeout=5, keep=1)
+
+
+def test_llama_cpp_a_most_likely_text_no_local_token_prints_is_an_error(monkeypatch):
+    monkeypatch.setitem(LLAMA_P, 4, [0.001, 0.25, 0.3, 0.2, 0.001, 0.001, 0.001, 0.246])  # " a" leads after " "
+    with llama_cpp_server() as server:
+        engine = remote.LlamaCpp(remote.parse_spec(f"llamacpp:http://127.0.0.1:{server.port}/v1"), ByteishCodec())
+        engine.ids_by_text.pop(" a")  # as if the server printed a token the draft's tokenizer does not have
+        with pytest.raises(remote.RemoteProtocolError, match="prints as ' a', which no token of the draft"):
+            engine.score([0, 4, 4, 2], k=4, timeout=5, keep=2)

@@ -378,6 +378,11 @@ class LlamaCpp(Engine):
         top = next(iter(entry or {}), None)  # the most likely token's text (the server keeps rank order)
         if not resolve or top is None or top in self.ids_by_text:
             return row
+        if top not in self.sharing:
+            raise RemoteProtocolError(
+                f"{self.spec}: the most likely token after position {len(prefix)} prints as {top!r}, which no token "
+                f"of the draft's tokenizer prints as: do the server and the draft share one vocabulary?"
+            )
         best: float | None = None  # the largest log-probability there, once asked for
         probes = 0
         for c in sorted(self.sharing[top], key=lambda i: (i not in row, i != self.eos, i not in self.special, i)):
