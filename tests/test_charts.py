@@ -93,7 +93,8 @@ def test_run_html_marks_the_last_step_and_escapes_text(runs):
     html = run_html("<b>prompt</b> & more", steps)
     assert "&lt;b&gt;prompt&lt;/b&gt; &amp; more" in html
     assert html.count('class="sv-acc"') == step.n_accepted
-    assert html.count('class="sv-rej"') == step.tau - step.n_accepted
+    assert html.count('class="sv-rej"') == 1  # the first rejected token, struck through
+    assert html.count('class="sv-nr"') == step.tau - step.n_accepted - 1  # after it: not reached, its own look
     assert html.count('class="sv-tgt"') == 1 and f">{step.next_rule}</span>" in html
     assert html.count('class="sv-tgt-old"') == len(steps) - 1
     t = step.n_accepted  # the rejected token's tooltip gives q, p, p/q and r
@@ -127,15 +128,41 @@ def test_quiz_hides_r_decisions_and_the_target_token_then_scores(runs):
     n, tau = step.n_accepted, step.tau
     answers = [answer(step, t) for t in range(tau)]
     assert answers == ["accept"] * n + ["reject"] + ["not reached"] * (tau - n - 1)
-    assert score(step, answers) == Score(right=tau, answered=tau)
+    assert score(step, answers) == Score(right=tau, answered=tau, marks=(True,) * tau)
     assert score(step, ["accept"] * tau).right == n  # "reject" is not "not reached"
-    assert score(step, ["reject"] * tau) == Score(right=1, answered=tau)
-    assert score(step, [None] * tau) == Score(right=0, answered=0)  # blanks are not scored
+    wrong = (False,) * n + (True,) + (False,) * (tau - n - 1)
+    assert score(step, ["reject"] * tau) == Score(right=1, answered=tau, marks=wrong)
+    assert score(step, [None] * tau) == Score(right=0, answered=0, marks=(None,) * tau)  # blanks are not scored
     blanks = [answers[0]] + [None] * (tau - 1)
-    assert score(step, blanks) == Score(right=1, answered=1)
+    assert score(step, blanks) == Score(right=1, answered=1, marks=(True,) + (None,) * (tau - 1))
     kept = score(step, answers, kept=n)
     assert kept.kept_right and kept.points == (tau + 1, tau + 1)
     assert score(step, answers, kept=n + 1).points == (tau, tau + 1)
+
+
+def test_not_reached_tokens_have_their_own_look_and_a_legend(runs):
+    step = next(s for s in runs["textbook"].steps if s.n_accepted < s.tau - 2)  # two or more not reached
+    html = run_html("prompt", [step], legend=True)
+    spans = re.findall(r'<span class="(sv-acc|sv-rej|sv-nr)" title="position (\d+):', html)
+    n = step.n_accepted
+    expected = [("sv-acc", str(t + 1)) for t in range(n)] + [("sv-rej", str(n + 1))]
+    assert spans == expected + [("sv-nr", str(t + 1)) for t in range(n + 1, step.tau)]
+    nr_style = re.search(r"\.sv-nr \{([^}]*)\}", html).group(1)
+    assert "line-through" not in nr_style and "dashed" in nr_style  # grey and dashed, never struck through
+    for label in ("accepted", "rejected (the first)", "not reached (after it)", "the target&#x27;s token"):
+        assert label in re.search(r'<div class="sv-legend">(.*?)</div>', html).group(1).replace("'", "&#x27;")
+    assert '<div class="sv-legend">' not in run_html("prompt", [step])  # only where asked for
+
+
+def test_quiz_marks_each_answered_token_right_or_wrong_in_the_text(runs):
+    step = next(s for s in runs["textbook"].steps if s.n_accepted < s.tau - 1)
+    marks = [True, False] + [None] * (step.tau - 2)  # the class answered the first two tokens
+    html = run_html("prompt", [step], marks=marks)
+    found = re.findall(r'class="sv-mark (sv-right|sv-wrong)"[^>]*>(✓|✗)</span>', html)
+    assert found == [("sv-right", "✓"), ("sv-wrong", "✗")]
+    first, right, second = (html.index(s) for s in ('title="position 1:', '"sv-mark sv-right"', '"sv-mark sv-wrong"'))
+    assert first < right < html.index('title="position 2:') < second  # each after the token it marks
+    assert 'class="sv-mark' not in run_html("prompt", [step])
 
 
 def test_quiz_hides_the_residual_panel_that_marks_the_rejection(runs):

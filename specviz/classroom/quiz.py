@@ -37,6 +37,7 @@ class Score:
     right: int  # answered tokens whose fate was guessed right
     answered: int  # tokens the class gave an answer for (blank ones are not scored)
     kept_right: bool | None = None  # the guessed number of kept tokens (rule quiz); None: not asked
+    marks: tuple[bool | None, ...] = ()  # per draft token: answered right, wrong, or None (left blank)
 
     @property
     def points(self) -> tuple[int, int]:
@@ -55,9 +56,9 @@ def score(step: StepTrace, guesses: Sequence[str | None], kept: int | None = Non
     """Score the answered guesses (None = left blank) and, if given, the guessed number kept."""
     if len(guesses) != step.tau:
         raise ValueError(f"{len(guesses)} guesses for {step.tau} draft tokens")
-    answered = [(t, g) for t, g in enumerate(guesses) if g is not None]
-    right = sum(g == answer(step, t) for t, g in answered)
-    return Score(right, len(answered), None if kept is None else kept == step.n_accepted)
+    marks = tuple(None if g is None else g == answer(step, t) for t, g in enumerate(guesses))
+    answered = [m for m in marks if m is not None]
+    return Score(sum(answered), len(answered), None if kept is None else kept == step.n_accepted, marks)
 
 
 def step_key(step: StepTrace) -> str:

@@ -1,7 +1,8 @@
 """The confirmed text with every step's tokens marked, as HTML (no Streamlit here).
 
-The last step stands out: accepted draft tokens green, rejected and discarded ones red and struck
-through, the target's own token blue with the rule that chose it. Earlier steps keep a faint tint
+The last step stands out: accepted draft tokens green, the first rejected one red and struck
+through, the ones after it ("not reached": their own test is never applied) grey and dashed, the
+target's own token blue with the rule that chose it. Earlier steps keep a faint tint
 of the same colours. Hovering a draft token shows its q, p, p/q and r."""
 
 from __future__ import annotations
@@ -21,12 +22,18 @@ STYLE = """<style>
 .sv-words span { margin-right: 0.45em; }
 .sv-acc { background: #c7eed0; color: #0b5a23; border-bottom: 3px solid #1a9850; }
 .sv-rej { background: #fbd0cc; color: #8c1a10; text-decoration: line-through; border-bottom: 3px solid #d73027; }
+.sv-nr { background: #eeeeee; color: #616161; border-bottom: 3px dashed #9e9e9e; }
 .sv-tgt { background: #cfe0fb; color: #0d3d91; border-bottom: 3px solid #1f5fbf; }
 .sv-acc-old { background: #eaf7ed; }
 .sv-tgt-old { background: #ebf1fc; }
 .sv-role { font-family: sans-serif; font-size: 0.75rem; font-weight: 600; color: #fff; background: #666;
            border-radius: 4px; padding: 2px 6px; margin-right: 6px; }
 .sv-quiz { background: #eee; color: #222; border-bottom: 3px dashed #777; }
+.sv-mark { font-family: sans-serif; font-size: 1.3rem; font-weight: 700; margin: 0 4px 0 1px; }
+.sv-right { color: #1a9850; }
+.sv-wrong { color: #d73027; }
+.sv-legend { font-family: sans-serif; font-size: 0.95rem; color: #333; margin-bottom: 0.3rem; }
+.sv-legend span { margin-right: 0.9em; padding: 1px 6px; border-radius: 4px; }
 .sv-rule { font-size: 0.7rem; vertical-align: super; color: #1f5fbf; margin-left: 2px; }
 </style>"""
 
@@ -118,7 +125,15 @@ def _quiz_spans(step: StepTrace, show_draws: bool) -> list[str]:
     return spans
 
 
-def _step_spans(step: StepTrace, current: bool) -> list[str]:
+def _mark(right: bool | None) -> str:
+    """A ✓ or ✗ after a token the class answered (quiz, after Reveal); nothing where it gave no answer."""
+    if right is None:
+        return ""
+    title = "the class answered this token right" if right else "the class answered this token wrong"
+    return f'<span class="sv-mark {"sv-right" if right else "sv-wrong"}" title="{title}">{"✓" if right else "✗"}</span>'
+
+
+def _step_spans(step: StepTrace, current: bool, marks: Sequence[bool | None] = ()) -> list[str]:
     shown = len(step.emitted)
     accepted = min(step.n_accepted, shown)
     parts = []
@@ -126,8 +141,12 @@ def _step_spans(step: StepTrace, current: bool) -> list[str]:
         text = step.draft_text[t]
         if t < accepted:
             parts.append(_span(text, "sv-acc" if current else "sv-acc-old", draft_tooltip(step, t)))
-        elif current and t >= step.n_accepted:
+        elif current and t == step.n_accepted:
             parts.append(_span(text, "sv-rej", draft_tooltip(step, t)))
+        elif current and t > step.n_accepted:  # after the first rejection: never tested, not rejected
+            parts.append(_span(text, "sv-nr", draft_tooltip(step, t)))
+        if current and t < len(marks):
+            parts.append(_mark(marks[t]))
     if shown == step.n_accepted + 1:
         tip = f"from the target ({step.next_rule}), probability {step.next_prob:.4f}"
         parts.append(_span(step.next_text, "sv-tgt" if current else "sv-tgt-old", tip))
@@ -147,15 +166,24 @@ def _prompt_span(prompt: str) -> str:
     )  # fmt: skip
 
 
+LEGEND = (
+    '<div class="sv-legend"><span class="sv-acc">accepted</span><span class="sv-rej">rejected (the first)</span>'
+    '<span class="sv-nr">not reached (after it)</span><span class="sv-tgt">the target\'s token</span></div>'
+)
+
+
 def run_html(
     prompt: str, steps: Sequence[StepTrace], chat: bool = False, words: bool = False, hide_last: bool = False,
-    show_draws: bool = False,
+    show_draws: bool = False, legend: bool = False, marks: Sequence[bool | None] = (),
 ) -> str:  # fmt: skip
     """The prompt, then every step's emitted tokens; the last step fully marked. With `chat`, the
     prompt and the reply are labelled as the user's and the assistant's turns; with `words`, tokens
     are whole words and get a space between them; with `hide_last`, the last step shows its draft
-    without decisions or the target's token, and without r unless `show_draws` (quiz mode)."""
-    parts = [STYLE, f'<div class="sv-text{" sv-words" if words else ""}">']
+    without decisions or the target's token, and without r unless `show_draws` (quiz mode); with
+    `legend`, a key of the marks comes first; `marks` (one per draft token of the last step, None
+    where the class gave no answer) puts a ✓ or ✗ after each answered token."""
+    parts = [STYLE, LEGEND if legend and not hide_last else ""]
+    parts.append(f'<div class="sv-text{" sv-words" if words else ""}">')
     if chat:
         parts += ['<span class="sv-role">user</span>', _prompt_span(prompt), "\n"]
         parts += ['<span class="sv-role">assistant</span>']
@@ -163,6 +191,9 @@ def run_html(
         parts.append(_prompt_span(prompt))
     for i, step in enumerate(steps):
         last = i == len(steps) - 1
-        parts.extend(_quiz_spans(step, show_draws) if last and hide_last else _step_spans(step, current=last))
+        if last and hide_last:
+            parts.extend(_quiz_spans(step, show_draws))
+        else:
+            parts.extend(_step_spans(step, current=last, marks=marks if last else ()))
     parts.append("</div>")
     return "".join(parts)
