@@ -65,8 +65,17 @@ def test_top_chart_shows_both_top_tens_and_the_residual_where_resampled(runs):
 def test_history_and_per_position_charts(runs):
     run = runs["textbook"]
     fig = history_chart(run.steps)
-    assert list(fig.data[0].y) == [s.n_accepted for s in run.steps]
-    assert list(fig.data[1].y) == [s.tau for s in run.steps]
+    full, stopped, tau = fig.data  # bars by outcome, then τ
+    bars = sorted([*zip(full.x, full.y, strict=True), *zip(stopped.x, stopped.y, strict=True)])
+    assert bars == [(s.index + 1, s.n_accepted) for s in run.steps]
+    assert [x - 1 for x in full.x] == [s.index for s in run.steps if s.n_accepted == s.tau]
+    assert full.marker.color == DECISION_COLORS["accepted"] and stopped.marker.color == DECISION_COLORS["rejected"]
+    assert full.name == "n: all τ accepted" and stopped.name == "n: stopped at a rejection"  # both in the legend
+    assert list(tau.y) == [s.tau for s in run.steps]
+    picked = history_chart(run.steps, shown=2)  # the step the page draws is marked
+    assert picked.data[2].name == "step shown (3)" and list(picked.data[2].x) == [3]
+    assert picked.layout.shapes[0].x0 == 2.5 and picked.layout.shapes[0].x1 == 3.5
+    assert not history_chart(run.steps).layout.shapes
     fig = per_position_chart(run.metrics.per_position_acceptance_rate)
     assert list(fig.data[0].y) == list(run.metrics.per_position_acceptance_rate) and len(fig.data) == 1
     both = per_position_chart((0.5, 0.25, 0.0), (0.5, 0.5, None))  # 4 steps: n = 0, 0, 1, 2 of τ = 3

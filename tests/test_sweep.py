@@ -137,8 +137,12 @@ def test_sweep_charts_show_the_summaries(result):
     fig = sweep_speedup_chart(result)
     assert list(fig.data[0].y) == [s.speedup for s in rows]
     assert list(fig.data[1].y) == [s.predicted_speedup for s in rows]
-    star = next(t for t in fig.data if t.name == "best τ")
+    star = next(t for t in fig.data if t.name.startswith("best τ = "))
     assert list(star.x) == [result.best_tau_measured()]
+    baseline = next(t for t in fig.data if t.name == "target alone (1×)")
+    assert set(baseline.y) == {1.0}
+    # nothing is written on the plot area (the best τ's label once covered "target alone"): the legend names all
+    assert not fig.layout.annotations and all("text" not in (t.mode or "") for t in fig.data)
     fig = sweep_length_chart(result)
     assert list(fig.data[1].y) == [n for r in result.runs if r.tau == 2 for n in r.accepted_lengths]
     fig = sweep_position_chart(result)

@@ -42,6 +42,11 @@ class LosslessCheck:
     def consistent(self) -> bool:
         return self.p_value >= SIGNIFICANCE
 
+    @property
+    def p_value_text(self) -> str:
+        """The p-value as every place on screen writes it: three significant digits, "< 0.0001" below that."""
+        return f"{self.p_value:.3g}" if self.p_value >= 1e-4 else "< 0.0001"
+
     def verdict(self) -> str:
         target = "the target's greedy token" if self.mode == "greedy" else "the target's distribution"
         if self.consistent and self.dof == 0 and self.pooled:
@@ -51,12 +56,11 @@ class LosslessCheck:
             )
         if self.consistent:
             return (
-                f"{self.mode}: consistent with {target} (chi-square p-value {self.p_value:.3f} over "
+                f"{self.mode}: consistent with {target} (chi-square p-value {self.p_value_text} over "
                 f"{self.trials} trials): no sign of a difference."
             )
-        shown = f"{self.p_value:.2g}" if self.p_value >= 1e-4 else "< 0.0001"
         return (
-            f"{self.mode}: differs from {target} (p-value {shown} over {self.trials} trials): "
+            f"{self.mode}: differs from {target} (chi-square p-value {self.p_value_text} over {self.trials} trials): "
             "this mode changes what the model says."
         )
 
@@ -107,6 +111,7 @@ def check(mode: str, samples: list[int], probs: torch.Tensor) -> LosslessCheck:
     top = torch.topk(probs, min(SHOWN, len(probs)))
     likely = top.indices[top.values > 0].tolist()
     shown = sorted({*likely, *counts}, key=lambda t: -max(float(expected[t]), counts.get(t, 0)))[:SHOWN]
+    shown.sort(key=lambda t: (-float(probs[t]), -counts.get(t, 0), t))  # one order in every mode: the target's
     return LosslessCheck(
         mode=mode, trials=n, tokens=tuple(shown), observed=tuple(counts.get(t, 0) for t in shown),
         expected=tuple(float(probs[t]) for t in shown), chi2=chi2, dof=dof, p_value=p_value,

@@ -23,6 +23,18 @@ DECISION_SYMBOLS = {"accepted": "✓", "rejected": "✗", "not reached": "–"}
 LABEL_CHARS = 12  # longer tokens are cut on axes; the full text is in the hover
 
 
+def sized(fig: go.Figure, size: int) -> go.Figure:
+    """Every text of the figure at `size` px: the global font, the title, both axes' ticks and
+    titles, the legend and the bar labels. Streamlit's chart theme sets tick and legend fonts of its
+    own (12 px), which a global font size alone does not override."""
+    font = {"size": size}
+    fig.update_layout(font=font, title_font=font, legend_font=font, hoverlabel_font=font)
+    fig.update_xaxes(tickfont=font, title_font=font)
+    fig.update_yaxes(tickfont=font, title_font=font)
+    fig.update_traces(textfont=font, selector={"type": "bar"})
+    return fig
+
+
 def token_label(text: str, limit: int | None = None) -> str:
     """A token as it reads on an axis: spaces and newlines made visible; with `limit`, cut to that
     many characters and marked with '…' (the hover shows it whole)."""
@@ -44,12 +56,15 @@ def prob_text(x: float) -> str:
 
 
 def step_chart(
-    step: StepTrace, hide_decisions: bool = False, show_draws: bool = False, height: int = 460, font_size: int = 16
-) -> go.Figure:
+    step: StepTrace, hide_decisions: bool = False, show_draws: bool = False, height: int = 460, font_size: int = 16,
+    marks: Sequence[bool | None] = (),
+) -> go.Figure:  # fmt: skip
     """The centrepiece: per draft position, bars of q and p for the draft token, a marker for the
     acceptance probability min(1, p/q) and one for the draw r, coloured by the decision. With
     `hide_decisions` (quiz mode) only q, p and min(1, p/q) are drawn, in a neutral colour, and r
-    too (neutral) with `show_draws` (the quiz on the rule itself)."""
+    too (neutral) with `show_draws` (the quiz on the rule itself). `marks` (quiz, after Reveal: per
+    draft token, the class right, wrong, or None where it gave no answer) heads each column with
+    ✓ or ✗ in large type."""
     x = [f"{t + 1}. {token_label(s, LABEL_CHARS)}" for t, s in enumerate(step.draft_text)]
     whole = [f"{t + 1}. {token_label(s)}" for t, s in enumerate(step.draft_text)]
     colors = ["#777777"] * step.tau if hide_decisions else [DECISION_COLORS[d] for d in step.decision]
@@ -81,9 +96,14 @@ def step_chart(
         else:  # why (SPEC.md step 3) in words, then the decision
             why, outcome = decision_parts(step, t)
             text = f"{why}<br><b>→ {outcome}</b>" if why else "<b>{}</b><br>({}".format(*outcome.split(" (", 1))
+        mark = marks[t] if t < len(marks) else None
+        if mark is not None:  # the class's answer, right or wrong, above the decision
+            sign = "✓ class right" if mark else "✗ class wrong"
+            colour = DECISION_COLORS["accepted" if mark else "rejected"]
+            text = f"<span style='font-size:{font_size + 4}px;color:{colour}'><b>{sign}</b></span><br>{text}"
         fig.add_annotation(  # above the plot area, clear of the markers at 1.0
             x=label, y=1.0, yref="paper", yanchor="bottom", text=text, hovertext=reason, showarrow=False,
-            font={"color": color, "size": font_size - 3},
+            font={"color": color, "size": font_size - 2},
         )  # fmt: skip
     title = (
         f"Step {step.index + 1}: {step.tau} draft tokens: which will the target accept?"
@@ -91,12 +111,13 @@ def step_chart(
         else f"Step {step.index + 1}: {step.n_accepted} of {step.tau} draft tokens accepted, then "
         f"'{token_label(step.next_text)}' from the target ({step.next_rule})"
     )
+    top = 110 + (font_size + 14 if any(m is not None for m in marks) else 0)
     fig.update_layout(
-        barmode="group", font={"size": font_size}, yaxis={"range": [0, 1.1], "title": "probability"}, title=title,
+        barmode="group", yaxis={"range": [0, 1.1], "title": "probability"}, title=title,
         xaxis={"type": "category"},  # token labels such as "4. ," would otherwise read as numbers
-        legend={"orientation": "h", "y": -0.2}, margin={"t": 110, "b": 40}, height=height,
+        legend={"orientation": "h", "y": -0.2}, margin={"t": top, "b": 40, "l": 80}, height=height,
     )  # fmt: skip
-    return fig
+    return sized(fig, font_size)
 
 
 def top_chart(step: StepTrace, position: int, hide_decisions: bool = False) -> go.Figure:
@@ -109,7 +130,9 @@ def top_chart(step: StepTrace, position: int, hide_decisions: bool = False) -> g
     ]
     if step.residual_top is not None and position == step.n_accepted and not hide_decisions:
         panels.append(("residual norm(max(0, p − q))", step.residual_top, RESIDUAL_COLOR))
-    fig = make_subplots(rows=1, cols=len(panels), subplot_titles=[title for title, _, _ in panels])
+    fig = make_subplots(
+        rows=1, cols=len(panels), subplot_titles=[title for title, _, _ in panels], horizontal_spacing=0.16
+    )
     chosen = step.draft_tokens[position]
     for col, (title, top, color) in enumerate(panels, start=1):
         entries = list(reversed(top))  # most likely at the top
@@ -120,10 +143,11 @@ def top_chart(step: StepTrace, position: int, hide_decisions: bool = False) -> g
             marker_color=[TARGET_COLOR if e.token == chosen else color for e in entries],
             row=1, col=col,
         )  # fmt: skip
-    fig.update_layout(font=FONT, height=420, margin={"t": 50, "l": 10, "r": 10})
-    fig.update_xaxes(range=[0, 1])
+    fig.update_layout(height=420, margin={"t": 50, "l": 10, "r": 10})
+    fig.update_traces(textposition="outside", cliponaxis=False)  # one size, beside the bar, never inside it
+    fig.update_xaxes(range=[0, 1.45], tickvals=[0, 0.5, 1])  # room right of a bar at 1 for its label
     fig.update_yaxes(type="category")
-    return fig
+    return sized(fig, FONT["size"])
 
 
 def next_token_chart(step: StepTrace, height: int = 360, font_size: int = 16) -> go.Figure:
@@ -148,23 +172,39 @@ def next_token_chart(step: StepTrace, height: int = 360, font_size: int = 16) ->
             text=[prob_text(e.prob) for e in entries], hovertemplate="%{customdata}: %{x:.4g}<extra></extra>",
         )
     )  # fmt: skip
+    fig.update_traces(textposition="outside", cliponaxis=False)  # one size, beside the bar: never shrunk inside it
     fig.update_layout(
-        font={"size": font_size}, height=height, margin={"t": 70, "l": 10},
-        title={"text": f"{title}<br>chosen: '{token_label(step.next_text)}' ({step.next_rule})", "font": heading},
-        xaxis={"range": [0, 1], "title": "probability"}, yaxis={"type": "category"},
+        height=height, margin={"t": 2 * font_size + 40, "l": 10, "r": 10, "b": 2 * font_size + 30},
+        title={"text": f"{title}<br>chosen: '{token_label(step.next_text)}' ({step.next_rule})"},
+        xaxis={"range": [0, 1.3], "tickvals": [0, 0.5, 1], "title": "probability"}, yaxis={"type": "category"},
     )  # fmt: skip
+    sized(fig, font_size)
+    fig.update_layout(title_font=heading)
     return fig
 
 
-def history_chart(steps: Sequence[StepTrace]) -> go.Figure:
-    """Accepted length per step over the whole run, with τ of each step for reference."""
+def history_chart(steps: Sequence[StepTrace], shown: int | None = None) -> go.Figure:
+    """Accepted length per step over the whole run, with τ of each step for reference: green where
+    every draft token was accepted, red where the step stopped at a rejection. `shown` (a step
+    index) marks the step the page draws."""
     x = [s.index + 1 for s in steps]
     fig = go.Figure()
-    fig.add_bar(
-        name="accepted draft tokens n", x=x, y=[s.n_accepted for s in steps],
-        marker_color=[DECISION_COLORS["accepted"] if s.n_accepted == s.tau else P_COLOR for s in steps],
-        hovertemplate="step %{x}: n = %{y}<extra></extra>",
-    )  # fmt: skip
+    for name, full, color in (
+        ("n: all τ accepted", True, DECISION_COLORS["accepted"]),
+        ("n: stopped at a rejection", False, DECISION_COLORS["rejected"]),
+    ):
+        part = [s for s in steps if (s.n_accepted == s.tau) == full]
+        fig.add_bar(
+            name=name, x=[s.index + 1 for s in part], y=[s.n_accepted for s in part], marker_color=color,
+            hovertemplate="step %{x}: n = %{y}<extra></extra>", showlegend=bool(part),
+        )  # fmt: skip
+    picked = next((s for s in steps if s.index == shown), None)
+    if picked is not None:
+        fig.add_vrect(x0=picked.index + 0.5, x1=picked.index + 1.5, fillcolor="#ffd54f", opacity=0.35, line_width=0)
+        fig.add_scatter(
+            name=f"step shown ({picked.index + 1})", x=[picked.index + 1], y=[picked.tau + 0.6], mode="markers",
+            marker={"symbol": "triangle-down", "size": 16, "color": "#f9a825"}, hoverinfo="skip",
+        )  # fmt: skip
     fig.add_scatter(
         name="τ (drafted)",
         x=x,
@@ -173,11 +213,11 @@ def history_chart(steps: Sequence[StepTrace]) -> go.Figure:
         line={"dash": "dot", "color": "black"},
     )
     fig.update_layout(
-        font=FONT, height=320, xaxis={"title": "step", "dtick": 1 if len(steps) <= 30 else None},
+        height=340, xaxis={"title": "step", "dtick": 1 if len(steps) <= 30 else None}, barmode="overlay",
         yaxis={"title": "accepted", "rangemode": "tozero"}, legend={"orientation": "h", "y": -0.3},
-        margin={"t": 30},
+        margin={"t": 30, "b": 100},
     )  # fmt: skip
-    return fig
+    return sized(fig, FONT["size"])
 
 
 def per_position_chart(rates: Sequence[float], conditional: Sequence[float | None] = ()) -> go.Figure:
@@ -312,21 +352,21 @@ def sweep_speedup_chart(result: SweepResult) -> go.Figure:
     best = result.best_tau_measured()
     if best is not None:
         top = next(s for s in rows if s.tau == best)
-        fig.add_scatter(
-            x=[best], y=[top.speedup], mode="markers+text", name="best τ", text=[f"best τ = {best}"],
-            textposition="top center", marker={"symbol": "star", "size": 20, "color": DECISION_COLORS["accepted"]},
-            cliponaxis=False,
+        fig.add_scatter(  # named in the legend, not written on the plot: no label over another
+            x=[best], y=[top.speedup], mode="markers", name=f"best τ = {best} (measured, {top.speedup:.2f}×)",
+            marker={"symbol": "star", "size": 20, "color": DECISION_COLORS["accepted"]}, cliponaxis=False,
         )  # fmt: skip
     for policy in result.by_policy():  # τ policies beside fixed τ, at the mean τ they chose
         if policy.speedup is not None:
             fig.add_scatter(
-                x=[policy.mean_tau], y=[policy.speedup], mode="markers+text", name=f"{policy.policy} policy",
-                text=[policy.policy], textposition="top center", marker={"symbol": "diamond", "size": 16},
-                cliponaxis=False,
+                x=[policy.mean_tau], y=[policy.speedup], mode="markers", name=f"{policy.policy} policy",
+                marker={"symbol": "diamond", "size": 16}, cliponaxis=False,
             )  # fmt: skip
-    fig.add_hline(
-        y=1.0, line={"color": "grey", "dash": "dot"}, annotation_text="target alone", annotation_position="bottom left"
-    )
+    if taus:
+        fig.add_scatter(
+            x=[min(taus) - 0.3, max(taus) + 0.3], y=[1.0, 1.0], mode="lines", name="target alone (1×)",
+            line={"color": "grey", "dash": "dot"}, hoverinfo="skip",
+        )  # fmt: skip
     fig.update_layout(
         font=FONT, height=420, xaxis={"title": "τ", "dtick": 1}, yaxis={"title": "speedup ×", "rangemode": "tozero"},
         legend={"orientation": "h", "y": -0.22}, margin={"t": 50, "b": 110, "r": 60},
@@ -347,7 +387,7 @@ def lossless_chart(check: LosslessCheck, text: Callable[[int], str]) -> go.Figur
     fig.update_layout(
         barmode="group", font=FONT, height=340, yaxis={"title": "probability", "rangemode": "tozero"},
         xaxis={"type": "category"},
-        title=f"{check.mode}: chi-square p-value {check.p_value:.3g}", margin={"t": 50},
+        title=f"{check.mode}: chi-square p-value {check.p_value_text}", margin={"t": 50},
         legend={"orientation": "h", "y": -0.25},
     )  # fmt: skip
     return fig
