@@ -31,7 +31,7 @@ if "specviz_kept" not in st.session_state:  # a session's first run: settings fr
             tau = from_link.get("sandbox_tau", case.tau)
             r = [from_link.get(f"sandbox_r{t}", 0.5) for t in range(tau)]
             try:
-                case = case_from_json(sandbox_table, r, case.note)
+                case = case_from_json(sandbox_table, r)
             except ConfigError as exc:
                 problems.append(str(exc))
         st.session_state.update(sandbox_loaded=exercise, sandbox_case=case)

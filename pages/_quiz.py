@@ -48,10 +48,16 @@ def panel(step: specviz.StepTrace, kind: str) -> bool:
         done = True
     points, possible = quiz.running_total(book)
     if done:
-        st.caption(f"This step: {book[key].describe()}. Running score: {points} / {possible}.")
+        st.markdown(f"#### This step: {book[key].describe()}. Running score: {points} / {possible}.")
     elif possible:
         st.caption(f"Running score: {points} / {possible}. Blank answers are not scored.")
     return done
+
+
+def marks(step: specviz.StepTrace) -> tuple[bool | None, ...]:
+    """After Reveal: per draft token, the class right, wrong, or None (no answer); before it, nothing."""
+    score = st.session_state.get(BOOK, {}).get(quiz.step_key(step))
+    return score.marks if score is not None else ()
 
 
 def reset_button() -> None:

@@ -8,7 +8,8 @@ from specviz.core.trace import RunTrace
 
 def trace_reading(run: RunTrace) -> None:
     d = diagnose(run)
-    with st.expander("Reading this trace: where the time went, and the bottleneck", icon=":material/troubleshoot:"):
+    title = f"Reading this trace (the whole run, {len(run.steps)} steps): where the time went, and the bottleneck"
+    with st.expander(title, icon=":material/troubleshoot:"):
         shares = d.shares()
         cols = st.columns(4)
         cols[0].metric("drafting", f"{shares['draft']:.0%}", help=f"{d.draft_ms:.0f} ms, all draft phases")

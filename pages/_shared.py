@@ -64,7 +64,7 @@ def load_pair(target: str, draft: str) -> specviz.ModelPair | None:
         with st.spinner(f"Loading {target} and draft {draft} (the very first start converts the model: ~30 s)…"):
             return cached_pair(target, draft)
     except specviz.SpecvizError as exc:
-        st.error(f"**Could not load the models.** {exc}", icon=":material/error:")
+        st.error(f"**Could not load the models.** {sentence(exc)}", icon=":material/error:")
         return None
 
 
@@ -128,6 +128,41 @@ def share_link(prefix: str, extra: dict | None = None, show: bool = True) -> str
     return url
 
 
+def sentence(message: object) -> str:
+    """An error's text as a sentence of its own, ending in a full stop, so that the next sentence on
+    the page does not run into it ("…type some text to continue The run below is kept")."""
+    text = str(message).strip()
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+# Normal view on a short screen (a 1280×720 projector): less space above the page, a smaller title,
+# the marked text scrolled to its newest lines, so the step chart and its decisions are on screen
+# after Step without scrolling (tests/test_browser.py measures it).
+COMPACT_CSS = """<style>
+@media (max-height: 820px) {
+  .stMainBlockContainer { padding-top: 1.2rem; }
+  .stMainBlockContainer h1 { font-size: 1.7rem; padding: 0; }
+  .stMainBlockContainer [data-testid="stVerticalBlock"] { gap: 0.6rem; }
+  .sv-box { max-height: 7.4rem; overflow-y: auto; display: flex; flex-direction: column-reverse; }
+  .sv-text { line-height: 2 !important; }
+}
+</style>"""
+
+
+def step_table(view: specviz.StepTrace, greedy: bool, hidden: bool, draws: bool) -> None:
+    """The step's numbers, one row per draft token, as a plain table: every column whole at 1280 px
+    (a data grid cut `decision` to "deci"). Before a quiz's Reveal: no decision, and r only when shown."""
+    table = view.to_frame()
+    if greedy:
+        table["target argmax"] = [token_label(top[0].text) if top else "" for top in view.p_top]
+    columns = ["position", "draft_text", "q", "p", "ratio", *([] if hidden and not draws else ["r"])]
+    columns += ["target argmax"] if greedy else []
+    table = table[columns + ([] if hidden else ["decision"])].rename(columns={"draft_text": "token", "ratio": "p/q"})
+    table["token"] = [token_label(t) for t in table["token"]]
+    numbers = [c for c in ("q", "p", "p/q", "r") if c in table]
+    st.table(table.style.format("{:.4f}", subset=numbers, na_rep="–").hide(axis="index"))
+
+
 def step(dec: specviz.Decoder, turn) -> bool:
     """One step in a compute turn; a failure (a remote server down mid-run) is a message, the run kept."""
     try:
@@ -135,7 +170,8 @@ def step(dec: specviz.Decoder, turn) -> bool:
             dec.step()
     except specviz.SpecvizError as exc:
         st.error(
-            f"**The step failed.** {exc} The run so far is kept: press **Step** to try again.", icon=":material/error:"
+            f"**The step failed.** {sentence(exc)} The run so far is kept: press **Step** to try again.",
+            icon=":material/error:",
         )
         return False
     return True
@@ -155,9 +191,12 @@ def metrics_row(m: specviz.Metrics, target_top_k: int | None = None) -> None:
     row[2].metric("α ≈ (top-k)" if target_top_k else "α", f"{(m.alpha or 0):.3f}",
                   help="mean over draft positions of Σ min(p, q)" + (approx if target_top_k else ""))  # fmt: skip
     row[3].metric("target forward passes", m.target_forward_passes, help=f"for {m.emitted_tokens} tokens")
-    row[4].metric("tokens/s", f"{(m.tokens_per_second or 0):.1f}")
+    row[4].metric("tokens/s", f"{(m.tokens_per_second or 0):.1f}",
+                  help="emitted tokens per second of drafting and verifying (the prompt's reading not counted)")  # fmt: skip
     share = m.draft_ms / (m.draft_ms + m.verify_ms) if m.draft_ms + m.verify_ms else 0
-    row[5].metric("time: draft / verify", f"{share:.0%} / {1 - share:.0%}", help=f"c = {m.c or 0:.2f}")
+    row[5].metric("time: draft / verify", f"{share:.0%} / {1 - share:.0%}",
+                  help=f"share of the decoding time spent drafting and verifying. c = {m.c or 0:.2f}: the time of "
+                  "one draft forward over one target forward (SPEC.md); speculation can pay only where α > c")  # fmt: skip
 
 
 def downloads(prefix: str, stem: str, json_text: str, csv_text: str, labels: tuple[str, str]) -> None:
@@ -179,7 +218,7 @@ def step_picker(steps: tuple[specviz.StepTrace, ...], hidden: bool) -> specviz.S
     drafted = [s.index + 1 for s in steps if s.tau > 0]
     default = drafted[-1] if drafted else len(steps)
     pick = st.select_slider(
-        "Step shown (the text runs up to it)", options=list(range(1, len(steps) + 1)), value=default,
+        "Step shown (text, chart and metrics run up to it)", options=list(range(1, len(steps) + 1)), value=default,
         key=f"decode_show_{len(steps)}",  # a new run length starts at its default again
     )  # fmt: skip
     if pick == default < len(steps):

@@ -13,7 +13,7 @@ from specviz.analysis.metrics import compute_metrics
 from specviz.classroom import quiz
 from specviz.classroom.replay import Replay, load_trace
 from specviz.viz import charts
-from specviz.viz.render import run_html
+from specviz.viz.render import LEGEND, run_html
 
 ui.ensure_shell()
 upload = st.session_state.get("decode_upload")  # read first: while a trace replays, settings are off
@@ -50,13 +50,19 @@ with st.sidebar:
         st.error(f"This file cannot be replayed: {upload_error}", icon=":material/error:")
 
 present = bool(st.session_state.get("decode_present"))  # a projector: one row of controls, no title
-if not present:
-    st.title("Speculative decoding, step by step")
-cols = st.columns([1, 1.3, 1, 1, 1.7, 1.3, 2.6] if present else [1.4, 1, 2.6])
-with cols[-3]:
+if present:
+    cols = st.columns([1, 1.3, 1, 1, 1.7, 1.3, 2.6])
+    toggles = cols[-3:]
+else:  # the title shares its row with the toggles; on a short screen it shrinks (ui.COMPACT_CSS)
+    st.html(ui.COMPACT_CSS)
+    toggles = st.columns([4.4, 1.5, 1.1], vertical_alignment="center")
+    toggles[0].title("Speculative decoding, step by step")
+with toggles[1]:
     presentation_toggle("decode_present")
-quiz_on = cols[-2].toggle("Quiz mode", key="decode_quiz", help="Hide r and the decisions until the class has guessed")
-kind = cols[-1].radio("Quiz", list(quiz.KINDS), key="decode_quiz_kind", format_func=quiz.KINDS.get) if quiz_on else ""
+quiz_on = toggles[2].toggle("Quiz mode", key="decode_quiz", help="Hide r and the decisions until the class has guessed")
+where = toggles[-1] if present else st.container()
+kind = where.radio("Quiz", list(quiz.KINDS), key="decode_quiz_kind", format_func=quiz.KINDS.get,
+                   horizontal=not present) if quiz_on else ""  # fmt: skip
 if upload_error:
     st.error(f"**This file is not a specviz trace that can be replayed:** {upload_error}", icon=":material/error:")
 config = specviz.SpecConfig(tau=tau, seed=seed, max_new_tokens=max_new, tau_policy=policy, confidence=threshold,
@@ -75,14 +81,14 @@ def start_run() -> specviz.Decoder | None:
         with st.spinner(f"Reading the prompt into both models ({len(prompt):,} characters)…"), ui.compute_turn():
             decoder = specviz.Decoder(pair, prompt, config, chat=None if chat else False)
     except specviz.SpecvizError as exc:
-        st.error(f"**Cannot start a new run.** {exc} The run below is kept.", icon=":material/error:")
+        st.error(f"**Cannot start a new run.** {ui.sentence(exc)} The run below is kept.", icon=":material/error:")
         return None
     st.session_state["decode_state"] = {"decoder": decoder, "settings": settings}
     return decoder
 
 
 turn = contextlib.nullcontext if replay else ui.compute_turn  # a replay computes nothing: no queue
-cols = cols if present else st.columns([1, 1.3, 1, 1, 4])
+cols = cols if present else st.columns([1, 1.3, 1, 1, 4], vertical_alignment="bottom")
 step_clicked = cols[0].button("Step", type="primary", key="decode_step", icon=":material/skip_next:")
 run_clicked = cols[1].button("Run to end", key="decode_run_all", icon=":material/fast_forward:")
 back_clicked = cols[2].button("Back", key="decode_back", icon=":material/undo:")
@@ -115,9 +121,9 @@ elif dec is not None and run_clicked:
     bar.empty()
 elif dec is not None and back_clicked and dec.undo() is None:
     st.toast("Already at the start of the run.")
-ui.share_link("decode", {"decode_steps": len(dec.steps) if dec and not stale and not replay else 0}, show=not present)
-
+link_steps = {"decode_steps": len(dec.steps) if dec and not stale and not replay else 0}
 if dec is None or not dec.steps:
+    ui.share_link("decode", link_steps, show=not present)
     st.info(
         "Press **Step**: the draft proposes τ tokens, the target scores them all in one pass, and each is "
         "accepted or rejected. Hover the marked tokens for q, p, p/q and r.",
@@ -134,25 +140,24 @@ if replay:
 hidden = quiz_on and last.tau > 0 and not quiz_ui.panel(last, kind)
 draws = hidden and kind == "rule"  # the quiz on the rule shows r and p/q, never the decisions
 shown = run.steps[:-1] if hidden else run.steps  # until Reveal, nothing counts the current step
-view = ui.step_picker(run.steps, hidden)  # the step drawn: the newest, or one picked
+with cols[-1] if not present else st.container():
+    view = ui.step_picker(run.steps, hidden)  # the step drawn: the newest, or one picked
 upto = run.steps[: view.index + 1]
-text = run_html(run.prompt if run.chat else run.prompt_text, upto, run.chat, hide_last=hidden, show_draws=draws)
-st.html(f'<div class="sv-box">{text}</div>')  # in presentation view: a few lines, scrolled to the newest
-if not present:
-    with st.expander("Exact text the target read (after the chat template)" if run.chat else "Prompt and its ids"):
-        st.code(run.prompt_text if run.chat else f"{run.prompt_text}\n\n{list(run.prompt_ids)}", wrap_lines=True)
-
+marks = quiz_ui.marks(view) if quiz_on else ()  # after Reveal: the class right or wrong, per token
+text = run_html(run.prompt if run.chat else run.prompt_text, upto, run.chat, hide_last=hidden, show_draws=draws,
+                marks=marks)  # fmt: skip
+st.html(f'{"" if hidden else LEGEND}<div class="sv-box">{text}</div>')  # on short screens: the newest lines
 if view.tau == 0:
     st.info(f"No draft at step {view.index + 1} (the drafter found no match, or the end was near): the target "
             f"alone chose '{view.next_text}'.")  # fmt: skip
 else:
-    size = {"height": 370, "font_size": 19} if present else {}  # a projector: the chart and the next token side by side
+    size = {"height": 400, "font_size": 20} if present else {"height": 420}  # a projector: chart and next token
     beside = st.columns([2, 1]) if present and not hidden else None
     with beside[0] if beside else st.container():
-        st.plotly_chart(charts.step_chart(view, hidden, draws, **size), key="decode_step_chart")
+        st.plotly_chart(charts.step_chart(view, hidden, draws, marks=marks, **size), key="decode_step_chart")
     if beside:
         with beside[1]:
-            ui.next_token_panel(view, height=330, font_size=17)
+            ui.next_token_panel(view, height=360, font_size=18)
     left, right = st.columns([3, 2])
     with left:
         position = st.segmented_control(
@@ -160,26 +165,19 @@ else:
         )
         st.plotly_chart(charts.top_chart(view, (position or 1) - 1, hidden), key="decode_top_chart")
     with right:
-        table = view.to_frame()
-        if run.config.mode == "greedy":
-            table["target argmax"] = [charts.token_label(top[0].text) if top else "" for top in view.p_top]
-        columns = ["position", "draft_text", "q", "p", "ratio", *([] if hidden and not draws else ["r"])]
-        columns += ["target argmax"] if "target argmax" in table else []
-        st.dataframe(
-            table[columns + ([] if hidden else ["decision"])].rename(columns={"draft_text": "token", "ratio": "p/q"}),
-            hide_index=True,
-            column_config={c: st.column_config.NumberColumn(format="%.4f") for c in ("q", "p", "p/q", "r")},
-        )
         if not hidden and not present:  # where the next token came from (SPEC.md step 5); it tells n
             ui.next_token_panel(view)
+    ui.step_table(view, run.config.mode == "greedy", hidden, draws)
 
-m = compute_metrics(shown, run.config.tau) if hidden else run.metrics
-st.subheader("Running metrics" + (" (up to the previous step until Reveal)" if hidden else ""))
+counted = shown if hidden else upto  # the metrics follow the step shown
+m = compute_metrics(counted, run.config.tau) if len(counted) < len(run.steps) else run.metrics
+upto_text = f"steps 1–{len(counted)} of {len(run.steps)}" if len(counted) < len(run.steps) else "the whole run"
+st.subheader("Running metrics" + (" (up to the previous step until Reveal)" if hidden else f": {upto_text}"))
 ui.metrics_row(m, run.target_top_k)
 left, right = st.columns(2)
-left.markdown("**Accepted length per step**")
-left.plotly_chart(charts.history_chart(shown), key="decode_history_chart")
-right.markdown("**Per-position acceptance rate**")
+left.markdown("**Accepted length per step** (the whole run; the step shown is marked)")
+left.plotly_chart(charts.history_chart(shown, None if hidden else view.index), key="decode_history_chart")
+right.markdown(f"**Per-position acceptance rate** ({upto_text})")
 right.plotly_chart(
     charts.per_position_chart(m.per_position_acceptance_rate, m.conditional_per_position_acceptance_rate),
     key="decode_position_chart",
@@ -192,3 +190,4 @@ if not hidden:  # a saved trace holds r and every decision
     columns = ["step", "position", "draft_tokens", "draft_text", "q", "p", "ratio", "r", "decision"]
     csv = run.positions_frame()[columns].to_csv(index=False)
     ui.downloads("decode", "specviz-trace", run.to_json(indent=1), csv, ("Trace as JSON", "Steps as CSV"))
+ui.share_link("decode", link_steps, show=not present)

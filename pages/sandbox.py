@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from pages._shared import LIMITS, ensure_shell, share_link
+from pages._shared import LIMITS, ensure_shell, share_link, step_table
 from specviz import MODES, ConfigError
 from specviz.classroom.sandbox import (
     PRESETS,
@@ -11,6 +11,7 @@ from specviz.classroom.sandbox import (
     case_to_json,
     column_sums,
     draw_r,
+    explain,
     resize,
     sandbox_step,
 )  # fmt: skip
@@ -30,7 +31,6 @@ if state.get("sandbox_loaded") != preset:  # a new exercise: its table, τ and d
     state.update({f"sandbox_r{t}": case.r[t] for t in range(case.tau)})
 tau = cols[2].number_input("τ", *LIMITS["sandbox_tau"], key="sandbox_tau")
 case = resize(state["sandbox_case"], tau)  # the edited table, resized: no edit is lost when τ changes
-pristine = case_frame(resize(PRESETS[preset], tau))  # the exercise's note holds only for its own table
 st.caption(
     "Edit q and p (one column per draft position; the last p is the target at position τ+1, where the bonus "
     "token comes from) and type each draw r. The draft proposes the most likely token of q."
@@ -40,9 +40,6 @@ edited = st.data_editor(
     case_frame(case), key=f"sandbox_table_{preset}_{tau}", hide_index=True, num_rows="dynamic",
     column_config={"token": st.column_config.TextColumn("token", required=True)},
 )  # fmt: skip
-unchanged = edited.shape == pristine.shape and (edited.astype(str).to_numpy() == pristine.astype(str).to_numpy()).all()
-if unchanged and PRESETS[preset].note:
-    st.info(PRESETS[preset].note, icon=":material/lightbulb:")
 for name, total in column_sums(edited).items():
     st.warning(f"Column **{name}** sums to {total:.3f}, not 1: it is used divided by {total:.3f}.", icon="⚖️")
 r_cols = st.columns(tau + 1)
@@ -55,7 +52,7 @@ if r_cols[tau].button("Draw r", key="sandbox_draw", icon=":material/casino:"):
     st.rerun()
 
 try:
-    case = case_from_frame(edited, [state[f"sandbox_r{t}"] for t in range(tau)], PRESETS[preset].note)
+    case = case_from_frame(edited, [state[f"sandbox_r{t}"] for t in range(tau)])
     step = sandbox_step(case, mode, seed)
 except ConfigError as exc:
     st.error(f"**Check the table.** {exc}", icon=":material/error:")
@@ -69,15 +66,13 @@ st.success(
     f"**'{step.next_text}'** by rule **{step.next_rule}**.",
     icon=":material/check_circle:",
 )
-st.html(run_html("", [step], words=True))
+for note in explain(step):  # computed from the table on screen, never a note written for another table
+    st.info(note, icon=":material/lightbulb:")
+st.html(run_html("", [step], words=True, legend=True))
 st.plotly_chart(charts.step_chart(step), key="sandbox_step_chart")
 numbers, source = st.columns([3, 2])
-numbers.dataframe(
-    step.to_frame()[["position", "draft_text", "q", "p", "ratio", "r", "decision"]].rename(
-        columns={"draft_text": "token", "ratio": "p/q"}
-    ),
-    hide_index=True, column_config={c: st.column_config.NumberColumn(format="%.4f") for c in ("q", "p", "p/q", "r")},
-)  # fmt: skip
+with numbers:
+    step_table(step, mode == "greedy", hidden=False, draws=False)
 source.plotly_chart(charts.next_token_chart(step, height=300), key="sandbox_next_chart")
 position = step.n_accepted if step.n_accepted < step.tau else step.tau - 1
 st.markdown(

@@ -40,6 +40,17 @@ def decoder(at: AppTest) -> specviz.Decoder:
     return at.session_state["decode_state"]["decoder"]
 
 
+def step_table(at: AppTest):
+    """The Decode page's table of the step shown (a plain table: every column whole at 1280 px)."""
+    return at.table[0].value
+
+
+def history_bars(spec: dict) -> list[int]:
+    """Accepted length per step from the history chart (its bars split by outcome), in step order."""
+    bars = [b for t in spec["data"] if t["type"] == "bar" for b in zip(t.get("x", []), t.get("y", []), strict=True)]
+    return [y for _, y in sorted(bars)]
+
+
 def figure(at: AppTest, index: int = 0) -> dict:
     return json.loads(at.get("plotly_chart")[index].proto.spec)
 
@@ -106,7 +117,7 @@ def test_step_shows_the_trace_and_its_chart(loads):
     assert spec["data"][0]["y"] == list(step.q) and spec["data"][1]["y"] == list(step.p)
     assert spec["data"][3]["y"] == list(step.r)
     assert f"Step 1: {step.n_accepted} of 3" in spec["layout"]["title"]["text"]
-    table = at.dataframe[0].value
+    table = step_table(at)
     assert list(table["q"]) == list(step.q) and list(table["decision"]) == list(step.decision)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["target forward passes"] == "1"
@@ -133,7 +144,7 @@ def test_run_to_end_back_and_reset(loads):
     assert dec.done and len(dec.new_tokens) == 12
     n_steps = len(dec.steps)
     history = figure(at, 3)  # after the step, top-10 and next-token charts
-    assert history["data"][0]["y"] == [s.n_accepted for s in dec.steps]
+    assert history_bars(history) == [s.n_accepted for s in dec.steps]
     at.button(key="decode_back").click().run()
     assert len(decoder(at).steps) == n_steps - 1 and not decoder(at).done
     at.button(key="decode_step").click().run()
@@ -161,7 +172,7 @@ def test_empty_prompt_is_a_message_and_the_run_is_kept(loads):
     at.text_area(key="decode_prompt").set_value("   ").run()
     at.button(key="decode_step").click().run()
     assert not at.exception
-    assert "prompt is empty" in at.error[0].value
+    assert "prompt is empty: type some text to continue. The run below is kept." in at.error[0].value  # two sentences
     assert len(decoder(at).steps) == 1  # the earlier run survives
 
 
@@ -277,9 +288,10 @@ def test_sandbox_presets_give_the_expected_decisions(loads):
     at.switch_page("pages/sandbox.py").run()
     assert not at.exception
     assert "**n = 1** of 1 accepted (none rejected)" in at.success[0].value
-    assert at.info[0].value.startswith("q > p, yet r = 0.7") and not at.warning  # the exercise's own table
+    assert at.info[0].value.startswith("q > p at position 1") and not at.warning  # computed from the table
     at.selectbox(key="sandbox_preset").set_value("Five-token draft, the third rejected first").run()
-    assert at.info[0].value.startswith("Positions 4 and 5 would pass")  # the new exercise's note only
+    assert at.info[1].value.startswith("Positions 4 and 5 would pass")  # the new exercise's notes only
+
     assert "**n = 2** of 5 accepted (position 3 is the first rejected)" in at.success[0].value
     assert "'cat'** by rule **argmax" in at.success[0].value
     decisions = [a["text"] for a in figure(at, 0)["layout"]["annotations"]]
@@ -290,7 +302,7 @@ def test_sandbox_presets_give_the_expected_decisions(loads):
         "<b>not reached</b><br>(after the first rejection)",
         "<b>not reached</b><br>(after the first rejection)",
     ]
-    numbers = at.dataframe[-1].value  # r and p/q as numbers beside each decision (after the editor)
+    numbers = at.table[-1].value  # r and p/q as numbers beside each decision (after the editor)
     assert numbers["r"].tolist() == [0.9, 0.3, 0.6, 0.1, 0.2]
     assert numbers["p/q"].tolist()[:3] == pytest.approx([0.6 / 0.5, 0.45 / 0.6, 0.2 / 0.7])
     assert numbers["decision"].tolist()[2:] == ["rejected", "not reached", "not reached"]
@@ -298,6 +310,10 @@ def test_sandbox_presets_give_the_expected_decisions(loads):
     assert "**n = 5** of 5 accepted (none rejected)" in at.success[0].value
     bonus = figure(at, 1)["layout"]["title"]["text"]  # all accepted: the bonus token, from p at τ+1
     assert bonus.startswith("p at position 6: the bonus token")
+    at.number_input(key="sandbox_r2").set_value(0.6).run()
+    at.number_input(key="sandbox_tau").set_value(2).run()  # τ = 2: nothing comes after a rejection, so no such note
+    assert "**n = 2** of 2 accepted (none rejected)" in at.success[0].value
+    assert not any("would pass" in i.value for i in at.info) and at.info[-1].value.startswith("All 2 draft tokens")
     at.selectbox(key="sandbox_preset").set_value("The next token after the accepted run").run()
     at.radio(key="sandbox_mode").set_value("lossless").run()
     assert "by rule **residual" in at.success[0].value
@@ -382,12 +398,12 @@ def test_quiz_shows_nothing_derived_from_r_or_the_decisions_before_reveal(loads)
     at = quiz_step(app())
     step = decoder(at).steps[-1]
     assert [t["name"].split(" ")[0] for t in figure(at, 0)["data"]] == ["q", "p", "min(1,"]  # no r
-    assert "r" not in at.dataframe[0].value.columns and "decision" not in at.dataframe[0].value.columns
+    assert "r" not in step_table(at).columns and "decision" not in step_table(at).columns
     assert not any(c.value.startswith("Next token") for c in at.markdown)
     html = next(h.proto.body for h in at.get("html") if "sv-text" in h.proto.body)
     assert 'class="sv-quiz"' in html and 'class="sv-rej"' not in html and 'class="sv-tgt"' not in html
     assert [m.value for m in at.metric][:3] == ["0.00", "0%", "0.000"]  # metrics count no step yet
-    assert figure(at, 2)["data"][0].get("y", []) == []  # the history has no bar for this step
+    assert history_bars(figure(at, 2)) == []  # the history has no bar for this step
     assert figure(at, 3)["data"][0]["y"] == [0.0] * 4  # per-position rates of zero steps
     assert not at.get("download_button")  # a saved trace would hold r and the decisions
     assert "up to the previous step" in at.subheader[0].value
@@ -395,11 +411,11 @@ def test_quiz_shows_nothing_derived_from_r_or_the_decisions_before_reveal(loads)
     answer_all(at, step, answers)
     at.button(key="decode_reveal").click().run()
     assert not at.exception
-    assert any(c.value == f"This step: {step.tau} of {step.tau} answered tokens right. Running score: "
-               f"{step.tau} / {step.tau}." for c in at.caption)  # fmt: skip
-    assert "decision" in at.dataframe[0].value.columns  # revealed: r and the decisions are back
+    assert any(c.value == f"#### This step: {step.tau} of {step.tau} answered tokens right. Running score: "
+               f"{step.tau} / {step.tau}." for c in at.markdown)  # fmt: skip
+    assert "decision" in step_table(at).columns  # revealed: r and the decisions are back
     assert any(t["name"].startswith("r ") for t in figure(at, 0)["data"])
-    assert figure(at, 3)["data"][0]["y"] == [step.n_accepted]  # history, after the next-token chart
+    assert history_bars(figure(at, 3)) == [step.n_accepted]  # history, after the next-token chart
     assert [b.label for b in at.get("download_button")] == ["Trace as JSON", "Steps as CSV"]
 
 
@@ -411,19 +427,19 @@ def test_quiz_scores_answered_tokens_and_keeps_the_score_through_back_and_step(l
     tau = step.tau
     answer_all(at, step, ["reject"] * tau)  # "not reached" is its own answer: only one token is right
     at.button(key="decode_reveal").click().run()
-    assert any(c.value.startswith(f"This step: 1 of {tau} answered tokens right") for c in at.caption)
+    assert any(c.value.startswith(f"#### This step: 1 of {tau} answered tokens right") for c in at.markdown)
     at.button(key="decode_back").click().run()
     assert quiz.running_total(at.session_state[BOOK]) == (1, tau)  # Back keeps the score
     at.button(key="decode_step").click().run()  # the same step again: already revealed, not counted twice
-    assert "decision" in at.dataframe[0].value.columns
+    assert "decision" in step_table(at).columns
     assert quiz.running_total(at.session_state[BOOK]) == (1, tau)
     at.button(key="decode_step").click().run()  # a new step: hidden again, the score kept
-    assert "decision" not in at.dataframe[0].value.columns
+    assert "decision" not in step_table(at).columns
     nxt = decoder(at).steps[-1]
     answer_all(at, nxt, [quiz.answer(nxt, 0)] + [None] * (nxt.tau - 1))  # one answer, the rest blank
     at.button(key="decode_reveal").click().run()
     assert quiz.running_total(at.session_state[BOOK]) == (2, tau + 1)
-    assert any(c.value.endswith(f"Running score: 2 / {tau + 1}.") for c in at.caption)
+    assert any(c.value.endswith(f"Running score: 2 / {tau + 1}.") for c in at.markdown)
 
 
 def test_quiz_on_the_rule_shows_r_and_asks_how_many_are_kept(loads):
@@ -431,15 +447,29 @@ def test_quiz_on_the_rule_shows_r_and_asks_how_many_are_kept(loads):
     step = decoder(at).steps[-1]
     from pages._quiz import widget_id
 
-    table = at.dataframe[0].value
+    table = step_table(at)
     assert "r" in table.columns and "p/q" in table.columns and "decision" not in table.columns
     assert list(table["r"]) == list(step.r)
     assert [t["name"].split(" ")[0] for t in figure(at, 0)["data"]] == ["q", "p", "min(1,", "r"]
     answer_all(at, step, [quiz.answer(step, t) for t in range(step.tau)])
     at.number_input(key=f"decode_kept_{widget_id(step)}").set_value(step.n_accepted)
     at.button(key="decode_reveal").click().run()
-    assert any(c.value.startswith(f"This step: {step.tau} of {step.tau} answered tokens right, tokens kept: right")
-               for c in at.caption)  # fmt: skip
+    assert any(c.value.startswith(f"#### This step: {step.tau} of {step.tau} answered tokens right, tokens kept: "
+                                  "right") for c in at.markdown)  # fmt: skip
+
+
+def test_quiz_marks_each_answered_token_right_or_wrong_on_the_chart_and_in_the_text(loads):
+    at = quiz_step(app())
+    step = decoder(at).steps[-1]
+    right = [quiz.answer(step, t) for t in range(step.tau)]
+    wrong = {"accept": "reject", "reject": "accept", "not reached": "accept"}[right[1]]
+    answer_all(at, step, [right[0], wrong] + [None] * (step.tau - 2))  # one right, one wrong, the rest blank
+    at.button(key="decode_reveal").click().run()
+    heads = [a["text"] for a in figure(at, 0)["layout"]["annotations"]]
+    assert "✓ class right" in heads[0] and "✗ class wrong" in heads[1]
+    assert not any("class" in h for h in heads[2:])  # blank answers get no mark
+    html = next(h.proto.body for h in at.get("html") if "sv-text" in h.proto.body)
+    assert html.count('class="sv-mark sv-right"') == 1 and html.count('class="sv-mark sv-wrong"') == 1
 
 
 @pytest.mark.parametrize(
@@ -539,6 +569,15 @@ def test_after_run_to_end_the_last_step_with_a_draft_stays_and_any_step_can_be_p
     assert figure(at, 0)["data"][0]["y"] == list(steps[0].q)  # step 1's q against p
     html = next(h.proto.body for h in at.get("html") if "sv-text" in h.proto.body)
     assert html.count('class="sv-tgt"') == 1 and 'class="sv-tgt-old"' not in html  # the text stops at step 1
+    # the metrics follow the step shown: step 1 alone (1 + n accepted), the history marks step 1
+    assert f"steps 1–1 of {len(steps)}" in at.subheader[0].value
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["mean acceptance length"] == f"{1 + steps[0].n_accepted:.2f}"
+    assert metrics["target forward passes"] == "1"
+    history = figure(at, 3)
+    assert history_bars(history) == [s.n_accepted for s in steps]  # the whole run, with step 1 marked
+    assert any(t["name"] == "step shown (1)" for t in history["data"])
+    assert "the whole run" in at.expander[-1].label or any("whole run" in e.label for e in at.expander)
     at.button(key="decode_reset").click().run()
     at.button(key="decode_step").click().run()
     assert not at.select_slider  # one step: nothing to pick

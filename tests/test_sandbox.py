@@ -10,6 +10,7 @@ from specviz.classroom.sandbox import (
     case_frame,
     case_from_frame,
     draw_r,
+    explain,
     residual_distribution,
     resize,
     sandbox_step,
@@ -17,6 +18,32 @@ from specviz.classroom.sandbox import (
 from tests.helpers import hf_pair, table_pair
 
 ONE, FIVE, NEXT = PRESETS
+
+
+def test_notes_are_computed_from_the_table_on_screen():
+    # five tokens, worked by hand: 1 q .5 ≤ p .6 outright; 2 r .3 ≤ .45/.6 = .75 (q > p); 3 r .6 > .2/.7 rejected;
+    # 4 r .1 ≤ .5/.5 and 5 r .2 ≤ .6/.4 would pass; the target's token: argmax of p3 = (.1 .35 .2 .25 .1), 'cat'
+    assert explain(sandbox_step(PRESETS[FIVE], "textbook")) == [
+        "q > p at position 2 (q = 0.60, p = 0.45), yet r = 0.30 ≤ p/q = 0.75: accepted. q > p is not an automatic "
+        "rejection.",
+        "Positions 4 and 5 would pass their own test (r ≤ p/q) but come after the rejection at position 3: "
+        "not reached, discarded.",
+        "'sat' is rejected at position 3, so the target chooses the next token from its distribution there: textbook "
+        "takes p's most likely token: 'cat'.",
+    ]
+    # the same exercise cut to τ = 2 (the case) or 1: nothing after a rejection, so no such note
+    two = explain(sandbox_step(resize(PRESETS[FIVE], 2), "textbook"))
+    assert not any("would pass" in note for note in two) and two[-1].startswith("All 2 draft tokens accepted")
+    assert explain(sandbox_step(resize(PRESETS[FIVE], 1), "textbook")) == [
+        "All 1 draft tokens accepted: the target adds a bonus token from p at position 2: 'the'."
+    ]
+    # an edit that makes position 4 fail its own test (r .9 > p/q 1 is impossible: lower p4 of 'on' to .05)
+    case = PRESETS[FIVE]
+    p4 = (0.1, 0.1, 0.1, 0.05, 0.65)  # 'on': q .5, p .05 → p/q .1 < r4 .5 fails; 'mat': .65/.4 ≥ 1 passes
+    edited = case.__class__(case.words, case.q, (*case.p[:3], p4, *case.p[4:]), (0.9, 0.3, 0.6, 0.5, 0.2))
+    assert "Position 5 would pass its own test (r ≤ p/q) but comes after" in explain(sandbox_step(edited))[1]
+    one = explain(sandbox_step(PRESETS[ONE], "textbook"))  # q .8 > p .6, r .7 ≤ .75
+    assert one[0].startswith("q > p at position 1 (q = 0.80, p = 0.60), yet r = 0.70 ≤ p/q = 0.75: accepted.")
 
 
 def test_one_token_q_above_p_is_accepted_when_r_is_below_p_over_q():
@@ -59,7 +86,7 @@ def test_table_round_trip_normalises_and_checks():
     case = PRESETS[FIVE]
     frame = case_frame(case)
     assert list(frame.columns) == ["token", "q1", "p1", "q2", "p2", "q3", "p3", "q4", "p4", "q5", "p5", "p6"]
-    assert case_from_frame(frame, case.r, case.note) == case
+    assert case_from_frame(frame, case.r) == case
     frame.loc[0, "q1"] = 1.5  # column sums to 2: normalised
     assert case_from_frame(frame, case.r).q[0][0] == pytest.approx(1.5 / 2.0)
     frame.loc[1, "p2"] = -0.1

@@ -29,7 +29,6 @@ class SandboxCase:
     q: tuple[tuple[float, ...], ...]  # draft distribution at positions 1..τ
     p: tuple[tuple[float, ...], ...]  # target distribution at positions 1..τ+1
     r: tuple[float, ...]  # the uniform draw at each position
-    note: str = ""  # what the case teaches
 
     @property
     def tau(self) -> int:
@@ -42,7 +41,6 @@ PRESETS: dict[str, SandboxCase] = {
         q=((0.8, 0.2),),
         p=((0.6, 0.4), (0.5, 0.5)),
         r=(0.7,),
-        note="q > p, yet r = 0.7 ≤ p/q = 0.75: accepted. q > p is not an automatic rejection.",
     ),
     "Five-token draft, the third rejected first": SandboxCase(
         words=("the", "cat", "sat", "on", "mat"),
@@ -62,15 +60,12 @@ PRESETS: dict[str, SandboxCase] = {
             (0.2, 0.2, 0.2, 0.2, 0.2),
         ),
         r=(0.9, 0.3, 0.6, 0.1, 0.2),
-        note="Positions 4 and 5 would pass their own test (r ≤ p/q) but come after a rejection: discarded.",
     ),
     "The next token after the accepted run": SandboxCase(
         words=("sat", "ran", "slept", "jumped"),
         q=((0.7, 0.1, 0.1, 0.1), (0.1, 0.7, 0.1, 0.1)),
         p=((0.8, 0.1, 0.05, 0.05), (0.5, 0.1, 0.3, 0.1), (0.25, 0.25, 0.25, 0.25)),
         r=(0.4, 0.5),
-        note="'ran' is rejected at position 2, so the target chooses from its distribution there: "
-        "textbook takes its mode, lossless samples norm(max(0, p − q)).",
     ),
 }
 
@@ -97,7 +92,7 @@ def column_sums(frame: pd.DataFrame) -> dict[str, float]:
     return {c: s for c, s in sums.items() if abs(s - 1.0) > 1e-6}
 
 
-def case_from_frame(frame: pd.DataFrame, r: Sequence[float], note: str = "") -> SandboxCase:
+def case_from_frame(frame: pd.DataFrame, r: Sequence[float]) -> SandboxCase:
     """Read an edited table back, checking it; each column is normalised to sum to 1 (column_sums
     names the ones that did not)."""
     words = [str(w).strip() for w in frame["token"].tolist()]
@@ -119,7 +114,7 @@ def case_from_frame(frame: pd.DataFrame, r: Sequence[float], note: str = "") -> 
     p = tuple(column(f"p{t}") for t in range(1, tau + 2))
     if any(not 0.0 <= x < 1.0 for x in r):
         raise ConfigError("each r is a draw from [0, 1)")
-    return SandboxCase(tuple(words), q, p, tuple(float(x) for x in r), note)
+    return SandboxCase(tuple(words), q, p, tuple(float(x) for x in r))
 
 
 def case_to_json(case: SandboxCase) -> str:
@@ -127,7 +122,7 @@ def case_to_json(case: SandboxCase) -> str:
     return json.dumps({"words": case.words, "q": case.q, "p": case.p}, separators=(",", ":"))
 
 
-def case_from_json(text: str, r: Sequence[float], note: str = "") -> SandboxCase:
+def case_from_json(text: str, r: Sequence[float]) -> SandboxCase:
     """A case from a link's table, checked like an edited table."""
     try:
         data = json.loads(text)
@@ -137,7 +132,7 @@ def case_from_json(text: str, r: Sequence[float], note: str = "") -> SandboxCase
         frame = case_frame(SandboxCase(tuple(words), tuple(map(tuple, q)), tuple(map(tuple, p)), tuple(r)))
     except (ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"the link's sandbox table cannot be read ({exc})") from exc
-    return case_from_frame(frame, r, note)
+    return case_from_frame(frame, r)
 
 
 def resize(case: SandboxCase, tau: int) -> SandboxCase:
@@ -146,7 +141,7 @@ def resize(case: SandboxCase, tau: int) -> SandboxCase:
     q = tuple(case.q[min(t, case.tau - 1)] for t in range(tau))
     p = (*(case.p[min(t, case.tau - 1)] for t in range(tau)), case.p[case.tau])
     r = tuple(case.r[t] if t < case.tau else 0.5 for t in range(tau))
-    return SandboxCase(case.words, q, p, r, case.note)
+    return SandboxCase(case.words, q, p, r)
 
 
 def draw_r(tau: int, seed: int) -> tuple[float, ...]:
@@ -165,6 +160,48 @@ def sandbox_step(case: SandboxCase, mode: str = "textbook", seed: int = 0) -> St
     choice = choose(mode, draft, q, p, torch.Generator().manual_seed(seed), given_r=case.r)
     emitted = (*draft[: choice.n], choice.token)
     return record_step(0, 0, draft, q, p, choice, emitted, (0.0, 0.0), lambda y: case.words[y], len(case.words))
+
+
+def _positions(ts: Sequence[int]) -> str:
+    names = [str(t + 1) for t in ts]
+    return f"Position {names[0]}" if len(names) == 1 else f"Positions {', '.join(names[:-1])} and {names[-1]}"
+
+
+def explain(step: StepTrace) -> list[str]:
+    """What this step teaches, in sentences computed from its own numbers (never a note written for
+    another table): a q > p token accepted by its draw, tokens after the first rejection that would
+    have passed their own test, and where the next token came from."""
+    notes, n, tau = [], step.n_accepted, step.tau
+    for t in range(n):
+        if step.r[t] is not None and step.ratio[t] < 1.0:
+            notes.append(
+                f"q > p at position {t + 1} (q = {step.q[t]:.2f}, p = {step.p[t]:.2f}), yet r = {step.r[t]:.2f} ≤ "
+                f"p/q = {step.ratio[t]:.2f}: accepted. q > p is not an automatic rejection."
+            )
+    if step.r and step.r[0] is None:  # greedy: a token "passes" when it is the target's argmax there
+        passing = [t for t in range(n + 1, tau) if step.p_top[t] and step.p_top[t][0].token == step.draft_tokens[t]]
+        test = "equal the target's argmax there"
+    else:
+        passing = [t for t in range(n + 1, tau) if step.r[t] is not None and step.r[t] <= step.ratio[t]]
+        test = f"pass {'their' if len(passing) > 1 else 'its'} own test (r ≤ p/q)"
+    if passing:
+        come = "come" if len(passing) > 1 else "comes"
+        notes.append(f"{_positions(passing)} would {test} but {come} after the rejection at position {n + 1}: "
+                     "not reached, discarded.")  # fmt: skip
+    if n < tau:
+        rule = {
+            "residual": "lossless samples norm(max(0, p − q)), what p has and q lacks",
+            "argmax": "textbook takes p's most likely token",
+            "greedy": "greedy takes p's most likely token",
+        }.get(step.next_rule, f"the rule is {step.next_rule}")
+        notes.append(
+            f"'{step.draft_text[n]}' is rejected at position {n + 1}, so the target chooses the next token from its "
+            f"distribution there: {rule}: '{step.next_text}'."
+        )
+    else:
+        notes.append(f"All {tau} draft tokens accepted: the target adds a bonus token from p at position {tau + 1}: "
+                     f"'{step.next_text}'.")  # fmt: skip
+    return notes
 
 
 def residual_distribution(case: SandboxCase, position: int) -> list[float]:

@@ -167,8 +167,9 @@ def _prompt_span(prompt: str) -> str:
 
 
 LEGEND = (
-    '<div class="sv-legend"><span class="sv-acc">accepted</span><span class="sv-rej">rejected (the first)</span>'
-    '<span class="sv-nr">not reached (after it)</span><span class="sv-tgt">the target\'s token</span></div>'
+    '<div class="sv-legend"><span class="sv-key sv-acc">accepted</span><span class="sv-key sv-rej">rejected (the '
+    'first)</span><span class="sv-key sv-nr">not reached (after it)</span><span class="sv-key sv-tgt">the target\'s '
+    "token</span></div>"
 )
 
 
