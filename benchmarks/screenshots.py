@@ -31,8 +31,7 @@ SHOTS = (
     Shot("decode-quiz", "?decode_steps=2&decode_quiz=true&decode_quiz_kind=rule", wait_text="which will the target"),
     Shot("sandbox", "sandbox?sandbox_preset=Five-token+draft", wait_text="accepted"),
     Shot("lossless", "lossless", press=("Run the check",), wait_text="chi-square"),
-    Shot("sweep", "sweep?sweep_taus=1-4&sweep_max_new=16&sweep_prompts=The+cat+sat+on+the", press=("Run",),
-         wait_text="Results"),  # fmt: skip
+    Shot("sweep", "sweep?sweep_taus=1-4&sweep_max_new=16&sweep_prompts=The+cat+sat+on+the", ("Run",), "Results"),
     Shot("lessons", "lessons", wait_text="Lesson"),
 )
 

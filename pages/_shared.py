@@ -191,12 +191,14 @@ def metrics_row(m: specviz.Metrics, target_top_k: int | None = None) -> None:
     row[2].metric("α ≈ (top-k)" if target_top_k else "α", f"{(m.alpha or 0):.3f}",
                   help="mean over draft positions of Σ min(p, q)" + (approx if target_top_k else ""))  # fmt: skip
     row[3].metric("target forward passes", m.target_forward_passes, help=f"for {m.emitted_tokens} tokens")
-    row[4].metric("tokens/s", f"{(m.tokens_per_second or 0):.1f}",
-                  help="emitted tokens per second of drafting and verifying (the prompt's reading not counted)")  # fmt: skip
+    speed = "emitted tokens per second of drafting and verifying (the prompt's reading not counted)"
+    row[4].metric("tokens/s", f"{(m.tokens_per_second or 0):.1f}", help=speed)
     share = m.draft_ms / (m.draft_ms + m.verify_ms) if m.draft_ms + m.verify_ms else 0
-    row[5].metric("time: draft / verify", f"{share:.0%} / {1 - share:.0%}",
-                  help=f"share of the decoding time spent drafting and verifying. c = {m.c or 0:.2f}: the time of "
-                  "one draft forward over one target forward (SPEC.md); speculation can pay only where α > c")  # fmt: skip
+    split = (
+        f"share of the decoding time spent drafting and verifying. c = {m.c or 0:.2f}: the time of one draft "
+        "forward over one target forward (SPEC.md); speculation can pay only where α > c"
+    )
+    row[5].metric("time: draft / verify", f"{share:.0%} / {1 - share:.0%}", help=split)
 
 
 def downloads(prefix: str, stem: str, json_text: str, csv_text: str, labels: tuple[str, str]) -> None:
