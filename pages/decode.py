@@ -51,16 +51,16 @@ with st.sidebar:
 
 present = bool(st.session_state.get("decode_present"))  # a projector: one row of controls, no title
 if present:
-    cols = st.columns([1, 1.3, 1, 1, 1.7, 1.3, 2.6])
-    toggles = cols[-3:]
+    cols = st.columns([1, 1.3, 1, 1, 2.1, 1.4, 2.6], vertical_alignment="bottom")
+    toggles = [st.container(), cols[4], cols[5]]
 else:  # the title shares its row with the toggles; on a short screen it shrinks (ui.COMPACT_CSS)
     st.html(ui.COMPACT_CSS)
-    toggles = st.columns([4.4, 1.5, 1.1], vertical_alignment="center")
+    toggles = st.columns([3.6, 1.7, 1.2], vertical_alignment="center")
     toggles[0].title("Speculative decoding, step by step")
 with toggles[1]:
     presentation_toggle("decode_present")
 quiz_on = toggles[2].toggle("Quiz mode", key="decode_quiz", help="Hide r and the decisions until the class has guessed")
-where = toggles[-1] if present else st.container()
+where = cols[-1] if present else st.container()
 kind = where.radio("Quiz", list(quiz.KINDS), key="decode_quiz_kind", format_func=quiz.KINDS.get,
                    horizontal=not present) if quiz_on else ""  # fmt: skip
 if upload_error:
@@ -140,7 +140,7 @@ if replay:
 hidden = quiz_on and last.tau > 0 and not quiz_ui.panel(last, kind)
 draws = hidden and kind == "rule"  # the quiz on the rule shows r and p/q, never the decisions
 shown = run.steps[:-1] if hidden else run.steps  # until Reveal, nothing counts the current step
-with cols[-1] if not present else st.container():
+with cols[-1] if not (present and quiz_on) else st.container():  # in the row of buttons, where there is room
     view = ui.step_picker(run.steps, hidden)  # the step drawn: the newest, or one picked
 upto = run.steps[: view.index + 1]
 marks = quiz_ui.marks(view) if quiz_on else ()  # after Reveal: the class right or wrong, per token
@@ -151,13 +151,13 @@ if view.tau == 0:
     st.info(f"No draft at step {view.index + 1} (the drafter found no match, or the end was near): the target "
             f"alone chose '{view.next_text}'.")  # fmt: skip
 else:
-    size = {"height": 400, "font_size": 20} if present else {"height": 420}  # a projector: chart and next token
+    size = {"height": 390, "font_size": 20} if present else {"height": 420}  # a projector: chart and next token
     beside = st.columns([2, 1]) if present and not hidden else None
     with beside[0] if beside else st.container():
         st.plotly_chart(charts.step_chart(view, hidden, draws, marks=marks, **size), key="decode_step_chart")
     if beside:
         with beside[1]:
-            ui.next_token_panel(view, height=360, font_size=18)
+            ui.next_token_panel(view, height=320, font_size=18, rows=6)
     left, right = st.columns([3, 2])
     with left:
         position = st.segmented_control(

@@ -144,19 +144,20 @@ def top_chart(step: StepTrace, position: int, hide_decisions: bool = False) -> g
             row=1, col=col,
         )  # fmt: skip
     fig.update_layout(height=420, margin={"t": 50, "l": 10, "r": 10})
-    fig.update_traces(textposition="outside", cliponaxis=False)  # one size, beside the bar, never inside it
+    fig.update_traces(textposition="outside", cliponaxis=False, constraintext="none")  # beside the bar, one size
     fig.update_xaxes(range=[0, 1.45], tickvals=[0, 0.5, 1])  # room right of a bar at 1 for its label
     fig.update_yaxes(type="category")
     return sized(fig, FONT["size"])
 
 
-def next_token_chart(step: StepTrace, height: int = 360, font_size: int = 16) -> go.Figure:
-    """Where the next token came from (SPEC.md step 5): the top of the distribution it was chosen
-    from (p at position n+1, the residual norm(max(0, p − q)) there, or p at τ+1 when all were
-    accepted), the chosen token highlighted, the rule in the title."""
+def next_token_chart(step: StepTrace, height: int = 360, font_size: int = 16, rows: int = 10) -> go.Figure:
+    """Where the next token came from (SPEC.md step 5): the top `rows` of the distribution it was
+    chosen from (p at position n+1, the residual norm(max(0, p − q)) there, or p at τ+1 when all were
+    accepted; the chosen token always among them), the chosen token highlighted, the rule in the title."""
     residual = step.next_rule == "residual"
-    top = step.residual_top if residual and step.residual_top is not None else step.next_top
-    entries = list(reversed(top))  # most likely at the top
+    top = list(step.residual_top if residual and step.residual_top is not None else step.next_top)
+    chosen = [e for e in top[rows:] if e.token == step.next_token]
+    entries = list(reversed(top[: rows - len(chosen)] + chosen))  # most likely at the top
     base = RESIDUAL_COLOR if residual else P_COLOR
     where = step.n_accepted + 1
     title = {
@@ -172,11 +173,11 @@ def next_token_chart(step: StepTrace, height: int = 360, font_size: int = 16) ->
             text=[prob_text(e.prob) for e in entries], hovertemplate="%{customdata}: %{x:.4g}<extra></extra>",
         )
     )  # fmt: skip
-    fig.update_traces(textposition="outside", cliponaxis=False)  # one size, beside the bar: never shrunk inside it
+    fig.update_traces(textposition="outside", cliponaxis=False, constraintext="none")  # beside the bar, never shrunk
     fig.update_layout(
-        height=height, margin={"t": 2 * font_size + 40, "l": 10, "r": 10, "b": 2 * font_size + 30},
+        height=height, margin={"t": 2 * font_size + 40, "l": 10, "r": 10, "b": 10},
         title={"text": f"{title}<br>chosen: '{token_label(step.next_text)}' ({step.next_rule})"},
-        xaxis={"range": [0, 1.3], "tickvals": [0, 0.5, 1], "title": "probability"}, yaxis={"type": "category"},
+        xaxis={"range": [0, 1.3], "visible": False}, yaxis={"type": "category"},  # each bar carries its probability
     )  # fmt: skip
     sized(fig, font_size)
     fig.update_layout(title_font=heading)
