@@ -1,6 +1,8 @@
 """Is it lossless? Repeat the first step many times in each mode and test the emitted token
 against the target's own distribution."""
 
+import time
+
 import pandas as pd
 import streamlit as st
 
@@ -56,27 +58,42 @@ settings = (source, tau, temperature, trials, prompt, repr(pair.target.name), re
 if source == TABLES:
     settings += (tuple(map(tuple, table.values.tolist())),)
 results = st.session_state.setdefault("lossless_results", {})
-if st.button("Run the check", type="primary", key="lossless_run", icon=":material/play_arrow:"):
-    bar, checks = st.progress(0.0, text="Starting…"), {}
+checks = results.get(settings, {})  # filled mode by mode: Stop keeps every finished mode
+missing = [mode for mode in specviz.MODES if mode not in checks]
+cols = st.columns([1.4, 1, 4])
+run_clicked = cols[0].button("Run the check" if missing else "All modes finished", type="primary",
+                             key="lossless_run", icon=":material/play_arrow:", disabled=not missing)  # fmt: skip
+cols[1].button("Stop", key="lossless_stop", icon=":material/stop:", help="Keeps every finished mode")
+if run_clicked:
+    bar, started = st.progress(0.0, text="Starting…"), time.perf_counter()
+    results[settings] = checks
     try:
-        for m, mode in enumerate(specviz.MODES):
+        for m, mode in enumerate(missing):
             config = specviz.SpecConfig(tau=tau, mode=mode, temperature=temperature)
             samples = []
-            for i, token in enumerate(in_turns(first_tokens(pair, prompt, config, trials))):
+            for i, token in enumerate(in_turns(first_tokens(pair, prompt, config, trials)), start=1):
                 samples.append(token)
-                if i % max(1, trials // 50) == 0:
-                    bar.progress((m + i / trials) / 3, text=f"{mode}: {i} / {trials}")
+                if i % max(1, trials // 50) == 0 or i == 1:
+                    done = m * trials + i  # trials so far; the time left from the measured time per trial
+                    left = (time.perf_counter() - started) / done * (len(missing) * trials - done)
+                    bar.progress((m + i / trials) / len(missing),
+                                 text=f"{mode}: {i:,} / {trials:,} trials — about {left:,.0f} s left")  # fmt: skip
             checks[mode] = check(mode, samples, reference(pair, prompt, config))
     except specviz.SpecvizError as exc:
         st.error(f"**Cannot run.** {exc}")
         st.stop()
-    results[settings] = checks
     bar.empty()
+    st.rerun()  # redraw the buttons and the verdicts from the finished checks
 
-checks = results.get(settings)
 if not checks:
-    st.info("Press **Run the check**. 20,000 trials per mode on tables take about a minute here.")
+    st.info(
+        "Press **Run the check**. On tables a trial is a few table look-ups; on real models each trial is one "
+        "speculative step. While it runs, the bar gives the time left, measured from the "
+        "first trials, and **Stop** keeps every finished mode."
+    )
     st.stop()
-for mode, result in checks.items():
+if missing:
+    st.warning(f"Stopped with {len(missing)} of 3 modes left ({', '.join(missing)}): **Run the check** to go on.")
+for mode, result in ((m, checks[m]) for m in specviz.MODES if m in checks):  # one order, however they ran
     (st.success if result.consistent else st.error)(result.verdict())
     st.plotly_chart(charts.lossless_chart(result, pair.codec.token_text), key=f"lossless_chart_{mode}")
