@@ -107,8 +107,9 @@ elif reset_clicked or ((step_clicked or run_clicked) and (dec is None or stale))
         dec, stale = started, False
 if (autostep := st.session_state.pop("decode_autostep", 0)) and pair is not None:  # opened from a link
     dec, stale = start_run() or dec, False
-    while dec is not None and len(dec.steps) < autostep and not dec.done and ui.step(dec, turn):
-        pass
+    with st.spinner(f"Opening the shared run: {autostep} steps with the link's settings…"):
+        while dec is not None and len(dec.steps) < autostep and not dec.done and ui.step(dec, turn):
+            pass
 if dec is not None and (step_clicked or run_clicked) and dec.done:
     st.info(f"This run has finished ({dec.stop_reason}). Press **Reset** to start again.")
 elif dec is not None and step_clicked:
@@ -129,6 +130,11 @@ if dec is None or not dec.steps:
         "accepted or rejected. Hover the marked tokens for q, p, p/q and r.",
         icon=":material/info:",
     )
+    # What a step can yield, drawn before the first Step: it also loads the browser's chart code now,
+    # which made the first Step take seconds longer than the next ones.
+    st.markdown(f"**What to expect** at τ = {tau}: a step emits 1 to {tau + 1} tokens for one target pass; on "
+                "average (1 − α^(τ+1)) / (1 − α) when each draft token is accepted with probability α.")  # fmt: skip
+    st.plotly_chart(charts.theory_chart([0.5, 0.7, 0.9], max_tau=max(8, tau)), key="decode_expect_chart")
     st.stop()
 if stale:
     st.warning("Settings changed: the next **Step** starts a new run with them. The run below used the old ones.")

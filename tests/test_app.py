@@ -71,6 +71,11 @@ def test_first_page_opens_ready_to_step_with_the_embedded_pair(loads):
     assert at.toggle(key="decode_chat").value and at.slider(key="decode_tau").value == 4
     assert [b.label for b in at.button] == ["Step", "Run to end", "Back", "Reset"]
     assert "Press **Step**" in at.info[0].value
+    expect = figure(at, 0)  # what a step can yield, drawn before the first Step (and the chart code loaded)
+    assert [t["name"] for t in expect["data"]] == ["α = 0.5", "α = 0.7", "α = 0.9"]
+    assert expect["data"][2]["y"][3] == pytest.approx((1 - 0.9**5) / 0.1)  # τ = 4: 4.0951 tokens per pass
+    at.button(key="decode_step").click().run()
+    assert "Step 1:" in figure(at, 0)["layout"]["title"]["text"]  # the step's chart replaces it
 
 
 def test_variants_are_chosen_in_the_sidebar_and_labelled_on_the_page(loads):
