@@ -229,12 +229,13 @@ def step_picker(steps: tuple[specviz.StepTrace, ...], hidden: bool) -> specviz.S
     return steps[pick - 1]
 
 
-def next_token_panel(step: specviz.StepTrace, **size: int) -> None:
-    """The target's token: its rule and probability in a sentence, the distribution it came from,
-    and why, when it is the rejected draft token itself."""
+def next_token_panel(step: specviz.StepTrace, brief: bool = False, **size: int) -> None:
+    """The target's token: its rule and probability in a sentence, the distribution it came from
+    (`brief`, on a projector: only in the chart's title), and why, when it is the rejected draft token itself."""
     source, note = next_token_source(step)
     label = token_label(step.next_text)
-    st.markdown(f"Next token **{label!r}** by rule **{step.next_rule}**, probability {step.next_prob:.4f}. {source}.")
+    where = "" if brief else f" {source}."
+    st.markdown(f"Next token **{label!r}** by rule **{step.next_rule}**, probability {step.next_prob:.4f}.{where}")
     st.plotly_chart(charts.next_token_chart(step, **size), key="decode_next_chart")
     if note:  # below the chart: on a projector the chart stays on screen
         st.info(note, icon=":material/lightbulb:")

@@ -163,17 +163,17 @@ else:
         st.plotly_chart(charts.step_chart(view, hidden, draws, marks=marks, **size), key="decode_step_chart")
     if beside:
         with beside[1]:
-            ui.next_token_panel(view, height=320, font_size=18, rows=6)
-    left, right = st.columns([3, 2])
-    with left:
-        position = st.segmented_control(
-            "Top-10 at draft position", list(range(1, view.tau + 1)), default=1, key="decode_position"
-        )
-        st.plotly_chart(charts.top_chart(view, (position or 1) - 1, hidden), key="decode_top_chart")
-    with right:
-        if not hidden and not present:  # where the next token came from (SPEC.md step 5); it tells n
+            ui.next_token_panel(view, brief=True, height=330, font_size=18, rows=6)
+    position = st.segmented_control(
+        "Top-10 at draft position", list(range(1, view.tau + 1)), default=1, key="decode_position"
+    )
+    st.plotly_chart(charts.top_chart(view, (position or 1) - 1, hidden), key="decode_top_chart")
+    left, right = st.columns([2, 3]) if not hidden and not present else (None, st.container())
+    if left:  # where the next token came from (SPEC.md step 5); it tells n
+        with left:
             ui.next_token_panel(view)
-    ui.step_table(view, run.config.mode == "greedy", hidden, draws)
+    with right:
+        ui.step_table(view, run.config.mode == "greedy", hidden, draws)
 
 counted = shown if hidden else upto  # the metrics follow the step shown
 m = compute_metrics(counted, run.config.tau) if len(counted) < len(run.steps) else run.metrics

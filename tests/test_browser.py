@@ -122,6 +122,37 @@ def test_quiz_then_a_corrupt_upload_in_a_real_browser(server, tmp_path):
         browser.close()
 
 
+# Every text of every Plotly chart on the page: its box, its chart's box and its computed font size.
+CHART_TEXTS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(plot => {
+  const b = plot.getBoundingClientRect();
+  const texts = Array.from(plot.querySelectorAll('svg text')).filter(t => (t.textContent || '').trim())
+    .map(t => { const r = t.getBoundingClientRect();
+      return {text: t.textContent, x: r.x, y: r.y, w: r.width, h: r.height, size: parseFloat(getComputedStyle(t).fontSize)}; })
+    .filter(t => t.w > 0 && t.h > 0);
+  return {box: {x: b.x, y: b.y, width: b.width, height: b.height}, texts};
+})"""
+
+
+def overlapping(texts: list[dict], tolerance: float = 1.0) -> list[tuple[str, str]]:
+    """Pairs of texts whose boxes overlap (by more than `tolerance` pixels both ways)."""
+    found = []
+    for i, a in enumerate(texts):
+        for b in texts[i + 1 :]:
+            if min(a["x"] + a["w"], b["x"] + b["w"]) - max(a["x"], b["x"]) > tolerance and (
+                min(a["y"] + a["h"], b["y"] + b["h"]) - max(a["y"], b["y"]) > tolerance
+            ):
+                found.append((a["text"], b["text"]))
+    return found
+
+
+def clipped(plot: dict, tolerance: float = 2.0) -> list[str]:
+    """Texts that reach outside their chart's box (cut off on screen)."""
+    box = plot["box"]
+    return [t["text"] for t in plot["texts"] if t["x"] < box["x"] - tolerance or t["y"] < box["y"] - tolerance
+            or t["x"] + t["w"] > box["x"] + box["width"] + tolerance
+            or t["y"] + t["h"] > box["y"] + box["height"] + tolerance]  # fmt: skip
+
+
 def inside(box: dict | None, width: int, height: int) -> bool:
     return (
         box is not None
@@ -169,5 +200,32 @@ def test_a_projector_sees_no_file_names_and_one_step_on_one_screen(server):
             ".map(e => e.textContent || '')"
         )
         assert decisions and all(("accepted" in d) or ("rejected" in d) or ("not reached" in d) for d in decisions)
+        plots = page.evaluate(CHART_TEXTS)
+        for plot in plots[:2]:  # the two charts a room reads: every label at 18 px or more, none cut, none covered
+            small = [(t["text"], t["size"]) for t in plot["texts"] if t["size"] < 18]
+            assert not small and not clipped(plot) and not overlapping(plot["texts"]), (small, clipped(plot))
+        for plot in plots:
+            assert not overlapping(plot["texts"])
+        assert page.locator(".sv-legend").count() == 1  # the key of the marks, on the projector too
         assert page.locator('[data-testid="stException"]').count() == 0
+
+        # normal view on the same 720-pixel screen: after Step the chart and its decisions are on screen
+        page.get_by_text("Presentation view").click()
+        page.get_by_text("Running metrics").wait_for(timeout=60_000)
+        page.locator(IDLE).wait_for(timeout=60_000)
+        page.get_by_role("button", name="Step", exact=True).click()
+        page.get_by_text("Step 2:").first.wait_for(timeout=120_000)
+        page.locator(IDLE).wait_for(timeout=60_000)
+        page.wait_for_timeout(1000)
+        assert page.evaluate("window.scrollY") == 0
+        assert inside(page.locator(".stPlotlyChart").nth(0).bounding_box(), 1280, 720)
+        plots = page.evaluate(CHART_TEXTS)
+        for plot in plots:  # every chart of the page, below the fold too: no label over another, none cut
+            assert not overlapping(plot["texts"]) and not clipped(plot), (overlapping(plot["texts"]), clipped(plot))
+        # every column of the step table whole: nothing scrolls or is cut sideways
+        table = page.locator('[data-testid="stTable"]').first
+        widths = table.evaluate("e => [e.scrollWidth, e.clientWidth]")
+        assert widths[0] <= widths[1] + 1, widths
+        headers = table.locator("th").all_inner_texts()
+        assert {"token", "q", "p", "p/q", "r", "decision"} <= {h.strip() for h in headers}
         browser.close()

@@ -113,7 +113,8 @@ def step_chart(
     )
     top = 110 + (font_size + 14 if any(m is not None for m in marks) else 0)
     fig.update_layout(
-        barmode="group", yaxis={"range": [0, 1.1], "title": "probability"}, title=title,
+        barmode="group", yaxis={"range": [0, 1.22], "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1], "title": "probability"},
+        title=title,
         xaxis={"type": "category"},  # token labels such as "4. ," would otherwise read as numbers
         legend={"orientation": "h", "y": -0.2}, margin={"t": top, "b": 40, "l": 80}, height=height,
     )  # fmt: skip
@@ -131,7 +132,7 @@ def top_chart(step: StepTrace, position: int, hide_decisions: bool = False) -> g
     if step.residual_top is not None and position == step.n_accepted and not hide_decisions:
         panels.append(("residual norm(max(0, p − q))", step.residual_top, RESIDUAL_COLOR))
     fig = make_subplots(
-        rows=1, cols=len(panels), subplot_titles=[title for title, _, _ in panels], horizontal_spacing=0.16
+        rows=1, cols=len(panels), subplot_titles=[title for title, _, _ in panels], horizontal_spacing=0.24
     )
     chosen = step.draft_tokens[position]
     for col, (title, top, color) in enumerate(panels, start=1):
@@ -164,7 +165,6 @@ def next_token_chart(step: StepTrace, height: int = 360, font_size: int = 16, ro
         "residual": f"norm(max(0, p − q)) at position {where}",
         "bonus": f"p at position {where}: the bonus token",
     }.get(step.next_rule, f"p at position {where}, the first rejected")
-    heading = {"size": font_size - 1}
     fig = go.Figure(
         go.Bar(
             x=[e.prob for e in entries], y=[f"{token_label(e.text, LABEL_CHARS)} #{e.token}" for e in entries],
@@ -179,9 +179,7 @@ def next_token_chart(step: StepTrace, height: int = 360, font_size: int = 16, ro
         title={"text": f"{title}<br>chosen: '{token_label(step.next_text)}' ({step.next_rule})"},
         xaxis={"range": [0, 1.3], "visible": False}, yaxis={"type": "category"},  # each bar carries its probability
     )  # fmt: skip
-    sized(fig, font_size)
-    fig.update_layout(title_font=heading)
-    return fig
+    return sized(fig, font_size)
 
 
 def history_chart(steps: Sequence[StepTrace], shown: int | None = None) -> go.Figure:
@@ -214,9 +212,9 @@ def history_chart(steps: Sequence[StepTrace], shown: int | None = None) -> go.Fi
         line={"dash": "dot", "color": "black"},
     )
     fig.update_layout(
-        height=340, xaxis={"title": "step", "dtick": 1 if len(steps) <= 30 else None}, barmode="overlay",
-        yaxis={"title": "accepted", "rangemode": "tozero"}, legend={"orientation": "h", "y": -0.3},
-        margin={"t": 30, "b": 100},
+        height=370, xaxis={"title": "step", "dtick": 1 if len(steps) <= 30 else None}, barmode="overlay",
+        yaxis={"title": "accepted", "rangemode": "tozero"}, legend={"orientation": "h", "y": -0.45, "yanchor": "top"},
+        margin={"t": 30, "b": 130},
     )  # fmt: skip
     return sized(fig, FONT["size"])
 
@@ -226,19 +224,26 @@ def per_position_chart(rates: Sequence[float], conditional: Sequence[float | Non
     steps (SPEC.md: never increases with i) and, if given, of the steps that reached position i
     (tokens 1..i−1 accepted), as serving engines log it."""
     x = list(range(1, len(rates) + 1))
-    bar = {"marker_color": DECISION_COLORS["accepted"], "texttemplate": "%{y:.2f}", "name": "accepted / all steps"}
+    bar = {
+        "marker_color": DECISION_COLORS["accepted"],
+        "texttemplate": "%{y:.2f}",
+        "name": "accepted / all steps",
+        "textposition": "outside",
+        "constraintext": "none",
+        "cliponaxis": False,
+    }
     fig = go.Figure(go.Bar(x=x, y=list(rates), **bar))
     if conditional:
         fig.add_bar(
-            x=x, y=list(conditional), marker_color="#9ecae1", texttemplate="%{y:.2f}",
-            name="accepted / steps that reached i (engines' rate)",
+            x=x, y=list(conditional), marker_color="#9ecae1", texttemplate="%{y:.2f}", textposition="outside",
+            constraintext="none", cliponaxis=False, name="accepted / steps that reached i (engines' rate)",
         )  # fmt: skip
     fig.update_layout(
-        font=FONT, height=300, xaxis={"title": "draft position i", "dtick": 1}, barmode="group",
-        yaxis={"title": "acceptance rate", "range": [0, 1.12]}, margin={"t": 30},
-        legend={"orientation": "h", "y": 1.15, "x": 0}, showlegend=bool(conditional),
+        height=360, xaxis={"title": "draft position i", "dtick": 1}, barmode="group",
+        yaxis={"title": "acceptance rate", "range": [0, 1.18]}, margin={"t": 30, "b": 110},
+        legend={"orientation": "h", "y": -0.3, "x": 0}, showlegend=bool(conditional),
     )  # fmt: skip
-    return fig
+    return sized(fig, FONT["size"])
 
 
 def theory_chart(alphas: Sequence[float], max_tau: int = 12) -> go.Figure:
@@ -253,10 +258,10 @@ def theory_chart(alphas: Sequence[float], max_tau: int = 12) -> go.Figure:
             name=f"α = {alpha}",
         )
     fig.update_layout(
-        font=FONT, height=380, xaxis={"title": "τ (draft tokens per step)", "dtick": 1},
+        height=380, xaxis={"title": "τ (draft tokens per step)", "dtick": 1},
         yaxis={"title": "expected tokens per step"}, margin={"t": 30},
     )  # fmt: skip
-    return fig
+    return sized(fig, FONT["size"])
 
 
 # --- τ sweep ---------------------------------------------------------------------------------------
@@ -270,10 +275,10 @@ def sweep_length_chart(result: SweepResult) -> go.Figure:
         if lengths:
             fig.add_box(y=lengths, name=f"τ = {tau}", boxmean=True, marker_color=P_COLOR, showlegend=False)
     fig.update_layout(
-        font=FONT, height=380, yaxis={"title": "accepted draft tokens per step", "rangemode": "tozero"},
+        height=380, yaxis={"title": "accepted draft tokens per step", "rangemode": "tozero"},
         margin={"t": 30},
     )  # fmt: skip
-    return fig
+    return sized(fig, FONT["size"])
 
 
 THEORY_NOTE = (
@@ -317,10 +322,10 @@ def sweep_acceptance_chart(result: SweepResult) -> go.Figure:
     alpha_y = [s.expected_tokens_per_step for s in rows]
     _theory_lines(fig, taus, alpha_y, [s.expected_tokens_per_step_measured for s in rows], result)
     fig.update_layout(
-        font=FONT, height=420, xaxis={"title": "τ", "dtick": 1}, yaxis={"title": "mean acceptance length"},
+        height=420, xaxis={"title": "τ", "dtick": 1}, yaxis={"title": "mean acceptance length"},
         legend={"orientation": "h", "y": -0.22}, margin={"t": 30, "b": 110},
     )  # fmt: skip
-    return fig
+    return sized(fig, FONT["size"])
 
 
 def sweep_position_chart(result: SweepResult) -> go.Figure:
@@ -334,10 +339,10 @@ def sweep_position_chart(result: SweepResult) -> go.Figure:
             name=f"τ = {s.tau}",
         )
     fig.update_layout(
-        font=FONT, height=380, xaxis={"title": "draft position i", "dtick": 1},
+        height=380, xaxis={"title": "draft position i", "dtick": 1},
         yaxis={"title": "acceptance rate", "range": [0, 1.05]}, margin={"t": 30},
     )  # fmt: skip
-    return fig
+    return sized(fig, FONT["size"])
 
 
 def sweep_speedup_chart(result: SweepResult) -> go.Figure:
@@ -369,10 +374,10 @@ def sweep_speedup_chart(result: SweepResult) -> go.Figure:
             line={"color": "grey", "dash": "dot"}, hoverinfo="skip",
         )  # fmt: skip
     fig.update_layout(
-        font=FONT, height=420, xaxis={"title": "τ", "dtick": 1}, yaxis={"title": "speedup ×", "rangemode": "tozero"},
+        height=420, xaxis={"title": "τ", "dtick": 1}, yaxis={"title": "speedup ×", "rangemode": "tozero"},
         legend={"orientation": "h", "y": -0.22}, margin={"t": 50, "b": 110, "r": 60},
     )  # fmt: skip
-    return fig
+    return sized(fig, FONT["size"])
 
 
 def lossless_chart(check: LosslessCheck, text: Callable[[int], str]) -> go.Figure:
@@ -386,9 +391,10 @@ def lossless_chart(check: LosslessCheck, text: Callable[[int], str]) -> go.Figur
         marker_color=DECISION_COLORS["accepted" if check.consistent else "rejected"],
     )  # fmt: skip
     fig.update_layout(
-        barmode="group", font=FONT, height=340, yaxis={"title": "probability", "rangemode": "tozero"},
+        barmode="group", height=340, yaxis={"title": "probability", "rangemode": "tozero"},
         xaxis={"type": "category"},
-        title=f"{check.mode}: chi-square p-value {check.p_value_text}", margin={"t": 50},
+        title=f"{check.mode}: chi-square p-value {check.p_value_text}", margin={"t": 60},
         legend={"orientation": "h", "y": -0.25},
     )  # fmt: skip
-    return fig
+    fig.update_traces(textposition="outside", constraintext="none", cliponaxis=False)
+    return sized(fig, FONT["size"])
