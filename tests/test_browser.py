@@ -127,7 +127,8 @@ CHART_TEXTS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).
   const b = plot.getBoundingClientRect();
   const texts = Array.from(plot.querySelectorAll('svg text')).filter(t => (t.textContent || '').trim())
     .map(t => { const r = t.getBoundingClientRect();
-      return {text: t.textContent, x: r.x, y: r.y, w: r.width, h: r.height, size: parseFloat(getComputedStyle(t).fontSize)}; })
+      const size = parseFloat(getComputedStyle(t).fontSize);
+      return {text: t.textContent, x: r.x, y: r.y, w: r.width, h: r.height, size}; })
     .filter(t => t.w > 0 && t.h > 0);
   return {box: {x: b.x, y: b.y, width: b.width, height: b.height}, texts};
 })"""
