@@ -34,6 +34,10 @@ if "specviz_kept" not in st.session_state:  # a session's first run: settings fr
                 case = case_from_json(sandbox_table, r)
             except ConfigError as exc:
                 problems.append(str(exc))
+        if not sandbox_table:  # the exercise's own τ and draws, wherever the link does not set them
+            kept_link = st.session_state["specviz_kept"]
+            kept_link["sandbox_tau"] = from_link.get("sandbox_tau", case.tau)
+            kept_link.update({f"sandbox_r{t}": case.r[t] for t in range(case.tau) if f"sandbox_r{t}" not in from_link})
         st.session_state.update(sandbox_loaded=exercise, sandbox_case=case)
     for problem in problems:
         st.toast(problem, icon=":material/link_off:")

@@ -101,6 +101,17 @@ def test_a_sandbox_link_carries_its_edited_table_and_draws(tiny):
     assert "sandbox_table=" in at.code[0].value and "sandbox_r0=0.7" in at.code[0].value
 
 
+def test_a_sandbox_link_naming_only_the_exercise_opens_it_whole(tiny):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params.update(sandbox_preset="Five-token draft, the third rejected first")  # no τ, no draws
+    at.run()
+    at.switch_page("pages/sandbox.py").run()
+    assert not at.exception
+    assert at.number_input(key="sandbox_tau").value == 5  # the exercise's τ, not the default 1
+    assert "**n = 2** of 5 accepted (position 3 is the first rejected)" in at.success[0].value
+    assert any(i.value.startswith("Positions 4 and 5 would pass their own test") for i in at.info)
+
+
 def test_a_lossless_link_carries_its_table_and_a_broken_one_is_a_message(tiny):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.query_params.update(lossless_table='{"token":["x","y"],"p (target)":[0.9,0.1],"q (draft)":[0.5,0.5]}')

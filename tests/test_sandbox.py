@@ -35,7 +35,7 @@ def test_notes_are_computed_from_the_table_on_screen():
     two = explain(sandbox_step(resize(PRESETS[FIVE], 2), "textbook"))
     assert not any("would pass" in note for note in two) and two[-1].startswith("All 2 draft tokens accepted")
     assert explain(sandbox_step(resize(PRESETS[FIVE], 1), "textbook")) == [
-        "All 1 draft tokens accepted: the target adds a bonus token from p at position 2: 'the'."
+        "The draft token accepted: the target adds a bonus token from p at position 2: 'the'."
     ]
     # an edit that makes position 4 fail its own test (r .9 > p/q 1 is impossible: lower p4 of 'on' to .05)
     case = PRESETS[FIVE]

@@ -199,8 +199,8 @@ def explain(step: StepTrace) -> list[str]:
             f"distribution there: {rule}: '{step.next_text}'."
         )
     else:
-        notes.append(f"All {tau} draft tokens accepted: the target adds a bonus token from p at position {tau + 1}: "
-                     f"'{step.next_text}'.")  # fmt: skip
+        accepted = f"All {tau} draft tokens accepted" if tau > 1 else "The draft token accepted"
+        notes.append(f"{accepted}: the target adds a bonus token from p at position {tau + 1}: '{step.next_text}'.")
     return notes
 
 
