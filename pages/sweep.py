@@ -94,17 +94,18 @@ if not result.runs:
     st.stop()
 if not result.complete:
     st.warning(f"Stopped with {result.pending} of {total} units left; the charts show what finished. Run to go on.")
-st.success(result.verdict(), icon=":material/insights:")
+best = next((s for s in result.by_tau() if s.tau == result.best_tau_measured()), None)
+(st.success if best is not None and best.speedup > 1 else st.warning)(result.verdict(), icon=":material/insights:")
 st.caption(charts.THEORY_NOTE)
 
 left, right = st.columns(2)
 left.markdown("**Mean acceptance length: measured and (1 − α^(τ+1)) / (1 − α)**")
 left.plotly_chart(charts.sweep_acceptance_chart(result), key="sweep_acceptance_chart")
-right.markdown("**Speedup over the target alone: measured and predicted S(τ)**")
+right.markdown("**Speedup over the target alone: measured, S(τ) with v = 1, and S_v(τ) with the measured v**")
 right.plotly_chart(charts.sweep_speedup_chart(result), key="sweep_speedup_chart")
 left.markdown("**Accepted draft tokens per step**")
 left.plotly_chart(charts.sweep_length_chart(result), key="sweep_length_chart")
-right.markdown("**Per-position acceptance rate**")
+right.markdown("**Per-position acceptance rate (of all steps) against a^i**")
 right.plotly_chart(charts.sweep_position_chart(result), key="sweep_position_chart")
 
 if result.by_policy():

@@ -55,8 +55,9 @@ def test_pooled_metrics_and_the_two_timing_ratios_by_hand():
     runs = (RunSummary(2, 0, 0, (s[0], s[1])), RunSummary(2, 0, 1, (s[2],)))
     settings = SweepSettings(taus=(2,), prompts=("x",), seeds=(0, 1))
     result = SweepResult(settings, runs, (Baseline(0, tokens=10, decode_ms=50.0),), pending=0)
-    assert result.c == pytest.approx((12 / 6) / (24 / 3))  # 2 ms per draft forward / 8 ms per verify pass
-    assert result.c_target_only == pytest.approx((12 / 6) / (50 / 10))  # 2 ms / 5 ms per target-only token
+    assert result.c == pytest.approx((12 / 6) / (50 / 10))  # SPEC's c: 2 ms per draft forward / 5 ms per token
+    assert result.c_target_only == result.c
+    assert result.c_verify_pass == pytest.approx((12 / 6) / (24 / 3))  # 2 ms per draft forward / 8 ms per verify pass
     assert result.alpha == pytest.approx(0.6)
     # 3 accepted; the steps with n = 0 and n = 1 each rejected one token: 3 of 5 decided tokens accepted
     assert result.acceptance_probability == pytest.approx(3 / 5)
@@ -69,6 +70,17 @@ def test_pooled_metrics_and_the_two_timing_ratios_by_hand():
     assert row.conditional_per_position_acceptance_rate == pytest.approx((2 / 3, 1 / 2))
     assert row.tokens_per_second == pytest.approx(6 / 0.036)  # 6 tokens in 3 × 12 ms
     assert row.speedup == pytest.approx((6 / 0.036) / 200)  # target alone: 10 tokens in 50 ms
+    # SPEC.md "Verify cost": a verify pass of τ + 1 = 3 tokens takes 8 ms against 5 ms for one token: v(3) = 1.6;
+    # S_v = E / (τc + v) = 1.96 / (2 × 0.4 + 1.6) = 0.8167, where Leviathan's S (v = 1) = 1.96 / 1.8 = 1.089
+    assert row.verify_cost == pytest.approx(1.6)
+    assert row.predicted_speedup_v == pytest.approx(1.96 / 2.4)
+    assert row.predicted_speedup == pytest.approx(1.96 / 1.8)
+    # with the measured tokens per step (2.0) instead of α's 1.96, S_v is the measured speedup exactly: 2 / 2.4
+    assert row.mean_acceptance_length / (2 * result.c + row.verify_cost) == pytest.approx(row.speedup)
+    verdict = result.verdict()
+    assert "Measured: best τ = 2, 0.83× the target alone (slower than it)" in verdict
+    assert "best τ = 2, S_v = 0.82×" in verdict and "v = 1.60 one-token" in verdict
+    assert "predicts τ = 1 (1.14×)" in verdict  # S(1) = 1.6 / (0.4 + 1) beats S(2) = 1.089 when v = 1
 
 
 @pytest.mark.slow  # many repetitions: in `make test`, not in `make test-fast`
@@ -146,7 +158,9 @@ def test_sweep_charts_show_the_summaries(result):
     fig = sweep_length_chart(result)
     assert list(fig.data[1].y) == [n for r in result.runs if r.tau == 2 for n in r.accepted_lengths]
     fig = sweep_position_chart(result)
-    assert [list(t.y) for t in fig.data] == [list(s.per_position_acceptance_rate) for s in rows]
+    assert [list(t.y) for t in fig.data[:-1]] == [list(s.per_position_acceptance_rate) for s in rows]
+    a = result.acceptance_probability  # the i.i.d. model's a^i beside them, out to the longest τ
+    assert list(fig.data[-1].y) == pytest.approx([a, a**2, a**3, a**4]) and fig.data[-1].name.startswith("a^i")
 
 
 @pytest.mark.slow  # a fresh interpreter: in `make test`, not in `make test-fast`

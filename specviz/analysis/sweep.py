@@ -21,7 +21,7 @@ import pandas as pd
 import torch
 
 from specviz.analysis.metrics import Metrics, StepCount, compute_metrics
-from specviz.analysis.theory import best_tau, expected_speedup, expected_tokens_per_step
+from specviz.analysis.theory import best_tau, expected_speedup, expected_tokens_per_step, speedup_with_verify_cost
 from specviz.core.config import MODES, Mode, SpecConfig, TauPolicy
 from specviz.core.engine import Decoder, encode_prompt
 from specviz.core.sampling import logits_to_probs, sample
@@ -128,6 +128,9 @@ class TauSummary:
     predicted_speedup: float | None  # S(τ) from the sweep's α and c
     expected_tokens_per_step_measured: float | None  # the same formula, from acceptance_probability
     predicted_speedup_measured: float | None  # S(τ) from acceptance_probability and c
+    # SPEC.md "Verify cost", measured in these runs: a verify pass (τ + 1 tokens) over a target-only token
+    verify_cost: float | None = None  # v(τ + 1)
+    predicted_speedup_v: float | None = None  # S_v(τ) = E / (τ·c₁ + v(τ + 1)), E from α, c₁ = c_target_only
 
 
 @dataclass(frozen=True)
@@ -284,8 +287,15 @@ class SweepResult:
 
     @property
     def c(self) -> float | None:
-        """SPEC.md's c: time of one draft forward over time of one target forward (a verify pass),
-        pooled over every run."""
+        """SPEC.md's c: time of one draft forward over time of one target forward of one token, from the
+        target-only baseline on the same runtime (c_target_only); without a baseline, over a verify pass."""
+        c1 = self.c_target_only
+        return c1 if c1 is not None else self.c_verify_pass
+
+    @property
+    def c_verify_pass(self) -> float | None:
+        """Another timing ratio: a draft forward over a verify pass (τ + 1 tokens), pooled over every run:
+        the c a single trace can tell (Metrics.c). It hides the verify cost v inside it."""
         return self.pooled().c
 
     @property
@@ -327,6 +337,7 @@ class SweepResult:
         ]
         alpha, c, base, a = self.alpha, self.c, self.baseline_tokens_per_second, self.acceptance_probability
         tps = m.tokens_per_second or 0.0
+        v, c1 = self.verify_cost(tau), self.c_target_only
         return TauSummary(
             tau=tau, runs=len(runs), steps=m.steps, drafted=m.drafted_tokens, accepted=m.accepted_tokens,
             emitted=m.emitted_tokens, mean_acceptance_length=m.mean_acceptance_length or 1.0,
@@ -339,28 +350,56 @@ class SweepResult:
             predicted_speedup=None if alpha is None or c is None else expected_speedup(alpha, tau, c),
             expected_tokens_per_step_measured=None if a is None else expected_tokens_per_step(a, tau),
             predicted_speedup_measured=None if a is None or c is None else expected_speedup(a, tau, c),
+            verify_cost=v,
+            predicted_speedup_v=None if None in (alpha, v, c1) else speedup_with_verify_cost(alpha, tau, c1, v),
         )  # fmt: skip
+
+    def verify_cost(self, tau: int) -> float | None:
+        """v(τ + 1) measured in these runs (SPEC.md, "Verify cost"): the mean verify pass at τ, which
+        scores τ + 1 tokens, over the target-only baseline's time per token, on the same runtime."""
+        m, tokens = self.pooled(tau), sum(b.tokens for b in self.baselines)
+        if not m.steps or not tokens or not m.verify_ms:
+            return None
+        return (m.verify_ms / m.steps) / (sum(b.decode_ms for b in self.baselines) / tokens)
 
     def best_tau_measured(self) -> int | None:
         rows = [s for s in self.by_tau() if s.speedup is not None]
         return max(rows, key=lambda s: s.speedup).tau if rows else None
 
     def best_tau_predicted(self) -> int | None:
+        """The best τ by Leviathan's S(τ), which assumes v = 1."""
         if self.alpha is None or self.c is None:
             return None
         return best_tau(self.alpha, self.c, max_tau=max(self.settings.taus))
 
+    def best_tau_predicted_v(self) -> int | None:
+        """The best τ of those that ran by S_v(τ), with the verify cost measured at each."""
+        rows = [s for s in self.by_tau() if s.predicted_speedup_v is not None]
+        return max(rows, key=lambda s: s.predicted_speedup_v).tau if rows else None
+
     def verdict(self) -> str:
+        """One paragraph that agrees with the chart below it: the prediction with the measured verify cost
+        beside the measurement, and why Leviathan's S(τ) (v = 1) promises more."""
         alpha, c = self.alpha, self.c
         if alpha is None or c is None:
             return "Not enough finished work for a verdict yet."
-        helps = "so speculation can help" if alpha > c else "so speculation cannot beat the target alone"
-        measured = self.best_tau_measured()
-        best = next((s for s in self.by_tau() if s.tau == measured), None)
-        tail = f"; measured best τ = {measured} ({best.speedup:.2f}×)" if best and best.speedup else ""
+        rows = {s.tau: s for s in self.by_tau()}
+        measured, with_v, plain = self.best_tau_measured(), self.best_tau_predicted_v(), self.best_tau_predicted()
+        if measured is None or with_v is None:  # no baseline: no time to compare
+            helps = "so speculation can help" if alpha > c else "so speculation cannot beat the target alone"
+            return (
+                f"Speculation helps when α > c; here α = {alpha:.2f}, c = {c:.2f}, {helps}. Predicted best τ = {plain}."
+            )
+        costs = [s.verify_cost for s in rows.values() if s.verify_cost is not None]
+        best, predicted = rows[measured], rows[with_v]
+        outcome = "faster than" if best.speedup > 1 else "slower than"
         return (
-            f"Speculation helps when α > c; here α = {alpha:.2f}, c = {c:.2f}, {helps}. "
-            f"Predicted best τ = {self.best_tau_predicted()}{tail}."
+            f"Measured: best τ = {measured}, {best.speedup:.2f}× the target alone ({outcome} it). "
+            f"Predicted with the verify cost measured in these runs: best τ = {with_v}, "
+            f"S_v = {predicted.predicted_speedup_v:.2f}× (α = {alpha:.2f}; c = {c:.2f}, a draft "
+            f"forward over a one-token target pass; one pass over τ + 1 tokens costs v = {_span(costs)} one-token "
+            f"passes). Leviathan's S(τ) assumes v = 1 and predicts τ = {plain} "
+            f"({expected_speedup(alpha, plain, c):.2f}×): the gap between the two is the cost of verifying in one pass."
         )
 
     def to_frame(self) -> pd.DataFrame:
@@ -373,10 +412,12 @@ class SweepResult:
             "alpha": self.alpha,
             "c": self.c,
             "c_target_only": self.c_target_only,
+            "c_verify_pass": self.c_verify_pass,
             "acceptance_probability": self.acceptance_probability,
             "baseline_tokens_per_second": self.baseline_tokens_per_second,
             "best_tau_measured": self.best_tau_measured(),
             "best_tau_predicted": self.best_tau_predicted(),
+            "best_tau_predicted_v": self.best_tau_predicted_v(),
             "verdict": self.verdict(),
             "complete": self.complete,
             "taus": [dataclasses.asdict(s) for s in self.by_tau()],
@@ -387,6 +428,11 @@ class SweepResult:
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+
+def _span(values: Sequence[float]) -> str:
+    low, high = f"{min(values):.2f}", f"{max(values):.2f}"
+    return low if low == high else f"{low}–{high}"
 
 
 def parse_taus(text: str) -> tuple[int, ...]:

@@ -22,6 +22,12 @@ def expected_speedup(alpha: float, tau: int, c: float) -> float:
     return expected_tokens_per_step(alpha, tau) / (tau * c + 1.0)
 
 
+def speedup_with_verify_cost(alpha: float, tau: int, c: float, v: float) -> float:
+    """S_v(τ) = E / (τ·c + v) (SPEC.md, "Verify cost"): c is a draft forward over a one-token target pass
+    and v = v(τ + 1) what one target pass over τ + 1 tokens costs in one-token passes. S(τ) is v = 1."""
+    return expected_tokens_per_step(alpha, tau) / (tau * c + v)
+
+
 def best_tau(alpha: float, c: float, max_tau: int = 16) -> int:
     """The integer τ in 1..max_tau that maximises S(τ)."""
     return max(range(1, max_tau + 1), key=lambda tau: expected_speedup(alpha, tau, c))

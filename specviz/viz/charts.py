@@ -284,7 +284,9 @@ def sweep_length_chart(result: SweepResult) -> go.Figure:
 THEORY_NOTE = (
     "Theory curves (Leviathan et al.): dashed, from SPEC's α = mean Σ min(p, q) of the same runs, which is the "
     "acceptance probability of lossless sampling; dotted, from the acceptance probability these runs actually "
-    "had in their own mode (accepted / decided draft tokens). In greedy and textbook modes the two differ."
+    "had in their own mode (accepted / decided draft tokens). In greedy and textbook modes the two differ. Both "
+    "assume a target pass over τ + 1 tokens costs one over a single token (v = 1); the purple line S_v uses the "
+    "cost v(τ + 1) measured in these runs (their verify passes against the target-only baseline)."
 )
 
 
@@ -329,15 +331,23 @@ def sweep_acceptance_chart(result: SweepResult) -> go.Figure:
 
 
 def sweep_position_chart(result: SweepResult) -> go.Figure:
-    """Per-position acceptance rate, one line per τ."""
+    """Per-position acceptance rate (unconditional), one line per τ, against α^i: what the i.i.d.
+    model predicts from the acceptance probability these runs had (SPEC.md)."""
     fig = go.Figure()
-    for s in result.by_tau():
+    rows = result.by_tau()
+    for s in rows:
         fig.add_scatter(
             x=list(range(1, s.tau + 1)),
             y=list(s.per_position_acceptance_rate),
             mode="lines+markers",
             name=f"τ = {s.tau}",
         )
+    a, longest = result.acceptance_probability, max((s.tau for s in rows), default=0)
+    if a is not None and longest:
+        fig.add_scatter(
+            x=list(range(1, longest + 1)), y=[a**i for i in range(1, longest + 1)], mode="lines",
+            name=f"a^i, a = {a:.2f} (i.i.d. model)", line={"color": "black", "dash": "dash"},
+        )  # fmt: skip
     fig.update_layout(
         height=380, xaxis={"title": "draft position i", "dtick": 1},
         yaxis={"title": "acceptance rate", "range": [0, 1.05]}, margin={"t": 30},
@@ -354,7 +364,16 @@ def sweep_speedup_chart(result: SweepResult) -> go.Figure:
     fig.add_scatter(x=taus, y=[s.speedup for s in rows], mode="lines+markers", name="measured", line={"width": 3})
     if result.c is not None:
         predicted = [s.predicted_speedup for s in rows], [s.predicted_speedup_measured for s in rows]
-        _theory_lines(fig, taus, *predicted, result, suffix=f", c = {result.c:.2f}")
+        _theory_lines(fig, taus, *predicted, result, suffix=f", c = {result.c:.2f}, v = 1")
+    with_v = [s for s in rows if s.predicted_speedup_v is not None]
+    if with_v:  # SPEC.md "Verify cost": the same theory with v(τ + 1) measured in these runs
+        fig.add_scatter(
+            x=[s.tau for s in with_v], y=[s.predicted_speedup_v for s in with_v], mode="lines+markers",
+            name="theory with the measured verify cost: S_v = E / (τc + v(τ+1))",
+            line={"color": RESIDUAL_COLOR, "width": 3}, marker={"symbol": "square"},
+            customdata=[s.verify_cost for s in with_v],
+            hovertemplate="τ = %{x}: S_v = %{y:.2f}× (v = %{customdata:.2f})<extra></extra>",
+        )  # fmt: skip
     best = result.best_tau_measured()
     if best is not None:
         top = next(s for s in rows if s.tau == best)
