@@ -189,7 +189,7 @@ right.plotly_chart(
     key="decode_position_chart",
 )
 if not hidden:
-    trace_reading(run)
+    trace_reading(run, None if replay else pair, ui.compute_turn)
 if quiz_on:
     quiz_ui.reset_button()
 if not hidden:  # a saved trace holds r and every decision

@@ -102,10 +102,18 @@ def test_the_trace_is_read_for_its_bottleneck(loads):
     at.button(key="decode_run_all").click().run()
     assert not at.exception
     run = decoder(at).trace()
-    expected = diagnose(run)
+    from pages._reading import _one_token_ms
+
+    # the live run is read with the target's one-token time on the same runtime (measured once, cached)
+    one_token = _one_token_ms(None, run.target_name, tuple(run.prompt_ids))
+    expected = diagnose(run, one_token)
+    assert expected.verify_cost is not None and expected.run_speedup is not None
     shown = [m for m in at.metric if m.label in ("drafting", "verifying", "reading the prompt")]
     assert [m.value for m in shown] == [f"{v:.0%}" for v in expected.shares().values()]
     assert any(md.value == f"**Bottleneck.** {expected.bottleneck}" for md in at.markdown)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["this run vs the target alone"] == f"{expected.run_speedup:.2f}×"
+    assert metrics[f"S_v(τ = {run.config.tau}), measured v"] == f"{expected.predicted_speedup_v:.2f}×"
 
 
 def test_step_shows_the_trace_and_its_chart(loads):

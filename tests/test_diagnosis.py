@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from specviz import Decoder, SpecConfig
-from specviz.analysis.diagnosis import diagnose
+from specviz.analysis.diagnosis import diagnose, one_token_time
 from specviz.analysis.metrics import compute_metrics
 from tests.helpers import table_pair
 
@@ -53,3 +53,26 @@ def test_few_accepted_tokens_and_slow_drafting_are_named():
     assert few.bottleneck.startswith("Acceptance: the target keeps few draft tokens (mean acceptance length 1.25)")
     slow = diagnose(run_with(4, [4, 3, 4], beta=0.9, draft_ms=8.0, verify_ms=10.0))  # c = 0.2, drafting 44%
     assert slow.bottleneck.startswith("Drafting: the draft takes 44% of the decoding time (c = 0.20)")
+
+
+def test_with_the_one_token_time_the_verify_cost_is_read_and_named():
+    # τ = 4, α = 0.6, each step drafts 4 tokens in 8 ms (2 ms each) and verifies 5 in 250 ms; a one-token pass of
+    # the target takes 100 ms: v(5) = 2.5, c = 2 / 100 = 0.02. E = (1 − 0.6^5) / 0.4 = 2.3056; S (v = 1) =
+    # 2.3056 / 1.08 = 2.135; S_v = 2.3056 / (4 × 0.02 + 2.5) = 0.8936; this run: 1 + 4/3 = 2.333 tokens / 2.58 = 0.904
+    run = run_with(4, [1, 1, 2], beta=0.6, draft_ms=8.0, verify_ms=250.0)
+    d = diagnose(run, one_token_ms=100.0)
+    assert d.verify_cost == pytest.approx(2.5) and d.c_one_token == pytest.approx(0.02) and d.c == pytest.approx(0.02)
+    assert d.predicted_speedup == pytest.approx(2.3056 / 1.08, abs=1e-4)
+    assert d.predicted_speedup_v == pytest.approx(2.3056 / 2.58, abs=1e-4)
+    assert d.run_speedup == pytest.approx((7 / 3) / 2.58)
+    assert d.bottleneck == (
+        "Verification cost: one target pass over τ + 1 = 5 tokens costs v = 2.50 one-token passes on this runtime, "
+        "so a step costs τc + v = 2.58 one-token passes for 2.33 tokens: 0.90× the target alone, where S(τ) with "
+        "v = 1 promises 2.13×. A smaller τ or a runtime whose multi-token passes cost less would help."
+    )
+    assert diagnose(run).verify_cost is None  # a trace alone (a replay) cannot tell v
+
+
+def test_one_token_time_is_measured_on_the_pair():
+    pair = table_pair([0.5, 0.5], [0.5, 0.5])
+    assert one_token_time(pair, [0, 1, 0], repeats=3) >= 0.0

@@ -3,6 +3,7 @@ opened from its link and run in the app on the real embedded pair (slow)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -62,4 +63,11 @@ def test_each_lesson_opens_from_its_link_and_runs_live(embedded_cache, key):
     at.button(key="lessons_run").click().run()
     assert not at.exception and not at.error
     assert at.success[0].value == f"**Right:** {lesson.choices[lesson.right]}"
-    assert any(md.value.startswith("**What the run showed.**") for md in at.markdown)
+    shown = next(md.value for md in at.markdown if md.value.startswith("**What the run showed.**"))
+    if key == "slower":  # the finding agrees with the takeaway: a step costs more one-token passes than it yields
+        numbers = re.search(r"length ([\d.]+) tokens per step.*τc \+ v = ([\d.]+) one-token passes, so ([\d.]+)×", shown)
+        tokens, cost, speedup = (float(x) for x in numbers.groups())
+        assert (speedup < 1) == (tokens < cost), shown
+    if key == "choose-tau":  # the measured verify cost moves the best τ down from S's 6
+        best_v = int(re.search(r"S_v peaks at τ = (\d+)", shown).group(1))
+        assert best_v <= 6, shown

@@ -16,10 +16,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import torch
 
-from specviz.analysis.diagnosis import diagnose
+from specviz.analysis.diagnosis import Diagnosis, diagnose, one_token_time, pass_times
 from specviz.analysis.lossless import check, first_tokens, reference
 from specviz.analysis.sweep import target_only, verify_timing
-from specviz.analysis.theory import best_tau, expected_speedup
+from specviz.analysis.theory import best_tau, expected_speedup, speedup_with_verify_cost
 from specviz.classroom.sandbox import PRESETS as EXERCISES
 from specviz.classroom.sandbox import sandbox_step
 from specviz.core.config import SpecConfig
@@ -65,6 +65,25 @@ def _speedup(pair: ModelPair, run) -> float:
     return (run.metrics.tokens_per_second or 0.0) / (1000.0 * base.tokens / base.decode_ms)
 
 
+def _read(pair: ModelPair, run) -> Diagnosis:
+    """The trace read with the target's one-token time on the same runtime: c over a one-token pass, v."""
+    return diagnose(run, one_token_time(pair, run.prompt_ids))
+
+
+def _time_chart(pair: ModelPair, run, d: Diagnosis) -> go.Figure:
+    """Time per emitted token: the target alone against this run's drafting and verifying, stacked."""
+    m = run.metrics
+    alone = (m.verify_ms / m.steps) / d.verify_cost  # one-token pass, from v's definition
+    figure = go.Figure()
+    figure.add_bar(name="target alone", x=["target alone", "speculative"], y=[alone, 0], marker_color=charts.P_COLOR)
+    figure.add_bar(name="drafting", x=["target alone", "speculative"], y=[0, m.draft_ms / m.emitted_tokens],
+                   marker_color=charts.Q_COLOR)  # fmt: skip
+    figure.add_bar(name="verifying", x=["target alone", "speculative"], y=[0, m.verify_ms / m.emitted_tokens],
+                   marker_color="#2a9d8f")  # fmt: skip
+    figure.update_layout(barmode="stack", yaxis={"title": "ms per emitted token"}, legend={"orientation": "h"})
+    return charts.sized(figure, charts.FONT["size"])
+
+
 def next_token(pair: ModelPair, load: Load) -> Evidence:
     dec = _decode(pair, steps=1, tau=4, seed=3)
     step = dec.steps[0]
@@ -88,8 +107,12 @@ def step_order(pair: ModelPair, load: Load) -> Evidence:
 
 def low_speedup(pair: ModelPair, load: Load) -> Evidence:
     run = _decode(pair, tau=4, mode="textbook", seed=0).trace()
-    d = diagnose(run)
-    return Evidence(f"The trace says: {d.bottleneck}", (charts.history_chart(run.steps),))
+    d = _read(pair, run)
+    return Evidence(
+        f"The trace says: {d.bottleneck} (α = {d.alpha:.2f}, c = {d.c:.2f}, v(5) = {d.verify_cost:.2f}: this run "
+        f"{d.run_speedup:.2f}× the target alone, S_v = {d.predicted_speedup_v:.2f}×.)",
+        (charts.history_chart(run.steps), _time_chart(pair, run, d)),
+    )
 
 
 def how_many_kept(pair: ModelPair, load: Load) -> Evidence:
@@ -156,11 +179,13 @@ def slower(pair: ModelPair, load: Load) -> Evidence:
     self_pair = load("embedded", "self")
     run = _decode(self_pair, tau=4, mode="greedy", max_new_tokens=24).trace()
     speed = _speedup(self_pair, run)
-    d = diagnose(run)
+    d = _read(self_pair, run)
     return Evidence(
         f"The target drafting for itself: α = {d.alpha:.2f}, mean acceptance length "
-        f"{run.metrics.mean_acceptance_length:.2f}, but c = {d.c:.2f}: {speed:.2f}× the target alone.",
-        (charts.history_chart(run.steps),),
+        f"{run.metrics.mean_acceptance_length:.2f} tokens per step, but c = {d.c:.2f} (a draft forward costs a target "
+        f"forward) and the verify pass costs v = {d.verify_cost:.2f} one-token passes: a step costs "
+        f"τc + v = {4 * d.c + d.verify_cost:.2f} one-token passes, so {speed:.2f}× the target alone.",
+        (_time_chart(self_pair, run, d), charts.history_chart(run.steps)),
     )
 
 
@@ -169,14 +194,18 @@ def swapped_roles(pair: ModelPair, load: Load) -> Evidence:
     rows = []
     for name, roles in (("8 layers draft for 30", small), ("30 layers draft for 8", small.swapped())):
         run = _decode(roles, tau=4, mode="greedy", max_new_tokens=24).trace()
-        speed = _speedup(roles, run)
-        rows.append({"roles": name, "α": run.metrics.alpha, "c": run.metrics.c,
+        speed, d = _speedup(roles, run), _read(roles, run)
+        rows.append({"roles": name, "α": d.alpha, "c": d.c, "v(5)": d.verify_cost,
                      "mean acceptance length": run.metrics.mean_acceptance_length, "speedup": speed})  # fmt: skip
     table = pd.DataFrame(rows)
-    big = rows[1]
+    usual, big = rows
     return Evidence(
         f"With the 30-layer model drafting for its own first 8 layers: α = {big['α']:.2f} against c = {big['c']:.2f}, "
-        f"mean acceptance length {big['mean acceptance length']:.2f}, {big['speedup']:.2f}× the small model alone.",
+        f"mean acceptance length {big['mean acceptance length']:.2f}, {big['speedup']:.2f}× the small model alone. "
+        f"The usual direction, its first 8 layers drafting for it, untrained: α = {usual['α']:.2f}, c = "
+        f"{usual['c']:.2f}, {usual['speedup']:.2f}× the big model alone: "
+        f"{'also slower' if usual['speedup'] < 1 else 'faster'}, because an untrained early exit is rarely right "
+        f"(α well below what its cost c = {usual['c']:.2f} needs).",
         (), table,
     )  # fmt: skip
 
@@ -209,14 +238,24 @@ def fast_but_wrong(pair: ModelPair, load: Load) -> Evidence:
     )
 
 
-def choose_tau(pair: ModelPair, load: Load) -> Evidence:
+def choose_tau(pair: ModelPair | None, load: Load) -> Evidence:
     alpha, c = 0.8, 0.1
     taus = list(range(1, 13))
-    figure = go.Figure(go.Scatter(x=taus, y=[expected_speedup(alpha, t, c) for t in taus], mode="lines+markers"))
-    figure.update_layout(xaxis={"title": "τ", "dtick": 1}, yaxis={"title": "S(τ)"}, font=charts.FONT)
+    figure = go.Figure(go.Scatter(x=taus, y=[expected_speedup(alpha, t, c) for t in taus], mode="lines+markers",
+                                  name="S(τ): a pass over τ + 1 tokens costs one (v = 1)"))  # fmt: skip
     best = best_tau(alpha, c)
-    return Evidence(f"S(τ) peaks at τ = {best} ({expected_speedup(alpha, best, c):.2f}×) for α = 0.8, c = 0.1.",
-                    (figure,))  # fmt: skip
+    finding = f"S(τ) peaks at τ = {best} ({expected_speedup(alpha, best, c):.2f}×) for α = 0.8, c = 0.1."
+    if pair is not None:  # the same α and c with the verify cost v(τ + 1) measured on this runtime's target
+        ids = Decoder(pair, PROMPT, SpecConfig()).trace().prompt_ids
+        times = pass_times(pair, ids, [1, *(t + 1 for t in taus)], repeats=2)
+        s_v = [speedup_with_verify_cost(alpha, t, c, times[t + 1] / times[1]) for t in taus]
+        figure.add_scatter(x=taus, y=s_v, mode="lines+markers", name="S_v(τ): v(τ + 1) measured on this runtime")
+        top = max(taus, key=lambda t: s_v[t - 1])
+        v_top = times[top + 1] / times[1]
+        finding += f" With the verify cost measured here (v({top + 1}) = {v_top:.2f}), S_v peaks at τ = {top} "
+        finding += f"({s_v[top - 1]:.2f}×)."
+    figure.update_layout(xaxis={"title": "τ", "dtick": 1}, yaxis={"title": "speedup ×"}, legend={"orientation": "h"})
+    return Evidence(finding, (charts.sized(figure, charts.FONT["size"]),))
 
 
 def tau_policy(pair: ModelPair, load: Load) -> Evidence:
@@ -273,8 +312,8 @@ LESSONS: tuple[Lesson, ...] = (
            "A deployment got slower with speculation. Which draft can do that?",
            ("One almost always right but as slow as the target", "A tiny draft that is often wrong",
             "Neither: speculation never slows decoding"), 0,
-           "Speedup needs α > c: a draft must be right more often than it is expensive.\n"
-           "A perfect but slow draft (the target itself) makes every step cost more than it saves.", slower),
+           "Speedup needs E > τc + v: tokens per step above the step's cost in one-token target passes.\n"
+           "A perfect but slow draft (c near 1), or a costly verify pass (v > 1), makes each step cost more.", slower),
     Lesson("swapped-roles", "Roles swapped",
            "The big model drafts for the small one. What happens?",
            ("It is faster: the big model is right more often", "It is slower: a big draft is too dear for a small "
@@ -290,8 +329,9 @@ LESSONS: tuple[Lesson, ...] = (
            "Verification is parallel, yet the speedup stays low. What do you read first?",
            ("The trace: how many tokens each step keeps, and α against c", "The temperature",
             "Nothing: parallel verification guarantees a speedup"), 0,
-           "Speedup is tokens kept per step over the cost of a step: read both off the trace.\n"
-           "If α ≤ c, or steps keep few tokens, no τ will help much.", low_speedup),
+           "Speedup is tokens kept per step over the cost of a step, τc + v(τ+1): read both off the trace.\n"
+           "If α ≤ c, steps keep few tokens, or a pass over τ + 1 tokens costs v ≫ 1, no τ will help much.",
+           low_speedup),
     Lesson("fast-but-wrong", "Fast but wrong",
            "Speculation made a deployment faster, but its answers changed. Which mode was it running?",
            ("lossless", "textbook with sampling", "greedy"), 1,
@@ -299,8 +339,8 @@ LESSONS: tuple[Lesson, ...] = (
            "Lossless resamples from norm(max(0, p − q)) and keeps the target's distribution exactly.", fast_but_wrong),
     Lesson("choose-tau", "Choosing τ",
            "α = 0.8 and c = 0.1. Which τ gives the best speedup?", ("1", "3", "6", "12"), 2,
-           "Longer drafts help until their cost (τ·c) outweighs the shrinking chance that late tokens survive.\n"
-           "S(τ) = (1 − α^(τ+1)) / ((1 − α)(τc + 1)) has one best integer τ.", choose_tau),
+           "Longer drafts help until their cost, τc + v(τ+1), outweighs the shrinking chance late tokens survive.\n"
+           "S(τ) takes v = 1; where a pass over more tokens costs more (a CPU), S_v's best τ is smaller.", choose_tau),
     Lesson("tau-policy", "A τ policy",
            "A policy grows τ after fully accepted steps and shrinks it after rejections. In greedy mode, "
            "does it change the output?", ("Yes", "No: greedy output is the target's own, whatever τ"), 1,
