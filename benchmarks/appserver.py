@@ -47,15 +47,18 @@ def wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 120) -> None
 
 
 @contextlib.contextmanager
-def serve(log: Path, env: dict[str, str] | None = None) -> Iterator[str]:
+def serve(log: Path, env: dict[str, str] | None = None, procs: list | None = None) -> Iterator[str]:
     """The app on 127.0.0.1 (never another address), with the repo's .streamlit/config.toml;
-    yields its URL and stops it on exit. Its output goes to `log`."""
+    yields its URL and stops it on exit. Its output goes to `log`; `procs`, if given, receives the
+    server's Popen (benchmarks read its CPU time)."""
     port = free_port()
     cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.address", "127.0.0.1",
            "--server.port", str(port)]  # fmt: skip
     environment = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=environment, stdout=out, stderr=subprocess.STDOUT)
+        if procs is not None:
+            procs.append(proc)
         try:
             url = f"http://127.0.0.1:{port}"
             wait_healthy(url, proc)

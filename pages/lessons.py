@@ -45,5 +45,5 @@ st.markdown(f"**What the run showed.** {evidence.finding}")
 for i, figure in enumerate(evidence.figures):
     st.plotly_chart(figure, key=f"lessons_figure_{i}")
 if evidence.table is not None:
-    st.dataframe(evidence.table, hide_index=True)
+    st.table(evidence.table.style.hide(axis="index").format(precision=3))  # every column whole at 1280 px
 st.markdown("**Takeaway.** " + "  \n".join(lesson.takeaway.splitlines()))
