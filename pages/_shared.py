@@ -201,9 +201,10 @@ def metrics_row(m: specviz.Metrics, target_top_k: int | None = None) -> None:
     row[5].metric("time: draft / verify", f"{share:.0%} / {1 - share:.0%}", help=split)
 
 
-def downloads(prefix: str, stem: str, json_text: str, csv_text: str, labels: tuple[str, str]) -> None:
-    """A JSON and a CSV download side by side. on_click="ignore": a rerun on click would replace
-    the file while a busy server is still sending it."""
+def downloads(prefix: str, stem: str, json_text, csv_text, labels: tuple[str, str]) -> None:
+    """A JSON and a CSV download side by side, each made only when clicked (`json_text` and `csv_text`
+    are callables returning the text): a rerun then costs nothing for a file nobody asked for.
+    on_click="ignore": a rerun on click would replace the file while a busy server still sends it."""
     cols = st.columns(4)
     for col, (kind, text, mime), label in zip(
         cols, (("json", json_text, "application/json"), ("csv", csv_text, "text/csv")), labels, strict=False
@@ -229,6 +230,32 @@ def step_picker(steps: tuple[specviz.StepTrace, ...], hidden: bool) -> specviz.S
     return steps[pick - 1]
 
 
+FIGURES = "specviz_figures"  # a session's charts of immutable traces, by what they were built from
+
+
+def _identity(value: object) -> object:
+    """A step by identity, a sequence of steps by theirs, anything else by value."""
+    if isinstance(value, specviz.StepTrace):
+        return id(value)
+    if isinstance(value, tuple | list) and value and all(isinstance(v, specviz.StepTrace) for v in value):
+        return tuple(map(id, value))
+    return repr(value)
+
+
+def chart(build, *args, **kwargs):
+    """`build(*args, **kwargs)` once per session for the same inputs: traces are immutable, so a rerun
+    that changes nothing for this chart (another widget, a quiz answer) reuses its figure instead of
+    building and validating it again. Steps are told apart by identity: the memo holds them, so their
+    ids cannot be reused by new steps while their figures are kept."""
+    memo = st.session_state.setdefault(FIGURES, {})
+    key = (build.__name__, tuple(map(_identity, args)), tuple((k, _identity(v)) for k, v in sorted(kwargs.items())))
+    if key not in memo:
+        if len(memo) > 48:  # a long session: start over rather than grow
+            memo.clear()
+        memo[key] = (args, kwargs, build(*args, **kwargs))  # the inputs kept alive beside their figure
+    return memo[key][2]
+
+
 def next_token_panel(step: specviz.StepTrace, brief: bool = False, **size: int) -> None:
     """The target's token: its rule and probability in a sentence, the distribution it came from
     (`brief`, on a projector: only in the chart's title), and why, when it is the rejected draft token itself."""
@@ -236,6 +263,6 @@ def next_token_panel(step: specviz.StepTrace, brief: bool = False, **size: int) 
     label = token_label(step.next_text)
     where = "" if brief else f" {source}."
     st.markdown(f"Next token **{label!r}** by rule **{step.next_rule}**, probability {step.next_prob:.4f}.{where}")
-    st.plotly_chart(charts.next_token_chart(step, **size), key="decode_next_chart")
+    st.plotly_chart(chart(charts.next_token_chart, step, **size), key="decode_next_chart")
     if note:  # below the chart: on a projector the chart stays on screen
         st.info(note, icon=":material/lightbulb:")

@@ -160,14 +160,15 @@ else:
     size = {"height": 390, "font_size": 20} if present else {"height": 420}  # a projector: chart and next token
     beside = st.columns([2, 1]) if present and not hidden else None
     with beside[0] if beside else st.container():
-        st.plotly_chart(charts.step_chart(view, hidden, draws, marks=marks, **size), key="decode_step_chart")
+        figure = ui.chart(charts.step_chart, view, hidden, draws, marks=tuple(marks), **size)
+        st.plotly_chart(figure, key="decode_step_chart")
     if beside:
         with beside[1]:
             ui.next_token_panel(view, brief=True, height=330, font_size=18, rows=6)
     position = st.segmented_control(
         "Top-10 at draft position", list(range(1, view.tau + 1)), default=1, key="decode_position"
     )
-    st.plotly_chart(charts.top_chart(view, (position or 1) - 1, hidden), key="decode_top_chart")
+    st.plotly_chart(ui.chart(charts.top_chart, view, (position or 1) - 1, hidden), key="decode_top_chart")
     left, right = st.columns([2, 3]) if not hidden and not present else (None, st.container())
     if left:  # where the next token came from (SPEC.md step 5); it tells n
         with left:
@@ -182,10 +183,10 @@ st.subheader("Running metrics" + (" (up to the previous step until Reveal)" if h
 ui.metrics_row(m, run.target_top_k)
 left, right = st.columns(2)
 left.markdown("**Accepted length per step** (the whole run; the step shown is marked)")
-left.plotly_chart(charts.history_chart(shown, None if hidden else view.index), key="decode_history_chart")
+left.plotly_chart(ui.chart(charts.history_chart, shown, None if hidden else view.index), key="decode_history_chart")
 right.markdown(f"**Per-position acceptance rate** ({upto_text})")
 right.plotly_chart(
-    charts.per_position_chart(m.per_position_acceptance_rate, m.conditional_per_position_acceptance_rate),
+    ui.chart(charts.per_position_chart, m.per_position_acceptance_rate, m.conditional_per_position_acceptance_rate),
     key="decode_position_chart",
 )
 if not hidden:
@@ -194,6 +195,6 @@ if quiz_on:
     quiz_ui.reset_button()
 if not hidden:  # a saved trace holds r and every decision
     columns = ["step", "position", "draft_tokens", "draft_text", "q", "p", "ratio", "r", "decision"]
-    csv = run.positions_frame()[columns].to_csv(index=False)
-    ui.downloads("decode", "specviz-trace", run.to_json(indent=1), csv, ("Trace as JSON", "Steps as CSV"))
+    csv = lambda: run.positions_frame()[columns].to_csv(index=False)  # noqa: E731  (made on click)
+    ui.downloads("decode", "specviz-trace", lambda: run.to_json(indent=1), csv, ("Trace as JSON", "Steps as CSV"))
 ui.share_link("decode", link_steps, show=not present)

@@ -117,5 +117,6 @@ st.subheader("Results")
 table = result.to_frame()
 st.dataframe(table, hide_index=True)
 downloads(
-    "sweep", "specviz-sweep", result.to_json(indent=1), table.to_csv(index=False), ("Download JSON", "Download CSV")
-)
+    "sweep", "specviz-sweep", lambda: result.to_json(indent=1), lambda: table.to_csv(index=False),
+    ("Download JSON", "Download CSV"),
+)  # fmt: skip

@@ -65,7 +65,9 @@ def test_each_lesson_opens_from_its_link_and_runs_live(embedded_cache, key):
     assert at.success[0].value == f"**Right:** {lesson.choices[lesson.right]}"
     shown = next(md.value for md in at.markdown if md.value.startswith("**What the run showed.**"))
     if key == "slower":  # the finding agrees with the takeaway: a step costs more one-token passes than it yields
-        numbers = re.search(r"length ([\d.]+) tokens per step.*τc \+ v = ([\d.]+) one-token passes, so ([\d.]+)×", shown)
+        numbers = re.search(
+            r"length ([\d.]+) tokens per step.*τc \+ v = ([\d.]+) one-token passes, so ([\d.]+)×", shown
+        )
         tokens, cost, speedup = (float(x) for x in numbers.groups())
         assert (speedup < 1) == (tokens < cost), shown
     if key == "choose-tau":  # a pass over more tokens costs more than one (v > 1): S_v promises less than S
