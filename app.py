@@ -10,15 +10,15 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import streamlit as st
 import torch
 
-# One thread per model operation: with passive waiting, a second thread's wake-ups cost more than it
-# saves on this model's small products (a Step: 0.22 CPU-s and 0.18 s with two threads, 0.15 and 0.15 s
-# with one, measured on a 2-core AMD EPYC), and the other core serves the other sessions' pages.
-torch.set_num_threads(int(os.environ.get("SPECVIZ_TORCH_THREADS", "1")))
-
 from specviz import ConfigError
 from specviz.classroom import links, settings
 from specviz.classroom.sandbox import PRESETS as EXERCISES
 from specviz.classroom.sandbox import case_from_json
+
+# One thread per model operation: with passive waiting, a second thread's wake-ups cost more than it
+# saves on this model's small products (a Step: 0.22 CPU-s and 0.18 s with two threads, 0.15 and 0.15 s
+# with one, measured on a 2-core AMD EPYC), and the other core serves the other sessions' pages.
+torch.set_num_threads(int(os.environ.get("SPECVIZ_TORCH_THREADS", "1")))
 
 st.set_page_config(page_title="specviz", page_icon=":material/compare_arrows:", layout="wide")
 

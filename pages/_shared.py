@@ -159,8 +159,10 @@ def step_table(view: specviz.StepTrace, greedy: bool, hidden: bool, draws: bool)
     columns += ["target argmax"] if greedy else []
     table = table[columns + ([] if hidden else ["decision"])].rename(columns={"draft_text": "token", "ratio": "p/q"})
     table["token"] = [token_label(t) for t in table["token"]]
-    numbers = [c for c in ("q", "p", "p/q", "r") if c in table]
-    st.table(table.style.format("{:.4f}", subset=numbers, na_rep="–").hide(axis="index"))
+    for column in ("q", "p", "p/q", "r"):  # as text: a Styler would cost the server more than the table
+        if column in table:
+            table[column] = ["–" if x is None or x != x else f"{x:.4f}" for x in table[column]]
+    st.table(table.set_index("position"))
 
 
 def step(dec: specviz.Decoder, turn) -> bool:

@@ -5,6 +5,7 @@ patched to a tiny random pair."""
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import streamlit as st
 from streamlit.testing.v1 import AppTest
@@ -40,9 +41,14 @@ def decoder(at: AppTest) -> specviz.Decoder:
     return at.session_state["decode_state"]["decoder"]
 
 
-def step_table(at: AppTest):
-    """The Decode page's table of the step shown (a plain table: every column whole at 1280 px)."""
-    return at.table[0].value
+def step_table(at: AppTest, index: int = 0):
+    """The table of the step shown (a plain table: every column whole at 1280 px), its numbers as
+    shown (four decimals) read back as numbers."""
+    table = at.table[index].value.reset_index()
+    for column in ("q", "p", "p/q", "r"):
+        if column in table:
+            table[column] = pd.to_numeric(table[column], errors="coerce")
+    return table
 
 
 def history_bars(spec: dict) -> list[int]:
@@ -131,7 +137,7 @@ def test_step_shows_the_trace_and_its_chart(loads):
     assert spec["data"][3]["y"] == list(step.r)
     assert f"Step 1: {step.n_accepted} of 3" in spec["layout"]["title"]["text"]
     table = step_table(at)
-    assert list(table["q"]) == list(step.q) and list(table["decision"]) == list(step.decision)
+    assert list(table["q"]) == pytest.approx(step.q, abs=5e-5) and list(table["decision"]) == list(step.decision)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["target forward passes"] == "1"
     assert metrics["mean acceptance length"] == f"{1 + step.n_accepted:.2f}"
@@ -321,9 +327,9 @@ def test_sandbox_presets_give_the_expected_decisions(loads):
         "<b>not reached</b><br>(after the first rejection)",
         "<b>not reached</b><br>(after the first rejection)",
     ]
-    numbers = at.table[-1].value  # r and p/q as numbers beside each decision (after the editor)
+    numbers = step_table(at, -1)  # r and p/q as numbers beside each decision (after the editor)
     assert numbers["r"].tolist() == [0.9, 0.3, 0.6, 0.1, 0.2]
-    assert numbers["p/q"].tolist()[:3] == pytest.approx([0.6 / 0.5, 0.45 / 0.6, 0.2 / 0.7])
+    assert numbers["p/q"].tolist()[:3] == pytest.approx([0.6 / 0.5, 0.45 / 0.6, 0.2 / 0.7], abs=5e-5)
     assert numbers["decision"].tolist()[2:] == ["rejected", "not reached", "not reached"]
     at.number_input(key="sandbox_r2").set_value(0.25).run()  # typed: r3 ≤ p/q = 0.2/0.7, all five accepted
     assert "**n = 5** of 5 accepted (none rejected)" in at.success[0].value
@@ -482,7 +488,7 @@ def test_quiz_on_the_rule_shows_r_and_asks_how_many_are_kept(loads):
 
     table = step_table(at)
     assert "r" in table.columns and "p/q" in table.columns and "decision" not in table.columns
-    assert list(table["r"]) == list(step.r)
+    assert list(table["r"]) == pytest.approx(step.r, abs=5e-5)
     assert [t["name"].split(" ")[0] for t in figure(at, 0)["data"]] == ["q", "p", "min(1,", "r"]
     answer_all(at, step, [quiz.answer(step, t) for t in range(step.tau)])
     at.number_input(key=f"decode_kept_{widget_id(step)}").set_value(step.n_accepted)
