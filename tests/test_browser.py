@@ -54,7 +54,7 @@ def test_step_in_a_real_browser(server, tmp_path):
         assert page.get_by_text("Traceback").count() == 0
         assert page.locator(".sv-tgt").count() == 1  # the target's token is marked
         page.get_by_role("button", name="Run to end").click()  # the last step may have no draft...
-        page.get_by_text("Step shown").wait_for(timeout=180_000)
+        page.get_by_text("Step shown (text").wait_for(timeout=180_000)
         page.locator(IDLE).wait_for(timeout=60_000)
         assert page.locator(".gtitle", has_text="draft tokens accepted").count() == 1  # ...a q-vs-p chart stays
         # settings survive a visit to another page (Streamlit drops undrawn widgets' values)

@@ -89,6 +89,20 @@ def test_theory_chart_draws_the_formula():
     assert fig.data[0].y[4] == pytest.approx(3.69, abs=0.005)
 
 
+def test_presentation_sizes_reach_every_text_of_the_step_charts(runs):
+    """Streamlit's theme sets 12-px ticks and legends unless a figure names its own: in presentation
+    view every text a room reads is at the size asked for (the browser test measures the pixels)."""
+    from specviz.viz.charts import next_token_chart
+
+    step = next(s for s in runs["textbook"].steps if 0 < s.n_accepted < s.tau)
+    for fig in (step_chart(step, font_size=20), next_token_chart(step, font_size=20)):
+        layout = fig.layout
+        assert layout.font.size == 20 and layout.legend.font.size == 20 and layout.title.font.size == 20
+        assert layout.xaxis.tickfont.size == 20 and layout.yaxis.tickfont.size == 20
+        assert all(t.textfont.size == 20 for t in fig.data if t.type == "bar")
+    assert {a.font.size for a in step_chart(step, font_size=20).layout.annotations} == {18}  # the decisions
+
+
 def test_token_labels_make_whitespace_visible():
     assert token_label(" cat") == "·cat"
     assert token_label("\n") == "↵"
@@ -156,7 +170,7 @@ def test_not_reached_tokens_have_their_own_look_and_a_legend(runs):
     n = step.n_accepted
     expected = [("sv-acc", str(t + 1)) for t in range(n)] + [("sv-rej", str(n + 1))]
     assert spans == expected + [("sv-nr", str(t + 1)) for t in range(n + 1, step.tau)]
-    nr_style = re.search(r"\.sv-nr \{([^}]*)\}", html).group(1)
+    nr_style = re.search(r"\.sv-nr, \.sv-key-nr \{([^}]*)\}", html).group(1)
     assert "line-through" not in nr_style and "dashed" in nr_style  # grey and dashed, never struck through
     for label in ("accepted", "rejected (the first)", "not reached (after it)", "the target&#x27;s token"):
         assert label in re.search(r'<div class="sv-legend">(.*?)</div>', html).group(1).replace("'", "&#x27;")

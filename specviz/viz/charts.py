@@ -45,7 +45,12 @@ def built(data: list[dict], layout: dict, size: int) -> go.Figure:
     px as `sized` sets it. Charts of a step are rebuilt on every Step, where plotly's updates (each
     one validated again) cost the server more than the model's work."""
     font = {"size": size}
-    layout = {"font": font, "legend": {"font": font}, "hoverlabel": {"font": font}, **layout}
+    layout = {
+        "font": font,
+        "hoverlabel": {"font": font},
+        **layout,
+        "legend": {**layout.get("legend", {}), "font": font},
+    }
     title = layout.get("title")
     layout["title"] = {"text": title, "font": font} if isinstance(title, str) else title
     for name in {"xaxis", "yaxis", *(k for k in layout if k.startswith(("xaxis", "yaxis")))}:

@@ -20,10 +20,11 @@ STYLE = """<style>
 .sv-prompt { color: #555; }
 .sv-cut { color: #777; font-style: italic; font-size: 0.8em; }
 .sv-words span { margin-right: 0.45em; }
-.sv-acc { background: #c7eed0; color: #0b5a23; border-bottom: 3px solid #1a9850; }
-.sv-rej { background: #fbd0cc; color: #8c1a10; text-decoration: line-through; border-bottom: 3px solid #d73027; }
-.sv-nr { background: #eeeeee; color: #616161; border-bottom: 3px dashed #9e9e9e; }
-.sv-tgt { background: #cfe0fb; color: #0d3d91; border-bottom: 3px solid #1f5fbf; }
+.sv-acc, .sv-key-acc { background: #c7eed0; color: #0b5a23; border-bottom: 3px solid #1a9850; }
+.sv-rej, .sv-key-rej { background: #fbd0cc; color: #8c1a10; text-decoration: line-through;
+                       border-bottom: 3px solid #d73027; }
+.sv-nr, .sv-key-nr { background: #eeeeee; color: #616161; border-bottom: 3px dashed #9e9e9e; }
+.sv-tgt, .sv-key-tgt { background: #cfe0fb; color: #0d3d91; border-bottom: 3px solid #1f5fbf; }
 .sv-acc-old { background: #eaf7ed; }
 .sv-tgt-old { background: #ebf1fc; }
 .sv-role { font-family: sans-serif; font-size: 0.75rem; font-weight: 600; color: #fff; background: #666;
@@ -167,8 +168,8 @@ def _prompt_span(prompt: str) -> str:
 
 
 LEGEND = (
-    '<div class="sv-legend"><span class="sv-key sv-acc">accepted</span><span class="sv-key sv-rej">rejected (the '
-    'first)</span><span class="sv-key sv-nr">not reached (after it)</span><span class="sv-key sv-tgt">the target\'s '
+    '<div class="sv-legend"><span class="sv-key-acc">accepted</span><span class="sv-key-rej">rejected (the '
+    'first)</span><span class="sv-key-nr">not reached (after it)</span><span class="sv-key-tgt">the target\'s '
     "token</span></div>"
 )
 
