@@ -1,14 +1,15 @@
 # make test: create .venv if missing, install everything, lint, run the whole test suite (what CI runs).
 # make test-fast: the inner loop, without the real-model, browser and heavy statistical tests.
 # make run:  start the app.  make bench: the benchmarks (step overhead; engine against HF assisted generation;
-#            many browser sessions on one server).
+#            many browser sessions on one server; the server's CPU per action).
+# make screenshots: the README's pictures, taken from the running app.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install server test test-fast lint run bench clean
+.PHONY: install server test test-fast lint run bench screenshots clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -59,7 +60,12 @@ bench: install
 	$(PY) -m benchmarks.step_overhead
 	$(PY) -m benchmarks.hf_assisted
 	$(PY) -m benchmarks.sessions
+	$(PY) -m benchmarks.server_cpu
 	$(PY) -m benchmarks.remote
+
+# The README's pictures, regenerated from fixed links (fixed seeds) in headless Chromium.
+screenshots: install
+	$(PY) -m benchmarks.screenshots assets/screenshots
 
 clean:
 	rm -rf $(VENV) $(LLAMA_VENV) .pytest_cache .ruff_cache .pytest-tmp
