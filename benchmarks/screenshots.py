@@ -29,6 +29,7 @@ SHOTS = (
     Shot("decode", "?decode_steps=3", wait_text="Step 3:"),
     Shot("decode-present", "?decode_steps=3&decode_present=true", wait_text="Step 3:"),
     Shot("decode-quiz", "?decode_steps=2&decode_quiz=true&decode_quiz_kind=rule", wait_text="which will the target"),
+    Shot("race", "race", ("Start",), "Speculative decoding was"),
     Shot("sandbox", "sandbox?sandbox_preset=Five-token+draft%2C+the+third+rejected+first", wait_text="accepted"),
     Shot("lossless", "lossless", press=("Run the check",), wait_text="chi-square"),
     Shot("sweep", "sweep?sweep_taus=1-4&sweep_max_new=16&sweep_prompts=The+cat+sat+on+the", ("Run",), "Results"),

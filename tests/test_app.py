@@ -15,7 +15,14 @@ from specviz.classroom import quiz, settings
 from tests.helpers import tiny_text_pair
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["pages/decode.py", "pages/sweep.py", "pages/sandbox.py", "pages/lossless.py", "pages/about.py"]
+PAGES = [
+    "pages/decode.py",
+    "pages/race.py",
+    "pages/sweep.py",
+    "pages/sandbox.py",
+    "pages/lossless.py",
+    "pages/about.py",
+]
 
 
 @pytest.fixture
@@ -657,3 +664,20 @@ def test_a_step_that_fails_is_a_message_and_the_run_is_kept(loads, monkeypatch):
     assert not at.exception
     assert "The step failed." in at.error[0].value and "within 30 s" in at.error[0].value
     assert len(decoder(at).steps) == 1 and at.get("plotly_chart")  # the run and its charts are still there
+
+
+def test_the_race_streams_both_lanes_and_says_why_one_is_faster(loads):
+    at = app()
+    at.switch_page("pages/race.py").run()
+    assert not at.exception and "Press **Start**" in at.info[0].value
+    at.number_input(key="race_max_new").set_value(12)
+    at.button(key="race_start").click().run()
+    assert not at.exception
+    verdict = (at.success or at.warning)[0].value
+    assert verdict.startswith("Speculative decoding was ") and "tokens per target pass" in verdict
+    assert any(md.value.startswith("**The same text, token for token**") for md in at.markdown)
+    lanes = [h.proto.body for h in at.get("html") if 'class="sv-race"' in h.proto.body]
+    assert len(lanes) == 2 and lanes[0] == lanes[1]  # greedy: the target alone's text, written by both
+    lines = [md.value for md in at.markdown if "tokens/s" in md.value]
+    assert len(lines) == 2 and all("12 tokens" in line and "done" in line for line in lines)
+    assert "race_preset=" in at.code[0].value  # a shareable link

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from specviz.analysis.race import PRESETS as RACES
 from specviz.classroom import links
 from specviz.classroom.lessons import LESSONS
 from specviz.classroom.quiz import KINDS
@@ -98,6 +99,9 @@ SETTINGS: dict[str, Setting] = {
         *_pair("lossless"),
         Setting("lossless_prompt", "The cat sat on the"),
         Setting("lossless_trials_real", 200, (10, 1000)),
+        Setting("race_preset", RACES[0].label, tuple(r.label for r in RACES)),
+        Setting("race_max_new", 48, (8, 256)),
+        Setting("race_present", False),
         Setting("lessons_lesson", LESSONS[0].key, tuple(lesson.key for lesson in LESSONS)),
         Setting("lessons_present", False),
     ]

@@ -1,0 +1,184 @@
+"""A race: the same prompt decoded by the target alone and by speculative decoding, side by side.
+
+Both lanes run in one process on the same runtime, one piece at a time: whichever lane's clock is
+behind takes its next piece (one token for the target alone, one step for speculation), so at
+every moment both have had the same compute time, as if each ran on a machine of its own. A lane's
+clock counts only the wall time of its own pieces, sampling and the engine's bookkeeping included
+(the prompt's reading excluded on both sides, as for the sweep's baseline). In greedy mode both
+lanes emit the same tokens (SPEC.md): the race checks it.
+
+The result says why the faster lane is faster (SPEC.md, "Verify cost"): tokens per target pass on
+one side, and what a target pass over τ + 1 tokens cost in one-token passes on the other.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import torch
+
+from specviz.core.config import SpecConfig
+from specviz.core.engine import Decoder, encode_prompt
+from specviz.core.sampling import logits_to_probs, sample
+from specviz.models.pair import ModelPair
+
+
+@dataclass(frozen=True)
+class RacePreset:
+    label: str
+    draft: str  # a draft spec for load_pair (the target is the embedded one)
+    prompt: str
+    tau: int
+    note: str  # what it shows, in one line
+
+
+PRESETS: tuple[RacePreset, ...] = (
+    RacePreset(
+        "Prompt lookup: repeat a text with its spelling fixed", "prompt-lookup",
+        "Fix the spelling mistakes and repeat: The quick brown fox jumpd over the lazy dog. It was a sunny day and "
+        "the fox was very hapy. The dog did not mind, becuase it was sleeping under a big tree.",
+        6, "Where it pays on a CPU: the answer copies the prompt, so a draft that copies runs of it is often right "
+        "for several tokens at once.",
+    ),
+    RacePreset(
+        "Prompt lookup: edit code", "prompt-lookup",
+        "Add type hints to this function:\n\n```python\ndef scale(values, factor):\n    result = []\n"
+        "    for value in values:\n        result.append(value * factor)\n    return result\n```",
+        4, "Editing code: the answer rewrites the input, so only some of its runs can be copied.",
+    ),
+    RacePreset(
+        "The learned draft on predictable text", "embedded",
+        "Write a Python function that reverses a list.", 3,
+        "The shipped one-layer draft on a short coding answer: right about half the time, and cheap.",
+    ),
+    RacePreset(
+        "An untrained draft: where it does not pay", "early-exit:8",
+        "Write a Python function that reverses a list.", 3,
+        "The target's own first 8 layers, untrained: cheap but rarely right, so every step wastes its drafts.",
+    ),
+)  # fmt: skip
+BY_LABEL = {p.label: p for p in PRESETS}
+
+
+class TargetAlone:
+    """Plain decoding with the target, one token per call, each timed (same sampling as the engine)."""
+
+    def __init__(self, pair: ModelPair, prompt: str, config: SpecConfig, chat: bool | None = None) -> None:
+        _, ids, _ = encode_prompt(pair, prompt, chat)
+        self.config, self.eos = config, pair.codec.eos_token_id
+        self.session, self.gen = pair.target.new_session(), torch.Generator().manual_seed(config.seed)
+        self.logits = self.session.extend(ids, keep=1)[-1]
+        limit = pair.target.max_length
+        self.budget = config.max_new_tokens if limit is None else min(config.max_new_tokens, limit - len(ids))
+        self.tokens: list[int] = []
+        self.seconds = 0.0
+        self.done = self.budget <= 0
+
+    def step(self) -> None:
+        start = time.perf_counter()
+        probs = logits_to_probs(self.logits, self.config.temperature, self.config.top_k, self.config.top_p)
+        token = int(probs.argmax()) if self.config.mode == "greedy" else sample(probs, self.gen)
+        self.tokens.append(token)
+        self.done = token == self.eos or len(self.tokens) >= self.budget
+        if not self.done:
+            self.logits = self.session.extend([token], keep=1)[-1]
+        self.seconds += time.perf_counter() - start
+
+
+@dataclass(frozen=True)
+class Lane:
+    tokens: tuple[int, ...]
+    seconds: float  # its own compute time so far
+    passes: int  # target forward passes
+    done: bool
+
+    @property
+    def tokens_per_second(self) -> float:
+        return len(self.tokens) / self.seconds if self.seconds else 0.0
+
+
+@dataclass(frozen=True)
+class RaceResult:
+    alone: Lane
+    speculative: Lane
+    verify_ms: float  # mean verify pass of the speculative lane
+    draft_ms_per_token: float  # mean draft forward
+    tau: int
+    same_text: bool  # both lanes emitted the same tokens (always, in greedy mode)
+    mode: str = field(default="greedy")
+
+    @property
+    def speedup(self) -> float:
+        """Tokens per second of speculation over the target alone."""
+        base = self.alone.tokens_per_second
+        return self.speculative.tokens_per_second / base if base else 0.0
+
+    @property
+    def tokens_per_pass(self) -> float:
+        return len(self.speculative.tokens) / self.speculative.passes if self.speculative.passes else 0.0
+
+    @property
+    def one_token_ms(self) -> float:
+        return 1000.0 * self.alone.seconds / max(len(self.alone.tokens), 1)
+
+    @property
+    def verify_cost(self) -> float:
+        """v(τ + 1): a verify pass over the target alone's time per token, both measured here."""
+        return self.verify_ms / self.one_token_ms if self.one_token_ms else 0.0
+
+    def summary(self) -> str:
+        """The result in words: how much faster (or slower), and why."""
+        faster = f"{self.speedup:.1f}× faster" if self.speedup >= 1.05 else (
+            f"{1 / self.speedup:.1f}× slower" if self.speedup <= 0.95 else "no faster")  # fmt: skip
+        c = self.draft_ms_per_token / self.one_token_ms if self.one_token_ms else 0.0
+        return (
+            f"Speculative decoding was {faster} than the target alone ({self.speculative.tokens_per_second:.1f} "
+            f"against {self.alone.tokens_per_second:.1f} tokens/s): {self.tokens_per_pass:.1f} tokens per target "
+            f"pass; each pass cost {self.verify_cost:.1f} single-token passes, and each of up to τ = {self.tau} "
+            f"draft tokens {c:.2f} of one."
+        )
+
+
+class Race:
+    """Both lanes on one pair; `frames()` advances them in turn, the lane behind in time first."""
+
+    def __init__(self, pair: ModelPair, prompt: str, config: SpecConfig, chat: bool | None = None) -> None:
+        self.config = config
+        self.alone = TargetAlone(pair, prompt, config, chat)
+        self.spec = Decoder(pair, prompt, config, chat=chat)
+        self.spec_seconds = 0.0  # whole steps, wall time: drafting, verifying and the engine's own work
+
+    def _lane(self, speculative: bool) -> Lane:
+        if speculative:
+            return Lane(tuple(self.spec.new_tokens), self.spec_seconds, len(self.spec.steps), self.spec.done)
+        return Lane(tuple(self.alone.tokens), self.alone.seconds, len(self.alone.tokens), self.alone.done)
+
+    def frames(self) -> Iterator[tuple[Lane, Lane]]:
+        """(target alone, speculative) after every piece of work, until both are done."""
+        while not (self.alone.done and self.spec.done):
+            alone, spec = self._lane(False), self._lane(True)
+            if self.spec.done or (not self.alone.done and alone.seconds <= spec.seconds):
+                self.alone.step()
+            else:
+                start = time.perf_counter()
+                self.spec.step()
+                self.spec_seconds += time.perf_counter() - start
+            yield self._lane(False), self._lane(True)
+
+    def result(self) -> RaceResult:
+        alone, spec = self._lane(False), self._lane(True)
+        steps = self.spec.steps
+        drafted = sum(s.tau for s in steps)
+        return RaceResult(
+            alone=alone, speculative=spec, tau=self.config.tau, mode=self.config.mode,
+            verify_ms=sum(s.verify_ms for s in steps) / max(len(steps), 1),
+            draft_ms_per_token=sum(s.draft_ms for s in steps) / max(drafted, 1),
+            same_text=alone.tokens == spec.tokens,
+        )  # fmt: skip
+
+    def run(self) -> RaceResult:
+        for _ in self.frames():
+            pass
+        return self.result()
