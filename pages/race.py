@@ -10,26 +10,26 @@ from pages._present import presentation_toggle
 from specviz.analysis.race import BY_LABEL, Race
 
 ui.ensure_shell()
-top = st.columns([3, 1.4], vertical_alignment="center")
-label = top[0].selectbox("Race", list(BY_LABEL), key="race_preset")
-with top[1]:
-    present = presentation_toggle("race_present")
-preset = BY_LABEL[label]
+present = bool(st.session_state.get("race_present"))
 if not present:
-    st.title("Race: the target alone against speculative decoding")
+    st.html(ui.COMPACT_CSS)
+    st.title("Race: the target alone against speculation")
+cols = st.columns([3.2, 1, 1, 1.6], vertical_alignment="bottom")
+label = cols[0].selectbox("Race", list(BY_LABEL), key="race_preset")
+max_new = cols[1].number_input("Tokens", *ui.LIMITS["race_max_new"], key="race_max_new")
+start = cols[2].button("Start", type="primary", key="race_start", icon=":material/flag:")
+with cols[3]:
+    presentation_toggle("race_present")
+preset = BY_LABEL[label]
 st.caption(f"{preset.note} Greedy decoding, so both sides must write the same text. Draft: `{preset.draft}`, "
            f"τ = {preset.tau}; each side's clock counts only its own work, as if on two machines.")  # fmt: skip
-cols = st.columns([1, 1, 3])
-max_new = cols[0].number_input("Tokens", *ui.LIMITS["race_max_new"], key="race_max_new")
-start = cols[1].button("Start", type="primary", key="race_start", icon=":material/flag:")
-ui.share_link("race", show=not present)
 
 lanes = st.columns(2)
 with lanes[0]:
-    st.markdown("### Target alone")
+    st.markdown("#### Target alone")
     alone_box, alone_line = st.empty(), st.empty()
 with lanes[1]:
-    st.markdown(f"### Speculative (τ = {preset.tau})")
+    st.markdown(f"#### Speculative decoding (τ = {preset.tau})")
     spec_box, spec_line = st.empty(), st.empty()
 
 
@@ -37,13 +37,14 @@ def draw(pair: specviz.ModelPair, alone, spec) -> None:
     """Both lanes: their text so far, their clocks and speeds."""
     for lane, box, line in ((alone, alone_box, alone_line), (spec, spec_box, spec_line)):
         text = html.escape(pair.codec.decode(list(lane.tokens))).replace("\n", "<br>")
-        box.html(f'<div class="sv-race">{text}</div>')
+        box.html(f'<div class="sv-race"><div>{text}</div></div>')  # scrolled to its newest line
         line.markdown(f"**{lane.seconds:.1f} s** · {len(lane.tokens)} tokens · **{lane.tokens_per_second:.1f} "
                       f"tokens/s** · {lane.passes} target passes" + (" · done" if lane.done else ""))  # fmt: skip
 
 
 st.html("""<style>.sv-race { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 1.15rem;
-line-height: 1.7; min-height: 9rem; padding: 0.6rem; border: 1px solid #ddd; border-radius: 6px; }</style>""")
+line-height: 1.6; height: 11rem; overflow-y: auto; display: flex; flex-direction: column-reverse;
+padding: 0.6rem; border: 1px solid #ddd; border-radius: 6px; }</style>""")
 results = st.session_state.setdefault("race_results", {})
 key = (label, max_new)
 if start:
@@ -64,6 +65,7 @@ if key not in results:
     st.info("Press **Start**: both sides decode the prompt below live, each at its own measured speed.")
     with st.expander("The prompt"):
         st.code(preset.prompt, language=None, wrap_lines=True)
+    ui.share_link("race", show=not present)
     st.stop()
 result, pair = results[key]
 draw(pair, result.alone, result.speculative)
@@ -75,3 +77,4 @@ else:  # never in greedy mode: a bug to report, not a result
     st.error("The two texts differ: greedy speculative decoding must equal the target's greedy decoding.")
 with st.expander("The prompt"):
     st.code(preset.prompt, language=None, wrap_lines=True)
+ui.share_link("race", show=not present)

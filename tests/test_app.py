@@ -680,4 +680,4 @@ def test_the_race_streams_both_lanes_and_says_why_one_is_faster(loads):
     assert len(lanes) == 2 and lanes[0] == lanes[1]  # greedy: the target alone's text, written by both
     lines = [md.value for md in at.markdown if "tokens/s" in md.value]
     assert len(lines) == 2 and all("12 tokens" in line and "done" in line for line in lines)
-    assert "race_preset=" in at.code[0].value  # a shareable link
+    assert "race_preset=" in at.code[-1].value  # a shareable link

@@ -18,6 +18,8 @@ import torch
 
 from specviz.analysis.diagnosis import Diagnosis, diagnose, one_token_time, pass_times
 from specviz.analysis.lossless import check, first_tokens, reference
+from specviz.analysis.race import PRESETS as RACES
+from specviz.analysis.race import Race
 from specviz.analysis.sweep import target_only, verify_timing
 from specviz.analysis.theory import best_tau, expected_speedup, speedup_with_verify_cost
 from specviz.classroom.sandbox import PRESETS as EXERCISES
@@ -258,6 +260,21 @@ def choose_tau(pair: ModelPair | None, load: Load) -> Evidence:
     return Evidence(finding, (charts.sized(figure, charts.FONT["size"]),))
 
 
+def race(pair: ModelPair, load: Load) -> Evidence:
+    preset = RACES[0]  # prompt lookup on "fix the spelling mistakes and repeat"
+    result = Race(load("embedded", preset.draft), preset.prompt, SpecConfig(tau=preset.tau, mode="greedy",
+                                                                            max_new_tokens=48)).run()  # fmt: skip
+    figure = go.Figure(go.Bar(
+        x=["target alone", f"speculative, τ = {preset.tau}"],
+        marker_color=[charts.P_COLOR, charts.DECISION_COLORS["accepted"]],
+        y=[result.alone.tokens_per_second, result.speculative.tokens_per_second], texttemplate="%{y:.1f} tokens/s",
+        textposition="outside", cliponaxis=False,
+    ))  # fmt: skip
+    figure.update_layout(yaxis={"title": "tokens per second", "rangemode": "tozero"})
+    same = "the same text, token for token" if result.same_text else "DIFFERENT texts (a bug)"
+    return Evidence(f"{result.summary()} Both wrote {same}.", (charts.sized(figure, charts.FONT["size"]),))
+
+
 def tau_policy(pair: ModelPair, load: Load) -> Evidence:
     fixed = _decode(pair, tau=4, mode="greedy").trace()
     heuristic = _decode(pair, tau=4, mode="greedy", tau_policy="heuristic").trace()
@@ -270,6 +287,13 @@ def tau_policy(pair: ModelPair, load: Load) -> Evidence:
 
 
 LESSONS: tuple[Lesson, ...] = (
+    Lesson("race", "A race on a CPU",
+           "A draft that only copies runs of the prompt (prompt lookup) races the target alone on \"fix the spelling "
+           "and repeat this text\", greedy. What happens?",
+           ("Slower: the draft is not even a model", "Faster: the answer repeats the prompt, so a target pass keeps "
+            "several copied tokens", "The same speed: greedy output cannot change"), 1,
+           "Speedup is tokens per step over the cost of a step, τc + v(τ+1), in one-token target passes.\n"
+           "A free draft (c ≈ 0) right for runs of tokens wins, and greedy output stays the target's own.", race),
     Lesson("next-token", "Where the next token comes from",
            "After n draft tokens are accepted, where does the next token come from?",
            ("From the draft: q's next guess", "From the target: its p at position n + 1 (argmax p in textbook mode)",
