@@ -33,8 +33,16 @@ SHOTS = (
     Shot("sandbox", "sandbox?sandbox_preset=Five-token+draft%2C+the+third+rejected+first", wait_text="accepted"),
     Shot("lossless", "lossless", press=("Run the check",), wait_text="chi-square"),
     Shot("sweep", "sweep?sweep_taus=1-4&sweep_max_new=16&sweep_prompts=The+cat+sat+on+the", ("Run",), "Results"),
-    Shot("lessons", "lessons", wait_text="Lesson"),
+    Shot("lessons", "lessons?lessons_lesson=race", ("Run it",), "What the run showed"),
 )
+
+
+def small(path: Path) -> None:
+    """The PNG in 256 colours, optimised: a page's flat colours survive, and the file is a third."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        image.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
 
 
 def take(url: str, out: Path, shots: tuple[Shot, ...], width: int, height: int) -> list[Path]:
@@ -58,6 +66,7 @@ def take(url: str, out: Path, shots: tuple[Shot, ...], width: int, height: int) 
             page.wait_for_timeout(1500)  # charts settle
             path = out / f"{shot.name}.png"
             page.screenshot(path=str(path), full_page=shot.full_page)
+            small(path)
             written.append(path)
             page.close()
         browser.close()

@@ -4,6 +4,7 @@ import streamlit as st
 
 import specviz
 from pages._shared import (
+    COMPACT_CSS,
     LIMITS,
     compute_turn,
     downloads,
@@ -41,9 +42,9 @@ with st.sidebar:
     threshold = st.slider("Confidence threshold (top probability of q)", *LIMITS["sweep_threshold"], step=0.05,
                           key="sweep_threshold", disabled="confidence" not in policies)  # fmt: skip
 
-st.title("Acceptance length against τ")
+st.html(COMPACT_CSS)
+st.title("Acceptance length and speedup against τ")
 prompts = tuple(line.strip() for line in prompts_text.splitlines() if line.strip())
-share_link("sweep")
 pair = load_pair(target, draft)
 if pair is None:
     st.stop()
@@ -91,18 +92,19 @@ with st.expander("Why verify in one pass? One target pass over τ + 1 tokens aga
 result = sweep.result()
 if not result.runs:
     st.info("Press **Run** to measure. A sweep of τ 1–8 over two prompts takes a few minutes on a laptop CPU.")
+    share_link("sweep")
     st.stop()
 if not result.complete:
     st.warning(f"Stopped with {result.pending} of {total} units left; the charts show what finished. Run to go on.")
 best = next((s for s in result.by_tau() if s.tau == result.best_tau_measured()), None)
 (st.success if best is not None and best.speedup > 1 else st.warning)(result.verdict(), icon=":material/insights:")
-st.caption(charts.THEORY_NOTE)
 
 left, right = st.columns(2)
-left.markdown("**Mean acceptance length: measured and (1 − α^(τ+1)) / (1 − α)**")
-left.plotly_chart(charts.sweep_acceptance_chart(result), key="sweep_acceptance_chart")
-right.markdown("**Speedup over the target alone: measured, S(τ) with v = 1, and S_v(τ) with the measured v**")
-right.plotly_chart(charts.sweep_speedup_chart(result), key="sweep_speedup_chart")
+left.markdown("**Speedup over the target alone: measured, S(τ) with v = 1, S_v(τ) with the measured v**")
+left.plotly_chart(charts.sweep_speedup_chart(result), key="sweep_speedup_chart")
+right.markdown("**Mean acceptance length: measured and (1 − α^(τ+1)) / (1 − α)**")
+right.plotly_chart(charts.sweep_acceptance_chart(result), key="sweep_acceptance_chart")
+st.caption(charts.THEORY_NOTE)
 left.markdown("**Accepted draft tokens per step**")
 left.plotly_chart(charts.sweep_length_chart(result), key="sweep_length_chart")
 right.markdown("**Per-position acceptance rate (of all steps) against a^i**")
@@ -120,3 +122,4 @@ downloads(
     "sweep", "specviz-sweep", lambda: result.to_json(indent=1), lambda: table.to_csv(index=False),
     ("Download JSON", "Download CSV"),
 )  # fmt: skip
+share_link("sweep")
