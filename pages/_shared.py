@@ -141,7 +141,7 @@ def sentence(message: object) -> str:
 COMPACT_CSS = """<style>
 @media (max-height: 820px) {
   .stMainBlockContainer { padding-top: 1.2rem; }
-  .stMainBlockContainer h1 { font-size: 1.5rem; padding: 0; }
+  .stMainBlockContainer h1 { font-size: 1.5rem; padding: 0.1rem 0 0.5rem; line-height: 1.3; }
   .stMainBlockContainer [data-testid="stVerticalBlock"] { gap: 0.6rem; }
   .sv-box { max-height: 7.4rem; overflow-y: auto; display: flex; flex-direction: column-reverse; }
   .sv-text { line-height: 2 !important; }

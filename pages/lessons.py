@@ -8,17 +8,17 @@ from pages._present import presentation_toggle
 from specviz.classroom.lessons import BY_KEY, LESSONS
 
 ui.ensure_shell()
-top = st.columns([3, 1.4])
+st.html(ui.COMPACT_CSS)
+top = st.columns([3, 1.4], vertical_alignment="bottom")
 key = top[0].selectbox("Lesson", list(BY_KEY), key="lessons_lesson", format_func=lambda k: BY_KEY[k].title)
 with top[1]:
     present = presentation_toggle("lessons_present")
 lesson = BY_KEY[key]
 number = [item.key for item in LESSONS].index(key) + 1
 st.title(f"Lesson {number} of {len(LESSONS)}: {lesson.title}")
-st.markdown(f"### {lesson.question}")
+st.markdown(f"#### {lesson.question}")
 guess = st.radio("Your prediction", range(len(lesson.choices)), index=None, key=f"lessons_guess_{key}",
                  format_func=lambda i: lesson.choices[i])  # fmt: skip
-ui.share_link("lessons", show=not present)
 results = st.session_state.setdefault("lessons_results", {})
 if st.button("Run it", type="primary", key="lessons_run", icon=":material/play_arrow:"):
     pair = ui.load_pair("embedded", "embedded")
@@ -33,6 +33,7 @@ if st.button("Run it", type="primary", key="lessons_run", icon=":material/play_a
 evidence = results.get(key)
 if evidence is None:
     st.info("Predict, then press **Run it**: the app reproduces the situation live and shows the answer.")
+    ui.share_link("lessons", show=not present)
     st.stop()
 right = lesson.choices[lesson.right]
 if guess is None:
@@ -47,3 +48,4 @@ for i, figure in enumerate(evidence.figures):
 if evidence.table is not None:
     st.table(evidence.table.style.hide(axis="index").format(precision=3))  # every column whole at 1280 px
 st.markdown("**Takeaway.** " + "  \n".join(lesson.takeaway.splitlines()))
+ui.share_link("lessons", show=not present)

@@ -269,7 +269,7 @@ def test_sweep_page_runs_and_shows_theory_beside_measurement(loads):
     best = table.loc[table["speedup"].idxmax()]
     assert f"best τ = {best['tau']}, {best['speedup']:.2f}× the target alone" in verdict  # the page agrees with itself
     traces = [t for i in range(4) for t in figure(at, i)["data"]]
-    s_v = next(t for t in traces if t.get("name", "").startswith("theory with the measured verify cost"))
+    s_v = next(t for t in traces if t.get("name", "").startswith("S_v: theory with v(τ+1) measured"))
     assert s_v["y"] == pytest.approx(list(table["predicted_speedup_v"]))
     assert list(table["tau"]) == [1, 2, 3]
     assert (table["emitted"] == table["accepted"] + table["steps"]).all()

@@ -334,13 +334,13 @@ def _theory_lines(
 ) -> None:
     if result.alpha is not None:
         fig.add_scatter(
-            x=taus, y=alpha_y, mode="lines", name=f"theory, α = Σmin(p,q) = {result.alpha:.2f}{suffix}",
+            x=taus, y=alpha_y, mode="lines", name=f"theory, α = {result.alpha:.2f}{suffix}",
             line={"color": "black", "dash": "dash"},
         )  # fmt: skip
     a = result.acceptance_probability
     if a is not None:
         fig.add_scatter(
-            x=taus, y=measured_y, mode="lines", name=f"theory, acceptance in this mode = {a:.2f}{suffix}",
+            x=taus, y=measured_y, mode="lines", name=f"theory, a = {a:.2f} (this mode){suffix}",
             line={"color": "#6c757d", "dash": "dot", "width": 3},
         )  # fmt: skip
 
@@ -408,7 +408,7 @@ def sweep_speedup_chart(result: SweepResult) -> go.Figure:
     if with_v:  # SPEC.md "Verify cost": the same theory with v(τ + 1) measured in these runs
         fig.add_scatter(
             x=[s.tau for s in with_v], y=[s.predicted_speedup_v for s in with_v], mode="lines+markers",
-            name="theory with the measured verify cost: S_v = E / (τc + v(τ+1))",
+            name="S_v: theory with v(τ+1) measured",
             line={"color": RESIDUAL_COLOR, "width": 3}, marker={"symbol": "square"},
             customdata=[s.verify_cost for s in with_v],
             hovertemplate="τ = %{x}: S_v = %{y:.2f}× (v = %{customdata:.2f})<extra></extra>",
