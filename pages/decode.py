@@ -61,8 +61,8 @@ with toggles[1]:
     presentation_toggle("decode_present")
 quiz_on = toggles[2].toggle("Quiz mode", key="decode_quiz", help="Hide r and the decisions until the class has guessed")
 where = cols[-1] if present else st.container()
-kind = where.radio("Quiz", list(quiz.KINDS), key="decode_quiz_kind", format_func=quiz.KINDS.get,
-                   horizontal=not present) if quiz_on else ""  # fmt: skip
+kind = where.radio("Quiz", list(quiz.KINDS), key="decode_quiz_kind", format_func=(quiz.SHORT if present else
+                   quiz.KINDS).get, horizontal=not present) if quiz_on else ""  # fmt: skip
 if upload_error:
     st.error(f"**This file is not a specviz trace that can be replayed:** {upload_error}", icon=":material/error:")
 config = specviz.SpecConfig(tau=tau, seed=seed, max_new_tokens=max_new, tau_policy=policy, confidence=threshold,

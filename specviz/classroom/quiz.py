@@ -24,6 +24,7 @@ KINDS = {
     "predict": "Will the target keep each token? (q and p shown, r hidden)",
     "rule": "Apply the rule: r and p/q shown; each token's fate and how many are kept",
 }
+SHORT = {"predict": "Keep each token?", "rule": "Apply the rule"}  # on a projector's row of controls
 _BY_DECISION: dict[Decision, Answer] = {"accepted": "accept", "rejected": "reject", "not reached": "not reached"}
 
 

@@ -52,7 +52,7 @@ def built(data: list[dict], layout: dict, size: int) -> go.Figure:
         "legend": {**layout.get("legend", {}), "font": font},
     }
     title = layout.get("title")
-    layout["title"] = {"text": title, "font": font} if isinstance(title, str) else title
+    layout["title"] = {"text": title, "font": font} if isinstance(title, str) else {"font": font, **(title or {})}
     for name in {"xaxis", "yaxis", *(k for k in layout if k.startswith(("xaxis", "yaxis")))}:
         axis = dict(layout.get(name, {}))
         axis_title = axis.get("title")
@@ -142,7 +142,8 @@ def step_chart(
     )
     top = 110 + (font_size + 14 if any(m is not None for m in marks) else 0)
     layout = {
-        "barmode": "group", "title": title, "annotations": annotations,
+        "barmode": "group", "annotations": annotations,
+        "title": {"text": title, "y": 0.995, "yref": "container", "yanchor": "top"},  # above the decisions, always
         "yaxis": {"range": [0, 1.22], "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1], "title": "probability"},
         "xaxis": {"type": "category"},  # token labels such as "4. ," would otherwise read as numbers
         "legend": {"orientation": "h", "y": -0.2}, "margin": {"t": top, "b": 40, "l": 80}, "height": height,
