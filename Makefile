@@ -61,6 +61,7 @@ bench: install
 	$(PY) -m benchmarks.hf_assisted
 	$(PY) -m benchmarks.sessions
 	$(PY) -m benchmarks.server_cpu
+	$(PY) -m benchmarks.runtime
 	$(PY) -m benchmarks.remote
 
 # The README's pictures, regenerated from fixed links (fixed seeds) in headless Chromium.
