@@ -3,7 +3,7 @@
 import os
 
 # Torch's OpenMP threads busy-wait between operations. Beside a browser on the same CPU that made
-# decoding up to 6x slower (measured on 2 cores: 1.4 instead of 9.3 tokens/s); passive waiting holds
+# decoding up to 6x slower (measured 2026-11-22 on 2 cores: 1.4 instead of 9.3 tokens/s); passive waiting holds
 # it near 5.4 whatever else runs. Set before torch is first imported; override from the environment.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
@@ -17,7 +17,7 @@ from specviz.classroom.sandbox import case_from_json
 
 # One thread per model operation: with passive waiting, a second thread's wake-ups cost more than it
 # saves on this model's small products (a Step: 0.22 CPU-s and 0.18 s with two threads, 0.15 and 0.15 s
-# with one, measured on a 2-core AMD EPYC), and the other core serves the other sessions' pages.
+# with one, measured 2026-11-23 on a 2-core AMD EPYC), and the other core serves the other sessions' pages.
 torch.set_num_threads(int(os.environ.get("SPECVIZ_TORCH_THREADS", "1")))
 
 st.set_page_config(page_title="specviz", page_icon=":material/compare_arrows:", layout="wide")

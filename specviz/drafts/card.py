@@ -119,7 +119,8 @@ of the first draft token; later columns: the k-th draft token's case):
 ## Evaluation (`python scripts/eval_draft.py --draft embedded --draft early-exit:8`)
 
 Held-out prompts, {reports[0].get("new_tokens", 64)} new tokens each, the target alone as the baseline in the
-same process; one run on the 2-core CPU (shared and noisy).
+same process; one run on {reports[0].get("date", "2026-11-23")}, {reports[0].get("hardware", "a 2-core AMD EPYC")}
+(shared and noisy).
 
 {eval_table(reports)}
 """

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import json
+import os
+import platform
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -183,6 +186,10 @@ def main(argv: list[str] | None = None) -> None:
             pair, prompts, new_tokens=args.new_tokens, taus=taus, progress=lambda m: print("  ..", m, flush=True)
         )
         print("\n".join(report.lines()), flush=True)
-        reports.append({"spec": spec, **report.to_dict()})
+        when = {
+            "date": datetime.date.today().isoformat(),
+            "hardware": f"{os.cpu_count()} cores, {platform.processor() or platform.machine()}",
+        }
+        reports.append({"spec": spec, **when, **report.to_dict()})
     if args.json:
         Path(args.json).write_text(json.dumps(reports, indent=1) + "\n")
