@@ -100,9 +100,16 @@ def test_quiz_then_a_corrupt_upload_in_a_real_browser(server, tmp_path):
         assert page.get_by_text("up to the previous step").count() == 1
         page.screenshot(path=str(tmp_path / "quiz.png"), full_page=True)
 
+        page.get_by_text("accept", exact=True).first.click()  # the class answers the first token
+        page.locator(IDLE).wait_for(timeout=60_000)
         page.get_by_role("button", name="Reveal").click()
         page.get_by_text("Running score:").wait_for(timeout=60_000)
         page.locator(".legendtext", has_text="r (uniform draw)").wait_for(timeout=60_000)
+        page.locator(IDLE).wait_for(timeout=60_000)
+        page.wait_for_timeout(1000)
+        assert page.locator(".sv-mark").count() == 1  # its answer marked right or wrong in the text
+        for plot in page.evaluate(CHART_TEXTS):  # the ✓/✗ row above the decisions covers nothing
+            assert not overlapping(plot["texts"]) and not clipped(plot), (overlapping(plot["texts"]), clipped(plot))
         assert page.locator(".sv-tgt").count() == 1
         with page.expect_download() as download:
             page.get_by_role("button", name="Trace as JSON").click()

@@ -143,7 +143,7 @@ def step_chart(
     top = 110 + (font_size + 14 if any(m is not None for m in marks) else 0)
     layout = {
         "barmode": "group", "annotations": annotations,
-        "title": {"text": title, "y": 0.995, "yref": "container", "yanchor": "top"},  # above the decisions, always
+        "title": {"text": title, "y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 10}},  # above all
         "yaxis": {"range": [0, 1.22], "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1], "title": "probability"},
         "xaxis": {"type": "category"},  # token labels such as "4. ," would otherwise read as numbers
         "legend": {"orientation": "h", "y": -0.2}, "margin": {"t": top, "b": 40, "l": 80}, "height": height,
