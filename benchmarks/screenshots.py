@@ -26,8 +26,8 @@ class Shot:
 
 
 SHOTS = (
-    Shot("decode", "?decode_steps=3", wait_text="Step 3:"),
-    Shot("decode-present", "?decode_steps=3&decode_present=true", wait_text="Step 3:"),
+    Shot("decode", "?decode_steps=4", wait_text="Step 4:"),  # a rejection, then two tokens not reached
+    Shot("decode-present", "?decode_steps=4&decode_present=true", wait_text="Step 4:"),
     Shot("decode-quiz", "?decode_steps=2&decode_quiz=true&decode_quiz_kind=rule", wait_text="which will the target"),
     Shot("race", "race", ("Start",), "Speculative decoding was"),
     Shot("sandbox", "sandbox?sandbox_preset=Five-token+draft%2C+the+third+rejected+first", wait_text="accepted"),
