@@ -22,28 +22,12 @@ DECISION_SYMBOLS = {"accepted": "✓", "rejected": "✗", "not reached": "–"}
 LABEL_CHARS = 12  # longer tokens are cut on axes; the full text is in the hover
 
 
-def sized(fig: go.Figure, size: int) -> go.Figure:
-    """Every text of the figure at `size` px: the global font, the title, every axis's ticks and
-    title, the legend and the bar labels. Streamlit's chart theme sets tick and legend fonts of its
-    own (12 px), which a global font size alone does not override. One update: charts are rebuilt on
-    every Step, and each plotly update validates again."""
-    font = {"size": size}
-    axes = [k for k in fig.layout.to_plotly_json() if k.startswith(("xaxis", "yaxis"))] or ["xaxis", "yaxis"]
-    axis = {"tickfont": font, "title": {"font": font}}
-    fig.update_layout(
-        {"font": font, "title": {"font": font}, "legend": {"font": font}, "hoverlabel": {"font": font}}
-        | {name: axis for name in axes}
-    )
-    for trace in fig.data:
-        if trace.type == "bar":
-            trace.textfont = font
-    return fig
-
-
 def built(data: list[dict], layout: dict, size: int) -> go.Figure:
     """A figure from plain trace dicts and a layout dict in one validation pass, every text at `size`
-    px as `sized` sets it. Charts of a step are rebuilt on every Step, where plotly's updates (each
-    one validated again) cost the server more than the model's work."""
+    px: the global font, the title, every axis's ticks and title, the legend and the bar labels.
+    Streamlit's chart theme sets tick and legend fonts of its own (12 px), which a global font size
+    alone does not override. One pass: charts of a step are rebuilt on every Step, where plotly's
+    updates (each one validated again) cost the server more than the model's work."""
     font = {"size": size}
     layout = {
         "font": font,
@@ -62,6 +46,12 @@ def built(data: list[dict], layout: dict, size: int) -> go.Figure:
         if trace.get("type") == "bar":
             trace.setdefault("textfont", font)
     return go.Figure(data=data, layout=layout)
+
+
+def sized(fig: go.Figure, size: int) -> go.Figure:
+    """An already-built figure with every text at `size` px, the way `built` sets them."""
+    json = fig.to_plotly_json()
+    return built(json["data"], json["layout"], size)
 
 
 def token_label(text: str, limit: int | None = None) -> str:
@@ -163,41 +153,25 @@ def top_chart(step: StepTrace, position: int, hide_decisions: bool = False) -> g
         panels.append(("residual norm(max(0, p − q))", step.residual_top, RESIDUAL_COLOR))
     chosen, gap = step.draft_tokens[position], 0.24  # the gap holds the next panel's token labels
     width = (1 - gap * (len(panels) - 1)) / len(panels)
-    font = {"size": FONT["size"]}
-    data, layout = [], {"height": 420, "margin": {"t": 50, "l": 10, "r": 10}, "annotations": [], "font": font}
+    data, layout = [], {"height": 420, "margin": {"t": 50, "l": 10, "r": 10}, "annotations": []}
     for col, (title, top, color) in enumerate(panels, start=1):
         entries = list(reversed(top))  # most likely at the top
-        left = (col - 1) * (width + gap)
-        suffix = "" if col == 1 else str(col)
-        data.append(go.Bar(
-            x=[e.prob for e in entries], y=[f"{token_label(e.text, LABEL_CHARS)} #{e.token}" for e in entries],
-            orientation="h", name=title, showlegend=False, text=[prob_text(e.prob) for e in entries],
-            customdata=[token_label(e.text) for e in entries], hovertemplate="%{customdata}: %{x:.4g}<extra></extra>",
-            marker_color=[TARGET_COLOR if e.token == chosen else color for e in entries], xaxis=f"x{suffix}",
-            yaxis=f"y{suffix}", textposition="outside", cliponaxis=False, constraintext="none", textfont=font,
-        ))  # fmt: skip
-        layout[f"xaxis{suffix}"] = {
-            "domain": [left, left + width],
-            "anchor": f"y{suffix}",
-            "range": [0, 1.45],
-            "tickvals": [0, 0.5, 1],
-            "tickfont": font,
-        }  # room right of a bar at 1 for its label
-        layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "type": "category", "tickfont": font}
-        layout["annotations"].append(
-            {
-                "text": title,
-                "x": left + width / 2,
-                "y": 1.0,
-                "xref": "paper",
-                "yref": "paper",
-                "xanchor": "center",
-                "yanchor": "bottom",
-                "showarrow": False,
-                "font": font,
-            }
-        )
-    return go.Figure(data=data, layout=layout)  # one validation pass: this chart is rebuilt on every Step
+        left, suffix = (col - 1) * (width + gap), "" if col == 1 else str(col)
+        data.append({
+            "type": "bar", "x": [e.prob for e in entries], "orientation": "h", "name": title, "showlegend": False,
+            "y": [f"{token_label(e.text, LABEL_CHARS)} #{e.token}" for e in entries],
+            "text": [prob_text(e.prob) for e in entries], "customdata": [token_label(e.text) for e in entries],
+            "hovertemplate": "%{customdata}: %{x:.4g}<extra></extra>", "xaxis": f"x{suffix}", "yaxis": f"y{suffix}",
+            "marker": {"color": [TARGET_COLOR if e.token == chosen else color for e in entries]},
+            "textposition": "outside", "cliponaxis": False, "constraintext": "none",
+        })  # fmt: skip
+        layout[f"xaxis{suffix}"] = {"domain": [left, left + width], "anchor": f"y{suffix}", "range": [0, 1.45],
+                                    "tickvals": [0, 0.5, 1]}  # room right of a bar at 1 for its label  # fmt: skip
+        layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "type": "category"}
+        layout["annotations"].append({"text": title, "x": left + width / 2, "y": 1.0, "xref": "paper", "yref": "paper",
+                                      "xanchor": "center", "yanchor": "bottom", "showarrow": False,
+                                      "font": {"size": FONT["size"]}})  # fmt: skip
+    return built(data, layout, FONT["size"])
 
 
 def next_token_chart(step: StepTrace, height: int = 360, font_size: int = 16, rows: int = 10) -> go.Figure:
