@@ -15,6 +15,20 @@ h1 { font-size: 3.2rem !important; }
 </style>"""
 
 
+# Normal view on a short screen (a 1280×720 projector): less space above the page, a smaller title,
+# the marked text scrolled to its newest lines, so the step chart and its decisions are on screen
+# after Step without scrolling (tests/test_browser.py measures it).
+COMPACT_CSS = """<style>
+@media (max-height: 820px) {
+  .stMainBlockContainer { padding-top: 1.2rem; }
+  .stMainBlockContainer h1 { font-size: 1.5rem; padding: 0.1rem 0 0.5rem; line-height: 1.3; }
+  .stMainBlockContainer [data-testid="stVerticalBlock"] { gap: 0.6rem; }
+  .sv-box { max-height: 7.4rem; overflow-y: auto; display: flex; flex-direction: column-reverse; }
+  .sv-text { line-height: 2 !important; }
+}
+</style>"""
+
+
 def presentation_toggle(key: str) -> bool:
     """Larger type and no sidebar, for a projector; on by the toggle at the top of the page."""
     on = st.toggle("Presentation view", key=key, help="Larger type, sidebar hidden; toggle again to edit settings")

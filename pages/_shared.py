@@ -17,7 +17,8 @@ from specviz.classroom.settings import CUSTOM
 from specviz.classroom.turns import Turns, each_in_turn
 from specviz.viz import charts
 from specviz.viz.charts import token_label
-from specviz.viz.render import next_token_source
+from specviz.viz.memo import FigureMemo
+from specviz.viz.render import next_token_source, sentence, step_frame
 
 SHELL_MARK = "specviz_shell"
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -128,41 +129,10 @@ def share_link(prefix: str, extra: dict | None = None, show: bool = True) -> str
     return url
 
 
-def sentence(message: object) -> str:
-    """An error's text as a sentence of its own, ending in a full stop, so that the next sentence on
-    the page does not run into it ("…type some text to continue The run below is kept")."""
-    text = str(message).strip()
-    return text if text.endswith((".", "!", "?")) else text + "."
-
-
-# Normal view on a short screen (a 1280×720 projector): less space above the page, a smaller title,
-# the marked text scrolled to its newest lines, so the step chart and its decisions are on screen
-# after Step without scrolling (tests/test_browser.py measures it).
-COMPACT_CSS = """<style>
-@media (max-height: 820px) {
-  .stMainBlockContainer { padding-top: 1.2rem; }
-  .stMainBlockContainer h1 { font-size: 1.5rem; padding: 0.1rem 0 0.5rem; line-height: 1.3; }
-  .stMainBlockContainer [data-testid="stVerticalBlock"] { gap: 0.6rem; }
-  .sv-box { max-height: 7.4rem; overflow-y: auto; display: flex; flex-direction: column-reverse; }
-  .sv-text { line-height: 2 !important; }
-}
-</style>"""
-
-
 def step_table(view: specviz.StepTrace, greedy: bool, hidden: bool, draws: bool) -> None:
-    """The step's numbers, one row per draft token, as a plain table: every column whole at 1280 px
-    (a data grid cut `decision` to "deci"). Before a quiz's Reveal: no decision, and r only when shown."""
-    table = view.to_frame()
-    if greedy:
-        table["target argmax"] = [token_label(top[0].text) if top else "" for top in view.p_top]
-    columns = ["position", "draft_text", "q", "p", "ratio", *([] if hidden and not draws else ["r"])]
-    columns += ["target argmax"] if greedy else []
-    table = table[columns + ([] if hidden else ["decision"])].rename(columns={"draft_text": "token", "ratio": "p/q"})
-    table["token"] = [token_label(t) for t in table["token"]]
-    for column in ("q", "p", "p/q", "r"):  # as text: a Styler would cost the server more than the table
-        if column in table:
-            table[column] = ["–" if x is None or x != x else f"{x:.4f}" for x in table[column]]
-    st.table(table.set_index("position"))
+    """The step's numbers as a plain table: every column whole at 1280 px (a data grid cut `decision`
+    to "deci")."""
+    st.table(step_frame(view, greedy, hidden, draws))
 
 
 def step(dec: specviz.Decoder, turn) -> bool:
@@ -232,30 +202,9 @@ def step_picker(steps: tuple[specviz.StepTrace, ...], hidden: bool) -> specviz.S
     return steps[pick - 1]
 
 
-FIGURES = "specviz_figures"  # a session's charts of immutable traces, by what they were built from
-
-
-def _identity(value: object) -> object:
-    """A step by identity, a sequence of steps by theirs, anything else by value."""
-    if isinstance(value, specviz.StepTrace):
-        return id(value)
-    if isinstance(value, tuple | list) and value and all(isinstance(v, specviz.StepTrace) for v in value):
-        return tuple(map(id, value))
-    return repr(value)
-
-
 def chart(build, *args, **kwargs):
-    """`build(*args, **kwargs)` once per session for the same inputs: traces are immutable, so a rerun
-    that changes nothing for this chart (another widget, a quiz answer) reuses its figure instead of
-    building and validating it again. Steps are told apart by identity: the memo holds them, so their
-    ids cannot be reused by new steps while their figures are kept."""
-    memo = st.session_state.setdefault(FIGURES, {})
-    key = (build.__name__, tuple(map(_identity, args)), tuple((k, _identity(v)) for k, v in sorted(kwargs.items())))
-    if key not in memo:
-        if len(memo) > 48:  # a long session: start over rather than grow
-            memo.clear()
-        memo[key] = (args, kwargs, build(*args, **kwargs))  # the inputs kept alive beside their figure
-    return memo[key][2]
+    """`build(*args, **kwargs)`, built once per session for the same traces (specviz.viz.memo)."""
+    return st.session_state.setdefault("specviz_figures", FigureMemo())(build, *args, **kwargs)
 
 
 def next_token_panel(step: specviz.StepTrace, brief: bool = False, **size: int) -> None:

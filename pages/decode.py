@@ -7,13 +7,13 @@ import streamlit as st
 import specviz
 from pages import _quiz as quiz_ui
 from pages import _shared as ui
-from pages._present import presentation_toggle
+from pages._present import COMPACT_CSS, presentation_toggle
 from pages._reading import trace_reading
 from specviz.analysis.metrics import compute_metrics
 from specviz.classroom import quiz
 from specviz.classroom.replay import Replay, load_trace
 from specviz.viz import charts
-from specviz.viz.render import LEGEND, run_html
+from specviz.viz.render import LEGEND, run_html, sentence
 
 ui.ensure_shell()
 upload = st.session_state.get("decode_upload")  # read first: while a trace replays, settings are off
@@ -53,8 +53,8 @@ present = bool(st.session_state.get("decode_present"))  # a projector: one row o
 if present:
     cols = st.columns([1, 1.3, 1, 1, 2.1, 1.4, 2.6], vertical_alignment="bottom")
     toggles = [st.container(), cols[4], cols[5]]
-else:  # the title shares its row with the toggles; on a short screen it shrinks (ui.COMPACT_CSS)
-    st.html(ui.COMPACT_CSS)
+else:  # the title shares its row with the toggles; on a short screen it shrinks (COMPACT_CSS)
+    st.html(COMPACT_CSS)
     toggles = st.columns([3.6, 1.7, 1.2], vertical_alignment="center")
     toggles[0].title("Speculative decoding, step by step")
 with toggles[1]:
@@ -81,7 +81,7 @@ def start_run() -> specviz.Decoder | None:
         with st.spinner(f"Reading the prompt into both models ({len(prompt):,} characters)…"), ui.compute_turn():
             decoder = specviz.Decoder(pair, prompt, config, chat=None if chat else False)
     except specviz.SpecvizError as exc:
-        st.error(f"**Cannot start a new run.** {ui.sentence(exc)} The run below is kept.", icon=":material/error:")
+        st.error(f"**Cannot start a new run.** {sentence(exc)} The run below is kept.", icon=":material/error:")
         return None
     st.session_state["decode_state"] = {"decoder": decoder, "settings": settings}
     return decoder

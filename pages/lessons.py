@@ -4,11 +4,11 @@ import streamlit as st
 
 import specviz
 from pages import _shared as ui
-from pages._present import presentation_toggle
+from pages._present import COMPACT_CSS, presentation_toggle
 from specviz.classroom.lessons import BY_KEY, LESSONS
 
 ui.ensure_shell()
-st.html(ui.COMPACT_CSS)
+st.html(COMPACT_CSS)
 top = st.columns([3, 1.4], vertical_alignment="bottom")
 key = top[0].selectbox("Lesson", list(BY_KEY), key="lessons_lesson", format_func=lambda k: BY_KEY[k].title)
 with top[1]:

@@ -6,13 +6,14 @@ import streamlit as st
 
 import specviz
 from pages import _shared as ui
-from pages._present import presentation_toggle
+from pages._present import COMPACT_CSS, presentation_toggle
 from specviz.analysis.race import BY_LABEL, Race
+from specviz.viz.render import sentence
 
 ui.ensure_shell()
 present = bool(st.session_state.get("race_present"))
 if not present:
-    st.html(ui.COMPACT_CSS)
+    st.html(COMPACT_CSS)
     st.title("Race: the target alone against speculation")
 cols = st.columns([3.2, 1, 1, 1.6], vertical_alignment="bottom")
 label = cols[0].selectbox("Race", list(BY_LABEL), key="race_preset")
@@ -58,7 +59,7 @@ if start:
             for alone, spec in race.frames():
                 draw(pair, alone, spec)
     except specviz.SpecvizError as exc:
-        st.error(f"**The race could not run.** {ui.sentence(exc)}", icon=":material/error:")
+        st.error(f"**The race could not run.** {sentence(exc)}", icon=":material/error:")
         st.stop()
     results[key] = (race.result(), pair)
 if key not in results:

@@ -3,8 +3,8 @@
 import streamlit as st
 
 import specviz
+from pages._present import COMPACT_CSS
 from pages._shared import (
-    COMPACT_CSS,
     LIMITS,
     compute_turn,
     downloads,

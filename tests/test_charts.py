@@ -306,3 +306,22 @@ def test_step_chart_cuts_a_long_draft_token_and_keeps_it_whole_on_hover():
     case = SandboxCase(("Supercalifragilistic", "b"), q=((0.9, 0.1),), p=((0.5, 0.5), (0.5, 0.5)), r=(0.3,))
     fig = step_chart(sandbox_step(case))
     assert list(fig.data[0].x) == ["1. Supercalifr…"] and list(fig.data[0].customdata) == ["1. Supercalifragilistic"]
+
+
+def test_the_figure_memo_builds_once_per_step_and_tells_new_steps_apart(runs):
+    from specviz.viz.memo import FigureMemo
+
+    built = []
+
+    def build(step, size=16):
+        built.append(step.index)
+        return step_chart(step, font_size=size)
+
+    memo, steps = FigureMemo(limit=3), runs["textbook"].steps
+    first = memo(build, steps[0])
+    assert memo(build, steps[0]) is first and built == [0]  # a rerun: the same figure, not built again
+    assert memo(build, steps[0], size=20) is not first and built == [0, 0]  # another setting: built anew
+    memo(build, steps[1])
+    assert built == [0, 0, 1] and len(memo) == 3
+    memo(build, steps[2])  # over the limit: started over
+    assert len(memo) == 1

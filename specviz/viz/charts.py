@@ -10,7 +10,7 @@ from specviz.analysis.lossless import LosslessCheck
 from specviz.analysis.sweep import SweepResult
 from specviz.analysis.theory import expected_tokens_per_step
 from specviz.core.trace import StepTrace, TokenProb
-from specviz.viz.render import decision_parts, decision_reason
+from specviz.viz.render import decision_parts, decision_reason, token_label
 
 DECISION_COLORS = {"accepted": "#1a9850", "rejected": "#d73027", "not reached": "#9e9e9e"}
 Q_COLOR, P_COLOR, RESIDUAL_COLOR, TARGET_COLOR = "#f4a261", "#457b9d", "#8e44ad", "#1f5fbf"
@@ -52,16 +52,6 @@ def sized(fig: go.Figure, size: int) -> go.Figure:
     """An already-built figure with every text at `size` px, the way `built` sets them."""
     json = fig.to_plotly_json()
     return built(json["data"], json["layout"], size)
-
-
-def token_label(text: str, limit: int | None = None) -> str:
-    """A token as it reads on an axis: spaces and newlines made visible; with `limit`, cut to that
-    many characters and marked with '…' (the hover shows it whole)."""
-    shown = text.replace("\n", "↵").replace("\t", "⇥")
-    if shown.startswith(" "):
-        shown = "·" + shown[1:]
-    shown = shown if shown.strip() else repr(text)
-    return shown[: limit - 1] + "…" if limit and len(shown) > limit else shown
 
 
 def prob_text(x: float) -> str:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
+import pandas as pd
+
 from specviz.core.trace import StepTrace
 
 LONG_PROMPT = 600  # characters: a longer prompt is drawn with its middle cut out
@@ -37,6 +39,16 @@ STYLE = """<style>
 .sv-legend span { margin-right: 0.9em; padding: 1px 6px; border-radius: 4px; }
 .sv-rule { font-size: 0.7rem; vertical-align: super; color: #1f5fbf; margin-left: 2px; }
 </style>"""
+
+
+def token_label(text: str, limit: int | None = None) -> str:
+    """A token as it reads on an axis: spaces and newlines made visible; with `limit`, cut to that
+    many characters and marked with '…' (the hover shows it whole)."""
+    shown = text.replace("\n", "↵").replace("\t", "⇥")
+    if shown.startswith(" "):
+        shown = "·" + shown[1:]
+    shown = shown if shown.strip() else repr(text)
+    return shown[: limit - 1] + "…" if limit and len(shown) > limit else shown
 
 
 def _show(text: str) -> str:
@@ -199,3 +211,27 @@ def run_html(
             parts.extend(_step_spans(step, current=last, marks=marks if last else ()))
     parts.append("</div>")
     return "".join(parts)
+
+
+def sentence(message: object) -> str:
+    """An error's text as a sentence of its own, ending in a full stop, so that the next sentence on
+    the page does not run into it ("…type some text to continue The run below is kept")."""
+    text = str(message).strip()
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def step_frame(step: StepTrace, greedy: bool, hidden: bool = False, draws: bool = False) -> pd.DataFrame:
+    """The step's numbers as a table a room can read, one row per draft token, by position: token, q,
+    p, p/q, r (four decimals, as text), the target's argmax in greedy mode, the decision. Before a
+    quiz's Reveal (`hidden`): no decision, and r only with `draws`."""
+    table = step.to_frame()
+    if greedy:
+        table["target argmax"] = [token_label(top[0].text) if top else "" for top in step.p_top]
+    columns = ["position", "draft_text", "q", "p", "ratio", *([] if hidden and not draws else ["r"])]
+    columns += ["target argmax"] if greedy else []
+    table = table[columns + ([] if hidden else ["decision"])].rename(columns={"draft_text": "token", "ratio": "p/q"})
+    table["token"] = [token_label(t) for t in table["token"]]
+    for column in ("q", "p", "p/q", "r"):  # as text: a pandas Styler costs the server more than the table
+        if column in table:
+            table[column] = ["–" if x is None or x != x else f"{x:.4f}" for x in table[column]]
+    return table.set_index("position")
