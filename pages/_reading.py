@@ -1,5 +1,7 @@
 """Reading a trace (the current run or a replayed one): where the time went and the bottleneck."""
 
+import contextlib
+
 import streamlit as st
 
 import specviz
@@ -8,10 +10,11 @@ from specviz.core.trace import RunTrace
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _one_token_ms(_pair: specviz.ModelPair, target: str, ids: tuple[int, ...]) -> float:
+def _one_token_ms(_pair: specviz.ModelPair, target: str, ids: tuple[int, ...], _turn=None) -> float:
     """The target's one-token time after the prompt, once per process for a target and prompt
-    (shared: timing it costs a few target passes)."""
-    return one_token_time(_pair, ids)
+    (shared: timing it costs a few target passes, in a compute turn; a cached value takes none)."""
+    with _turn() if _turn else contextlib.nullcontext():
+        return one_token_time(_pair, ids)
 
 
 def trace_reading(run: RunTrace, pair: specviz.ModelPair | None = None, turn=None) -> None:
@@ -19,8 +22,7 @@ def trace_reading(run: RunTrace, pair: specviz.ModelPair | None = None, turn=Non
     reading can name the verify cost v; a replayed trace has no model to time."""
     one_token_ms = None
     if pair is not None and run.steps:
-        with turn():
-            one_token_ms = _one_token_ms(pair, run.target_name, tuple(run.prompt_ids))
+        one_token_ms = _one_token_ms(pair, run.target_name, tuple(run.prompt_ids), turn)
     d = diagnose(run, one_token_ms)
     title = f"Reading this trace (the whole run, {len(run.steps)} steps): where the time went, and the bottleneck"
     with st.expander(title, icon=":material/troubleshoot:"):

@@ -337,7 +337,7 @@ class SweepResult:
         ]
         alpha, c, base, a = self.alpha, self.c, self.baseline_tokens_per_second, self.acceptance_probability
         tps = m.tokens_per_second or 0.0
-        v, c1 = self.verify_cost(tau), self.c_target_only
+        v, c1 = self._verify_cost(m), self.c_target_only
         return TauSummary(
             tau=tau, runs=len(runs), steps=m.steps, drafted=m.drafted_tokens, accepted=m.accepted_tokens,
             emitted=m.emitted_tokens, mean_acceptance_length=m.mean_acceptance_length or 1.0,
@@ -357,7 +357,10 @@ class SweepResult:
     def verify_cost(self, tau: int) -> float | None:
         """v(τ + 1) measured in these runs (SPEC.md, "Verify cost"): the mean verify pass at τ, which
         scores τ + 1 tokens, over the target-only baseline's time per token, on the same runtime."""
-        m, tokens = self.pooled(tau), sum(b.tokens for b in self.baselines)
+        return self._verify_cost(self.pooled(tau))
+
+    def _verify_cost(self, m: Metrics) -> float | None:
+        tokens = sum(b.tokens for b in self.baselines)
         if not m.steps or not tokens or not m.verify_ms:
             return None
         return (m.verify_ms / m.steps) / (sum(b.decode_ms for b in self.baselines) / tokens)
