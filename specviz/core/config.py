@@ -14,6 +14,8 @@ MODES: tuple[Mode, ...] = get_args(Mode)
 TauPolicy = Literal["fixed", "heuristic", "confidence"]  # SPEC.md, "Variants"
 TAU_POLICIES: tuple[TauPolicy, ...] = get_args(TauPolicy)
 MAX_TAU = 64
+MAX_TOPK = 10
+MAX_TREE_NODES = 64
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,12 @@ class SpecConfig:
     tau_policy: TauPolicy = "fixed"
     confidence: float = 0.4
     broken_draft: bool = False  # a deliberate bug: every draft token conditions on the prefix alone
+    # token trees (SPEC.md, "Token trees"; SGLang's names): children per expanded node, levels drafted,
+    # nodes verified. steps = 0 is the chain of τ; topk = 1, steps = num_draft_tokens = τ is the same chain
+    # drafted and walked as a tree
+    topk: int = 1
+    steps: int = 0
+    num_draft_tokens: int = 0
 
     def __post_init__(self) -> None:
         _check_int("tau", self.tau, 1, MAX_TAU)
@@ -50,6 +58,34 @@ class SpecConfig:
         _check_float("confidence", self.confidence, 0.0, 1.0)
         if not isinstance(self.broken_draft, bool):
             raise ConfigError(f"broken_draft must be true or false; got {self.broken_draft!r}")
+        self._check_tree()
+
+    def _check_tree(self) -> None:
+        _check_int("topk", self.topk, 1, MAX_TOPK)
+        _check_int("steps", self.steps, 0, MAX_TAU)
+        _check_int("num_draft_tokens", self.num_draft_tokens, 0, MAX_TREE_NODES)
+        if not self.steps:
+            if self.topk != 1 or self.num_draft_tokens:
+                raise ConfigError("a token tree needs steps ≥ 1 (levels drafted); steps = 0 is the chain of τ")
+            return
+        most = sum(self.topk**d for d in range(1, self.steps + 1))
+        if not 1 <= self.num_draft_tokens <= most:
+            raise ConfigError(
+                f"num_draft_tokens must be between 1 and {most} (every node of {self.steps} levels of {self.topk} "
+                f"children); got {self.num_draft_tokens}"
+            )
+        if self.tau_policy != "fixed" or self.broken_draft:
+            raise ConfigError("a token tree has its own shape: use the fixed τ policy and a working draft")
+
+    @property
+    def tree(self) -> bool:
+        """Whether steps are drafted and walked as token trees."""
+        return self.steps > 0
+
+    @property
+    def depth(self) -> int:
+        """The most draft tokens one step can accept: τ for a chain, steps for a tree."""
+        return self.steps if self.tree else self.tau
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -16,8 +16,12 @@ import torch
 
 from specviz.core.config import MAX_TAU, Mode, SpecConfig
 from specviz.core.sampling import logits_to_probs, overlap, residual, sample
-from specviz.core.trace import NextRule, RunTrace, StepTrace, StopReason, TokenProb, build_run_trace
+from specviz.core import tree as tree_mod
+from specviz.core.trace import (
+    NextRule, RunTrace, StepTrace, StopReason, TokenProb, TreeNode, TreeTrace, build_run_trace,
+)  # fmt: skip
 from specviz.errors import ConfigError, PromptError, SpecvizError
+from specviz.models.lm import TreeSession
 from specviz.models.pair import ModelPair
 
 
@@ -118,6 +122,11 @@ class Decoder:
         self._ids = list(ids)
         self._gen = torch.Generator().manual_seed(self.config.seed)
         self._target, self._draft = pair.new_sessions()
+        if self.config.tree:
+            for role, session in (("target", self._target), ("draft", self._draft)):
+                if not isinstance(session, TreeSession):
+                    name = pair.target.name if role == "target" else pair.draft.name
+                    raise ConfigError(f"the {role} {name} cannot score a token tree; use a chain (steps = 0)")
         self._steps: list[StepTrace] = []
         self._history: list[torch.Tensor] = []  # generator state before each step, for undo()
         self.prefill_ms = self._prefill()
@@ -158,7 +167,10 @@ class Decoder:
             raise DecodingFinished(f"the run has finished ({self.stop_reason}); reset to start again")
         state = self._gen.get_state()
         try:
-            trace = self._step(len(self._steps), min(self.planned_tau(), self._budget() - 1))
+            if self.config.tree:
+                trace = self._tree_step(len(self._steps), min(self.config.steps, self._budget() - 1))
+            else:
+                trace = self._step(len(self._steps), min(self.planned_tau(), self._budget() - 1))
         except SpecvizError:  # e.g. a remote target failed mid-step: back to before it, the run intact
             self._gen.set_state(state)
             self._crop_sessions()
@@ -237,6 +249,35 @@ class Decoder:
         timing = (t1 - t0, t2 - t1)
         return record_step(
             index, context_length, draft, q, p, choice, emitted, timing, self.pair.codec.token_text, cfg.top_n
+        )
+
+    def _tree_step(self, index: int, steps: int) -> StepTrace:
+        """SPEC.md "Token trees": draft a tree, verify every node in one target pass, walk, emit."""
+        cfg, context_length, ids = self.config, len(self._ids), self._ids
+        t0 = time.perf_counter()
+        if steps < 1:  # no room for a draft token: the target's token alone, as a chain of τ = 0 would
+            tree = tree_mod.root_only(self._draft, ids[self._draft.length :], self._warp)
+        else:
+            tree = tree_mod.draft_tree(
+                self._draft, ids[self._draft.length :], cfg, steps, self._warp, self._gen, self.pair.codec.eos_token_id
+            )
+        t1 = time.perf_counter()
+        pending = ids[self._target.length :]
+        base = self._target.length
+        parents = [base + j - 1 for j in range(len(pending))]
+        parents += [base + len(pending) - 1 if up < 0 else base + len(pending) + up for up in tree.parent]
+        logits = self._target.extend_tree([*pending, *tree.token], parents)
+        p = self._warp(logits[len(pending) - 1 :])
+        t2 = time.perf_counter()
+        greedy = cfg.mode == "greedy"
+        r = [None] * len(tree) if greedy else torch.rand(len(tree), generator=self._gen, dtype=torch.float64).tolist()
+        walked = tree_mod.walk(cfg.mode, tree, p, r, self._gen)
+        self._target.retain([*range(base, base + len(pending)), *(base + len(pending) + i for i in walked.path)])
+        drafted = [tree.session_index[i] for i in walked.path if i in tree.session_index]
+        self._draft.retain(drafted)
+        emitted = self._emit([*(tree.token[i] for i in walked.path), walked.token])
+        return record_tree_step(
+            index, context_length, cfg, tree, p, r, walked, emitted, (t1 - t0, t2 - t1), self.pair.codec.token_text
         )
 
     def _propose(self, tau: int) -> tuple[list[int], torch.Tensor]:
@@ -339,6 +380,53 @@ def record_step(
     )
 
 
+def record_tree_step(
+    index: int, context_length: int, cfg: SpecConfig, tree: tree_mod.DraftTree, p: torch.Tensor,
+    r: Sequence[float | None], walked: tree_mod.Walk, emitted: tuple[int, ...], timing: tuple[float, float],
+    text: Callable[[int], str],
+) -> StepTrace:  # fmt: skip
+    """A tree step's record: every node, and the chain fields read along the main line
+    (`tree.main_line`), so that a topk = 1 tree's record is the chain's, field for field."""
+    n_top = cfg.top_n
+    q_rows = {node: dist for node, dist in tree.dist.items()}
+    p_at = lambda node: p[node + 1]  # noqa: E731 - row of p after `node` (−1: the root)
+    q_at = lambda node: q_rows[node]  # noqa: E731
+    nodes = []
+    for i in range(len(tree)):
+        up, x = tree.parent[i], tree.token[i]
+        residual_p, residual_q = walked.residuals.get(i, (None, None))
+        nodes.append(TreeNode(
+            parent=up, depth=tree.depth[i], token=x, text=text(x), q=tree.q[i], p=float(p_at(up)[x]),
+            score=tree.score[i], rank=tree.rank[i], r=r[i] if walked.decision[i] != "not tested" else None,
+            ratio=walked.ratio[i], decision=walked.decision[i], p_top=tree_mod.top(p_at(i), n_top, text),
+            q_top=tree_mod.top(q_at(i), n_top, text) if i in q_rows else (),
+            residual_top=tree_mod.top(residual_p, n_top, text) if residual_p is not None else (),
+            q_residual_top=tree_mod.top(residual_q, n_top, text) if residual_q is not None else (),
+        ))  # fmt: skip
+    line = tree_mod.main_line(tree, walked)
+    n = len(walked.path)
+    if line:
+        parents = [tree.parent[i] for i in line]
+        q_line = torch.stack([q_at(up) for up in parents])
+        p_line = torch.stack([p_at(up) for up in parents])
+    else:
+        q_line = p_line = torch.empty(0, p.shape[-1], dtype=torch.float64)
+    draft = [tree.token[i] for i in line]
+    choice = _Choice(
+        r=tuple(r[i] for i in line),
+        ratio=_ratio(_at(p_line, draft), _at(q_line, draft)) if line else torch.empty(0, dtype=torch.float64),
+        n=n, token=walked.token, rule=walked.rule, dist=walked.dist,
+        residual=walked.dist if walked.rule == "residual" else None,
+    )  # fmt: skip
+    rows = torch.cat([p_line, p_at(walked.stop)[None]])
+    step = record_step(index, context_length, draft, q_line, rows, choice, emitted, timing, text, n_top)
+    tree_trace = TreeTrace(
+        topk=cfg.topk, steps=cfg.steps, num_draft_tokens=cfg.num_draft_tokens, nodes=tuple(nodes), path=walked.path,
+        stop=walked.stop, root_p_top=tree_mod.top(p_at(-1), n_top, text), root_q_top=tree_mod.top(q_at(-1), n_top, text),
+    )  # fmt: skip
+    return dataclasses.replace(step, tree=tree_trace)
+
+
 def _top_rows(dists: torch.Tensor, n: int, text) -> tuple[tuple[TokenProb, ...], ...]:
     """The n most likely tokens of each row, as (token, text, prob); zero-probability ones omitted."""
     values, indices = torch.topk(dists, min(n, dists.shape[-1]), dim=-1)
@@ -356,6 +444,11 @@ def top_k_only(pair: ModelPair) -> bool:
 def check_target_supports(pair: ModelPair, config: SpecConfig) -> None:
     """A top-k-only target gives p(ŷ) and argmax p exactly, so textbook and greedy are exact at
     temperature 1 or 0 with no top-k or top-p; everything that needs p in full is refused."""
+    if config.tree and (top_k_only(pair) or getattr(pair.target, "remote", False)):
+        raise ConfigError(
+            f"the target {pair.target.name} is served remotely: its API scores one sequence per request and cannot "
+            "verify a token tree in one pass with a tree attention mask; use a chain (steps = 0) or a local target"
+        )
     if not top_k_only(pair):
         return
     why = f"the target {pair.target.name} returns only its top {getattr(pair.target, 'top_k', '?')} probabilities"

@@ -28,6 +28,64 @@ class TokenProb(NamedTuple):
 
 
 TopN = tuple[TokenProb, ...]
+NodeDecision = Literal["accepted", "rejected", "not tested"]  # a tree node's fate in the walk
+NODE_DECISIONS: tuple[NodeDecision, ...] = get_args(NodeDecision)
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    """One drafted node of a token tree (SPEC.md, "Token trees")."""
+
+    parent: int  # index of the parent node in TreeTrace.nodes; −1: the root (the last confirmed token)
+    depth: int  # 1 for the root's children
+    token: int
+    text: str
+    q: float  # q(token) at the parent: the draft's probability of this child
+    p: float  # p(token) at the parent: the target's
+    score: float  # path score: the product of q from the root to this node
+    rank: int  # 1, 2, …: order among its siblings (highest q first; lossless: drawing order)
+    r: float | None  # the draw that tested it; None when untested or in greedy mode
+    ratio: float | None  # what r was compared with: p/q (textbook), p′/q′ (lossless); None when untested
+    decision: NodeDecision
+    p_top: TopN  # top of p after this node (the target's next-token distribution there)
+    q_top: TopN  # top of q after this node where the draft expanded it, else empty
+    residual_top: TopN = ()  # lossless, after this node was rejected: top of p′ (what the walk sampled from next)
+    q_residual_top: TopN = ()  # lossless, after this node was rejected: top of q′ (q without the rejected tokens)
+
+
+@dataclass(frozen=True)
+class TreeTrace:
+    """A tree step: every verified node, the walk's path and where it stopped."""
+
+    topk: int
+    steps: int
+    num_draft_tokens: int
+    nodes: tuple[TreeNode, ...]  # breadth first: by depth, then parent, then rank
+    path: tuple[int, ...]  # accepted nodes, root to deepest
+    stop: int  # node where the walk stopped (−1: the root); the next token hangs below it
+    root_p_top: TopN  # top of p at the root
+    root_q_top: TopN  # top of q at the root
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TreeTrace:
+        nodes = []
+        for raw in data["nodes"]:
+            node = dict(raw)
+            for name in ("p_top", "q_top", "residual_top", "q_residual_top"):
+                node[name] = _top(node.get(name, ()))
+            nodes.append(TreeNode(**node))
+        return cls(
+            **{**data, "nodes": tuple(nodes), "path": tuple(data["path"]), "root_p_top": _top(data["root_p_top"]),
+               "root_q_top": _top(data["root_q_top"])}
+        )  # fmt: skip
+
+    def children(self, node: int) -> list[int]:
+        """Kept children of `node` (−1: the root), in the order the walk tries them."""
+        return sorted((i for i, n in enumerate(self.nodes) if n.parent == node), key=lambda i: self.nodes[i].rank)
+
+    @property
+    def accepted_depth(self) -> int:
+        return len(self.path)
 
 
 @dataclass(frozen=True)
@@ -56,6 +114,14 @@ class StepTrace:
     residual_top: TopN | None  # top-n of norm(max(0, p − q)) when lossless mode resampled
     draft_ms: float  # wall time of the draft phase
     verify_ms: float  # wall time of the verification phase
+    # a tree step (SPEC.md, "Token trees"): every node; the fields above then read the main line (the
+    # accepted path, then the first child tried where the walk stopped and its first descendants)
+    tree: TreeTrace | None = None
+
+    @property
+    def nodes(self) -> int:
+        """Draft tokens the target verified in this step's pass."""
+        return len(self.tree.nodes) if self.tree is not None else self.tau
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -70,6 +136,8 @@ class StepTrace:
         fields["next_top"] = _top(fields["next_top"])
         if fields["residual_top"] is not None:
             fields["residual_top"] = _top(fields["residual_top"])
+        if fields.get("tree") is not None and not isinstance(fields["tree"], TreeTrace):
+            fields["tree"] = TreeTrace.from_dict(fields["tree"])
         return cls(**fields)
 
     def to_frame(self) -> pd.DataFrame:
@@ -189,4 +257,4 @@ _TIMINGS = ("draft_ms", "verify_ms")
 def build_run_trace(**fields: Any) -> RunTrace:
     """A RunTrace whose metrics are computed from its steps."""
     steps = tuple(fields["steps"])
-    return RunTrace(**{**fields, "steps": steps}, metrics=compute_metrics(steps, fields["config"].tau))
+    return RunTrace(**{**fields, "steps": steps}, metrics=compute_metrics(steps, fields["config"].depth))

@@ -26,7 +26,7 @@ from torch import nn
 
 from specviz.drafts.files import TENSORS_FILE, DraftFileError, DraftSpec, write_spec
 from specviz.drafts.subset import SubsetHead, layer_subset
-from specviz.models.lm import HFSession, SessionStats
+from specviz.models.lm import HFSession, SessionStats, gather_cache
 
 KIND = "feature"
 
@@ -57,14 +57,16 @@ class FeatureDraft(nn.Module):
         self.full_vocab_size = self.head.full_vocab_size
 
     def features(
-        self, ids: torch.Tensor, prev: torch.Tensor, attention_mask: torch.Tensor | None = None, cache: Any = None
-    ) -> torch.Tensor:
+        self, ids: torch.Tensor, prev: torch.Tensor, attention_mask: torch.Tensor | None = None, cache: Any = None,
+        position_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:  # fmt: skip
         """g for every position of `ids` (B, T) given the previous positions' features (B, T, H)."""
         embeds = self.body.embed_tokens(ids)
         x = self.fc(torch.cat([embeds, prev.to(embeds.dtype)], dim=-1))
         out = self.body(
-            inputs_embeds=x, attention_mask=attention_mask, past_key_values=cache, use_cache=cache is not None
-        )
+            inputs_embeds=x, attention_mask=attention_mask, past_key_values=cache, use_cache=cache is not None,
+            position_ids=position_ids,
+        )  # fmt: skip
         return out.last_hidden_state
 
 
@@ -105,6 +107,7 @@ class FeatureDraftSession(SessionStats):
         return self._target.features_length
 
     def extend(self, ids: Sequence[int], keep: int | None = None) -> torch.Tensor:
+        self._check_linear()
         start = time.perf_counter()
         keep = len(ids) if keep is None else keep
         ids = list(ids)
@@ -137,6 +140,43 @@ class FeatureDraftSession(SessionStats):
         self.forwards += 1
         self.length = len(self._tokens)
         return logits
+
+    def extend_tree(self, ids: Sequence[int], parents: Sequence[int]) -> torch.Tensor:
+        """Tree nodes in one pass: each reads its parent's feature (the target's where it is known,
+        else the draft's own g), at its parent's position + 1, seeing only its ancestors."""
+        start = time.perf_counter()
+        new, allowed = self._tree_layout(parents)
+        known = self._known()
+        g_new: list[torch.Tensor] = []
+        with torch.inference_mode():
+            prev = []
+            for parent in parents:
+                if parent >= self.length:  # a node of this same call: its g is not computed yet
+                    raise ValueError("a feature draft expands one tree level per call")
+                prev.append(self._target.features(parent, parent + 1)[0] if parent < known else self._g[parent])
+            dtype = self._draft.fc.weight.dtype
+            prev_t = torch.stack([row.to(self._device, dtype) for row in prev])
+            chunk = torch.tensor([list(ids)], dtype=torch.long, device=self._device)
+            g = self._draft.features(
+                chunk, prev_t[None], cache=self._cache, **self._tree_inputs(new, allowed, dtype, self._device)
+            )[0]
+            g_new = list(g)
+            logits = self._draft.head(g).to("cpu", torch.float64)
+        self._tokens.extend(int(y) for y in ids)
+        self._g.extend(g_new)
+        self._tree.extend(new)
+        self.length = len(self._tokens)
+        self.forward_seconds += time.perf_counter() - start
+        self.forwards += 1
+        return logits
+
+    def retain(self, path: Sequence[int]) -> None:
+        kept = self._retained(path)
+        if len(kept) < self.length:
+            gather_cache(self._cache, kept)
+            self._tokens = [self._tokens[i] for i in kept]
+            self._g = [self._g[i] for i in kept]
+        self._keep_linear(len(kept))
 
     def _previous(self, pos: int, n: int, known: int) -> torch.Tensor:
         """f_{t−1} for t = pos … pos+n−1: the target's where known (a zero row before position 0),

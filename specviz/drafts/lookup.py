@@ -39,10 +39,9 @@ class PromptLookupSession(ListSession):
         super().__init__()
         self._owner = owner
 
-    def _score(self, keep: int) -> torch.Tensor:
-        rows = torch.full((keep, self._owner.vocab_size), NO_PROPOSAL, dtype=torch.float64)
-        for j, end in enumerate(range(self.length - keep + 1, self.length + 1)):
-            token = self._owner.propose(self._ids[:end])
-            if token is not None:
-                rows[j, token] = 0.0
-        return rows
+    def _row(self, context: list[int]) -> torch.Tensor:
+        row = torch.full((self._owner.vocab_size,), NO_PROPOSAL, dtype=torch.float64)
+        token = self._owner.propose(context)
+        if token is not None:
+            row[token] = 0.0
+        return row

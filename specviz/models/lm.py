@@ -39,6 +39,22 @@ class Session(Protocol):
 
 
 @runtime_checkable
+class TreeSession(Session, Protocol):
+    """A session that can also score a token tree in one pass (SPEC.md, "Token trees")."""
+
+    def extend_tree(self, ids: Sequence[int], parents: Sequence[int]) -> torch.Tensor:
+        """Append `ids` as tree nodes in one forward pass: node j's parent is the held token (or the
+        earlier node of this call) at absolute index `parents[j]`; it attends to its ancestors and
+        itself, at position (its parent's position + 1). Returns one logits row per node."""
+        ...
+
+    def retain(self, path: Sequence[int]) -> None:
+        """Keep the linear prefix and the nodes at absolute indices `path` (a chain down the tree,
+        root to leaf), in that order; drop every other tree node (gather, then crop)."""
+        ...
+
+
+@runtime_checkable
 class NextTokenModel(Protocol):
     name: str
     vocab_size: int  # width of the logits rows
@@ -48,16 +64,82 @@ class NextTokenModel(Protocol):
 
 
 class SessionStats:
-    """Bookkeeping shared by the sessions: length, forward count and forward time."""
+    """Bookkeeping shared by the sessions: length, forward count and forward time, and the shape of
+    the held tokens: a linear prefix, then (while a tree step verifies) tree nodes with parents."""
 
     def __init__(self) -> None:
         self.length = 0
         self.forwards = 0
         self.forward_seconds = 0.0
+        self._tree: list[tuple[int, int]] = []  # (parent index, position) of each held tree node
+
+    @property
+    def linear_length(self) -> int:
+        """Held tokens before the first tree node: a plain sequence."""
+        return self.length - len(self._tree)
 
     def _check_crop(self, length: int) -> None:
         if not 0 <= length <= self.length:
             raise ValueError(f"cannot crop a session of {self.length} tokens to {length}")
+        del self._tree[max(0, length - self.linear_length) :]
+
+    def _check_linear(self) -> None:
+        if self._tree:
+            raise ValueError("this session holds tree nodes: retain a path or crop before extending it")
+
+    def _position(self, index: int, new: Sequence[tuple[int, int]] = ()) -> int:
+        base = self.linear_length
+        if index < base:
+            return index
+        index -= base
+        return self._tree[index][1] if index < len(self._tree) else new[index - len(self._tree)][1]
+
+    def _tree_layout(self, parents: Sequence[int]) -> tuple[list[tuple[int, int]], torch.Tensor]:
+        """(parent, position) of each new node, and the boolean mask (nodes, held + nodes) of what
+        each may attend to: the linear prefix, its tree ancestors and itself."""
+        base, held = self.linear_length, self.length
+        new: list[tuple[int, int]] = []
+        for j, parent in enumerate(parents):
+            if not 0 <= parent < held + j:
+                raise ValueError(f"tree node {j}: parent {parent} is not a held token or an earlier node")
+            new.append((parent, self._position(parent, new) + 1))
+        nodes = self._tree + new
+        mask = torch.zeros(len(new), held + len(new), dtype=torch.bool)
+        mask[:, :base] = True
+        for j in range(len(new)):
+            at = held + j
+            while at >= base:
+                mask[j, at] = True
+                at = nodes[at - base][0]
+            mask[j, : at + 1] = True
+        return new, mask
+
+    def _tree_inputs(
+        self, new: Sequence[tuple[int, int]], allowed: torch.Tensor, dtype: torch.dtype, device: torch.device
+    ) -> dict[str, torch.Tensor]:
+        """The additive attention mask and position ids of a tree pass; none when the nodes simply
+        continue the held sequence (a chain: the model's own causal pass computes exactly that)."""
+        held = allowed.shape[1] - len(new)
+        causal = torch.ones(len(new), held + len(new), dtype=torch.bool).tril(held)
+        if torch.equal(allowed, causal):
+            return {}
+        mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)
+        positions = torch.tensor([[pos for _, pos in new]], dtype=torch.long, device=device)
+        return {"attention_mask": mask[None, None].to(device), "position_ids": positions}
+
+    def _retained(self, path: Sequence[int]) -> list[int]:
+        """Indices of the held tokens that `retain(path)` keeps, checked to be a chain from the prefix."""
+        base = self.linear_length
+        previous = base - 1
+        for index in path:
+            if not base <= index < self.length or self._tree[index - base][0] != previous:
+                raise ValueError(f"{list(path)} is not a path down the held tree")
+            previous = index
+        return [*range(base), *path]
+
+    def _keep_linear(self, kept: int) -> None:
+        self._tree.clear()
+        self.length = kept
 
 
 # --- Hugging Face causal LM -------------------------------------------------------------------
@@ -108,15 +190,28 @@ class HFSession(SessionStats):
         return self._features[start:stop]
 
     def extend(self, ids: Sequence[int], keep: int | None = None) -> torch.Tensor:
+        self._check_linear()
+        return self._forward(ids, len(ids) if keep is None else keep)
+
+    def extend_tree(self, ids: Sequence[int], parents: Sequence[int]) -> torch.Tensor:
+        new, allowed = self._tree_layout(parents)
+        dtype = next(self._model.parameters()).dtype
+        logits = self._forward(ids, len(ids), self._tree_inputs(new, allowed, dtype, self._device))
+        self._tree.extend(new)
+        return logits
+
+    def _forward(self, ids: Sequence[int], keep: int, shape: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
         start = time.perf_counter()
-        keep = len(ids) if keep is None else keep
         input_ids = torch.tensor([list(ids)], dtype=torch.long, device=self._device)
+        shape = shape or {}
         with torch.inference_mode():
             if self._features is None:
-                out = self._model(input_ids=input_ids, past_key_values=self._cache, use_cache=True, logits_to_keep=keep)
+                out = self._model(
+                    input_ids=input_ids, past_key_values=self._cache, use_cache=True, logits_to_keep=keep, **shape
+                )
                 logits = out.logits[0, -keep:]
             else:
-                hidden, logits = forward_with_features(self._model, input_ids, self._cache, keep)
+                hidden, logits = forward_with_features(self._model, input_ids, self._cache, keep, **shape)
                 self._features = torch.cat([self._features, hidden[0]]) if len(self._features) else hidden[0]
                 logits = logits[0]
         logits = logits.to("cpu", torch.float64)
@@ -124,6 +219,14 @@ class HFSession(SessionStats):
         self.forwards += 1
         self.length += len(ids)
         return logits
+
+    def retain(self, path: Sequence[int]) -> None:
+        kept = self._retained(path)
+        if len(kept) < self.length:
+            gather_cache(self._cache, kept)
+            if self._features is not None:
+                self._features = self._features[kept]
+        self._keep_linear(len(kept))
 
     def crop(self, length: int) -> None:
         self._check_crop(length)
@@ -135,8 +238,22 @@ class HFSession(SessionStats):
                 self._features = self._features[:length]
 
 
+def gather_cache(cache: Any, kept: Sequence[int]) -> None:
+    """Keep only the cached positions `kept` (in that order) in every layer of a DynamicCache."""
+    layers = getattr(cache, "layers", None)
+    if layers is None:
+        raise TypeError(f"cannot gather positions of a {type(cache).__name__}")
+    for layer in layers:
+        if getattr(layer, "is_sliding", False):
+            raise TypeError("a sliding-window cache cannot keep a tree path")
+        if layer.keys is not None and layer.keys.numel():
+            index = torch.tensor(kept, dtype=torch.long, device=layer.keys.device)
+            layer.keys = layer.keys.index_select(-2, index)
+            layer.values = layer.values.index_select(-2, index)
+
+
 def forward_with_features(
-    model: Any, input_ids: torch.Tensor, cache: Any = None, keep: int | None = None
+    model: Any, input_ids: torch.Tensor, cache: Any = None, keep: int | None = None, **shape: Any
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(final hidden states at every position fed, logits of the last `keep`) from one forward of
     a Llama-style causal LM: its decoder body, then its LM head, as the model's own forward does.
@@ -145,7 +262,7 @@ def forward_with_features(
     body = getattr(model, "model", None)
     if body is None or not hasattr(body, "norm"):
         raise TypeError(f"recording hidden states needs a Llama-style model; {type(model).__name__} is not one")
-    out = body(input_ids=input_ids, past_key_values=cache, use_cache=cache is not None)
+    out = body(input_ids=input_ids, past_key_values=cache, use_cache=cache is not None, **shape)
     hidden = out.last_hidden_state
     keep = hidden.shape[1] if keep is None else keep
     return hidden, model.get_output_embeddings()(hidden[:, -keep:])
@@ -178,13 +295,15 @@ class TableModel:
 
 
 class ListSession(SessionStats):
-    """A session whose whole state is the token list; subclasses score its last `keep` positions."""
+    """A session whose whole state is the token list; subclasses score a context (`_row`) or the
+    last `keep` positions (`_score`). A tree node's context is the prefix and its path."""
 
     def __init__(self) -> None:
         super().__init__()
         self._ids: list[int] = []
 
     def extend(self, ids: Sequence[int], keep: int | None = None) -> torch.Tensor:
+        self._check_linear()
         start = time.perf_counter()
         self._ids.extend(int(y) for y in ids)
         self.length = len(self._ids)
@@ -193,7 +312,28 @@ class ListSession(SessionStats):
         self.forwards += 1
         return logits
 
+    def extend_tree(self, ids: Sequence[int], parents: Sequence[int]) -> torch.Tensor:
+        start = time.perf_counter()
+        new, allowed = self._tree_layout(parents)
+        self._ids.extend(int(y) for y in ids)
+        self._tree.extend(new)
+        self.length = len(self._ids)
+        held = torch.tensor(self._ids)
+        logits = torch.stack([self._row(held[row].tolist()) for row in allowed])
+        self.forward_seconds += time.perf_counter() - start
+        self.forwards += 1
+        return logits
+
+    def retain(self, path: Sequence[int]) -> None:
+        kept = self._retained(path)
+        self._ids = [self._ids[i] for i in kept]
+        self._keep_linear(len(kept))
+
     def _score(self, keep: int) -> torch.Tensor:
+        return torch.stack([self._row(self._ids[:end]) for end in range(self.length - keep + 1, self.length + 1)])
+
+    def _row(self, context: list[int]) -> torch.Tensor:
+        """Logits of the token after `context`."""
         raise NotImplementedError
 
     def crop(self, length: int) -> None:
@@ -207,5 +347,5 @@ class TableSession(ListSession):
         super().__init__()
         self._owner = owner
 
-    def _score(self, keep: int) -> torch.Tensor:
-        return torch.stack([self._owner.row(y) for y in self._ids[-keep:]])
+    def _row(self, context: list[int]) -> torch.Tensor:
+        return self._owner.row(context[-1])
