@@ -77,7 +77,7 @@ def first_tokens(
     pair: ModelPair, prompt: str, config: SpecConfig, trials: int, chat: bool | None = None
 ) -> Iterator[int]:
     """The first token emitted by `trials` independent first steps (seeds seed, seed+1, ...)."""
-    full_step = dataclasses.replace(config, max_new_tokens=config.tau + 1)  # room for a whole step
+    full_step = dataclasses.replace(config, max_new_tokens=config.depth + 1)  # room for a whole step
     decoder = Decoder(pair, prompt, full_step, chat=chat)
     for i in range(trials):
         decoder.restart(config.seed + i)

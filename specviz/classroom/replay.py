@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from specviz.core.config import SpecConfig
-from specviz.core.trace import STOP_REASONS, RunTrace, StepTrace, build_run_trace
+from specviz.core.trace import NODE_DECISIONS, STOP_REASONS, RunTrace, StepTrace, TreeNode, TreeTrace, build_run_trace
 from specviz.errors import ConfigError, TraceError
 
 
@@ -124,10 +124,13 @@ def load_trace(data: bytes | str) -> RunTrace:
 def _step(raw: Any, i: int, config: SpecConfig) -> StepTrace:
     where = f"step {i + 1}"
     _need(isinstance(raw, dict), f"{where} is not an object")
-    _fields(raw, _STEP_FIELDS, where)
+    _fields(raw, _STEP_FIELDS, where, optional={"tree"})
     _need(raw["index"] == i, f"{where} has index {raw['index']!r}")
+    tree = raw.get("tree")
+    _need((tree is not None) is config.tree, f"{where}: {'a tree' if tree else 'a chain'} step in a run of "
+          f"{'trees' if config.tree else 'chains'}")  # fmt: skip
     tau = raw["tau"]
-    _need(_integer(tau) and 0 <= tau <= config.tau, f"{where}: τ = {tau!r} is not between 0 and {config.tau}")
+    _need(_integer(tau) and 0 <= tau <= config.depth, f"{where}: τ = {tau!r} is not between 0 and {config.depth}")
     for name in _PER_POSITION:
         _need(isinstance(raw[name], list) and len(raw[name]) == tau, f"{where}: {name} does not hold {tau} entries")
     tops = [*raw["q_top"], *raw["p_top"], raw["next_top"], *([raw["residual_top"]] if raw["residual_top"] else [])]
@@ -149,7 +152,7 @@ def _step(raw: Any, i: int, config: SpecConfig) -> StepTrace:
         decision = "accepted" if t < n else "rejected" if t == n else "not reached"
         _need(raw["decision"][t] == decision and raw["accepted"][t] is (t < n),
               f"{at}: recorded as {raw['decision'][t]!r} but n_accepted = {n} makes it {decision!r}")  # fmt: skip
-        if t <= n:  # the kept tokens and the first rejected one: their own test decided
+        if t <= n and tree is None:  # the kept tokens and the first rejected one: their own test decided
             _check_rule(raw, t, t < n, config.mode, at)
         _ints([raw["draft_tokens"][t]], f"{at}: the token")
         _need(isinstance(raw["draft_text"][t], str), f"{at}: its text is not text")
@@ -157,6 +160,8 @@ def _step(raw: Any, i: int, config: SpecConfig) -> StepTrace:
         _need(_integer(raw[name]) and raw[name] >= 0, f"{where}: {name} = {raw[name]!r} is not a count")
     _need(isinstance(raw["next_text"], str), f"{where}: next_text is not text")
     rule = "bonus" if n == tau else {"lossless": "residual", "greedy": "greedy"}.get(config.mode, "argmax")
+    if tree is not None:
+        rule = _tree(tree, raw, config, where)
     _need(raw["next_rule"] == rule, f"{where}: the next token's rule is {raw['next_rule']!r}; with n = {n} of "
           f"τ = {tau} in {config.mode} mode it is {rule!r}")  # fmt: skip
     _need(_probability(raw["next_prob"]), f"{where}: next_prob = {raw['next_prob']!r} is not a probability")
@@ -167,6 +172,59 @@ def _step(raw: Any, i: int, config: SpecConfig) -> StepTrace:
     for name in ("draft_ms", "verify_ms"):
         _need(_number(raw[name]) and raw[name] >= 0, f"{where}: {name} = {raw[name]!r} is not a time")
     return StepTrace.from_dict(raw)
+
+
+def _tree(tree: Any, raw: dict, config: SpecConfig, where: str) -> str:
+    """A tree step's nodes, checked as the walk of SPEC.md makes them: each tested node against its
+    own r and ratio (p/q; lossless: p′/q′; greedy: the target's argmax at its parent), the path a
+    chain of accepted nodes from the root, and the step's tokens its tokens. Returns the next rule."""
+    _need(isinstance(tree, dict), f"{where}: its tree is not an object")
+    _fields(tree, {f.name for f in dataclasses.fields(TreeTrace)}, f"{where}: its tree")
+    nodes = tree["nodes"]
+    _need(isinstance(nodes, list) and len(nodes) <= config.num_draft_tokens,
+          f"{where}: the tree holds more than num_draft_tokens = {config.num_draft_tokens} nodes")  # fmt: skip
+    fields = {f.name for f in dataclasses.fields(TreeNode)}
+    for j, node in enumerate(nodes):
+        at = f"{where}, tree node {j + 1}"
+        _need(isinstance(node, dict) and set(node) == fields, f"{at} is malformed")
+        up = node["parent"]
+        _need(_integer(up) and -1 <= up < j, f"{at}: parent {up!r} is not an earlier node or the root")
+        _need(node["depth"] == (nodes[up]["depth"] + 1 if up >= 0 else 1), f"{at}: depth {node['depth']!r} is wrong")
+        for name in ("q", "p", "score"):
+            _need(_probability(node[name]), f"{at}: {name} = {node[name]!r} is not a probability")
+        _need(node["decision"] in NODE_DECISIONS, f"{at}: decision {node['decision']!r} is unknown")
+        tested = node["decision"] != "not tested"
+        if not tested or config.mode == "greedy":
+            _need(node["r"] is None, f"{at}: r = {node['r']!r} where no draw tests it")
+        if not tested:
+            continue
+        if config.mode == "greedy":
+            top = nodes[up]["p_top"] if up >= 0 else tree["root_p_top"]
+            best = top[0][0] if top and _top_entry(top[0]) else None
+            _need((node["token"] == best) is (node["decision"] == "accepted"),
+                  f"{at}: greedy keeps a token only if it is the target's argmax ({best})")  # fmt: skip
+            continue
+        r, ratio = node["r"], node["ratio"]
+        _need(_number(r) and 0 <= r < 1 and isinstance(ratio, (int, float)), f"{at}: no valid r and ratio")
+        if config.mode == "textbook" and node["q"] > 0:
+            _need(math.isclose(ratio, node["p"] / node["q"], rel_tol=1e-6, abs_tol=1e-12), f"{at}: ratio is not p/q")
+        _need((r <= ratio) is (node["decision"] == "accepted"), f"{at}: r = {r} against {ratio:.6g} cannot make it "
+              f"{node['decision']!r}")  # fmt: skip
+    path, previous = tree["path"], -1
+    for j in path:
+        chained = _integer(j) and 0 <= j < len(nodes) and nodes[j]["parent"] == previous
+        _need(
+            chained and nodes[j]["decision"] == "accepted", f"{where}: the tree's path is not a chain of accepted nodes"
+        )
+        previous = j
+    _need(tree["stop"] == previous, f"{where}: the walk stopped at {tree['stop']!r}, not at the path's end")
+    _need(len(path) == raw["n_accepted"], f"{where}: n_accepted is not the tree's accepted depth")
+    _need(raw["draft_tokens"][: len(path)] == [nodes[j]["token"] for j in path], f"{where}: the path's tokens differ")
+    kids = [j for j, node in enumerate(nodes) if node["parent"] == previous]
+    if not kids:
+        return "bonus"
+    _need(all(nodes[j]["decision"] == "rejected" for j in kids), f"{where}: the walk stopped beside an accepted child")
+    return {"lossless": "residual", "greedy": "greedy"}.get(config.mode, "argmax")
 
 
 def _check_rule(raw: dict, t: int, kept: bool, mode: str, at: str) -> None:

@@ -14,12 +14,19 @@ from dataclasses import dataclass
 
 import torch
 
+from specviz.core import tree as tree_mod
 from specviz.core.config import MAX_TAU, Mode, SpecConfig
 from specviz.core.sampling import logits_to_probs, overlap, residual, sample
-from specviz.core import tree as tree_mod
 from specviz.core.trace import (
-    NextRule, RunTrace, StepTrace, StopReason, TokenProb, TreeNode, TreeTrace, build_run_trace,
-)  # fmt: skip
+    NextRule,
+    RunTrace,
+    StepTrace,
+    StopReason,
+    TokenProb,
+    TreeNode,
+    TreeTrace,
+    build_run_trace,
+)
 from specviz.errors import ConfigError, PromptError, SpecvizError
 from specviz.models.lm import TreeSession
 from specviz.models.pair import ModelPair
@@ -422,7 +429,8 @@ def record_tree_step(
     step = record_step(index, context_length, draft, q_line, rows, choice, emitted, timing, text, n_top)
     tree_trace = TreeTrace(
         topk=cfg.topk, steps=cfg.steps, num_draft_tokens=cfg.num_draft_tokens, nodes=tuple(nodes), path=walked.path,
-        stop=walked.stop, root_p_top=tree_mod.top(p_at(-1), n_top, text), root_q_top=tree_mod.top(q_at(-1), n_top, text),
+        stop=walked.stop, root_p_top=tree_mod.top(p_at(-1), n_top, text),
+        root_q_top=tree_mod.top(q_at(-1), n_top, text),
     )  # fmt: skip
     return dataclasses.replace(step, tree=tree_trace)
 

@@ -106,7 +106,8 @@ def draft_tree(
         frontier = _to_expand(tree, new, config.topk, shape, eos, lossless)
         if not frontier:
             break
-        rows = session.extend_tree([tree.token[i] for i in frontier], [tree.session_index[tree.parent[i]] for i in frontier])
+        parents = [tree.session_index[tree.parent[i]] for i in frontier]
+        rows = session.extend_tree([tree.token[i] for i in frontier], parents)
         base = session.length - len(frontier)
         for j, node in enumerate(frontier):
             tree.dist[node], tree.ranking[node] = warp(rows[j]), rank_by(rows[j])
@@ -196,9 +197,7 @@ class Walk:
     residuals: dict[int, tuple[torch.Tensor, torch.Tensor]]  # lossless: (p′, q′) after each rejected node
 
 
-def walk(
-    mode: Mode, tree: DraftTree, p: torch.Tensor, r: Sequence[float | None], gen: torch.Generator
-) -> Walk:
+def walk(mode: Mode, tree: DraftTree, p: torch.Tensor, r: Sequence[float | None], gen: torch.Generator) -> Walk:
     """Walk down from the root. `p` has the root's row first, then one row per node; `r` one
     pre-drawn uniform per node (None in greedy mode), used only if that node is tested."""
     n = len(tree)

@@ -96,11 +96,12 @@ class SessionStats:
 
     def _tree_layout(self, parents: Sequence[int]) -> tuple[list[tuple[int, int]], torch.Tensor]:
         """(parent, position) of each new node, and the boolean mask (nodes, held + nodes) of what
-        each may attend to: the linear prefix, its tree ancestors and itself."""
+        each may attend to: the linear prefix, its tree ancestors and itself. Parent −1: the node
+        starts the sequence (only in a session that holds no plain prefix)."""
         base, held = self.linear_length, self.length
         new: list[tuple[int, int]] = []
         for j, parent in enumerate(parents):
-            if not 0 <= parent < held + j:
+            if not (0 <= parent < held + j or (parent == -1 and base == 0)):
                 raise ValueError(f"tree node {j}: parent {parent} is not a held token or an earlier node")
             new.append((parent, self._position(parent, new) + 1))
         nodes = self._tree + new
