@@ -317,3 +317,36 @@ def test_lossless_tree_joint_of_two_tokens_matches_the_target():
     chi2 = float((((counts.flatten() - expected) ** 2)[keep] / expected[keep]).sum())
     dof = int(keep.sum()) - 1
     assert float(torch.special.gammaincc(torch.tensor(dof / 2), torch.tensor(chi2 / 2))) > 1e-3
+
+
+# --- the figure -----------------------------------------------------------------------------------
+
+
+def test_tree_chart_draws_every_node_the_path_and_the_next_token(pairs):
+    from specviz.viz.tree_chart import MAX_SHOWN, tree_chart, tree_run_chart
+
+    dec = Decoder(pairs["self"], PROMPT, tree_config(2, 3, 6, mode="greedy", max_new_tokens=8))
+    step = dec.step()
+    fig = tree_chart(step)
+    by_name = {t.name: t for t in fig.data if t.name}
+    drawn = sum(len(by_name[d].x) for d in ("accepted", "rejected", "not tested"))
+    assert drawn == len(step.tree.nodes) == 6
+    assert len(by_name["accepted"].x) == len(step.tree.path) == step.n_accepted
+    star = by_name[f"next token ({step.next_rule})"]
+    assert list(star.x) == [len(step.tree.path) + 1]  # one level below the node where the walk stopped
+    thick = [t for t in fig.data if t.mode == "lines" and t.line.width == 6]
+    assert len(thick) == 1 and [x for x in thick[0].x if x is not None] == [
+        d for n in range(len(step.tree.path)) for d in (n, n + 1)
+    ]
+    # the labels carry each node's q and p
+    node = step.tree.nodes[step.tree.path[0]]
+    assert f"q{node.q:.2f} p{node.p:.2f}" in by_name["accepted"].text[0]
+    # a bigger tree: at most MAX_SHOWN nodes are drawn, the untested subtrees folded into "+k"
+    big = Decoder(pairs["random"], PROMPT, tree_config(4, 4, 24, mode="textbook", seed=5, max_new_tokens=8)).step()
+    fig = tree_chart(big)
+    shown = sum(len(t.x) for t in fig.data if t.name in ("accepted", "rejected", "not tested"))
+    labels = [s for t in fig.data if t.name in ("accepted", "rejected", "not tested") for s in t.text]
+    folded = sum(int(s.rsplit("+", 1)[1]) for s in labels if " +" in s)
+    assert shown <= MAX_SHOWN < 24 and shown + folded == 24
+    run = tree_run_chart(dec.run().steps)
+    assert list(run.data[1].y) == [s.nodes for s in dec.steps]
