@@ -77,6 +77,11 @@ POLICY_HELP = (
     "assisted generation does).  confidence: at most τ, stop drafting when q's top probability falls below the "
     "threshold.  Each step's τ is in its trace."
 )
+TREE_HELP = {  # SGLang's names (--speculative-eagle-topk, --speculative-num-steps, --speculative-num-draft-tokens)
+    "topk": "children per expanded node: how many alternatives the draft offers at each branch",
+    "steps": "levels drafted: the deepest path, so a step emits at most steps + 1 tokens",
+    "num_draft_tokens": "nodes the target verifies in its one pass: the tree's budget (the best-scored nodes are kept)",
+}
 BROKEN_HELP = "Each draft token is predicted from the confirmed text alone, not the earlier draft tokens of its step."
 MODE_HELP = (
     "textbook: greedy draft, accept if r ≤ p/q, else argmax p.  "

@@ -14,6 +14,7 @@ from specviz.classroom import quiz
 from specviz.classroom.replay import Replay, load_trace
 from specviz.viz import charts
 from specviz.viz.render import LEGEND, run_html, sentence
+from specviz.viz.tree_chart import tree_chart, tree_run_chart
 
 ui.ensure_shell()
 upload = st.session_state.get("decode_upload")  # read first: while a trace replays, settings are off
@@ -39,11 +40,17 @@ with st.sidebar:
     seed = st.number_input("Seed", *ui.LIMITS["decode_seed"], key="decode_seed", disabled=off)
     max_new = st.number_input("Max new tokens", *ui.LIMITS["decode_max_new"], key="decode_max_new", disabled=off)
     st.header("Variants")
-    policy = st.selectbox("τ policy", ui.LIMITS["decode_policy"], key="decode_policy", disabled=off,
+    tree_on = st.toggle("Token tree (as SGLang and EAGLE run it)", key="decode_tree", disabled=off,
+                        help="Draft a tree of continuations, verify it in one target pass; τ is unused")  # fmt: skip
+    knobs = [st.number_input(name, *ui.LIMITS[f"decode_tree_{key}"], key=f"decode_tree_{key}", help=ui.TREE_HELP[name],
+                             disabled=off or not tree_on)
+             for name, key in (("topk", "topk"), ("steps", "steps"), ("num_draft_tokens", "nodes"))]  # fmt: skip
+    policy = st.selectbox("τ policy", ui.LIMITS["decode_policy"], key="decode_policy", disabled=off or tree_on,
                           help=ui.POLICY_HELP)  # fmt: skip
     threshold = st.slider("Confidence threshold", *ui.LIMITS["decode_threshold"], step=0.05, key="decode_threshold",
-                          disabled=off or policy != "confidence")  # fmt: skip
-    broken = st.toggle("Broken draft (a deliberate bug)", key="decode_broken", disabled=off, help=ui.BROKEN_HELP)
+                          disabled=off or tree_on or policy != "confidence")  # fmt: skip
+    broken = st.toggle("Broken draft (a deliberate bug)", key="decode_broken", disabled=off or tree_on,
+                       help=ui.BROKEN_HELP)  # fmt: skip
     st.header("Replay")
     st.file_uploader("A saved trace (JSON): replayed without any model", type="json", key="decode_upload")
     if upload_error:  # where the user just acted; the same message heads the page
@@ -65,8 +72,15 @@ kind = where.radio("Quiz", list(quiz.KINDS), key="decode_quiz_kind", format_func
                    quiz.KINDS).get, horizontal=not present) if quiz_on else ""  # fmt: skip
 if upload_error:
     st.error(f"**This file is not a specviz trace that can be replayed:** {upload_error}", icon=":material/error:")
-config = specviz.SpecConfig(tau=tau, seed=seed, max_new_tokens=max_new, tau_policy=policy, confidence=threshold,
-                            broken_draft=broken, **sampling)  # fmt: skip
+shape = dict(zip(("topk", "steps", "num_draft_tokens"), knobs, strict=True)) if tree_on else {}
+try:
+    config = specviz.SpecConfig(tau=tau, seed=seed, max_new_tokens=max_new, **sampling, **(
+        {"tau_policy": "fixed", **shape} if tree_on else {"tau_policy": policy, "confidence": threshold,
+                                                          "broken_draft": broken}))  # fmt: skip
+except specviz.ConfigError as exc:
+    st.error(f"**These tree settings do not make a tree.** {sentence(exc)}", icon=":material/error:")
+    st.stop()
+broken = broken and not tree_on
 if broken:
     st.warning(f"**Broken draft, on purpose.** {ui.BROKEN_HELP}", icon=":material/bug_report:")
 settings = (target, draft, prompt, chat, config)
@@ -158,6 +172,11 @@ if view.tau == 0:
             f"alone chose '{view.next_text}'.")  # fmt: skip
 else:
     size = {"height": 390, "font_size": 20} if present else {"height": 420}  # a projector: chart and next token
+    if view.tree is not None and not hidden:  # the whole tree first; the chart below reads its main line
+        tree_size = {"height": 560, "font_size": 18} if present else {"height": 520}
+        st.plotly_chart(ui.chart(tree_chart, view, **tree_size), key="decode_tree_chart")
+        st.caption("Below: the tree's main line, the accepted path, then the first child tried where the walk "
+                   "stopped and its first descendants (hover a node for q, p, r and the tops of q and p).")  # fmt: skip
     beside = st.columns([2, 1]) if present and not hidden else None
     with beside[0] if beside else st.container():
         figure = ui.chart(charts.step_chart, view, hidden, draws, marks=tuple(marks), **size)
@@ -177,7 +196,7 @@ else:
         ui.step_table(view, run.config.mode == "greedy", hidden, draws)
 
 counted = shown if hidden else upto  # the metrics follow the step shown
-m = compute_metrics(counted, run.config.tau) if len(counted) < len(run.steps) else run.metrics
+m = compute_metrics(counted, run.config.depth) if len(counted) < len(run.steps) else run.metrics
 upto_text = f"steps 1–{len(counted)} of {len(run.steps)}" if len(counted) < len(run.steps) else "the whole run"
 st.subheader("Running metrics" + (" (up to the previous step until Reveal)" if hidden else f": {upto_text}"))
 ui.metrics_row(m, run.target_top_k)
@@ -189,6 +208,9 @@ right.plotly_chart(
     ui.chart(charts.per_position_chart, m.per_position_acceptance_rate, m.conditional_per_position_acceptance_rate),
     key="decode_position_chart",
 )
+if run.config.tree and not hidden:
+    st.markdown("**Tree steps**: the depth each step accepted, against the nodes its one pass verified")
+    st.plotly_chart(ui.chart(tree_run_chart, shown), key="decode_tree_run_chart")
 if not hidden:
     trace_reading(run, None if replay else pair, ui.compute_turn)
 if quiz_on:

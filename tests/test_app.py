@@ -681,3 +681,29 @@ def test_the_race_streams_both_lanes_and_says_why_one_is_faster(loads):
     lines = [md.value for md in at.markdown if "tokens/s" in md.value]
     assert len(lines) == 2 and all("12 tokens" in line and "done" in line for line in lines)
     assert "race_preset=" in at.code[-1].value  # a shareable link
+
+
+def test_the_tree_variant_draws_the_tree_and_its_steps(loads):
+    at = app()
+    at.toggle(key="decode_tree").set_value(True).run()
+    at.number_input(key="decode_tree_topk").set_value(2)
+    at.number_input(key="decode_tree_steps").set_value(3)
+    at.number_input(key="decode_tree_nodes").set_value(6)
+    at.button(key="decode_step").click().run()
+    assert not at.exception
+    dec = decoder(at)
+    assert (dec.config.topk, dec.config.steps, dec.config.num_draft_tokens) == (2, 3, 6)
+    step = dec.steps[0]
+    tree = figure(at, 0)
+    drawn = [t for t in tree["data"] if t.get("name") in ("accepted", "rejected", "not tested")]
+    assert sum(len(t["x"]) for t in drawn) == len(step.tree.nodes) == 6
+    assert "6 nodes verified in one pass" in tree["layout"]["title"]["text"]
+    assert f"Step 1: {step.n_accepted} of {step.tau}" in figure(at, 1)["layout"]["title"]["text"]  # the main line
+    at.button(key="decode_step").click().run()
+    runs = [figure(at, i) for i in range(len(at.get("plotly_chart")))]
+    per_step = next(f for f in runs if any(t.get("name") == "nodes verified" for t in f["data"]))
+    assert next(t for t in per_step["data"] if t["name"] == "nodes verified")["y"] == [s.nodes for s in dec.steps]
+    # a tree that cannot exist is a message, and the run stays
+    at.number_input(key="decode_tree_nodes").set_value(64).run()
+    assert not at.exception
+    assert any("do not make a tree" in e.value and "num_draft_tokens" in e.value for e in at.error)
