@@ -323,7 +323,7 @@ def test_lossless_tree_joint_of_two_tokens_matches_the_target():
 
 
 def test_tree_chart_draws_every_node_the_path_and_the_next_token(pairs):
-    from specviz.viz.tree_chart import MAX_SHOWN, tree_chart, tree_run_chart
+    from specviz.viz.tree_chart import MAX_SHOWN, _short, tree_chart, tree_run_chart
 
     dec = Decoder(pairs["self"], PROMPT, tree_config(2, 3, 6, mode="greedy", max_new_tokens=8))
     step = dec.step()
@@ -340,7 +340,8 @@ def test_tree_chart_draws_every_node_the_path_and_the_next_token(pairs):
     ]
     # the labels carry each node's q and p
     node = step.tree.nodes[step.tree.path[0]]
-    assert f"q{node.q:.2f} p{node.p:.2f}" in by_name["accepted"].text[0]
+    assert f"q{_short(node.q)} p{_short(node.p)}" in by_name["accepted"].text[0]  # e.g. "·the q.42 p.3"
+    assert [_short(x) for x in (0.94, 0.3, 0.05, 0.001, 0.999, 0.0)] == [".94", ".3", ".05", "0", "1.0", "0"]
     # a bigger tree: at most MAX_SHOWN nodes are drawn, the untested subtrees folded into "+k"
     big = Decoder(pairs["random"], PROMPT, tree_config(4, 4, 24, mode="textbook", seed=5, max_new_tokens=8)).step()
     fig = tree_chart(big)

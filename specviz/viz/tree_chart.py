@@ -19,7 +19,7 @@ NODE_COLORS = {
     "rejected": DECISION_COLORS["rejected"],
     "not tested": "#bdbdbd",
 }
-LABEL = 10  # characters of a token on the chart (the hover shows it whole)
+LABEL = 8  # characters of a token on the chart (the hover shows it whole)
 
 
 def shown_nodes(tree: TreeTrace) -> tuple[list[int], dict[int, int]]:
@@ -147,7 +147,12 @@ def _rims(nodes: Sequence[int], path: set[int]) -> list[str]:
 def _label(tree: TreeTrace, i: int, folded: int) -> str:
     node = tree.nodes[i]
     more = f" +{folded}" if folded else ""
-    return f"{token_label(node.text, LABEL)} q{node.q:.2f} p{node.p:.2f}{more}"
+    return f"{token_label(node.text, LABEL)} q{_short(node.q)} p{_short(node.p)}{more}"
+
+
+def _short(x: float) -> str:
+    """A probability in four characters: ".94", "1.0", "0"."""
+    return "1.0" if x >= 0.995 else f"{x:.2f}".lstrip("0").rstrip("0").rstrip(".") or "0"
 
 
 def _hover(tree: TreeTrace, i: int, step: StepTrace) -> str:
