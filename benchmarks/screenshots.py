@@ -29,8 +29,11 @@ SHOTS = (
     Shot("decode", "?decode_steps=4", wait_text="Step 4:"),  # a rejection, then two tokens not reached
     Shot("decode-present", "?decode_steps=4&decode_present=true", wait_text="Step 4:"),
     Shot("decode-quiz", "?decode_steps=2&decode_quiz=true&decode_quiz_kind=rule", wait_text="which will the target"),
-    Shot("decode-tree", "?decode_steps=3&decode_tree=true&decode_tree_topk=3&decode_tree_steps=4&decode_tree_nodes=10",
-         wait_text="nodes verified in one pass"),  # fmt: skip
+    Shot(
+        "decode-tree",
+        "?decode_steps=3&decode_tree=true&decode_tree_topk=3&decode_tree_steps=4&decode_tree_nodes=10",
+        wait_text="nodes verified in one pass",
+    ),
     Shot("race", "race", ("Start",), "Speculative decoding was"),
     Shot("sandbox", "sandbox?sandbox_preset=Five-token+draft%2C+the+third+rejected+first", wait_text="accepted"),
     Shot("lossless", "lossless", press=("Run the check",), wait_text="chi-square"),

@@ -16,7 +16,9 @@ from pages._shared import (
     share_link,
 )
 from specviz.analysis.sweep import Sweep, SweepSettings, verify_timing
+from specviz.analysis.trees import compare as compare_trees
 from specviz.viz import charts
+from specviz.viz.tree_chart import chain_tree_chart
 
 ensure_shell()
 with st.sidebar:
@@ -88,6 +90,30 @@ with st.expander("Why verify in one pass? One target pass over τ + 1 tokens aga
             "Medians of 7. Scoring all draft tokens at once reads the weights once; one at a time reads them "
             "τ + 1 times. On a CPU a pass over several tokens still costs more than one token."
         )
+
+with st.expander("Chain against tree: the same verification budget (4, 8 and 16 nodes per target pass)"):
+    st.markdown(
+        "A **chain** of τ = B draft tokens and a **token tree** of `num_draft_tokens` = B nodes (`topk` children per "
+        "expanded node, `steps` levels: 2×3, 3×4, 4×5) cost the target one pass each. The tree spends the budget on "
+        "second and third guesses where the draft is unsure. Greedy, on the prompts and models above, "
+        f"{max_new} tokens each, with the target alone as the reference."
+    )
+    if st.button("Compare chain and tree", key="sweep_trees", icon=":material/account_tree:"):
+        bar = st.progress(0.0, text="Starting…")
+        with compute_turn():
+            st.session_state["sweep_trees_result"] = compare_trees(
+                pair, prompts, max_new_tokens=max_new, chat=settings.chat,
+                progress=lambda done, total, what: bar.progress(done / total, text=f"{done} / {total}: {what}"),
+            )  # fmt: skip
+        bar.empty()
+    trees = st.session_state.get("sweep_trees_result")
+    if trees is not None:
+        st.success(trees.verdict(), icon=":material/account_tree:")
+        left, right = st.columns(2)
+        left.plotly_chart(chain_tree_chart(trees, "tokens per step"), key="sweep_trees_tokens")
+        right.plotly_chart(chain_tree_chart(trees, "speedup"), key="sweep_trees_speedup")
+        st.table(trees.to_frame())
+        st.caption("v(budget + 1): the verify pass over the target-only token, both measured in these runs.")
 
 result = sweep.result()
 if not result.runs:

@@ -707,3 +707,16 @@ def test_the_tree_variant_draws_the_tree_and_its_steps(loads):
     at.number_input(key="decode_tree_nodes").set_value(64).run()
     assert not at.exception
     assert any("do not make a tree" in e.value and "num_draft_tokens" in e.value for e in at.error)
+
+
+def test_sweep_page_compares_chain_and_tree_at_each_budget(loads):
+    at = sweep_page(app())
+    at.number_input(key="sweep_max_new").set_value(8)
+    at.button(key="sweep_trees").click().run()
+    assert not at.exception
+    result = at.session_state["sweep_trees_result"]
+    assert [r.budget for r in result.rows] == [4, 4, 8, 8, 16, 16]
+    charts = [figure(at, i) for i in range(len(at.get("plotly_chart")))]
+    tokens = next(c for c in charts if c["layout"]["yaxis"]["title"]["text"] == "tokens per step")
+    assert tokens["data"][1]["y"] == [r.tokens_per_step for r in result.rows if r.shape == "tree"]
+    assert any(s.value == result.verdict() for s in at.success)

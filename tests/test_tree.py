@@ -19,7 +19,7 @@ from specviz.drafts.feature import FeatureDraftModel
 from specviz.drafts.lookup import PromptLookupDrafter
 from specviz.errors import ConfigError, TraceError
 from specviz.models.loading import early_exit
-from tests.helpers import IdsCodec, full_logits, make_feature_draft, table_pair, tiny_llama
+from tests.helpers import IdsCodec, full_logits, make_feature_draft, table_pair, tiny_llama, tiny_text_pair
 from tests.test_engine import hf_greedy
 from tests.test_lossless import long_tail
 
@@ -351,3 +351,39 @@ def test_tree_chart_draws_every_node_the_path_and_the_next_token(pairs):
     assert shown <= MAX_SHOWN < 24 and shown + folded == 24
     run = tree_run_chart(dec.run().steps)
     assert list(run.data[1].y) == [s.nodes for s in dec.steps]
+
+
+# --- chain against tree at the same budget --------------------------------------------------------
+
+
+def test_chain_against_tree_numbers_worked_by_hand():
+    from specviz.analysis.sweep import Baseline
+    from specviz.analysis.trees import ChainTreeResult, ShapeResult
+    from specviz.viz.tree_chart import chain_tree_chart
+
+    # chain: 10 passes, 20 tokens in 100 + 400 ms → 40 tokens/s, 2 per step; tree: 8 passes, 24 tokens in
+    # 120 + 480 ms → 40 tokens/s, 3 per step; the target alone: 50 tokens in 2500 ms → 20 tokens/s, 50 ms each
+    rows = (ShapeResult(4, "chain", 1, 4, 10, 20, 100.0, 400.0), ShapeResult(4, "tree", 2, 3, 8, 24, 120.0, 480.0))
+    result = ChainTreeResult(rows, (Baseline(0, 50, 2500.0),))
+    chain, tree = rows
+    assert (chain.tokens_per_step, tree.tokens_per_step) == (2.0, 3.0)
+    assert result.speedup(chain) == pytest.approx(2.0) and result.speedup(tree) == pytest.approx(2.0)
+    assert result.verify_cost(chain) == pytest.approx(40 / 50) and result.verify_cost(tree) == pytest.approx(60 / 50)
+    assert "the tree emits 3.00 tokens per step against the chain's 2.00" in result.verdict()
+    frame = result.to_frame()
+    assert list(frame["shape"]) == ["chain", "tree: topk 2, steps 3"] and list(frame["v(budget + 1)"]) == [0.8, 1.2]
+    fig = chain_tree_chart(result, "tokens per step")
+    assert [list(t.y) for t in fig.data] == [[2.0], [3.0]] and [t.name for t in fig.data] == ["chain", "tree"]
+    assert [list(t.y) for t in chain_tree_chart(result, "speedup").data] == [[2.0], [2.0]]
+
+
+def test_chain_against_tree_runs_every_budget():
+    from specviz.analysis.trees import compare
+
+    seen, pair = [], tiny_text_pair()
+    result = compare(pair, ["w1 w2 w3"], budgets=(4, 8), max_new_tokens=12, progress=lambda *a: seen.append(a))
+    assert [(r.budget, r.shape) for r in result.rows] == [(4, "chain"), (4, "tree"), (8, "chain"), (8, "tree")]
+    assert seen[-1][:2] == (5, 5) and len(result.baselines) == 1
+    assert all(r.emitted == 12 for r in result.rows)  # every run wrote its 12 tokens
+    with pytest.raises(ConfigError, match="budgets"):
+        compare(pair, ["w1"], budgets=(5,))

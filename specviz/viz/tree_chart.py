@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
+from specviz.analysis.trees import ChainTreeResult
 from specviz.core.trace import StepTrace, TopN, TreeTrace
 from specviz.viz.charts import DECISION_COLORS, FONT, TARGET_COLOR, built, prob_text
 from specviz.viz.render import token_label
@@ -185,5 +186,29 @@ def tree_run_chart(steps: Sequence[StepTrace]) -> go.Figure:
         "height": 340, "xaxis": {"title": "step", "dtick": 1 if len(steps) <= 30 else None},
         "yaxis": {"title": "tokens", "rangemode": "tozero"}, "legend": {"orientation": "h", "y": -0.35},
         "margin": {"t": 20, "b": 110},
+    }  # fmt: skip
+    return built(data, layout, FONT["size"])
+
+
+def chain_tree_chart(result: ChainTreeResult, what: str = "tokens per step") -> go.Figure:
+    """Chain against tree per budget (nodes verified per pass): grouped bars of `what`, "tokens per
+    step" or "speedup" (over the target alone on the same runtime, 1 marked)."""
+    data = []
+    for shape, color in (("chain", "#9e9e9e"), ("tree", DECISION_COLORS["accepted"])):
+        rows = [r for r in result.rows if r.shape == shape]
+        values = [r.tokens_per_step if what == "tokens per step" else result.speedup(r) for r in rows]
+        data.append({
+            "type": "bar", "name": shape, "x": [f"{r.budget} nodes" for r in rows], "y": values,
+            "marker": {"color": color}, "text": [f"{v:.2f}" if v is not None else "" for v in values],
+            "textposition": "outside", "cliponaxis": False,
+        })  # fmt: skip
+    shapes = []
+    if what == "speedup":
+        shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
+                       "line": {"dash": "dot", "color": "black"}})  # fmt: skip
+    layout = {
+        "barmode": "group", "height": 360, "shapes": shapes, "xaxis": {"title": "verification budget per pass"},
+        "yaxis": {"title": what + (" (× the target alone)" if what == "speedup" else ""), "rangemode": "tozero"},
+        "legend": {"orientation": "h", "y": -0.3}, "margin": {"t": 30, "b": 100},
     }  # fmt: skip
     return built(data, layout, FONT["size"])
