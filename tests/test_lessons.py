@@ -70,6 +70,10 @@ def test_each_lesson_opens_from_its_link_and_runs_live(embedded_cache, key):
         )
         tokens, cost, speedup = (float(x) for x in numbers.groups())
         assert (speedup < 1) == (tokens < cost), shown
+    if key == "why-tree":  # the finding agrees with the right answer, and greedy text is the chain's
+        assert "(more)" in shown and "Same text: True" in shown, shown
+    if key == "tree-knobs":
+        assert "never exceeded steps: True" in shown and "16.0 at num_draft_tokens = 16" in shown, shown
     if key == "choose-tau":  # a pass over more tokens costs more than one (v > 1): S_v promises less than S
         peak = float(re.search(r"S_v peaks at τ = \d+ \(([\d.]+)×\)", shown).group(1))
         assert peak < 2.47, shown

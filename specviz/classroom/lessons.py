@@ -30,6 +30,7 @@ from specviz.models.lm import TableModel
 from specviz.models.pair import ModelPair
 from specviz.models.text import WordCodec
 from specviz.viz import charts
+from specviz.viz.tree_chart import tree_chart, tree_run_chart
 
 PROMPT = "Write a Python function that reverses a list."  # the first page's prompt (chat template on)
 Load = Callable[[str, str], ModelPair]  # (target spec, draft spec) → a pair, loaded once per process
@@ -53,10 +54,10 @@ class Lesson:
     run: Callable[[ModelPair, Load], Evidence] = field(repr=False)
 
 
-def _decode(pair: ModelPair, steps: int | None = None, **settings) -> Decoder:
-    """A run on the lesson prompt: `steps` steps (fewer if it ends first), or to the end."""
+def _decode(pair: ModelPair, count: int | None = None, **settings) -> Decoder:
+    """A run on the lesson prompt: `count` steps (fewer if it ends first), or to the end."""
     dec = Decoder(pair, PROMPT, SpecConfig(**{"max_new_tokens": 32, **settings}))
-    while not dec.done and (steps is None or len(dec.steps) < steps):
+    while not dec.done and (count is None or len(dec.steps) < count):
         dec.step()
     return dec
 
@@ -87,7 +88,7 @@ def _time_chart(pair: ModelPair, run, d: Diagnosis) -> go.Figure:
 
 
 def next_token(pair: ModelPair, load: Load) -> Evidence:
-    dec = _decode(pair, steps=1, tau=4, seed=3)
+    dec = _decode(pair, count=1, tau=4, seed=3)
     step = dec.steps[0]
     return Evidence(
         f"{step.n_accepted} of {step.tau} draft tokens were accepted; the next token '{step.next_text}' came from the "
@@ -97,7 +98,7 @@ def next_token(pair: ModelPair, load: Load) -> Evidence:
 
 
 def step_order(pair: ModelPair, load: Load) -> Evidence:
-    step = _decode(pair, steps=1, tau=4, seed=2).steps[0]
+    step = _decode(pair, count=1, tau=4, seed=2).steps[0]
     kept = "".join(step.draft_text[: step.n_accepted])
     return Evidence(
         f"Draft: {step.tau} draft forwards, {step.draft_ms:.0f} ms. Verify: one target pass over {step.tau + 1} "
@@ -169,7 +170,7 @@ def one_pass(pair: ModelPair, load: Load) -> Evidence:
 
 
 def verifier_output(pair: ModelPair, load: Load) -> Evidence:
-    step = _decode(pair, steps=1, tau=3, seed=1).steps[0]
+    step = _decode(pair, count=1, tau=3, seed=1).steps[0]
     return Evidence(
         f"The target returned its whole distribution p over {pair.target.vocab_size:,} tokens at each of "
         f"{step.tau + 1} positions; the decision at position 1 came from p/q = {step.ratio[0]:.2f} and r.",
@@ -215,7 +216,7 @@ def swapped_roles(pair: ModelPair, load: Load) -> Evidence:
 def verify_budget(pair: ModelPair, load: Load) -> Evidence:
     rows = []
     for tau in (1, 2, 4, 6, 8):
-        dec = _decode(pair, steps=4, tau=tau, mode="greedy", max_new_tokens=64)
+        dec = _decode(pair, count=4, tau=tau, mode="greedy", max_new_tokens=64)
         rows.append({"τ": tau, "tokens in 4 target passes": len(dec.new_tokens),
                      "draft forwards": sum(s.tau for s in dec.steps)})  # fmt: skip
     table = pd.DataFrame(rows)
@@ -223,6 +224,45 @@ def verify_budget(pair: ModelPair, load: Load) -> Evidence:
     return Evidence(
         "Four target passes gave " + ", ".join(f"{r['tokens in 4 target passes']} tokens at τ = {r['τ']}" for r in rows)
         + f": the most at τ = {best['τ']}, paid for in draft forwards only.",
+        (), table,
+    )  # fmt: skip
+
+
+STORY = "Write a short story about a robot who learns to paint."  # open text: the draft is often unsure
+
+
+def why_tree(pair: ModelPair, load: Load) -> Evidence:
+    chain = Decoder(pair, STORY, SpecConfig(tau=8, mode="greedy", max_new_tokens=32)).run()
+    tree = Decoder(pair, STORY, SpecConfig(mode="greedy", max_new_tokens=32, topk=3, steps=4, num_draft_tokens=8)).run()
+    per_step = [r.metrics.mean_acceptance_length or 0.0 for r in (chain, tree)]
+    seconds = [s for s in tree.steps if any(tree_node.rank > 1 for tree_node in _accepted(s))]
+    shown = max(seconds or tree.steps, key=lambda s: s.n_accepted)
+    more = "more" if per_step[1] > per_step[0] else "fewer" if per_step[1] < per_step[0] else "as many"
+    return Evidence(
+        f"8 nodes per target pass: the chain kept {per_step[0]:.2f} tokens per pass, the tree {per_step[1]:.2f} "
+        f"({more}); in {len(seconds)} of {len(tree.steps)} tree steps the walk took a second or third guess. Same "
+        f"text: {chain.new_tokens == tree.new_tokens}.",
+        (tree_chart(shown), tree_run_chart(tree.steps)),
+    )
+
+
+def _accepted(step):
+    return [step.tree.nodes[i] for i in step.tree.path] if step.tree else []
+
+
+def tree_knobs(pair: ModelPair, load: Load) -> Evidence:
+    rows = []
+    for topk, steps, num in ((3, 4, 8), (1, 4, 4), (3, 2, 8), (3, 4, 16)):
+        run = _decode(pair, mode="greedy", max_new_tokens=24, topk=topk, steps=steps, num_draft_tokens=num).trace()
+        rows.append({"topk": topk, "steps": steps, "num_draft_tokens": num,
+                     "nodes verified per pass": sum(s.nodes for s in run.steps) / len(run.steps),
+                     "tokens per pass": run.metrics.mean_acceptance_length,
+                     "deepest accepted": max(s.n_accepted for s in run.steps)})  # fmt: skip
+    table = pd.DataFrame(rows).round(2)
+    capped = all(r["deepest accepted"] <= r["steps"] for r in rows)
+    return Evidence(
+        "Nodes verified per pass: " + ", ".join(f"{r['nodes verified per pass']:.1f} at num_draft_tokens = "
+        f"{r['num_draft_tokens']}" for r in rows) + f"; the deepest accepted path never exceeded steps: {capped}.",
         (), table,
     )  # fmt: skip
 
@@ -365,6 +405,19 @@ LESSONS: tuple[Lesson, ...] = (
            "α = 0.8 and c = 0.1. Which τ gives the best speedup?", ("1", "3", "6", "12"), 2,
            "Longer drafts help until their cost, τc + v(τ+1), outweighs the shrinking chance late tokens survive.\n"
            "S(τ) takes v = 1; where a pass over more tokens costs more (a CPU), S_v's best τ is smaller.", choose_tau),
+    Lesson("why-tree", "Why a tree?",
+           "A story, greedy; the target verifies 8 draft tokens per pass. A chain of 8, or a tree of 8 nodes (3 "
+           "children per node, 4 levels): which keeps more tokens per pass?",
+           ("The chain: it reaches deeper", "The tree: where the draft's first guess is wrong, its second or third may "
+            "be right", "The same: the budget is the same"), 1,
+           "At the same budget a tree spends nodes on alternatives where the draft is unsure, not on deep guesses.\n"
+           "Greedy output is the target's own either way: the shape changes speed, never the answer.", why_tree),
+    Lesson("tree-knobs", "The three knobs of a tree",
+           "SGLang's --speculative-eagle-topk, --speculative-num-steps and --speculative-num-draft-tokens: which one "
+           "sets how many nodes the target verifies per pass?", ("topk", "steps", "num_draft_tokens"), 2,
+           "topk: alternatives per branch; steps: the deepest path (at most steps + 1 tokens per pass).\n"
+           "num_draft_tokens: the nodes verified per pass, the best-scored kept: the verify cost v(num + 1).",
+           tree_knobs),
     Lesson("tau-policy", "A τ policy",
            "A policy grows τ after fully accepted steps and shrinks it after rejections. In greedy mode, "
            "does it change the output?", ("Yes", "No: greedy output is the target's own, whatever τ"), 1,
