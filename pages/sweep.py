@@ -98,7 +98,7 @@ with st.expander("Chain against tree: the same verification budget (4, 8 and 16 
         "second and third guesses where the draft is unsure. Greedy, on the prompts and models above, "
         f"{max_new} tokens each, with the target alone as the reference."
     )
-    if st.button("Compare chain and tree", key="sweep_trees", icon=":material/account_tree:"):
+    if st.button("Compare chain and tree", key="sweep_trees_run", icon=":material/account_tree:"):
         bar = st.progress(0.0, text="Starting…")
         with compute_turn():
             st.session_state["sweep_trees_result"] = compare_trees(
@@ -110,8 +110,8 @@ with st.expander("Chain against tree: the same verification budget (4, 8 and 16 
     if trees is not None:
         st.success(trees.verdict(), icon=":material/account_tree:")
         left, right = st.columns(2)
-        left.plotly_chart(chain_tree_chart(trees, "tokens per step"), key="sweep_trees_tokens")
-        right.plotly_chart(chain_tree_chart(trees, "speedup"), key="sweep_trees_speedup")
+        left.plotly_chart(chain_tree_chart(trees, "tokens per step"), key="sweep_trees_tokens_chart")
+        right.plotly_chart(chain_tree_chart(trees, "speedup"), key="sweep_trees_speedup_chart")
         st.table(trees.to_frame())
         st.caption("v(budget + 1): the verify pass over the target-only token, both measured in these runs.")
 

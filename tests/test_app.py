@@ -712,7 +712,7 @@ def test_the_tree_variant_draws_the_tree_and_its_steps(loads):
 def test_sweep_page_compares_chain_and_tree_at_each_budget(loads):
     at = sweep_page(app())
     at.number_input(key="sweep_max_new").set_value(8)
-    at.button(key="sweep_trees").click().run()
+    at.button(key="sweep_trees_run").click().run()
     assert not at.exception
     result = at.session_state["sweep_trees_result"]
     assert [r.budget for r in result.rows] == [4, 4, 8, 8, 16, 16]

@@ -127,3 +127,17 @@ def test_a_lossless_link_carries_its_table_and_a_broken_one_is_a_message(tiny):
     assert any("sandbox table cannot be read" in t.value for t in broken.toast)
     broken.switch_page("pages/sandbox.py").run()
     assert not broken.exception and "n = 1" in broken.success[0].value  # the exercise's own table
+
+
+def test_a_tree_link_reopens_the_same_tree_run(tiny):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    for key, value in {"decode_tree": "true", "decode_tree_topk": "2", "decode_tree_steps": "3",
+                       "decode_tree_nodes": "5", "decode_steps": "2", "decode_seed": "4"}.items():  # fmt: skip
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    dec = at.session_state["decode_state"]["decoder"]
+    assert (dec.config.topk, dec.config.steps, dec.config.num_draft_tokens, dec.config.seed) == (2, 3, 5, 4)
+    assert len(dec.steps) == 2 and all(s.tree is not None for s in dec.steps)
+    again = Decoder(tiny_text_pair(chat=True), dec.prompt, dec.config).run()
+    assert [(s.emitted, s.tree.nodes) for s in again.steps[:2]] == [(s.emitted, s.tree.nodes) for s in dec.steps]

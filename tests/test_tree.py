@@ -201,6 +201,8 @@ def test_a_tree_step_records_every_node_and_round_trips(pairs):
             assert (node.r <= node.ratio) == (node.decision == "accepted")
         if i in tree.path:
             assert node.decision == "accepted"
+    assert run.metrics.drafted_tokens == sum(len(s.tree.nodes) for s in run.steps)  # every node verified
+    assert run.metrics.accepted_tokens == sum(len(s.tree.path) for s in run.steps)
     emitted = [tree.nodes[i].token for i in tree.path] + [step.next_token]
     assert list(step.emitted) == emitted[: len(step.emitted)]
     again = RunTrace.from_json(run.to_json())
@@ -387,3 +389,36 @@ def test_chain_against_tree_runs_every_budget():
     assert all(r.emitted == 12 for r in result.rows)  # every run wrote its 12 tokens
     with pytest.raises(ConfigError, match="budgets"):
         compare(pair, ["w1"], budgets=(5,))
+
+
+# --- the real pair -----------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_on_the_real_pair_trees_are_exact(embedded_cache):
+    """The embedded pair: one tree pass equals each path scored alone (p within 1e-5); greedy trees give
+    the target's own greedy text with every draft kind; lossless trees pass the page's check on the
+    first token (200 trials, as the page's defaults)."""
+    from specviz import load_pair
+
+    pair = load_pair("embedded", "embedded")
+    ids = list(Decoder(pair, "The cat sat on the", SpecConfig(), chat=False).prompt_ids)
+    model = pair.target.model
+    session = pair.target.new_session()
+    session.extend(ids[:-1])
+    base = session.length
+    parents = [base - 1] + [base if up < 0 else base + 1 + up for up in PARENTS]
+    rows = session.extend_tree([ids[-1], *TOKENS], parents)
+    for j in range(len(TOKENS)):
+        alone = full_logits(model, ids + [TOKENS[i] for i in path_of(j)])[-1]
+        torch.testing.assert_close(rows[1 + j].softmax(-1), alone.softmax(-1), rtol=0, atol=1e-5)  # p itself
+        torch.testing.assert_close(rows[1 + j], alone, rtol=0, atol=1e-3)  # float32 logits of size ~30
+    expected = model.generate(torch.tensor([ids]), do_sample=False, max_new_tokens=24)[0, len(ids) :].tolist()
+    for draft in ("embedded", "early-exit:8", "self", "prompt-lookup"):
+        drafted = pair if draft == "embedded" else load_pair("embedded", draft)
+        run = Decoder(drafted, ids, tree_config(3, 4, 10, mode="greedy", max_new_tokens=24)).run()
+        assert list(run.new_tokens) == expected, draft
+    config = tree_config(3, 2, 6, mode="lossless")
+    result = check("lossless", list(first_tokens(pair, "The cat sat on the", config, 200)),
+                   reference(pair, "The cat sat on the", config))  # fmt: skip
+    assert result.consistent, result.verdict()

@@ -21,6 +21,7 @@ class StepCounts(Protocol):
     emitted: tuple[int, ...]
     draft_ms: float
     verify_ms: float
+    nodes: int  # draft tokens the target verified: τ for a chain, every node of a tree
 
 
 @dataclass(frozen=True)
@@ -33,16 +34,23 @@ class StepCount:
     emitted: tuple[int, ...]
     draft_ms: float
     verify_ms: float
+    nodes: int = -1  # −1: a chain, τ nodes
+
+    def __post_init__(self) -> None:
+        if self.nodes < 0:
+            object.__setattr__(self, "nodes", self.tau)
 
     @classmethod
     def of(cls, step: StepCounts) -> StepCount:
-        return cls(step.tau, step.n_accepted, tuple(step.beta), tuple(step.emitted), step.draft_ms, step.verify_ms)
+        return cls(
+            step.tau, step.n_accepted, tuple(step.beta), tuple(step.emitted), step.draft_ms, step.verify_ms, step.nodes
+        )
 
 
 @dataclass(frozen=True)
 class Metrics:
     steps: int  # speculative steps = target verification passes
-    drafted_tokens: int  # draft tokens proposed
+    drafted_tokens: int  # draft tokens proposed (and verified: for a tree, every node)
     accepted_tokens: int  # draft tokens accepted
     emitted_tokens: int  # tokens appended to the output (accepted + one target token per step)
     draft_acceptance_rate: float | None  # accepted / drafted
@@ -70,7 +78,7 @@ class Metrics:
 
 def compute_metrics(steps: Sequence[StepCounts], tau: int) -> Metrics:
     n_steps = len(steps)
-    drafted = sum(s.tau for s in steps)
+    drafted = sum(s.nodes for s in steps)
     accepted = sum(s.n_accepted for s in steps)
     betas = [b for s in steps for b in s.beta]
     draft_ms = sum(s.draft_ms for s in steps)
