@@ -34,6 +34,11 @@ SHOTS = (
         "?decode_steps=3&decode_tree=true&decode_tree_topk=3&decode_tree_steps=4&decode_tree_nodes=10",
         wait_text="nodes verified in one pass",
     ),
+    Shot(
+        "decode-tree-present",
+        "?decode_steps=3&decode_tree=true&decode_tree_topk=3&decode_tree_steps=4&decode_tree_nodes=10&decode_present=true",
+        wait_text="nodes verified in one pass",
+    ),
     Shot("race", "race", ("Start",), "Speculative decoding was"),
     Shot("sandbox", "sandbox?sandbox_preset=Five-token+draft%2C+the+third+rejected+first", wait_text="accepted"),
     Shot("lossless", "lossless", press=("Run the check",), wait_text="chi-square"),
