@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from benchmarks.appserver import free_port
+from specviz.models.embedded import FILE_TYPE, GGML_F32, f32_gguf  # noqa: F401  (re-exported)
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON_ENV = "SPECVIZ_LLAMA_PYTHON"  # the interpreter that has llama_cpp[server]
@@ -68,38 +69,6 @@ def llama_server(model: Path | None = None, n_ctx: int = 2048, timeout: float = 
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
-
-
-GGML_F32 = 0  # ggml_type and gguf's GGMLQuantizationType.F32
-FILE_TYPE = "general.file_type"  # llama_ftype: 0 = all float32
-
-
-def f32_gguf(out: Path) -> Path:
-    """Write the embedded GGUF to `out` with every tensor de-quantised to float32 (same metadata,
-    same tokenizer, same tensor names); return `out`. About 540 MB, a few seconds."""
-    import gguf
-    import numpy as np
-
-    from specviz.models import embedded
-
-    reader = gguf.GGUFReader(embedded.gguf_path())
-    arch = reader.get_field(gguf.Keys.General.ARCHITECTURE).contents()
-    writer = gguf.GGUFWriter(out, arch=arch)
-    for field in reader.fields.values():
-        if field.name == gguf.Keys.General.ARCHITECTURE or field.name.startswith("GGUF."):
-            continue  # the writer adds these itself
-        kind = field.types[0]
-        sub_type = field.types[-1] if kind == gguf.GGUFValueType.ARRAY else None
-        value = GGML_F32 if field.name == FILE_TYPE else field.contents()
-        writer.add_key_value(field.name, value, kind, sub_type=sub_type)
-    for tensor in reader.tensors:
-        weights = gguf.quants.dequantize(tensor.data, tensor.tensor_type).astype(np.float32)
-        writer.add_tensor(tensor.name, weights, raw_dtype=gguf.GGMLQuantizationType.F32)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return out
 
 
 def _is_f32(model: Path) -> bool:

@@ -4,6 +4,10 @@ import os
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# The suite's real-model tests read the torch reference (pair.target.model); the llama.cpp runtime,
+# which "auto" prefers where it is installed, is tested on its own (tests/test_llamacpp.py) and
+# asked for by name there.
+os.environ.setdefault("SPECVIZ_RUNTIME", "torch")
 
 
 import pytest

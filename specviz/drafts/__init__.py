@@ -30,15 +30,15 @@ from specviz.drafts.subset import SubsetHead, layer_subset
 from specviz.models.lm import HFModel
 
 
-def load_trained(target: Any, directory: str | Path = DEFAULT_DIR, name: str = "") -> Any:
+def load_trained(target: Any, directory: str | Path = DEFAULT_DIR, name: str = "", lean: bool = False) -> Any:
     """The runtime model of a trained draft folder, for `target` (a transformers causal LM): a
-    FeatureDraftModel for the feature-level kind, an HFModel for the LoRA copy."""
+    FeatureDraftModel for the feature-level kind (`lean`: its lean forward), an HFModel for the LoRA copy."""
     directory = Path(directory)
     spec = read_spec(directory)
     name = name or f"trained draft ({directory.name})"
     if spec.kind == "feature":
         return FeatureDraftModel(
-            load_feature_draft(target, directory, spec), name, target.config.max_position_embeddings
+            load_feature_draft(target, directory, spec), name, target.config.max_position_embeddings, lean
         )
     return HFModel(load_lora(target, directory, spec), name)
 

@@ -25,6 +25,7 @@ import torch
 from torch import nn
 
 from specviz.drafts.files import TENSORS_FILE, DraftFileError, DraftSpec, write_spec
+from specviz.drafts.lean import LeanFeatureDraft
 from specviz.drafts.subset import SubsetHead, layer_subset
 from specviz.models.lm import HFSession, SessionStats, gather_cache
 
@@ -75,27 +76,38 @@ class FeatureDraftModel:
 
     reads_target = True
 
-    def __init__(self, draft: FeatureDraft, name: str, max_length: int | None = None) -> None:
+    def __init__(self, draft: FeatureDraft, name: str, max_length: int | None = None, lean: bool = False) -> None:
+        """`lean`: run the draft with specviz.drafts.lean (the same function, less overhead per
+        token); otherwise through its transformers modules (the reference)."""
         self.draft = draft.eval()
         self.name = name
         self.vocab_size = draft.full_vocab_size
         self.max_length = max_length
+        self.forward: Any = LeanFeatureDraft(draft) if lean else draft
+        self.lean = lean
+
+    def new_cache(self) -> Any:
+        if self.lean:
+            return self.forward.new_cache()
+        from transformers import DynamicCache
+
+        return DynamicCache(config=self.draft.body.config)
 
     def new_session(self, target: HFSession | None = None) -> FeatureDraftSession:
-        if target is None or not isinstance(target, HFSession):
+        """`target`: a session that records its final hidden states (HFSession, LlamaCppSession)."""
+        if target is None or not callable(getattr(target, "record_features", None)):
             raise TypeError("a feature-level draft reads the target's hidden states: create it with the target session")
         return FeatureDraftSession(self, target)
 
 
 class FeatureDraftSession(SessionStats):
     def __init__(self, owner: FeatureDraftModel, target: HFSession) -> None:
-        from transformers import DynamicCache
-
         super().__init__()
-        self._draft = owner.draft
+        self._draft = owner.forward
+        self._dtype = owner.draft.fc.weight.dtype
         self._target = target
         target.record_features()
-        self._cache = DynamicCache(config=owner.draft.body.config)
+        self._cache = owner.new_cache()
         self._device = owner.draft.fc.weight.device
         self._tokens: list[int] = []
         # positions before this one were computed with the target's own f_{t−1}; the rest (always a
@@ -154,7 +166,7 @@ class FeatureDraftSession(SessionStats):
                 if parent >= self.length:  # a node of this same call: its g is not computed yet
                     raise ValueError("a feature draft expands one tree level per call")
                 prev.append(self._target.features(parent, parent + 1)[0] if parent < known else self._g[parent])
-            dtype = self._draft.fc.weight.dtype
+            dtype = self._dtype
             prev_t = torch.stack([row.to(self._device, dtype) for row in prev])
             chunk = torch.tensor([list(ids)], dtype=torch.long, device=self._device)
             g = self._draft.features(
@@ -184,7 +196,7 @@ class FeatureDraftSession(SessionStats):
         if pos - 1 >= known:
             return self._g[pos - 1][None]
         rows = self._target.features(max(pos - 1, 0), pos + n - 1)
-        rows = rows.to(self._device, self._draft.fc.weight.dtype)
+        rows = rows.to(self._device, self._dtype)
         if pos == 0:
             rows = torch.cat([rows.new_zeros(1, rows.shape[1]), rows])
         return rows

@@ -137,3 +137,54 @@ def _digest(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 22), b""):
             h.update(block)
     return h.hexdigest()
+
+
+GGML_F32 = 0  # ggml_type and gguf's GGMLQuantizationType.F32; as llama_ftype: every tensor float32
+FILE_TYPE = "general.file_type"
+F32_GGUF = f"{NAME}-f32-v{CACHE_VERSION}.gguf"
+
+
+def f32_gguf(out: Path) -> Path:
+    """Write the embedded GGUF to `out` with every tensor de-quantised to float32 (same metadata,
+    same tokenizer, same tensor names): the very weights the torch runtime runs, since transformers
+    de-quantises the same file with the same gguf code. About 540 MB, a few seconds."""
+    import gguf
+    import numpy as np
+
+    reader = gguf.GGUFReader(gguf_path())
+    arch = reader.get_field(gguf.Keys.General.ARCHITECTURE).contents()
+    writer = gguf.GGUFWriter(out, arch=arch)
+    for field in reader.fields.values():
+        if field.name == gguf.Keys.General.ARCHITECTURE or field.name.startswith("GGUF."):
+            continue  # the writer adds these itself
+        kind = field.types[0]
+        sub_type = field.types[-1] if kind == gguf.GGUFValueType.ARRAY else None
+        value = GGML_F32 if field.name == FILE_TYPE else field.contents()
+        writer.add_key_value(field.name, value, kind, sub_type=sub_type)
+    for tensor in reader.tensors:
+        weights = gguf.quants.dequantize(tensor.data, tensor.tensor_type).astype(np.float32)
+        writer.add_tensor(tensor.name, weights, raw_dtype=gguf.GGMLQuantizationType.F32)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return out
+
+
+def ensure_f32_gguf(progress: Progress | None = None) -> Path:
+    """The float32 GGUF in the cache (for the llama.cpp runtime), written once: to a temporary
+    sibling, then renamed into place, so a half-written file is never read."""
+    target = cache_root() / F32_GGUF
+    if target.is_file():
+        return target
+    (progress or (lambda _msg: None))("Writing the embedded model as a float32 GGUF for llama.cpp (first use only)...")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, staging = tempfile.mkstemp(prefix=f".{F32_GGUF}-", dir=target.parent)
+    os.close(handle)
+    try:
+        f32_gguf(Path(staging))
+        os.replace(staging, target)
+    finally:
+        if os.path.exists(staging):
+            os.unlink(staging)
+    return target

@@ -149,6 +149,8 @@ class SessionStats:
 class HFModel:
     """A transformers causal LM behind the protocol; each session owns a `DynamicCache`."""
 
+    runtime = "torch"
+
     def __init__(self, model: torch.nn.Module, name: str = "") -> None:
         self.model = model.eval()
         self.name = name or getattr(model.config, "name_or_path", "") or type(model).__name__

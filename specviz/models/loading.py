@@ -18,7 +18,7 @@ import torch
 from specviz import drafts
 from specviz.drafts.lookup import PromptLookupDrafter
 from specviz.errors import IncompatibleModelsError, ModelError
-from specviz.models import embedded, remote
+from specviz.models import embedded, llamacpp, remote
 from specviz.models.lm import HFModel, NextTokenModel
 from specviz.models.pair import ModelPair
 from specviz.models.text import HFCodec
@@ -31,6 +31,9 @@ EMBEDDED_DRAFT_LAYERS = 8  # the untrained fallback when assets/draft/ is missin
 MAX_PARAMS_ENV = "SPECVIZ_MAX_PARAMS"
 DEFAULT_MAX_PARAMS = 2_000_000_000
 HUB_TIMEOUT_S = 3.0
+AUTO, TORCH = "auto", "torch"
+RUNTIMES = (AUTO, llamacpp.RUNTIME, TORCH)  # the target's runtime; "auto": llama.cpp where it can run
+RUNTIME_ENV = "SPECVIZ_RUNTIME"  # the default for load_pair(runtime="auto") and the app
 
 
 class VocabularyMismatchError(IncompatibleModelsError):
@@ -111,12 +114,15 @@ def load_pair(
     dtype: str = "auto",
     max_params: int | None = None,
     progress: embedded.Progress | None = None,
+    runtime: str = AUTO,
 ) -> ModelPair:
     """A pair from "embedded", a hub id or a local directory for the target; the draft may also be
     "self", "prompt-lookup", "early-exit:K" or a folder made by scripts/train_draft.py. With the
     embedded target, the "embedded" draft is the distilled one in assets/draft/. Both models end up
-    on the same device."""
+    on the same device. `runtime` runs the target: "torch" (transformers, eager), "llama.cpp" (the
+    embedded target only, in process, float32; `make llama` installs it) or "auto" (resolve_runtime)."""
     dev, torch_dtype = resolve_device(device), resolve_dtype(dtype, device)
+    runtime = resolve_runtime(target, runtime, dev, torch_dtype)
     limit = max_params if max_params is not None else int(os.environ.get(MAX_PARAMS_ENV, DEFAULT_MAX_PARAMS))
     say = progress or (lambda _msg: None)
     if remote.is_remote(target):
@@ -124,9 +130,41 @@ def load_pair(
     say(f"Loading target {target}...")
     target_model, tokenizer = load_model(target, limit, dev, torch_dtype, progress)
     target_lm = HFModel(target_model, embedded.NAME if target == EMBEDDED else target)
+    runner: NextTokenModel = target_lm
+    if runtime == llamacpp.RUNTIME:
+        say("Loading the target on llama.cpp...")
+        runner = llamacpp.load_embedded(progress)
     say(f"Preparing draft {draft}...")
-    draft_lm = _draft(draft, target, target_lm, tokenizer, limit, dev, torch_dtype, progress)
-    return ModelPair(target_lm, draft_lm, HFCodec(tokenizer, target_lm.name))
+    # drafts are built from the torch model's weights (embeddings, layers, head); the target runs on `runner`
+    if draft == SELF:
+        draft_lm: NextTokenModel = runner
+    else:
+        lean = runtime == llamacpp.RUNTIME  # the fast runtime runs the draft's lean forward too
+        draft_lm = _draft(draft, target, target_lm, tokenizer, limit, dev, torch_dtype, progress, lean)
+    return ModelPair(runner, draft_lm, HFCodec(tokenizer, target_lm.name))
+
+
+def resolve_runtime(target: str, runtime: str = AUTO, device: torch.device | None = None,
+                    dtype: torch.dtype = torch.float32) -> str:  # fmt: skip
+    """The runtime that will run `target`. "auto" ($SPECVIZ_RUNTIME when set): llama.cpp for the
+    embedded target on a CPU in float32 when llama-cpp-python is installed, else torch. Asking for
+    llama.cpp where it cannot run is a ModelError that says why."""
+    if runtime == AUTO:
+        runtime = os.environ.get(RUNTIME_ENV, AUTO) or AUTO
+    if runtime not in RUNTIMES:
+        raise ModelError(f"unknown runtime {runtime!r}: use {', '.join(RUNTIMES)}")
+    cpu = device is None or device.type == "cpu"
+    if runtime == AUTO:
+        fits = target == EMBEDDED and cpu and dtype == torch.float32
+        return llamacpp.RUNTIME if fits and llamacpp.available() else TORCH
+    if runtime == llamacpp.RUNTIME:
+        if remote.is_remote(target) or target != EMBEDDED:
+            raise ModelError(f"the llama.cpp runtime runs the embedded target only; {target!r} runs on torch")
+        if not cpu or dtype != torch.float32:
+            raise ModelError("the llama.cpp runtime runs on the CPU in float32: use device cpu and dtype float32")
+        if not llamacpp.available():
+            raise ModelError(f"the llama.cpp runtime is not installed: {llamacpp.INSTALL_HINT}")
+    return runtime
 
 
 def _remote_pair(
@@ -154,7 +192,7 @@ def _remote_pair(
 
 def _draft(
     spec: str, target_spec: str, target: HFModel, tokenizer: Any, limit: int, dev: torch.device,
-    torch_dtype: torch.dtype, progress: embedded.Progress | None,
+    torch_dtype: torch.dtype, progress: embedded.Progress | None, lean: bool = False,
 ) -> NextTokenModel:  # fmt: skip
     if spec == SELF or (spec == target_spec and spec != EMBEDDED):
         return target
@@ -163,9 +201,10 @@ def _draft(
     if spec == EMBEDDED and target_spec == EMBEDDED and drafts.is_draft_dir(drafts.DEFAULT_DIR):
         say = progress or (lambda _msg: None)
         say("Building the distilled draft from assets/draft...")
-        return drafts.load_trained(target.model, drafts.DEFAULT_DIR, f"{target.name} distilled draft (embedded)")
+        name = f"{target.name} distilled draft (embedded)"
+        return drafts.load_trained(target.model, drafts.DEFAULT_DIR, name, lean)
     if spec.strip() and drafts.is_draft_dir(Path(spec.strip()).expanduser()):
-        return drafts.load_trained(target.model, Path(spec.strip()).expanduser(), f"distilled draft {spec}")
+        return drafts.load_trained(target.model, Path(spec.strip()).expanduser(), f"distilled draft {spec}", lean)
     if spec == EMBEDDED or spec.startswith(EARLY_EXIT):
         layers = EMBEDDED_DRAFT_LAYERS if spec == EMBEDDED else _layer_count(spec)
         name = f"{target.name} first {layers} layers" + (" (untrained)" if spec == EMBEDDED else "")

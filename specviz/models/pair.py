@@ -23,6 +23,11 @@ class ModelPair:
                 f"{self.target.name!r} scores {self.target.vocab_size}: they need one vocabulary"
             )
 
+    @property
+    def runtime(self) -> str:
+        """What runs the target: "torch", "llama.cpp", or the serving engine of a remote target."""
+        return getattr(self.target, "runtime", type(self.target).__name__)
+
     def new_sessions(self) -> tuple[Session, Session]:
         """A (target, draft) session pair; a draft that reads the target's hidden states
         (specviz.drafts.feature) gets the target's session."""

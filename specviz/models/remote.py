@@ -459,6 +459,7 @@ class RemoteTarget:
         self.top_k = top_k
         self.timeout = timeout_s() if timeout is None else timeout
         self.engine = ENGINES[self.spec.kind](self.spec, codec)
+        self.runtime = f"{self.spec.kind} server"
 
     def check_tokenizer(self, codec: Any) -> None:
         """Before the first step: the server must split the probe strings exactly as the local tokenizer."""

@@ -1,0 +1,275 @@
+"""The embedded target on llama.cpp, in process (llama-cpp-python's low-level API).
+
+The same weights as the torch runtime: the shipped GGUF de-quantised to float32 (the very tensors
+transformers de-quantises for the torch runtime), with a float32 KV cache and no flash attention,
+so both compute the same function in float32 and only the order of the sums differs (p agrees
+within 1e-4: tests/test_llamacpp.py). llama.cpp runs the model at about the memory-bandwidth floor
+of a laptop CPU, where eager torch spends most of a one-token pass in Python and small kernels.
+
+Sharing follows the seams of specviz.models.lm: the model (weights) is loaded once and shared; each
+session owns its own llama.cpp context, whose KV cache holds that run's tokens and nothing else.
+Every scored position returns its logits and its final hidden state (the LM head's input, llama.cpp's
+"embeddings" with no pooling) from the same decode, so the feature draft reads this target as it
+reads the torch one.
+
+Token trees use llama.cpp's sequences: every tree node gets a sequence of its own, which holds
+exactly its root-to-node path (the prefix and its ancestors carry the id too), and a node attends to
+the cells of its first sequence. `retain` turns the kept path into the plain sequence 0.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+from specviz.errors import ModelError
+from specviz.models.lm import SessionStats
+
+RUNTIME = "llama.cpp"
+INSTALL_HINT = "run `make llama` (builds llama-cpp-python 0.3.36 into .venv, about 5 minutes) and restart the app"
+DEFAULT_CONTEXT = 2048  # tokens a session holds; its float32 KV cache: 46 KB per token for the embedded model
+MAX_SEQUENCES = 66  # sequence 0 (the text) and one per tree node (specviz.core.config.MAX_TREE_NODES + 1)
+BATCH = 512  # tokens per llama_decode call
+
+_init_lock = threading.Lock()
+_initialised = False
+_log_callback = None  # kept alive: llama.cpp holds the pointer
+
+
+def available() -> bool:
+    """True when llama-cpp-python can be imported here (it is built by `make llama`)."""
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+def _backend():
+    """The llama_cpp module, initialised once, quiet (its log goes nowhere)."""
+    global _initialised, _log_callback
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        raise ModelError(f"the llama.cpp runtime is not installed: {INSTALL_HINT}") from exc
+    with _init_lock:
+        if not _initialised and not os.environ.get("SPECVIZ_LLAMA_LOG"):  # set it to see llama.cpp's log
+            _log_callback = llama_cpp.llama_log_callback(lambda _level, _text, _data: None)
+            llama_cpp.llama_log_set(_log_callback, ctypes.c_void_p(0))
+        if not _initialised:
+            llama_cpp.llama_backend_init()
+            _initialised = True
+    return llama_cpp
+
+
+class LlamaCppModel:
+    """A GGUF causal LM on llama.cpp behind the NextTokenModel protocol; shared, never mutated."""
+
+    runtime = RUNTIME
+
+    def __init__(self, path: Path, name: str = "", context: int = DEFAULT_CONTEXT, threads: int | None = None) -> None:
+        lib = _backend()
+        self._lib = lib
+        params = lib.llama_model_default_params()
+        params.use_mmap = True
+        model = lib.llama_model_load_from_file(str(path).encode(), params)
+        if not model:
+            raise ModelError(f"llama.cpp could not load {path}")
+        self._model = model
+        self._free = lib.llama_model_free
+        vocab = lib.llama_model_get_vocab(model)
+        self.vocab_size = int(lib.llama_vocab_n_tokens(vocab))
+        self.hidden_size = int(lib.llama_model_n_embd(model))
+        self.name = name or path.stem
+        self.path = path
+        self.context = min(context, int(lib.llama_model_n_ctx_train(model)))
+        self.max_length = self.context
+        self.threads = threads  # None: torch's thread count when a session opens (the app's policy)
+
+    def new_session(self) -> LlamaCppSession:
+        return LlamaCppSession(self)
+
+    def _new_context(self, threads: int):
+        lib = self._lib
+        params = lib.llama_context_default_params()
+        params.n_ctx = self.context
+        params.n_batch = params.n_ubatch = BATCH
+        params.n_seq_max = MAX_SEQUENCES
+        params.kv_unified = True  # tree nodes of many sequences share one cache
+        params.n_threads = params.n_threads_batch = threads
+        params.embeddings = True  # the final hidden state of every output position, beside its logits
+        params.pooling_type = lib.LLAMA_POOLING_TYPE_NONE
+        params.type_k = params.type_v = lib.GGML_TYPE_F32  # float32 like the torch runtime
+        params.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_DISABLED  # its float16 path moves p by ~1e-3
+        params.no_perf = True
+        ctx = lib.llama_init_from_model(self._model, params)
+        if not ctx:
+            raise ModelError(f"llama.cpp could not open a context of {self.context} tokens for {self.name}")
+        return ctx
+
+    def __del__(self) -> None:
+        if getattr(self, "_model", None):
+            self._free(self._model)
+            self._model = None
+
+
+class LlamaCppSession(SessionStats):
+    """One run's llama.cpp context. Implements Session and TreeSession; records features always."""
+
+    def __init__(self, owner: LlamaCppModel) -> None:
+        super().__init__()
+        lib = owner._lib
+        self._lib = lib
+        self._owner = owner  # keeps the shared model alive as long as this context
+        threads = owner.threads or default_threads()
+        self._ctx = owner._new_context(threads)
+        self._memory = lib.llama_get_memory(self._ctx)
+        self._batch = lib.llama_batch_init(BATCH, 0, MAX_SEQUENCES)
+        self._features = torch.empty(0, owner.hidden_size)
+        self._seqs: list[int] = []  # the sequence id of each held tree node
+
+    def __del__(self) -> None:
+        lib = getattr(self, "_lib", None)
+        if lib is None:
+            return
+        if getattr(self, "_batch", None) is not None:
+            lib.llama_batch_free(self._batch)
+            self._batch = None
+        if getattr(self, "_ctx", None):
+            lib.llama_free(self._ctx)
+            self._ctx = None
+
+    # --- the feature draft's view (as HFSession) --------------------------------------------------
+
+    def record_features(self) -> None:
+        if self.length:
+            raise ValueError("record features from the start of a session")
+
+    @property
+    def features_length(self) -> int:
+        return len(self._features)
+
+    def features(self, start: int, stop: int) -> torch.Tensor:
+        return self._features[start:stop]
+
+    # --- Session ----------------------------------------------------------------------------------
+
+    def extend(self, ids: Sequence[int], keep: int | None = None) -> torch.Tensor:
+        self._check_linear()
+        keep = len(ids) if keep is None else keep
+        start = self.length
+        tokens = [(int(y), start + i, (0,)) for i, y in enumerate(ids)]
+        return self._decode(tokens, keep)
+
+    def crop(self, length: int) -> None:
+        base = self.linear_length
+        self._check_crop(length)
+        if length < self.length:
+            kept_nodes = max(0, length - base)
+            for seq in self._seqs[kept_nodes:]:  # a dropped node's descendants are dropped too
+                self._lib.llama_memory_seq_rm(self._memory, seq, -1, -1)
+            del self._seqs[kept_nodes:]
+            self._lib.llama_memory_seq_rm(self._memory, 0, length, -1)
+            self.length = length
+            self._features = self._features[:length]
+
+    # --- TreeSession --------------------------------------------------------------------------------
+
+    def extend_tree(self, ids: Sequence[int], parents: Sequence[int]) -> torch.Tensor:
+        new, _ = self._tree_layout(parents)
+        if len(self._seqs) + len(ids) >= MAX_SEQUENCES:
+            raise ValueError(f"a llama.cpp session holds at most {MAX_SEQUENCES - 1} tree nodes")
+        base, held = self.linear_length, self.length
+        first = len(self._seqs) + 1
+        seqs = [*self._seqs, *range(first, first + len(ids))]
+        # each new node's own sequence: the path to its nearest held ancestor (copied from that
+        # ancestor's sequence, positions up to its own), then its ancestors of this call and the node
+        # (they carry the id in the batch); so every sequence of the call starts from the same cells
+        for j, parent in enumerate(parents):
+            anchor = parent
+            while anchor >= held:
+                anchor = parents[anchor - held]
+            anchor_seq = 0 if anchor < base else seqs[anchor - base]
+            position = self._position(anchor) + 1 if anchor >= 0 else 0
+            self._lib.llama_memory_seq_cp(self._memory, anchor_seq, seqs[held - base + j], -1, position)
+        carried: list[list[int]] = [[seqs[held - base + j]] for j in range(len(ids))]
+        for j in reversed(range(len(ids))):
+            parent = parents[j]
+            if parent >= held:
+                carried[parent - held].extend(carried[j])
+        tokens = [(int(y), new[j][1], tuple(carried[j])) for j, y in enumerate(ids)]
+        logits = self._decode(tokens, len(ids))
+        self._tree.extend(new)
+        self._seqs = seqs
+        return logits
+
+    def retain(self, path: Sequence[int]) -> None:
+        kept = self._retained(path)
+        if len(kept) < self.length or self._seqs:
+            last = self._seqs[path[-1] - self.linear_length] if path else 0
+            for seq in self._seqs:
+                if seq != last:
+                    self._lib.llama_memory_seq_rm(self._memory, seq, -1, -1)
+            if last:
+                self._lib.llama_memory_seq_cp(self._memory, last, 0, -1, -1)
+                self._lib.llama_memory_seq_rm(self._memory, last, -1, -1)
+            self._features = self._features[kept]
+        self._seqs = []
+        self._keep_linear(len(kept))
+
+    # --- the decode ---------------------------------------------------------------------------------
+
+    def _decode(self, tokens: Sequence[tuple[int, int, tuple[int, ...]]], keep: int) -> torch.Tensor:
+        """Decode (token, position, sequences) in batches; every position outputs its hidden state
+        (the feature draft reads all of them) and its logits; return the last `keep` logits rows."""
+        if self.length + len(tokens) > self._owner.context:
+            raise ValueError(f"a llama.cpp session holds at most {self._owner.context} tokens")
+        lib, batch, vocab = self._lib, self._batch, self._owner.vocab_size
+        clock = time.perf_counter()
+        rows, feats = [], []
+        for at in range(0, len(tokens), BATCH):
+            chunk = tokens[at : at + BATCH]
+            batch.n_tokens = len(chunk)
+            for i, (token, position, seqs) in enumerate(chunk):
+                batch.token[i] = token
+                batch.pos[i] = position
+                batch.n_seq_id[i] = len(seqs)
+                for s, seq in enumerate(seqs):
+                    batch.seq_id[i][s] = seq
+                batch.logits[i] = 1
+            code = lib.llama_decode(self._ctx, batch)
+            if code != 0:
+                raise RuntimeError(f"llama.cpp could not decode {len(chunk)} tokens (code {code})")
+            n = len(chunk)
+            logits = torch.frombuffer(_buffer(lib.llama_get_logits(self._ctx), n * vocab), dtype=torch.float32)
+            hidden = _buffer(lib.llama_get_embeddings(self._ctx), n * self._owner.hidden_size)
+            if at + n > len(tokens) - keep:
+                rows.append(logits.view(n, vocab)[max(0, len(tokens) - keep - at) :].to(torch.float64))
+            feats.append(torch.frombuffer(hidden, dtype=torch.float32).view(n, -1).clone())
+        self._features = torch.cat([self._features, *feats])
+        self.length += len(tokens)
+        self.forward_seconds += time.perf_counter() - clock
+        self.forwards += 1
+        return torch.cat(rows) if rows else torch.empty(0, vocab, dtype=torch.float64)
+
+
+def _buffer(pointer, count: int) -> bytearray:
+    """The `count` floats at a llama.cpp output pointer, as a buffer torch can read (copied by the caller)."""
+    return (ctypes.c_float * count).from_address(ctypes.addressof(pointer.contents))
+
+
+def load_embedded(progress=None, context: int = DEFAULT_CONTEXT) -> LlamaCppModel:
+    """The embedded target on llama.cpp: its float32 GGUF (written once into the cache)."""
+    from specviz.models import embedded
+
+    if not available():
+        raise ModelError(f"the llama.cpp runtime is not installed: {INSTALL_HINT}")
+    return LlamaCppModel(embedded.ensure_f32_gguf(progress), embedded.NAME, context)
+
+
+def default_threads() -> int:
+    """$SPECVIZ_LLAMA_THREADS, else torch's thread count (the app sets it for its whole server)."""
+    return max(1, int(os.environ.get("SPECVIZ_LLAMA_THREADS", "0")) or torch.get_num_threads())

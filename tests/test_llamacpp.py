@@ -1,0 +1,211 @@
+"""The llama.cpp runtime (specviz.models.llamacpp) and the draft's lean forward (specviz.drafts.lean):
+the same target and the same draft as the torch reference, faster. p agrees with the transformers
+float32 p within 1e-4 on held-out prompts of four kinds; greedy speculative output equals the
+runtime's own greedy decoding (chains and trees); a tree pass equals each path scored alone; the
+cache after a crop or a retain equals a fresh prefill; lossless passes the page's χ² check; sessions
+sharing the model never see each other. Runtime choice: typed errors that say what to do."""
+
+import pytest
+import torch
+
+import specviz
+from specviz import Decoder, SpecConfig
+from specviz.analysis.lossless import check, first_tokens, reference
+from specviz.errors import ModelError
+from specviz.models import llamacpp, loading
+from specviz.models.loading import resolve_runtime
+
+# held out from the draft's training prompts (benchmarks/runtime.py): a story, an instruction, code, a fact
+PROMPTS = (
+    "Write a short story about a lighthouse keeper who finds a message in a bottle.",
+    "Explain in three sentences how a refrigerator keeps food cold.",
+    "Write a Python function that returns the n-th Fibonacci number.",
+    "What is the capital of Australia, and why was it chosen?",
+)
+
+
+# --- choosing the runtime (no model needed) ------------------------------------------------------
+
+
+def test_runtime_choice_is_checked_with_messages_that_say_what_to_do(monkeypatch):
+    monkeypatch.delenv(loading.RUNTIME_ENV, raising=False)
+    with pytest.raises(ModelError, match="unknown runtime 'onnx'"):
+        resolve_runtime("embedded", "onnx")
+    with pytest.raises(ModelError, match="embedded target only"):
+        resolve_runtime("gpt2", "llama.cpp")
+    with pytest.raises(ModelError, match="embedded target only"):
+        resolve_runtime("vllm:http://host:8000/v1#m", "llama.cpp")
+    with pytest.raises(ModelError, match="float32"):
+        resolve_runtime("embedded", "llama.cpp", torch.device("cpu"), torch.bfloat16)
+    assert resolve_runtime("gpt2") == "torch"  # auto: other targets run on torch
+    assert resolve_runtime("embedded", "torch") == "torch"
+    monkeypatch.setattr(llamacpp, "available", lambda: False)
+    assert resolve_runtime("embedded") == "torch"  # auto without llama-cpp-python
+    with pytest.raises(ModelError, match="make llama"):
+        resolve_runtime("embedded", "llama.cpp")
+    monkeypatch.setattr(llamacpp, "available", lambda: True)
+    assert resolve_runtime("embedded") == "llama.cpp"  # auto prefers the faster runtime
+    assert resolve_runtime("embedded", "auto", torch.device("cpu"), torch.float16) == "torch"
+    monkeypatch.setenv(loading.RUNTIME_ENV, "torch")  # the server's default
+    assert resolve_runtime("embedded") == "torch"
+    assert resolve_runtime("embedded", "llama.cpp") == "llama.cpp"  # an explicit choice wins
+
+
+# --- the real model on both runtimes ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pairs(embedded_cache):
+    return {
+        "torch": specviz.load_pair("embedded", "embedded", runtime="torch"),
+        "llama.cpp": specviz.load_pair("embedded", "embedded", runtime="llama.cpp"),
+    }
+
+
+@pytest.mark.slow
+def test_same_p_as_the_torch_reference_on_held_out_prompts(pairs):
+    """Every position of each prompt and of 32 tokens of its greedy continuation: |Δp| ≤ 1e-4, and
+    the final hidden states (what the feature draft reads) agree to float32 precision."""
+    torch_pair, fast = pairs["torch"], pairs["llama.cpp"]
+    assert (fast.runtime, torch_pair.runtime) == ("llama.cpp", "torch")
+    worst = 0.0
+    for prompt in PROMPTS:
+        run = Decoder(fast, prompt, SpecConfig(mode="greedy", max_new_tokens=32)).run()
+        ids = [*run.prompt_ids, *run.new_tokens]
+        reference_session, fast_session = torch_pair.target.new_session(), fast.target.new_session()
+        reference_session.record_features()
+        p_ref = reference_session.extend(ids).softmax(-1)
+        p_fast = fast_session.extend(ids).softmax(-1)
+        worst = max(worst, float((p_ref - p_fast).abs().max()))
+        features = fast_session.features(0, len(ids))
+        torch.testing.assert_close(features, reference_session.features(0, len(ids)), rtol=0, atol=5e-3)
+    assert worst <= 1e-4, worst
+
+
+@pytest.mark.slow
+def test_greedy_speculation_reproduces_the_runtimes_own_greedy_text(pairs):
+    """For the distilled draft (lean forward), the untrained draft and prompt lookup, in chains and in
+    trees: the emitted tokens are the target's greedy decoding on llama.cpp, token for token."""
+    fast = pairs["llama.cpp"]
+    for prompt in PROMPTS[:2]:
+        alone = Decoder(fast, prompt, SpecConfig(tau=1, mode="greedy", max_new_tokens=40))
+        expected = _target_greedy(fast, list(alone.prompt_ids), 40)
+        for draft in ("embedded", "early-exit:8", "prompt-lookup"):
+            pair = fast if draft == "embedded" else specviz.load_pair("embedded", draft, runtime="llama.cpp")
+            for config in (
+                SpecConfig(tau=4, mode="greedy", max_new_tokens=40),
+                SpecConfig(topk=3, steps=4, num_draft_tokens=10, mode="greedy", max_new_tokens=40),
+            ):
+                run = Decoder(pair, prompt, config).run()
+                assert list(run.new_tokens) == expected, (prompt, draft, config.tree)
+
+
+def _target_greedy(pair, ids, count):
+    """Plain greedy decoding with the target's own session, one token per pass."""
+    session = pair.target.new_session()
+    logits = session.extend(ids, keep=1)[-1]
+    out = []
+    for _ in range(count):
+        out.append(int(logits.argmax()))
+        logits = session.extend(out[-1:])[-1]
+    return out
+
+
+PARENTS = [-1, -1, -1, 0, 0, 1, 3, 3, 6]  # node j's parent among the nodes (−1: the last held token)
+TOKENS = [11, 12, 13, 21, 22, 23, 31, 32, 41]
+
+
+def _path(node):
+    out = []
+    while node >= 0:
+        out.append(node)
+        node = PARENTS[node]
+    return out[::-1]
+
+
+@pytest.mark.slow
+def test_a_tree_pass_equals_each_path_alone_and_retain_leaves_a_fresh_prefill(pairs):
+    fast = pairs["llama.cpp"]
+    ids = list(Decoder(fast, PROMPTS[3], SpecConfig()).prompt_ids)
+    for cut in (3, len(ids) - 1):  # a short and a long held prefix
+        session = fast.target.new_session()
+        session.extend(ids[:cut])
+        base = session.length
+        parents = [base - 1] + [base if up < 0 else base + 1 + up for up in PARENTS]
+        rows = session.extend_tree([ids[cut], *TOKENS], parents)
+        for j in range(len(TOKENS)):
+            alone = fast.target.new_session().extend([*ids[: cut + 1], *(TOKENS[i] for i in _path(j))])[-1]
+            torch.testing.assert_close(rows[1 + j].softmax(-1), alone.softmax(-1), rtol=0, atol=1e-5)
+        # keep the path to node 7 (11 → 21 → 32): the cache then scores like a fresh prefill of that text
+        session.retain([base, *(base + 1 + i for i in _path(7))])
+        kept = [*ids[: cut + 1], *(TOKENS[i] for i in _path(7))]
+        assert session.length == len(kept)
+        after = session.extend([5, 6])
+        fresh = fast.target.new_session().extend([*kept, 5, 6])[-2:]
+        torch.testing.assert_close(after.softmax(-1), fresh.softmax(-1), rtol=0, atol=1e-5)
+        features = _features(fast, [*kept, 5, 6])
+        torch.testing.assert_close(session.features(0, len(kept) + 2), features, rtol=0, atol=1e-3)
+        # a crop back into the prefix, then new text: again a fresh prefill
+        session.crop(cut)
+        torch.testing.assert_close(
+            session.extend([7, 8]).softmax(-1), fast.target.new_session().extend([*ids[:cut], 7, 8])[-2:].softmax(-1),
+            rtol=0, atol=1e-5,
+        )  # fmt: skip
+
+
+def _features(pair, ids):
+    session = pair.target.new_session()
+    session.extend(ids)
+    return session.features(0, len(ids))
+
+
+@pytest.mark.slow
+def test_the_lean_draft_computes_the_transformers_drafts_numbers(pairs):
+    """q from the lean forward against the draft's transformers modules, on the same target features:
+    a prompt, then one token at a time, then a tree level, then after a retain."""
+    reference_pair, fast = pairs["torch"], pairs["llama.cpp"]
+    assert fast.draft.lean and not reference_pair.draft.lean
+    target = reference_pair.target.new_session()
+    lean = fast.draft.new_session(target)
+    slow = reference_pair.draft.new_session(target)
+    ids = list(Decoder(fast, PROMPTS[0], SpecConfig()).prompt_ids)
+    target.extend(ids)
+    for a, b in ((lean.extend(ids), slow.extend(ids)), (lean.extend([42]), slow.extend([42])),
+                 (lean.extend([43]), slow.extend([43]))):  # fmt: skip
+        torch.testing.assert_close(a.softmax(-1), b.softmax(-1), rtol=0, atol=1e-4)
+    n = lean.length
+    parents = [n - 1, n - 1, n - 1]
+    torch.testing.assert_close(
+        lean.extend_tree([7, 8, 9], parents).softmax(-1), slow.extend_tree([7, 8, 9], parents).softmax(-1), rtol=0,
+        atol=1e-4,
+    )  # fmt: skip
+    lean.retain([n + 1])
+    slow.retain([n + 1])
+    torch.testing.assert_close(lean.extend([5]).softmax(-1), slow.extend([5]).softmax(-1), rtol=0, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_lossless_on_llama_cpp_passes_the_pages_check_chain_and_tree(pairs):
+    fast = pairs["llama.cpp"]
+    tree = SpecConfig(topk=3, steps=2, num_draft_tokens=6, mode="lossless")
+    for config in (SpecConfig(tau=3, mode="lossless"), tree):
+        result = check("lossless", list(first_tokens(fast, "The cat sat on the", config, 300)),
+                       reference(fast, "The cat sat on the", config))  # fmt: skip
+        assert result.consistent, result.verdict()
+
+
+@pytest.mark.slow
+def test_sessions_sharing_the_model_never_see_each_other(pairs):
+    """Two runs interleaved step by step give the traces each gives alone (own contexts, own caches)."""
+    fast = pairs["llama.cpp"]
+    configs = [SpecConfig(tau=3, mode="lossless", seed=4, max_new_tokens=20),
+               SpecConfig(topk=2, steps=3, num_draft_tokens=6, mode="textbook", seed=5, max_new_tokens=20)]  # fmt: skip
+    alone = [Decoder(fast, p, c).run() for p, c in zip(PROMPTS[:2], configs, strict=True)]
+    together = [Decoder(fast, p, c) for p, c in zip(PROMPTS[:2], configs, strict=True)]
+    while not all(d.done for d in together):
+        for d in together:
+            if not d.done:
+                d.step()
+    for a, b in zip(alone, together, strict=True):
+        assert list(a.new_tokens) == list(b.trace().new_tokens)
+        assert [s.emitted for s in a.steps] == [s.emitted for s in b.trace().steps]
