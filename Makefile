@@ -1,5 +1,6 @@
 # make test: create .venv if missing, install everything, lint, run the whole test suite (what CI runs).
 # make test-fast: the inner loop, without the real-model, browser and heavy statistical tests.
+# make llama: the fast runtime (llama.cpp in process, about 3x faster on a CPU); builds llama-cpp-python (~5 min).
 # make run:  start the app.  make bench: the benchmarks (step overhead; engine against HF assisted generation;
 #            many browser sessions on one server; the server's CPU per action).
 # make screenshots: the README's pictures, taken from the running app.
@@ -9,7 +10,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install server test test-fast lint run bench screenshots clean
+.PHONY: install server llama test test-fast lint run bench screenshots clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -25,15 +26,31 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml | $(PY)
 
 install: $(STAMP)
 
-# A real serving engine for the remote-target tests (tests/test_remote_server.py): llama-cpp-python's
-# server, built from source in its own venv. Portable build: the native one segfaults on this CPU.
-LLAMA_VENV ?= .venv-llama
-LLAMA_STAMP := $(LLAMA_VENV)/.installed
+# llama-cpp-python, built from source once into .wheels/ with portable flags (the native build
+# segfaults on some of these CPUs), then installed from there: into .venv for the llama.cpp runtime
+# (`make llama`), and with its server into .venv-llama for the remote-target tests (`make server`).
+LLAMA_PIN := llama-cpp-python==0.3.36
+LLAMA_WHEELS := .wheels
+LLAMA_WHEEL_STAMP := $(LLAMA_WHEELS)/.built
 LLAMA_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_BF16=OFF \
 	-DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
-$(LLAMA_STAMP):
+$(LLAMA_WHEEL_STAMP): | $(PY)
+	CMAKE_ARGS="$(LLAMA_CMAKE)" $(PY) -m pip wheel --quiet --no-deps -w $(LLAMA_WHEELS) "$(LLAMA_PIN)"
+	touch $@
+
+LLAMA_RUNTIME_STAMP := $(VENV)/.llama
+$(LLAMA_RUNTIME_STAMP): $(STAMP) $(LLAMA_WHEEL_STAMP)
+	$(PY) -m pip install --quiet --no-index --no-deps --find-links $(LLAMA_WHEELS) "$(LLAMA_PIN)"
+	$(PY) -m pip install --quiet diskcache==5.6.3
+	touch $@
+
+llama: $(LLAMA_RUNTIME_STAMP)
+
+LLAMA_VENV ?= .venv-llama
+LLAMA_STAMP := $(LLAMA_VENV)/.installed
+$(LLAMA_STAMP): $(LLAMA_WHEEL_STAMP)
 	$(PYTHON) -m venv $(LLAMA_VENV)
-	CMAKE_ARGS="$(LLAMA_CMAKE)" $(LLAMA_VENV)/bin/pip install --quiet "llama-cpp-python[server]==0.3.36"
+	$(LLAMA_VENV)/bin/pip install --quiet --find-links $(LLAMA_WHEELS) "llama-cpp-python[server]==0.3.36"
 	touch $(LLAMA_STAMP)
 
 server: $(LLAMA_STAMP)
@@ -44,7 +61,7 @@ lint: install
 
 # --basetemp inside the checkout: pytest prunes old temporary folders of the same user, so a second
 # test session elsewhere (another checkout) could delete the model cache a running one has mapped.
-test: lint server
+test: lint server llama
 	$(PY) -m pytest --basetemp=.pytest-tmp
 
 # The inner loop: lint, then everything but the real-model, browser and heavy statistical tests.
@@ -56,7 +73,7 @@ run: install
 	$(PY) -m streamlit run app.py
 
 # Run as modules from the repo root, so that `specviz` and `benchmarks` import from the checkout.
-bench: install
+bench: llama server
 	$(PY) -m benchmarks.step_overhead
 	$(PY) -m benchmarks.hf_assisted
 	$(PY) -m benchmarks.sessions
@@ -69,4 +86,4 @@ screenshots: install
 	$(PY) -m benchmarks.screenshots assets/screenshots
 
 clean:
-	rm -rf $(VENV) $(LLAMA_VENV) .pytest_cache .ruff_cache .pytest-tmp
+	rm -rf $(VENV) $(LLAMA_VENV) $(LLAMA_WHEELS) .pytest_cache .ruff_cache .pytest-tmp

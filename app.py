@@ -10,6 +10,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import streamlit as st
 import torch
 
+from pages._shared import runtime_picker
 from specviz import ConfigError
 from specviz.classroom import links, settings
 from specviz.classroom.sandbox import PRESETS as EXERCISES
@@ -73,4 +74,5 @@ with st.sidebar:
     for entry in PAGES:
         st.page_link(entry)
     st.divider()
+    runtime_picker()
 page.run()

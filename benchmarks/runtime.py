@@ -1,24 +1,29 @@
-"""The runtime that runs the embedded pair, measured the way SPEC.md's cost model reads it.
+"""The runtimes that can run the embedded pair, measured side by side as SPEC.md's cost model reads them.
 
-For each candidate runtime (today: eager torch with 1 and with 2 threads per operation, passive
-waiting as the app sets it), at a realistic context (a chat prompt of about 80 tokens):
-- T(k): the target's time for one pass over k = 1…9 tokens (median of `--repeats`), and v(k) = T(k) / T(1);
-- the distilled draft's time per draft token (from a greedy run's trace);
-- target-alone tokens/s (plain greedy decoding, 48 tokens);
-- the embedded pair's measured speedup at each τ = 1…6 in greedy mode, and the best.
+For each candidate (eager torch, the reference; llama.cpp in process with the draft's lean forward;
+each with 1 and 2 threads), at a realistic context (two chat prompts, about 80 tokens):
+- T(k): the target's time for one pass over k = 1…9 tokens (median of `--repeats`), v(k) = T(k) / T(1);
+- the distilled draft's time per draft token (from the runs' traces);
+- target-alone tokens/s (plain decoding, 48 tokens per prompt, wall clock, same runtime, same process);
+- the embedded pair's speedup over the target alone at each τ = 1…6, greedy and textbook (T = 1), on
+  held-out prompts of four kinds (story, instruction, code, fact), wall clock of whole steps;
+- prompt lookup (greedy) on the race's input-grounded prompts at τ = 4 and 6;
+- for llama.cpp: the largest |Δp| against the torch reference over every position of the prompts.
 
-Each candidate runs in a fresh interpreter (torch's thread count is per process). One run each on
-this machine; compare only within one run. Usage: python -m benchmarks.runtime [--repeats 7]
+Each candidate runs in a fresh interpreter (thread counts are per process). One run each on this
+machine; compare only within one run. Usage: python -m benchmarks.runtime [--repeats 7] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
 import subprocess
 import sys
+import time
 from datetime import date
 
 PROMPTS = (  # held out from the draft's training prompts: four kinds
@@ -27,68 +32,130 @@ PROMPTS = (  # held out from the draft's training prompts: four kinds
     "Write a Python function that returns the n-th Fibonacci number.",
     "What is the capital of Australia, and why was it chosen?",
 )
-CANDIDATES = {"eager torch, 1 thread": 1, "eager torch, 2 threads": 2}
+CANDIDATES = {  # name: (runtime, threads)
+    "torch (eager), 1 thread": ("torch", 1),
+    "torch (eager), 2 threads": ("torch", 2),
+    "llama.cpp + lean draft, 1 thread": ("llama.cpp", 1),
+    "llama.cpp + lean draft, 2 threads": ("llama.cpp", 2),
+}
+MAX_NEW = 48
 
 
-def measure(repeats: int) -> dict:
+def _alone_tokens_per_s(pair, prompts, config) -> float:
+    from specviz.analysis.race import TargetAlone
+
+    seconds, tokens = 0.0, 0
+    for prompt in prompts:
+        alone = TargetAlone(pair, prompt, config)
+        while not alone.done:
+            alone.step()
+        seconds, tokens = seconds + alone.seconds, tokens + len(alone.tokens)
+    return tokens / seconds
+
+
+def _spec(pair, prompts, config) -> tuple[float, float, int]:
+    """(tokens/s over whole steps, wall clock; draft ms; drafted tokens)."""
+    import specviz
+
+    seconds, tokens, draft_ms, drafted = 0.0, 0, 0.0, 0
+    for prompt in prompts:
+        decoder = specviz.Decoder(pair, prompt, config)
+        start = time.perf_counter()
+        while not decoder.done:
+            decoder.step()
+        seconds += time.perf_counter() - start
+        run = decoder.trace()
+        tokens += run.metrics.emitted_tokens
+        draft_ms, drafted = draft_ms + run.metrics.draft_ms, drafted + run.metrics.drafted_tokens
+    return tokens / seconds, draft_ms, drafted
+
+
+def measure(runtime: str, repeats: int, taus: tuple[int, ...]) -> dict:
     """In this process, with the thread count already set."""
     import specviz
     from specviz.analysis.diagnosis import pass_times
-    from specviz.analysis.sweep import target_only
+    from specviz.analysis.race import PRESETS as RACES
     from specviz.core.engine import encode_prompt
 
-    pair = specviz.load_pair("embedded", "embedded")
+    pair = specviz.load_pair("embedded", "embedded", runtime=runtime)
     _, ids, _ = encode_prompt(pair, PROMPTS[0] + " " + PROMPTS[1], None)
     times = pass_times(pair, ids, list(range(1, 10)), repeats)
     out: dict = {
         "T_ms": {k: round(v, 2) for k, v in times.items()},
         "v": {k: round(times[k] / times[1], 3) for k in times},
     }
-    alone_ms, alone_tokens = 0.0, 0
-    for prompt in PROMPTS:
-        base = target_only(pair, prompt, specviz.SpecConfig(mode="greedy", max_new_tokens=48))
-        alone_ms, alone_tokens = alone_ms + base.decode_ms, alone_tokens + base.tokens
-    out["target_alone_tokens_per_s"] = round(1000 * alone_tokens / alone_ms, 2)
-    speedups, draft_ms, drafted = {}, 0.0, 0
-    for tau in range(1, 7):
-        spec_ms, spec_tokens = 0.0, 0
-        for prompt in PROMPTS:
-            run = specviz.Decoder(pair, prompt, specviz.SpecConfig(tau=tau, mode="greedy", max_new_tokens=48)).run()
-            spec_ms += run.metrics.draft_ms + run.metrics.verify_ms
-            spec_tokens += run.metrics.emitted_tokens
-            draft_ms, drafted = draft_ms + run.metrics.draft_ms, drafted + run.metrics.drafted_tokens
-        speedups[tau] = round((1000 * spec_tokens / spec_ms) / out["target_alone_tokens_per_s"], 3)
+    draft_ms, drafted = 0.0, 0
+    for mode in ("greedy", "textbook"):
+        base = specviz.SpecConfig(mode=mode, temperature=1.0, max_new_tokens=MAX_NEW)
+        alone = _alone_tokens_per_s(pair, PROMPTS, base)
+        speedups = {}
+        for tau in taus:
+            rate, ms, n = _spec(
+                pair, PROMPTS, specviz.SpecConfig(tau=tau, mode=mode, temperature=1.0, max_new_tokens=MAX_NEW)
+            )
+            speedups[tau] = round(rate / alone, 3)
+            draft_ms, drafted = draft_ms + ms, drafted + n
+        best = max(speedups, key=speedups.get)
+        out[mode] = {"target_alone_tokens_per_s": round(alone, 2), "speedup_by_tau": speedups,
+                     "best": {"tau": best, "speedup": speedups[best]}}  # fmt: skip
+    out["target_alone_tokens_per_s"] = out["greedy"]["target_alone_tokens_per_s"]
     out["draft_ms_per_token"] = round(draft_ms / drafted, 2)
-    out["speedup_by_tau"] = speedups
-    best = max(speedups, key=speedups.get)
-    out["best"] = {"tau": best, "speedup": speedups[best]}
+    lookup = specviz.load_pair("embedded", "prompt-lookup", runtime=runtime)
+    grounded = [r.prompt for r in RACES if r.draft == "prompt-lookup"]
+    greedy = specviz.SpecConfig(mode="greedy", max_new_tokens=MAX_NEW)
+    alone = _alone_tokens_per_s(lookup, grounded, greedy)
+    out["prompt_lookup"] = {
+        tau: round(_spec(lookup, grounded, dataclasses.replace(greedy, tau=tau))[0] / alone, 3) for tau in (4, 6)
+    }
+    if runtime != "torch":
+        reference = specviz.load_pair("embedded", "embedded", runtime="torch")
+        worst = 0.0
+        for prompt in PROMPTS:
+            _, prompt_ids, _ = encode_prompt(pair, prompt, None)
+            p_fast = pair.target.new_session().extend(prompt_ids).softmax(-1)
+            p_ref = reference.target.new_session().extend(prompt_ids).softmax(-1)
+            worst = max(worst, float((p_fast - p_ref).abs().max()))
+        out["max_abs_dp"] = worst
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true", help="τ = 3 and 4 only")
+    parser.add_argument("--child", default="", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    taus = (3, 4) if args.quick else tuple(range(1, 7))
     if args.child:
         import torch
 
-        torch.set_num_threads(args.child)
-        print(json.dumps(measure(args.repeats)))
+        runtime, threads = CANDIDATES[args.child]
+        torch.set_num_threads(threads)
+        os.environ["SPECVIZ_LLAMA_THREADS"] = str(threads)
+        print(json.dumps(measure(runtime, args.repeats, taus)))
         return 0
     results = {}
-    for name, threads in CANDIDATES.items():
+    for name in CANDIDATES:
         env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
-        cmd = [sys.executable, "-m", "benchmarks.runtime", "--child", str(threads), "--repeats", str(args.repeats)]
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+        cmd = [sys.executable, "-m", "benchmarks.runtime", "--child", name, "--repeats", str(args.repeats)]
+        done = subprocess.run(cmd + (["--quick"] if args.quick else []), env=env, capture_output=True, text=True)
+        if done.returncode:
+            print(
+                f"{name}: failed ({done.stderr.strip().splitlines()[-1] if done.stderr.strip() else done.returncode})"
+            )
+            continue
         results[name] = json.loads(done.stdout.strip().splitlines()[-1])
-    print(f"Runtime candidates, {date.today()}, {os.cpu_count()} cores ({platform.machine()}), embedded pair, greedy")
-    print("| runtime | T(1) ms | T(5) ms | v(5) | v(9) | draft ms/token | target alone tok/s | best τ: speedup |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(f"Runtime candidates, {date.today()}, {os.cpu_count()} cores ({platform.machine()}), embedded pair")
+    print("| runtime | T(1) ms | T(5) ms | v(5) | draft ms/token | target alone tok/s | greedy best | textbook best |"
+          " prompt lookup τ=4 / 6 | max |Δp| |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name, r in results.items():
-        t, v, best = r["T_ms"], r["v"], r["best"]
-        cells = [f"{t['1']:.1f}", f"{t['5']:.1f}", f"{v['5']:.2f}", f"{v['9']:.2f}", f"{r['draft_ms_per_token']:.1f}",
-                 f"{r['target_alone_tokens_per_s']:.1f}", f"τ = {best['tau']}: {best['speedup']:.2f}×"]  # fmt: skip
+        t, v = r["T_ms"], r["v"]
+        g, b, pl = r["greedy"]["best"], r["textbook"]["best"], r["prompt_lookup"]
+        dp = f"{r['max_abs_dp']:.1e}" if "max_abs_dp" in r else "(reference)"
+        cells = [f"{t['1']:.1f}", f"{t['5']:.1f}", f"{v['5']:.2f}", f"{r['draft_ms_per_token']:.1f}",
+                 f"{r['target_alone_tokens_per_s']:.1f}", f"{g['speedup']:.2f}× (τ = {g['tau']})",
+                 f"{b['speedup']:.2f}× (τ = {b['tau']})", f"{pl['4']:.2f}× / {pl['6']:.2f}×", dp]  # fmt: skip
         print(f"| {name} | " + " | ".join(cells) + " |")
     print(json.dumps(results))
     return 0

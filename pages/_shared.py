@@ -15,6 +15,8 @@ import specviz
 from specviz.classroom import links, settings
 from specviz.classroom.settings import CUSTOM
 from specviz.classroom.turns import Turns, each_in_turn
+from specviz.models import llamacpp
+from specviz.models.loading import AUTO, EMBEDDED, RUNTIMES, resolve_runtime
 from specviz.viz import charts
 from specviz.viz.charts import token_label
 from specviz.viz.memo import FigureMemo
@@ -54,19 +56,46 @@ def in_turns(items: Iterator[T]) -> Iterator[T]:
 
 
 @st.cache_resource(show_spinner=False, max_entries=3)
-def cached_pair(target: str, draft: str) -> specviz.ModelPair:
+def cached_pair(target: str, draft: str, runtime: str = "torch") -> specviz.ModelPair:
     """The pair, loaded once per process and shared by every session; raises SpecvizError."""
-    return specviz.load_pair(target, draft)
+    return specviz.load_pair(target, draft, runtime=runtime)
 
 
 def load_pair(target: str, draft: str) -> specviz.ModelPair | None:
-    """The pair, loaded once per process; None (with the reason on the page) when it fails."""
+    """The pair on the runtime chosen in the sidebar, loaded once per process; None (with the reason
+    on the page) when it fails."""
     try:
-        with st.spinner(f"Loading {target} and draft {draft} (the very first start converts the model: ~30 s)…"):
-            return cached_pair(target, draft)
+        runtime = resolve_runtime(target, st.session_state.get("runtime", AUTO))
+        with st.spinner(f"Loading {target} and draft {draft} on {runtime} (the very first start converts the "
+                        f"model: ~30 s)…"):  # fmt: skip
+            return cached_pair(target, draft, runtime)
     except specviz.SpecvizError as exc:
         st.error(f"**Could not load the models.** {sentence(exc)}", icon=":material/error:")
         return None
+
+
+RUNTIME_HELP = (
+    "What runs the target. llama.cpp: in process, float32, at about the memory-bandwidth floor of this CPU "
+    "(the embedded target only; p agrees with torch within 1e-4). torch: transformers, eager, the reference. "
+    "auto: llama.cpp where it is installed and can run the target, else torch. The draft runs on torch either "
+    "way (a lean forward beside llama.cpp). Both sides of every comparison run on the same runtime."
+)
+
+
+def runtime_picker() -> None:
+    """The sidebar's runtime choice, and in words what runs the embedded target and how to get faster."""
+    choice = st.selectbox("Runtime", RUNTIMES, key="runtime", help=RUNTIME_HELP)
+    try:
+        runs = resolve_runtime(EMBEDDED, choice)
+    except specviz.SpecvizError as exc:
+        st.caption(f":red[{sentence(exc)}]")
+        return
+    if runs == llamacpp.RUNTIME:
+        st.caption("The embedded target runs on **llama.cpp** (float32, in process).")
+    elif llamacpp.available():
+        st.caption("The target runs on **torch** (eager): the reference, about 3× slower than llama.cpp here.")
+    else:
+        st.caption(f"The target runs on **torch** (eager). About 3× faster: {llamacpp.INSTALL_HINT}.")
 
 
 # Every widget's range or choices, by its key, from the one settings registry (links check the same).

@@ -26,7 +26,7 @@ if st.button("Run it", type="primary", key="lessons_run", icon=":material/play_a
         st.stop()
     try:
         with ui.compute_turn(), st.spinner("Running it live…"):
-            results[key] = lesson.run(pair, ui.cached_pair)
+            results[key] = lesson.run(pair, lambda target, draft: ui.cached_pair(target, draft, pair.runtime))
     except specviz.SpecvizError as exc:
         st.error(f"**This lesson could not run.** {exc}", icon=":material/error:")
         st.stop()

@@ -720,3 +720,50 @@ def test_sweep_page_compares_chain_and_tree_at_each_budget(loads):
     tokens = next(c for c in charts if c["layout"]["yaxis"]["title"]["text"] == "tokens per step")
     assert tokens["data"][1]["y"] == [r.tokens_per_step for r in result.rows if r.shape == "tree"]
     assert any(s.value == result.verdict() for s in at.success)
+
+
+def test_the_runtime_is_chosen_in_the_sidebar_said_in_words_and_missing_ones_are_a_message(monkeypatch):
+    """The sidebar says what runs the target and how to get the faster runtime; a pair loads on the
+    chosen runtime (each runtime its own cached pair); asking for llama.cpp where it is not installed
+    is a message on the page that says what to run, and the session stays usable. (AppTest keeps
+    app.py's own sidebar only on a session's first run, so each choice opens a fresh session.)"""
+    from specviz.models import llamacpp
+
+    runtimes = []
+
+    def fake_load_pair(target, draft, runtime="auto", **_kwargs):
+        runtimes.append(runtime)
+        return tiny_text_pair(chat=True)
+
+    def opened(runtime: str) -> AppTest:
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        at.session_state["runtime"] = runtime
+        return at.run()
+
+    monkeypatch.setattr(specviz, "load_pair", fake_load_pair)
+    monkeypatch.delenv("SPECVIZ_RUNTIME", raising=False)
+    st.cache_resource.clear()
+    try:
+        monkeypatch.setattr(llamacpp, "available", lambda: True)
+        at = app()
+        assert at.selectbox(key="runtime").value == "auto"
+        assert runtimes == ["llama.cpp"]  # auto: the faster runtime where it is installed
+        assert any("runs on **llama.cpp**" in c.value for c in at.sidebar.caption)
+        at = opened("torch")
+        assert runtimes == ["llama.cpp", "torch"]  # its own pair
+        assert any("runs on **torch**" in c.value and "slower" in c.value for c in at.sidebar.caption)
+        at.button(key="decode_step").click().run()
+        assert not at.exception and len(decoder(at).steps) == 1
+
+        monkeypatch.setattr(llamacpp, "available", lambda: False)
+        at = opened("auto")
+        assert any("make llama" in c.value for c in at.sidebar.caption)
+        at = opened("llama.cpp")
+        assert not at.exception
+        assert any("make llama" in e.value for e in at.error)  # the page: could not load, and what to run
+        assert any("make llama" in c.value for c in at.sidebar.caption)
+        at.session_state["runtime"] = "torch"
+        at.run()
+        assert not at.exception and not at.error
+    finally:
+        st.cache_resource.clear()

@@ -20,7 +20,7 @@ from specviz.classroom.quiz import KINDS
 from specviz.classroom.sandbox import MAX_TAU as SANDBOX_TAU
 from specviz.classroom.sandbox import PRESETS as EXERCISES
 from specviz.core.config import MODES, TAU_POLICIES, SpecConfig
-from specviz.models.loading import PRESETS
+from specviz.models.loading import PRESETS, RUNTIMES
 
 CUSTOM = "Custom: hub id, folder or server"
 RENAMED = {"Custom: hub id or local folder": CUSTOM}  # older pair labels that links may still carry
@@ -60,6 +60,7 @@ def _pair(page: str) -> list[Setting]:
 SETTINGS: dict[str, Setting] = {
     s.key: s
     for s in [
+        Setting("runtime", RUNTIMES[0], RUNTIMES, link=False),  # the server's machine decides what can run
         *_pair("decode"),
         Setting("decode_prompt", FIRST_PROMPT),
         Setting("decode_chat", True),
