@@ -87,7 +87,7 @@ class LlamaCppModel:
         self.path = path
         self.context = min(context, int(lib.llama_model_n_ctx_train(model)))
         self.max_length = self.context
-        self.threads = threads  # None: torch's thread count when a session opens (the app's policy)
+        self.threads = threads  # None: default_threads() when a session opens
 
     def new_session(self) -> LlamaCppSession:
         return LlamaCppSession(self)
@@ -271,5 +271,8 @@ def load_embedded(progress=None, context: int = DEFAULT_CONTEXT) -> LlamaCppMode
 
 
 def default_threads() -> int:
-    """$SPECVIZ_LLAMA_THREADS, else torch's thread count (the app sets it for its whole server)."""
-    return max(1, int(os.environ.get("SPECVIZ_LLAMA_THREADS", "0")) or torch.get_num_threads())
+    """$SPECVIZ_LLAMA_THREADS, else every core up to 8. Unlike torch's (the app gives torch one thread:
+    its idle threads cost more than they save), llama.cpp's threads pay: on 2 cores a 5-token pass took
+    38-48 ms with two threads against 60-70 ms with one (2026-11-24, AMD EPYC), and the server's turn
+    queue runs one model step at a time, so a step may use the whole CPU."""
+    return max(1, int(os.environ.get("SPECVIZ_LLAMA_THREADS", "0")) or min(os.cpu_count() or 1, 8))
