@@ -27,20 +27,22 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml | $(PY)
 install: $(STAMP)
 
 # llama-cpp-python, built from source once into .wheels/ with portable flags (the native build
-# segfaults on some of these CPUs), then installed from there: into .venv for the llama.cpp runtime
+# segfaults on some of these CPUs) and ggml's own thread pool instead of OpenMP (the app sets
+# OMP_WAIT_POLICY=PASSIVE for torch, which made llama.cpp's two threads slower than one); then
+# installed from there: into .venv for the llama.cpp runtime
 # (`make llama`), and with its server into .venv-llama for the remote-target tests (`make server`).
 LLAMA_PIN := llama-cpp-python==0.3.36
 LLAMA_WHEELS := .wheels
 LLAMA_WHEEL_STAMP := $(LLAMA_WHEELS)/.built
 LLAMA_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_BF16=OFF \
-	-DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+	-DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_OPENMP=OFF
 $(LLAMA_WHEEL_STAMP): | $(PY)
-	CMAKE_ARGS="$(LLAMA_CMAKE)" $(PY) -m pip wheel --quiet --no-deps -w $(LLAMA_WHEELS) "$(LLAMA_PIN)"
+	CMAKE_ARGS="$(LLAMA_CMAKE)" $(PY) -m pip wheel --quiet --no-cache-dir --no-deps -w $(LLAMA_WHEELS) "$(LLAMA_PIN)"
 	touch $@
 
 LLAMA_RUNTIME_STAMP := $(VENV)/.llama
 $(LLAMA_RUNTIME_STAMP): $(STAMP) $(LLAMA_WHEEL_STAMP)
-	$(PY) -m pip install --quiet --no-index --no-deps --find-links $(LLAMA_WHEELS) "$(LLAMA_PIN)"
+	$(PY) -m pip install --quiet --force-reinstall --no-index --no-deps --find-links $(LLAMA_WHEELS) "$(LLAMA_PIN)"
 	$(PY) -m pip install --quiet diskcache==5.6.3
 	touch $@
 
@@ -51,6 +53,7 @@ LLAMA_STAMP := $(LLAMA_VENV)/.installed
 $(LLAMA_STAMP): $(LLAMA_WHEEL_STAMP)
 	$(PYTHON) -m venv $(LLAMA_VENV)
 	$(LLAMA_VENV)/bin/pip install --quiet --find-links $(LLAMA_WHEELS) "llama-cpp-python[server]==0.3.36"
+	$(LLAMA_VENV)/bin/pip install --quiet --force-reinstall --no-index --no-deps --find-links $(LLAMA_WHEELS) "$(LLAMA_PIN)"
 	touch $(LLAMA_STAMP)
 
 server: $(LLAMA_STAMP)

@@ -93,9 +93,9 @@ def runtime_picker() -> None:
     if runs == llamacpp.RUNTIME:
         st.caption("The embedded target runs on **llama.cpp** (float32, in process).")
     elif llamacpp.available():
-        st.caption("The target runs on **torch** (eager): the reference, about 3× slower than llama.cpp here.")
+        st.caption("The target runs on **torch** (eager): the reference, slower than llama.cpp.")
     else:
-        st.caption(f"The target runs on **torch** (eager). About 3× faster: {llamacpp.INSTALL_HINT}.")
+        st.caption(f"The target runs on **torch** (eager). For the faster llama.cpp runtime, {llamacpp.INSTALL_HINT}.")
 
 
 # Every widget's range or choices, by its key, from the one settings registry (links check the same).
