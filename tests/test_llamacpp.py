@@ -14,6 +14,7 @@ from specviz.analysis.lossless import check, first_tokens, reference
 from specviz.errors import ModelError
 from specviz.models import llamacpp, loading
 from specviz.models.loading import resolve_runtime
+from tests.test_tree import PARENTS, TOKENS, path_of
 
 # held out from the draft's training prompts (benchmarks/runtime.py): a story, an instruction, code, a fact
 PROMPTS = (
@@ -111,18 +112,6 @@ def _target_greedy(pair, ids, count):
     return out
 
 
-PARENTS = [-1, -1, -1, 0, 0, 1, 3, 3, 6]  # node j's parent among the nodes (−1: the last held token)
-TOKENS = [11, 12, 13, 21, 22, 23, 31, 32, 41]
-
-
-def _path(node):
-    out = []
-    while node >= 0:
-        out.append(node)
-        node = PARENTS[node]
-    return out[::-1]
-
-
 @pytest.mark.slow
 def test_a_tree_pass_equals_each_path_alone_and_retain_leaves_a_fresh_prefill(pairs):
     fast = pairs["llama.cpp"]
@@ -134,11 +123,11 @@ def test_a_tree_pass_equals_each_path_alone_and_retain_leaves_a_fresh_prefill(pa
         parents = [base - 1] + [base if up < 0 else base + 1 + up for up in PARENTS]
         rows = session.extend_tree([ids[cut], *TOKENS], parents)
         for j in range(len(TOKENS)):
-            alone = fast.target.new_session().extend([*ids[: cut + 1], *(TOKENS[i] for i in _path(j))])[-1]
+            alone = fast.target.new_session().extend([*ids[: cut + 1], *(TOKENS[i] for i in path_of(j))])[-1]
             torch.testing.assert_close(rows[1 + j].softmax(-1), alone.softmax(-1), rtol=0, atol=1e-5)
         # keep the path to node 7 (11 → 21 → 32): the cache then scores like a fresh prefill of that text
-        session.retain([base, *(base + 1 + i for i in _path(7))])
-        kept = [*ids[: cut + 1], *(TOKENS[i] for i in _path(7))]
+        session.retain([base, *(base + 1 + i for i in path_of(7))])
+        kept = [*ids[: cut + 1], *(TOKENS[i] for i in path_of(7))]
         assert session.length == len(kept)
         after = session.extend([5, 6])
         fresh = fast.target.new_session().extend([*kept, 5, 6])[-2:]
