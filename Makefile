@@ -82,6 +82,7 @@ bench: llama server
 	$(PY) -m benchmarks.sessions
 	$(PY) -m benchmarks.server_cpu
 	$(PY) -m benchmarks.runtime
+	$(PY) -m benchmarks.runtime_tasks
 	$(PY) -m benchmarks.remote
 
 # The README's pictures, regenerated from fixed links (fixed seeds) in headless Chromium.
