@@ -13,10 +13,9 @@ import streamlit as st
 
 import specviz
 from specviz.classroom import links, settings
-from specviz.classroom.settings import CUSTOM
+from specviz.classroom.settings import CUSTOM, MODE_HELP
 from specviz.classroom.turns import Turns, each_in_turn
-from specviz.models import llamacpp
-from specviz.models.loading import AUTO, EMBEDDED, RUNTIMES, resolve_runtime
+from specviz.models.loading import AUTO, RUNTIME_HELP, RUNTIMES, resolve_runtime, runtime_line
 from specviz.viz import charts
 from specviz.viz.charts import token_label
 from specviz.viz.memo import FigureMemo
@@ -74,49 +73,18 @@ def load_pair(target: str, draft: str) -> specviz.ModelPair | None:
         return None
 
 
-RUNTIME_HELP = (
-    "What runs the target. llama.cpp: in process, float32, at about the memory-bandwidth floor of this CPU "
-    "(the embedded target only; p agrees with torch within 1e-4). torch: transformers, eager, the reference. "
-    "auto: llama.cpp where it is installed and can run the target, else torch. The draft runs on torch either "
-    "way (a lean forward beside llama.cpp). Both sides of every comparison run on the same runtime."
-)
-
-
 def runtime_picker() -> None:
     """The sidebar's runtime choice, and in words what runs the embedded target and how to get faster."""
     choice = st.selectbox("Runtime", RUNTIMES, key="runtime", help=RUNTIME_HELP)
     try:
-        runs = resolve_runtime(EMBEDDED, choice)
+        st.caption(runtime_line(choice))
     except specviz.SpecvizError as exc:
         st.caption(f":red[{sentence(exc)}]")
-        return
-    if runs == llamacpp.RUNTIME:
-        st.caption("The embedded target runs on **llama.cpp** (float32, in process).")
-    elif llamacpp.available():
-        st.caption("The target runs on **torch** (eager): the reference, slower than llama.cpp.")
-    else:
-        st.caption(f"The target runs on **torch** (eager). For the faster llama.cpp runtime, {llamacpp.INSTALL_HINT}.")
 
 
 # Every widget's range or choices, by its key, from the one settings registry (links check the same).
 LIMITS = settings.allowed()
 PRESETS = {p.label: p for p in specviz.PRESETS}
-POLICY_HELP = (
-    "fixed: τ every step.  heuristic: start at τ, +2 after a fully accepted step, −1 after a rejection (as "
-    "assisted generation does).  confidence: at most τ, stop drafting when q's top probability falls below the "
-    "threshold.  Each step's τ is in its trace."
-)
-TREE_HELP = {  # SGLang's names (--speculative-eagle-topk, --speculative-num-steps, --speculative-num-draft-tokens)
-    "topk": "children per expanded node: how many alternatives the draft offers at each branch",
-    "steps": "levels drafted: the deepest path, so a step emits at most steps + 1 tokens",
-    "num_draft_tokens": "nodes the target verifies in its one pass: the tree's budget (the best-scored nodes are kept)",
-}
-BROKEN_HELP = "Each draft token is predicted from the confirmed text alone, not the earlier draft tokens of its step."
-MODE_HELP = (
-    "textbook: greedy draft, accept if r ≤ p/q, else argmax p.  "
-    "lossless: sampled draft, resample from norm(max(0, p − q)); output follows p exactly.  "
-    "greedy: accept while the draft equals argmax p; output equals the target's greedy decoding."
-)
 
 
 def model_picker(prefix: str, disabled: bool = False) -> tuple[str, str]:

@@ -12,6 +12,7 @@ from pages._reading import trace_reading
 from specviz.analysis.metrics import compute_metrics
 from specviz.classroom import quiz
 from specviz.classroom.replay import Replay, load_trace
+from specviz.classroom.settings import BROKEN_HELP, POLICY_HELP, TREE_HELP
 from specviz.viz import charts
 from specviz.viz.render import LEGEND, run_html, sentence
 from specviz.viz.tree_chart import tree_chart, tree_run_chart
@@ -42,15 +43,15 @@ with st.sidebar:
     st.header("Variants")
     tree_on = st.toggle("Token tree (as SGLang and EAGLE run it)", key="decode_tree", disabled=off,
                         help="Draft a tree of continuations, verify it in one target pass; τ is unused")  # fmt: skip
-    knobs = [st.number_input(name, *ui.LIMITS[f"decode_tree_{key}"], key=f"decode_tree_{key}", help=ui.TREE_HELP[name],
+    knobs = [st.number_input(name, *ui.LIMITS[f"decode_tree_{key}"], key=f"decode_tree_{key}", help=TREE_HELP[name],
                              disabled=off or not tree_on)
              for name, key in (("topk", "topk"), ("steps", "steps"), ("num_draft_tokens", "nodes"))]  # fmt: skip
     policy = st.selectbox("τ policy", ui.LIMITS["decode_policy"], key="decode_policy", disabled=off or tree_on,
-                          help=ui.POLICY_HELP)  # fmt: skip
+                          help=POLICY_HELP)  # fmt: skip
     threshold = st.slider("Confidence threshold", *ui.LIMITS["decode_threshold"], step=0.05, key="decode_threshold",
                           disabled=off or tree_on or policy != "confidence")  # fmt: skip
     broken = st.toggle("Broken draft (a deliberate bug)", key="decode_broken", disabled=off or tree_on,
-                       help=ui.BROKEN_HELP)  # fmt: skip
+                       help=BROKEN_HELP)  # fmt: skip
     st.header("Replay")
     st.file_uploader("A saved trace (JSON): replayed without any model", type="json", key="decode_upload")
     if upload_error:  # where the user just acted; the same message heads the page
@@ -82,7 +83,7 @@ except specviz.ConfigError as exc:
     st.stop()
 broken = broken and not tree_on
 if broken:
-    st.warning(f"**Broken draft, on purpose.** {ui.BROKEN_HELP}", icon=":material/bug_report:")
+    st.warning(f"**Broken draft, on purpose.** {BROKEN_HELP}", icon=":material/bug_report:")
 settings = (target, draft, prompt, chat, config)
 pair = None if replay else ui.load_pair(target, draft)
 

@@ -33,6 +33,25 @@ _SPEC = {f.name: f.default for f in dataclasses.fields(SpecConfig)}
 FIRST_PROMPT = "Write a Python function that reverses a list."
 
 
+# What the decoding widgets mean, one line each (their help texts on every page that draws them)
+POLICY_HELP = (
+    "fixed: τ every step.  heuristic: start at τ, +2 after a fully accepted step, −1 after a rejection (as "
+    "assisted generation does).  confidence: at most τ, stop drafting when q's top probability falls below the "
+    "threshold.  Each step's τ is in its trace."
+)
+TREE_HELP = {  # SGLang's names (--speculative-eagle-topk, --speculative-num-steps, --speculative-num-draft-tokens)
+    "topk": "children per expanded node: how many alternatives the draft offers at each branch",
+    "steps": "levels drafted: the deepest path, so a step emits at most steps + 1 tokens",
+    "num_draft_tokens": "nodes the target verifies in its one pass: the tree's budget (the best-scored nodes are kept)",
+}
+BROKEN_HELP = "Each draft token is predicted from the confirmed text alone, not the earlier draft tokens of its step."
+MODE_HELP = (
+    "textbook: greedy draft, accept if r ≤ p/q, else argmax p.  "
+    "lossless: sampled draft, resample from norm(max(0, p − q)); output follows p exactly.  "
+    "greedy: accept while the draft equals argmax p; output equals the target's greedy decoding."
+)
+
+
 @dataclass(frozen=True)
 class Setting:
     key: str

@@ -57,6 +57,11 @@ class FeatureDraft(nn.Module):
         self.head = SubsetHead.from_target(target, vocab_ids)
         self.full_vocab_size = self.head.full_vocab_size
 
+    def new_cache(self) -> Any:
+        from transformers import DynamicCache
+
+        return DynamicCache(config=self.body.config)
+
     def features(
         self, ids: torch.Tensor, prev: torch.Tensor, attention_mask: torch.Tensor | None = None, cache: Any = None,
         position_ids: torch.Tensor | None = None,
@@ -84,14 +89,10 @@ class FeatureDraftModel:
         self.vocab_size = draft.full_vocab_size
         self.max_length = max_length
         self.forward: Any = LeanFeatureDraft(draft) if lean else draft
-        self.lean = lean
 
-    def new_cache(self) -> Any:
-        if self.lean:
-            return self.forward.new_cache()
-        from transformers import DynamicCache
-
-        return DynamicCache(config=self.draft.body.config)
+    @property
+    def lean(self) -> bool:
+        return isinstance(self.forward, LeanFeatureDraft)
 
     def new_session(self, target: HFSession | None = None) -> FeatureDraftSession:
         """`target`: a session that records its final hidden states (HFSession, LlamaCppSession)."""
@@ -107,7 +108,7 @@ class FeatureDraftSession(SessionStats):
         self._dtype = owner.draft.fc.weight.dtype
         self._target = target
         target.record_features()
-        self._cache = owner.new_cache()
+        self._cache = owner.forward.new_cache()
         self._device = owner.draft.fc.weight.device
         self._tokens: list[int] = []
         # positions before this one were computed with the target's own f_{t−1}; the rest (always a

@@ -38,9 +38,6 @@ class LeanCache:
     def __len__(self) -> int:
         return 0 if self.keys is None else self.keys.shape[-2]
 
-    def get_seq_length(self) -> int:
-        return len(self)
-
     def crop(self, length: int) -> None:
         """transformers' convention: a negative length removes that many tokens from the end."""
         keep = len(self) + length if length < 0 else length

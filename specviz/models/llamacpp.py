@@ -29,13 +29,15 @@ from pathlib import Path
 
 import torch
 
+from specviz.core.config import MAX_TREE_NODES
 from specviz.errors import ModelError
 from specviz.models.lm import SessionStats
 
 RUNTIME = "llama.cpp"
 INSTALL_HINT = "run `make llama` (builds llama-cpp-python 0.3.36 into .venv, about 5 minutes) and restart the app"
 DEFAULT_CONTEXT = 2048  # tokens a session holds; its float32 KV cache: 46 KB per token for the embedded model
-MAX_SEQUENCES = 66  # sequence 0 (the text) and one per tree node (specviz.core.config.MAX_TREE_NODES + 1)
+# sequence 0 (the text), one per tree node, and one per pending token verified with the tree
+MAX_SEQUENCES = 1 + MAX_TREE_NODES + 1
 BATCH = 512  # tokens per llama_decode call
 
 _init_lock = threading.Lock()

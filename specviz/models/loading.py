@@ -144,6 +144,25 @@ def load_pair(
     return ModelPair(runner, draft_lm, HFCodec(tokenizer, target_lm.name))
 
 
+RUNTIME_HELP = (
+    "What runs the target. llama.cpp: in process, float32, at about the memory-bandwidth floor of this CPU "
+    "(the embedded target only; p agrees with torch within 1e-4). torch: transformers, eager, the reference. "
+    "auto: llama.cpp where it is installed and can run the target, else torch. The draft runs on torch either "
+    "way (a lean forward beside llama.cpp). Both sides of every comparison run on the same runtime."
+)
+
+
+def runtime_line(choice: str) -> str:
+    """In words, what runs the embedded target under `choice` and how to get the faster runtime
+    (Markdown); raises ModelError where the choice cannot run."""
+    runs = resolve_runtime(EMBEDDED, choice)
+    if runs == llamacpp.RUNTIME:
+        return "The embedded target runs on **llama.cpp** (float32, in process)."
+    if llamacpp.available():
+        return "The target runs on **torch** (eager): the reference, slower than llama.cpp."
+    return f"The target runs on **torch** (eager). For the faster llama.cpp runtime, {llamacpp.INSTALL_HINT}."
+
+
 def resolve_runtime(target: str, runtime: str = AUTO, device: torch.device | None = None,
                     dtype: torch.dtype = torch.float32) -> str:  # fmt: skip
     """The runtime that will run `target`. "auto" ($SPECVIZ_RUNTIME when set): llama.cpp for the
