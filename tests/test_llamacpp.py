@@ -198,3 +198,21 @@ def test_sessions_sharing_the_model_never_see_each_other(pairs):
     for a, b in zip(alone, together, strict=True):
         assert list(a.new_tokens) == list(b.trace().new_tokens)
         assert [s.emitted for s in a.steps] == [s.emitted for s in b.trace().steps]
+
+
+@pytest.mark.slow
+def test_the_races_copying_presets_keep_runs_of_tokens_per_pass_on_llama_cpp(pairs):
+    """What the race's prompt-lookup presets say on screen, on the default runtime: greedy, both lanes
+    write the same text; where the answer copies the prompt (repeat, quote), a target pass keeps more
+    than two tokens on average (counted, not timed); the code edit keeps fewer, as its note says."""
+    from specviz.analysis.race import PRESETS, Race
+
+    lookup = specviz.load_pair("embedded", "prompt-lookup", runtime="llama.cpp")
+    per_pass = {}
+    for preset in (p for p in PRESETS if p.draft == "prompt-lookup"):
+        result = Race(lookup, preset.prompt, SpecConfig(tau=preset.tau, mode="greedy", max_new_tokens=48)).run()
+        assert result.same_text, preset.label
+        per_pass[preset.label.split(": ")[1]] = result.tokens_per_pass
+    copying = [v for k, v in per_pass.items() if not k.startswith("edit code")]
+    assert len(copying) == 2 and min(copying) > 2.0, per_pass
+    assert per_pass["edit code"] < min(copying), per_pass

@@ -43,10 +43,19 @@ PRESETS: tuple[RacePreset, ...] = (
         "for several tokens at once.",
     ),
     RacePreset(
+        "Prompt lookup: answer with a quote", "prompt-lookup",
+        "Read the text and answer with a quote from it. Text: The Eiffel Tower was built for the 1889 World's Fair in "
+        "Paris. It was designed by the engineer Gustave Eiffel's company and is 330 metres tall. Question: Why was "
+        "the Eiffel Tower built?",
+        4, "Quote and answer: the answer is a sentence of the prompt, so a draft that copies it is right for runs "
+        "of tokens.",
+    ),
+    RacePreset(
         "Prompt lookup: edit code", "prompt-lookup",
         "Add type hints to this function:\n\n```python\ndef scale(values, factor):\n    result = []\n"
         "    for value in values:\n        result.append(value * factor)\n    return result\n```",
-        4, "Editing code: the answer rewrites the input, so only some of its runs can be copied.",
+        4, "Editing code: a small target rewrites the code in its own words, so only some runs can be copied, and a "
+        "step that finds nothing to copy is a target pass for one token.",
     ),
     RacePreset(
         "The learned draft on predictable text", "embedded",

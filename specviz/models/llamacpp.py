@@ -255,6 +255,8 @@ class LlamaCppSession(SessionStats):
         self.length += len(tokens)
         self.forward_seconds += time.perf_counter() - clock
         self.forwards += 1
+        if len(rows) == 1:  # one chunk (every step's decode): its rows, not a copy of them
+            return rows[0]
         return torch.cat(rows) if rows else torch.empty(0, vocab, dtype=torch.float64)
 
 
