@@ -21,6 +21,16 @@ CHROMIUM_ARGS = [
 ]  # fmt: skip
 
 
+def niced_chromium(folder: Path, niceness: int = 19) -> str:
+    """A Chromium that runs at the lowest CPU priority (a wrapper script in `folder`): when a benchmark
+    drives the app from the same machine, the browser then takes only the CPU the server leaves, as
+    if it ran on another machine (in a classroom it runs on the students')."""
+    wrapper = folder / "chromium-niced"
+    wrapper.write_text(f'#!/bin/sh\nexec nice -n {niceness} {CHROMIUM} "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
 # The app's root element once its script run has finished (the status widget can detach before
 # the run ends, and a button clicked then is the previous run's).
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'

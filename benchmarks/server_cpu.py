@@ -4,12 +4,18 @@ Starts `streamlit run app.py` on a loopback port, drives one headless Chromium p
 reads the server process's CPU time (utime + stime, /proc) around each action: opening the Decode
 page (the pair already loaded), a Step (median and mean over `--steps` steps after the first),
 Run to end (per emitted token), and a lesson run. The browser runs beside the server on this
-machine, but its CPU is not counted: in a classroom it runs on the students' machines.
+machine, but its CPU is not counted and it runs at the lowest priority (`nice 19`), so that it takes
+only what the server leaves: in a classroom it runs on the students' machines. (At equal priority its
+drawing preempts the server's threads mid-step; llama.cpp's two threads then spin at their barriers
+while one waits: 0.26 against 0.15 CPU-s per Step, one run, 2026-11-24.)
+
+Each configuration runs in a server of its own: the torch runtime, llama.cpp with every core per
+decode (the default) and llama.cpp with one thread (`SPECVIZ_LLAMA_THREADS=1`).
 
 The implied class size is how many students one server holds when each clicks Step every 10 s:
 cores × 10 s / CPU-s per Step.
 
-Usage: python -m benchmarks.server_cpu [--steps 12] [--cores 2]
+Usage: python -m benchmarks.server_cpu [--steps 12] [--cores 2] [--only NAME ...]
 """
 
 from __future__ import annotations
@@ -18,17 +24,23 @@ import argparse
 import os
 import platform
 import statistics
+import tempfile
 import time
 from datetime import date
 from pathlib import Path
 from urllib.parse import urlencode
 
-from benchmarks.appserver import CHROMIUM, CHROMIUM_ARGS, IDLE, serve
+from benchmarks.appserver import CHROMIUM_ARGS, IDLE, niced_chromium, serve
 from benchmarks.sessions import PROMPT
 
 TICK = os.sysconf("SC_CLK_TCK")
 TOKENS = 48  # Run to end's length: a prompt with a long answer, so no early end of text
 LINK = "{}/?" + urlencode({"decode_prompt": PROMPT, "decode_max_new": TOKENS})
+CONFIGS = {  # name: the server's environment
+    "torch": {"SPECVIZ_RUNTIME": "torch"},
+    "llama.cpp, every core": {"SPECVIZ_RUNTIME": "llama.cpp"},
+    "llama.cpp, 1 thread": {"SPECVIZ_RUNTIME": "llama.cpp", "SPECVIZ_LLAMA_THREADS": "1"},
+}
 
 
 def cpu_seconds(pid: int) -> float:
@@ -42,12 +54,12 @@ def settle(page) -> None:
     page.locator(IDLE).wait_for(timeout=300_000)
 
 
-def measure(url: str, pid: int, steps: int) -> dict[str, float]:
+def measure(url: str, pid: int, steps: int, chromium: str) -> dict[str, float]:
     from playwright.sync_api import sync_playwright
 
     out: dict[str, float] = {}
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 720})
         page.goto(LINK.format(url))  # loads the pair (once per process): not counted as a page open
         page.get_by_text("Press Step").wait_for(timeout=300_000)
@@ -94,19 +106,26 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--only", nargs="*", default=None, choices=list(CONFIGS), help="configurations to run")
     args = parser.parse_args(argv)
-    procs: list = []
     started = time.perf_counter()
-    with serve(Path("/tmp/specviz-server-cpu.log"), procs=procs) as url:
-        out = measure(url, procs[0].pid, args.steps)
+    results: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        chromium = niced_chromium(Path(folder))
+        for name, env in CONFIGS.items():
+            if args.only is not None and name not in args.only:
+                continue
+            procs: list = []
+            with serve(Path(f"/tmp/specviz-server-cpu-{len(results)}.log"), env=env, procs=procs) as url:
+                results[name] = measure(url, procs[0].pid, args.steps, chromium)
     cpu = platform.processor() or platform.machine()
     print(f"Server CPU per action, one client, {date.today()}, {os.cpu_count()} cores ({cpu}); {args.steps} Steps")
-    print("| action | server CPU-s |")
-    print("|---|---|")
-    for name, value in out.items():
-        print(f"| {name} | {value:.3f} |")
-    per_step = out["Step (mean)"]
-    print(f"Implied class at one Step per 10 s per student on {args.cores} cores: {args.cores * 10 / per_step:.0f}")
+    print("| action | " + " | ".join(results) + " |")
+    print("|---|" + "---|" * len(results))
+    for action in next(iter(results.values())):
+        print(f"| {action} | " + " | ".join(f"{r[action]:.3f}" for r in results.values()) + " |")
+    classes = " | ".join(f"{args.cores * 10 / r['Step (mean)']:.0f}" for r in results.values())
+    print(f"| implied class at one Step per 10 s per student, {args.cores} cores | {classes} |")
     print(f"({time.perf_counter() - started:.0f} s in all)")
     return 0
 

@@ -52,6 +52,21 @@ def test_runtime_choice_is_checked_with_messages_that_say_what_to_do(monkeypatch
     assert resolve_runtime("embedded", "llama.cpp") == "llama.cpp"  # an explicit choice wins
 
 
+def test_the_thread_count_is_read_from_the_environment_and_checked(monkeypatch):
+    monkeypatch.setattr(llamacpp.os, "cpu_count", lambda: 12)
+    monkeypatch.delenv(llamacpp.THREADS_ENV, raising=False)
+    assert llamacpp.default_threads() == 8  # every core, up to 8
+    monkeypatch.setattr(llamacpp, "available", lambda: True)
+    assert "(float32, in process, 8 threads;" in loading.runtime_line("llama.cpp")
+    monkeypatch.setenv(llamacpp.THREADS_ENV, "1")  # a class server: one thread per decode
+    assert llamacpp.default_threads() == 1
+    assert "(float32, in process, 1 thread;" in loading.runtime_line("llama.cpp")  # the sidebar says so
+    for bad in ("0", "two", "-2", "1.5"):
+        monkeypatch.setenv(llamacpp.THREADS_ENV, bad)
+        with pytest.raises(ModelError, match="whole number of threads"):
+            llamacpp.default_threads()
+
+
 # --- the real model on both runtimes ---------------------------------------------------------------
 
 
@@ -216,3 +231,19 @@ def test_the_races_copying_presets_keep_runs_of_tokens_per_pass_on_llama_cpp(pai
     copying = [v for k, v in per_pass.items() if not k.startswith("edit code")]
     assert len(copying) == 2 and min(copying) > 2.0, per_pass
     assert per_pass["edit code"] < min(copying), per_pass
+
+
+@pytest.mark.slow
+def test_the_numbers_are_the_same_bit_for_bit_whatever_the_thread_count(pairs):
+    """The thread count changes only the time: logits and hidden states at 1 and 3 threads equal
+    those at the default, exactly (a class server may run one thread, a laptop every core)."""
+    shared = pairs["llama.cpp"].target
+    ids = list(Decoder(pairs["llama.cpp"], PROMPTS[2], SpecConfig()).prompt_ids)
+    numbers = {}
+    for threads in (None, 1, 3):
+        model = shared if threads is None else llamacpp.LlamaCppModel(shared.path, shared.name, threads=threads)
+        session = model.new_session()
+        logits = torch.cat([session.extend(ids), session.extend([100, 200, 300, 400]), session.extend([7])])
+        numbers[threads] = (logits, session.features(0, session.length))
+    for threads in (1, 3):
+        assert torch.equal(numbers[threads][0], numbers[None][0]) and torch.equal(numbers[threads][1], numbers[None][1])

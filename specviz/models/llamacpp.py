@@ -39,6 +39,7 @@ DEFAULT_CONTEXT = 2048  # tokens a session holds; its float32 KV cache: 46 KB pe
 # sequence 0 (the text), one per tree node, and one per pending token verified with the tree
 MAX_SEQUENCES = 1 + MAX_TREE_NODES + 1
 BATCH = 512  # tokens per llama_decode call
+THREADS_ENV = "SPECVIZ_LLAMA_THREADS"
 
 _init_lock = threading.Lock()
 _initialised = False
@@ -277,6 +278,13 @@ def load_embedded(progress=None, context: int = DEFAULT_CONTEXT) -> LlamaCppMode
 def default_threads() -> int:
     """$SPECVIZ_LLAMA_THREADS, else every core up to 8. Unlike torch's (the app gives torch one thread:
     its idle threads cost more than they save), llama.cpp's threads pay: on 2 cores a 5-token pass took
-    38-48 ms with two threads against 60-70 ms with one (2026-11-24, AMD EPYC), and the server's turn
-    queue runs one model step at a time, so a step may use the whole CPU."""
-    return max(1, int(os.environ.get("SPECVIZ_LLAMA_THREADS", "0")) or min(os.cpu_count() or 1, 8))
+    34 ms with two threads against 62 ms with one (2026-11-24, AMD EPYC), and the server's turn queue
+    runs one model step at a time, so a step may use the whole CPU. Its threads spin at the graph's
+    barriers, though: on a busy class server one thread costs less CPU per Step (docs/performance.md).
+    The numbers are the same bit for bit whatever the count."""
+    value = os.environ.get(THREADS_ENV, "").strip()
+    if not value:
+        return min(os.cpu_count() or 1, 8)
+    if not value.isdigit() or int(value) < 1:
+        raise ModelError(f"{THREADS_ENV}={value!r}: set it to a whole number of threads, 1 or more, or unset it")
+    return int(value)

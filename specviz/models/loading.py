@@ -157,7 +157,9 @@ def runtime_line(choice: str) -> str:
     (Markdown); raises ModelError where the choice cannot run."""
     runs = resolve_runtime(EMBEDDED, choice)
     if runs == llamacpp.RUNTIME:
-        return "The embedded target runs on **llama.cpp** (float32, in process)."
+        threads = llamacpp.default_threads()
+        return (f"The embedded target runs on **llama.cpp** (float32, in process, {threads} "
+                f"thread{'s' if threads > 1 else ''}; `SPECVIZ_LLAMA_THREADS` sets it).")  # fmt: skip
     if llamacpp.available():
         return "The target runs on **torch** (eager): the reference, slower than llama.cpp."
     return f"The target runs on **torch** (eager). For the faster llama.cpp runtime, {llamacpp.INSTALL_HINT}."
