@@ -26,7 +26,8 @@ if st.button("Run it", type="primary", key="lessons_run", icon=":material/play_a
         st.stop()
     try:
         with ui.compute_turn(), st.spinner("Running it live…"):
-            results[key] = lesson.run(pair, lambda target, draft: ui.cached_pair(target, draft, pair.runtime))
+            load = lambda target, draft, runtime=None: ui.cached_pair(target, draft, runtime or pair.runtime)  # noqa: E731
+            results[key] = lesson.run(pair, load)
     except specviz.SpecvizError as exc:
         st.error(f"**This lesson could not run.** {exc}", icon=":material/error:")
         st.stop()

@@ -77,3 +77,23 @@ def test_each_lesson_opens_from_its_link_and_runs_live(embedded_cache, key):
     if key == "choose-tau":  # a pass over more tokens costs more than one (v > 1): S_v promises less than S
         peak = float(re.search(r"S_v peaks at τ = \d+ \(([\d.]+)×\)", shown).group(1))
         assert peak < 2.47, shown
+
+
+def test_the_roles_swapped_lesson_compares_both_sizes_on_one_runtime():
+    """The early exit runs on torch only: with the lesson pair on llama.cpp, the lesson still loads both
+    sizes on torch, so that c compares like with like (mixed, an 8-layer torch draft cost 1.31 passes
+    of the 30-layer llama.cpp target)."""
+    from types import SimpleNamespace
+
+    asked = []
+
+    class Loaded(Exception):
+        pass
+
+    def load(target, draft, runtime=None):
+        asked.append((target, draft, runtime))
+        raise Loaded
+
+    with pytest.raises(Loaded):
+        BY_KEY["swapped-roles"].run(SimpleNamespace(runtime="llama.cpp"), load)
+    assert asked == [("embedded", "early-exit:8", "torch")]

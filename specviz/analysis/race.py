@@ -65,7 +65,8 @@ PRESETS: tuple[RacePreset, ...] = (
     RacePreset(
         "An untrained draft: where it does not pay", "early-exit:8",
         "Write a Python function that reverses a list.", 3,
-        "The target's own first 8 layers, untrained: cheap but rarely right, so every step wastes its drafts.",
+        "The target's own first 8 layers, untrained (they run on torch): rarely right, so nearly every step "
+        "wastes its drafts and a target pass for one token.",
     ),
 )  # fmt: skip
 BY_LABEL = {p.label: p for p in PRESETS}
