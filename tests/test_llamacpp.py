@@ -12,7 +12,7 @@ import specviz
 from specviz import Decoder, SpecConfig
 from specviz.analysis.lossless import check, first_tokens, reference
 from specviz.errors import ModelError
-from specviz.models import llamacpp, loading
+from specviz.models import embedded, llamacpp, loading
 from specviz.models.loading import resolve_runtime
 from tests.test_tree import PARENTS, TOKENS, path_of
 
@@ -52,7 +52,7 @@ def test_runtime_choice_is_checked_with_messages_that_say_what_to_do(monkeypatch
     assert resolve_runtime("embedded", "llama.cpp") == "llama.cpp"  # an explicit choice wins
 
 
-def test_the_thread_count_is_read_from_the_environment_and_checked(monkeypatch):
+def test_the_thread_count_and_the_context_are_read_from_the_environment_and_checked(monkeypatch):
     monkeypatch.setattr(llamacpp.os, "cpu_count", lambda: 12)
     monkeypatch.delenv(llamacpp.THREADS_ENV, raising=False)
     assert llamacpp.default_threads() == 8  # every core, up to 8
@@ -63,8 +63,17 @@ def test_the_thread_count_is_read_from_the_environment_and_checked(monkeypatch):
     assert "(float32, in process, 1 thread;" in loading.runtime_line("llama.cpp")  # the sidebar says so
     for bad in ("0", "two", "-2", "1.5"):
         monkeypatch.setenv(llamacpp.THREADS_ENV, bad)
-        with pytest.raises(ModelError, match="whole number of threads"):
+        with pytest.raises(ModelError, match="whole number of threads, 1 or more"):
             llamacpp.default_threads()
+    monkeypatch.setattr(llamacpp, "LlamaCppModel", lambda path, name, context: context)  # no model loaded
+    monkeypatch.setattr(embedded, "ensure_f32_gguf", lambda progress=None: None)
+    monkeypatch.delenv(llamacpp.CONTEXT_ENV, raising=False)
+    assert llamacpp.load_embedded() == 2048  # tokens per session
+    monkeypatch.setenv(llamacpp.CONTEXT_ENV, "512")  # a small server: a quarter of the KV cache per run
+    assert llamacpp.load_embedded() == 512 and llamacpp.load_embedded(context=300) == 300
+    monkeypatch.setenv(llamacpp.CONTEXT_ENV, "32")
+    with pytest.raises(ModelError, match="SPECVIZ_LLAMA_CONTEXT='32': set it to a whole number of tokens, 64 or more"):
+        llamacpp.load_embedded()
 
 
 # --- the real model on both runtimes ---------------------------------------------------------------

@@ -40,6 +40,7 @@ DEFAULT_CONTEXT = 2048  # tokens a session holds; its float32 KV cache: 46 KB pe
 MAX_SEQUENCES = 1 + MAX_TREE_NODES + 1
 BATCH = 512  # tokens per llama_decode call
 THREADS_ENV = "SPECVIZ_LLAMA_THREADS"
+CONTEXT_ENV = "SPECVIZ_LLAMA_CONTEXT"  # tokens per session; each session allocates its whole KV cache at once
 
 _init_lock = threading.Lock()
 _initialised = False
@@ -266,12 +267,15 @@ def _buffer(pointer, count: int) -> bytearray:
     return (ctypes.c_float * count).from_address(ctypes.addressof(pointer.contents))
 
 
-def load_embedded(progress=None, context: int = DEFAULT_CONTEXT) -> LlamaCppModel:
-    """The embedded target on llama.cpp: its float32 GGUF (written once into the cache)."""
+def load_embedded(progress=None, context: int | None = None) -> LlamaCppModel:
+    """The embedded target on llama.cpp: its float32 GGUF (written once into the cache); `context`
+    tokens per session, default $SPECVIZ_LLAMA_CONTEXT or 2048 (a session's KV cache, 46 KB per token,
+    is allocated whole when it opens: a small server holding many runs may want fewer)."""
     from specviz.models import embedded
 
     if not available():
         raise ModelError(f"the llama.cpp runtime is not installed: {INSTALL_HINT}")
+    context = context or _env_count(CONTEXT_ENV, DEFAULT_CONTEXT, "tokens", 64)
     return LlamaCppModel(embedded.ensure_f32_gguf(progress), embedded.NAME, context)
 
 
@@ -282,9 +286,14 @@ def default_threads() -> int:
     runs one model step at a time, so a step may use the whole CPU. Its threads spin at the graph's
     barriers, though: on a busy class server one thread costs less CPU per Step (docs/performance.md).
     The numbers are the same bit for bit whatever the count."""
-    value = os.environ.get(THREADS_ENV, "").strip()
+    return _env_count(THREADS_ENV, min(os.cpu_count() or 1, 8), "threads", 1)
+
+
+def _env_count(name: str, default: int, what: str, minimum: int) -> int:
+    """A whole number from the environment variable `name` (at least `minimum`), else `default`."""
+    value = os.environ.get(name, "").strip()
     if not value:
-        return min(os.cpu_count() or 1, 8)
-    if not value.isdigit() or int(value) < 1:
-        raise ModelError(f"{THREADS_ENV}={value!r}: set it to a whole number of threads, 1 or more, or unset it")
+        return default
+    if not value.isdigit() or int(value) < minimum:
+        raise ModelError(f"{name}={value!r}: set it to a whole number of {what}, {minimum} or more, or unset it")
     return int(value)
