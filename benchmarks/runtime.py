@@ -1,17 +1,20 @@
 """The runtimes that can run the embedded pair, measured side by side as SPEC.md's cost model reads them.
 
-For each candidate (eager torch, the reference; llama.cpp in process with the draft's lean forward;
-each with 1 and 2 threads), at a realistic context (two chat prompts, about 80 tokens):
+For each candidate (eager torch, the reference, with 1 and 2 threads; torch with every Linear of the
+target on the kernel timed fastest for its shape and row count, specviz.models.kernels; llama.cpp in
+process with the draft's lean forward, 1 and 2 threads), at a realistic context (two chat prompts,
+about 80 tokens):
 - T(k): the target's time for one pass over k = 1…9 tokens (median of `--repeats`), v(k) = T(k) / T(1);
 - the distilled draft's time per draft token (from the runs' traces);
 - target-alone tokens/s (plain decoding, 48 tokens per prompt, wall clock, same runtime, same process);
 - the embedded pair's speedup over the target alone at each τ = 1…6, greedy and textbook (T = 1), on
   held-out prompts of four kinds (story, instruction, code, fact), wall clock of whole steps;
 - prompt lookup (greedy) on each of the race's input-grounded prompts at its own τ;
-- for llama.cpp: the largest |Δp| against the torch reference over every position of the prompts.
+- for every candidate but eager torch: the largest |Δp| against it over every position of the prompts.
 
 Each candidate runs in a fresh interpreter (thread counts are per process). One run each on this
-machine; compare only within one run. Usage: python -m benchmarks.runtime [--repeats 7] [--quick]
+machine; compare only within one run.
+Usage: python -m benchmarks.runtime [--repeats 7] [--quick] [--only NAME ...]
 """
 
 from __future__ import annotations
@@ -31,9 +34,10 @@ PROMPTS = (  # held out from the draft's training prompts: four kinds
     "Write a Python function that returns the n-th Fibonacci number.",
     "What is the capital of Australia, and why was it chosen?",
 )
-CANDIDATES = {  # name: (runtime, threads)
+CANDIDATES = {  # name: (runtime, threads); "torch-kernels": torch with per-shape kernel choice
     "torch (eager), 1 thread": ("torch", 1),
     "torch (eager), 2 threads": ("torch", 2),
+    "torch + per-shape kernels, 1 thread": ("torch-kernels", 1),
     "llama.cpp + lean draft, 1 thread": ("llama.cpp", 1),
     "llama.cpp + lean draft, 2 threads": ("llama.cpp", 2),
 }
@@ -69,6 +73,18 @@ def _spec(pair, prompts, config) -> tuple[float, float, int]:
     return tokens / seconds, draft_ms, drafted
 
 
+def _load(specviz, draft: str, runtime: str):
+    """The embedded target with `draft`; "torch-kernels": on torch, every Linear of the target on the
+    kernel timed fastest here for its shape and row count (specviz.models.kernels)."""
+    if runtime != "torch-kernels":
+        return specviz.load_pair("embedded", draft, runtime=runtime)
+    from specviz.models.kernels import with_chosen_kernels
+
+    pair = specviz.load_pair("embedded", draft, runtime="torch")
+    with_chosen_kernels(pair.target.model, log=lambda line: print(line, file=sys.stderr))
+    return pair
+
+
 def measure(runtime: str, repeats: int, taus: tuple[int, ...]) -> dict:
     """In this process, with the thread count already set."""
     import specviz
@@ -76,7 +92,7 @@ def measure(runtime: str, repeats: int, taus: tuple[int, ...]) -> dict:
     from specviz.analysis.race import PRESETS as RACES
     from specviz.core.engine import encode_prompt
 
-    pair = specviz.load_pair("embedded", "embedded", runtime=runtime)
+    pair = _load(specviz, "embedded", runtime)
     _, ids, _ = encode_prompt(pair, PROMPTS[0] + " " + PROMPTS[1], None)
     times = pass_times(pair, ids, list(range(1, 10)), repeats)
     out: dict = {
@@ -99,7 +115,7 @@ def measure(runtime: str, repeats: int, taus: tuple[int, ...]) -> dict:
                      "best": {"tau": best, "speedup": speedups[best]}}  # fmt: skip
     out["target_alone_tokens_per_s"] = out["greedy"]["target_alone_tokens_per_s"]
     out["draft_ms_per_token"] = round(draft_ms / drafted, 2)
-    lookup = specviz.load_pair("embedded", "prompt-lookup", runtime=runtime)
+    lookup = _load(specviz, "prompt-lookup", runtime)
     out["prompt_lookup"] = {}  # each input-grounded race prompt at its own τ
     for race in (r for r in RACES if r.draft == "prompt-lookup"):
         greedy = specviz.SpecConfig(mode="greedy", tau=race.tau, max_new_tokens=MAX_NEW)
@@ -122,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="τ = 3 and 4 only")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--only", nargs="*", default=None, choices=list(CANDIDATES), help="candidates to run")
     args = parser.parse_args(argv)
     taus = (3, 4) if args.quick else tuple(range(1, 7))
     if args.child:
@@ -133,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(measure(runtime, args.repeats, taus)))
         return 0
     results = {}
-    for name in CANDIDATES:
+    for name in args.only or CANDIDATES:
         env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
         cmd = [sys.executable, "-m", "benchmarks.runtime", "--child", name, "--repeats", str(args.repeats)]
         done = subprocess.run(cmd + (["--quick"] if args.quick else []), env=env, capture_output=True, text=True)

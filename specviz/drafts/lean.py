@@ -5,9 +5,10 @@ At one token per call, the draft's cost on a laptop CPU is mostly overhead: the 
 Python (masks, cache objects, rotary module) and the kernel torch picks for a one-row product with a
 16k-row head (MKL's SGEMV, which runs one core on AMD CPUs, pytorch#96643). Here q, k and v are one
 fused product, gate and up another, every weight is stored pre-transposed, and the head picks, once
-when it is built, the fastest of `F.linear` and the pre-transposed product for each row count it
-serves (measured on this machine). The prepared tensors are copies made at load and never changed;
-the FeatureDraft module they come from stays as it is (training uses it).
+when it is built, the fastest of `F.linear`, the pre-transposed product and prepacked oneDNN for each
+row count it serves (measured on this machine: specviz.models.kernels). The prepared tensors are
+copies made at load and never changed; the FeatureDraft module they come from stays as it is
+(training uses it).
 
 The draft computes the same numbers up to the order of float32 sums (tests/test_llamacpp.py checks
 its logits against the transformers forward).
@@ -15,13 +16,12 @@ its logits against the transformers forward).
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
-HEAD_ROWS = (1, 2, 4, 8, 16)  # row counts timed for the head's kernel choice (larger: F.linear)
+from specviz.models.kernels import ChosenLinear
 
 
 class LeanCache:
@@ -51,37 +51,6 @@ class LeanCache:
             self.keys = torch.cat([self.keys, keys], dim=-2)
             self.values = torch.cat([self.values, values], dim=-2)
         return self.keys, self.values
-
-
-class ChosenLinear:
-    """y = x Wᵀ with the kernel that was fastest here for each row count (timed once at build)."""
-
-    def __init__(self, weight: torch.Tensor, repeats: int = 9) -> None:
-        self.weight = weight.detach()
-        self.weight_t = self.weight.t().contiguous()  # a copy: the shared weight is never touched
-        self.choice: dict[int, str] = {}
-        with torch.inference_mode():
-            for rows in HEAD_ROWS:
-                x = torch.randn(rows, weight.shape[1], dtype=weight.dtype)
-                self.choice[rows] = min(("linear", "transposed"), key=lambda k: _median(self._run, k, x, repeats))
-
-    def _run(self, kind: str, x: torch.Tensor) -> torch.Tensor:
-        return F.linear(x, self.weight) if kind == "linear" else x @ self.weight_t
-
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        rows = x.shape[0]
-        bucket = next((r for r in HEAD_ROWS if r >= rows), None)
-        return self._run(self.choice[bucket] if bucket else "linear", x)
-
-
-def _median(run: Any, kind: str, x: torch.Tensor, repeats: int) -> float:
-    run(kind, x)  # warm up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run(kind, x)
-        times.append(time.perf_counter() - start)
-    return sorted(times)[repeats // 2]
 
 
 class LeanFeatureDraft:
