@@ -34,10 +34,10 @@ PROMPTS = (  # held out from the draft's training prompts: four kinds
     "Write a Python function that returns the n-th Fibonacci number.",
     "What is the capital of Australia, and why was it chosen?",
 )
-CANDIDATES = {  # name: (runtime, threads); "torch-kernels": torch with per-shape kernel choice
+CANDIDATES = {  # name: (runtime, threads)
     "torch (eager), 1 thread": ("torch", 1),
     "torch (eager), 2 threads": ("torch", 2),
-    "torch + per-shape kernels, 1 thread": ("torch-kernels", 1),
+    "torch + per-shape kernels + lean draft, 1 thread": ("torch-kernels", 1),
     "llama.cpp + lean draft, 1 thread": ("llama.cpp", 1),
     "llama.cpp + lean draft, 2 threads": ("llama.cpp", 2),
 }
@@ -73,18 +73,6 @@ def _spec(pair, prompts, config) -> tuple[float, float, int]:
     return tokens / seconds, draft_ms, drafted
 
 
-def _load(specviz, draft: str, runtime: str):
-    """The embedded target with `draft`; "torch-kernels": on torch, every Linear of the target on the
-    kernel timed fastest here for its shape and row count (specviz.models.kernels)."""
-    if runtime != "torch-kernels":
-        return specviz.load_pair("embedded", draft, runtime=runtime)
-    from specviz.models.kernels import with_chosen_kernels
-
-    pair = specviz.load_pair("embedded", draft, runtime="torch")
-    with_chosen_kernels(pair.target.model, log=lambda line: print(line, file=sys.stderr))
-    return pair
-
-
 def measure(runtime: str, repeats: int, taus: tuple[int, ...]) -> dict:
     """In this process, with the thread count already set."""
     import specviz
@@ -92,7 +80,7 @@ def measure(runtime: str, repeats: int, taus: tuple[int, ...]) -> dict:
     from specviz.analysis.race import PRESETS as RACES
     from specviz.core.engine import encode_prompt
 
-    pair = _load(specviz, "embedded", runtime)
+    pair = specviz.load_pair("embedded", "embedded", runtime=runtime)
     _, ids, _ = encode_prompt(pair, PROMPTS[0] + " " + PROMPTS[1], None)
     times = pass_times(pair, ids, list(range(1, 10)), repeats)
     out: dict = {
@@ -115,7 +103,7 @@ def measure(runtime: str, repeats: int, taus: tuple[int, ...]) -> dict:
                      "best": {"tau": best, "speedup": speedups[best]}}  # fmt: skip
     out["target_alone_tokens_per_s"] = out["greedy"]["target_alone_tokens_per_s"]
     out["draft_ms_per_token"] = round(draft_ms / drafted, 2)
-    lookup = _load(specviz, "prompt-lookup", runtime)
+    lookup = specviz.load_pair("embedded", "prompt-lookup", runtime=runtime)
     out["prompt_lookup"] = {}  # each input-grounded race prompt at its own τ
     for race in (r for r in RACES if r.draft == "prompt-lookup"):
         greedy = specviz.SpecConfig(mode="greedy", tau=race.tau, max_new_tokens=MAX_NEW)

@@ -41,7 +41,12 @@ def test_runtime_choice_is_checked_with_messages_that_say_what_to_do(monkeypatch
     assert resolve_runtime("gpt2") == "torch"  # auto: other targets run on torch
     assert resolve_runtime("embedded", "torch") == "torch"
     monkeypatch.setattr(llamacpp, "available", lambda: False)
-    assert resolve_runtime("embedded") == "torch"  # auto without llama-cpp-python
+    assert resolve_runtime("embedded") == "torch-kernels"  # auto without llama-cpp-python: torch, faster kernels
+    assert resolve_runtime("gpt2", "torch-kernels") == "torch-kernels"  # any local target may ask for them
+    with pytest.raises(ModelError, match="torch-kernels runtime runs a local target on the CPU in float32"):
+        resolve_runtime("vllm:http://host:8000/v1#m", "torch-kernels")
+    with pytest.raises(ModelError, match="CPU in float32"):
+        resolve_runtime("embedded", "torch-kernels", torch.device("cpu"), torch.bfloat16)
     with pytest.raises(ModelError, match="make llama"):
         resolve_runtime("embedded", "llama.cpp")
     monkeypatch.setattr(llamacpp, "available", lambda: True)
@@ -84,21 +89,27 @@ def pairs(embedded_cache):
     return {
         "torch": specviz.load_pair("embedded", "embedded", runtime="torch"),
         "llama.cpp": specviz.load_pair("embedded", "embedded", runtime="llama.cpp"),
+        "torch-kernels": specviz.load_pair("embedded", "embedded", runtime="torch-kernels"),
     }
 
 
+FAST = ("llama.cpp", "torch-kernels")  # the faster runtimes: the same target as the torch reference
+
+
 @pytest.mark.slow
-def test_same_p_as_the_torch_reference_on_held_out_prompts(pairs):
+@pytest.mark.parametrize("runtime", FAST)
+def test_same_p_as_the_torch_reference_on_held_out_prompts(pairs, runtime):
     """Every position of each prompt and of 32 tokens of its greedy continuation: |Δp| ≤ 1e-4, and
     the final hidden states (what the feature draft reads) agree to float32 precision."""
-    torch_pair, fast = pairs["torch"], pairs["llama.cpp"]
-    assert (fast.runtime, torch_pair.runtime) == ("llama.cpp", "torch")
+    torch_pair, fast = pairs["torch"], pairs[runtime]
+    assert (fast.runtime, torch_pair.runtime) == (runtime, "torch")
     worst = 0.0
     for prompt in PROMPTS:
         run = Decoder(fast, prompt, SpecConfig(mode="greedy", max_new_tokens=32)).run()
         ids = [*run.prompt_ids, *run.new_tokens]
         reference_session, fast_session = torch_pair.target.new_session(), fast.target.new_session()
         reference_session.record_features()
+        fast_session.record_features()
         p_ref = reference_session.extend(ids).softmax(-1)
         p_fast = fast_session.extend(ids).softmax(-1)
         worst = max(worst, float((p_ref - p_fast).abs().max()))
@@ -108,15 +119,16 @@ def test_same_p_as_the_torch_reference_on_held_out_prompts(pairs):
 
 
 @pytest.mark.slow
-def test_greedy_speculation_reproduces_the_runtimes_own_greedy_text(pairs):
+@pytest.mark.parametrize("runtime", FAST)
+def test_greedy_speculation_reproduces_the_runtimes_own_greedy_text(pairs, runtime):
     """For the distilled draft (lean forward), the untrained draft and prompt lookup, in chains and in
-    trees: the emitted tokens are the target's greedy decoding on llama.cpp, token for token."""
-    fast = pairs["llama.cpp"]
+    trees: the emitted tokens are the target's greedy decoding on the same runtime, token for token."""
+    fast = pairs[runtime]
     for prompt in PROMPTS[:2]:
         alone = Decoder(fast, prompt, SpecConfig(tau=1, mode="greedy", max_new_tokens=40))
         expected = _target_greedy(fast, list(alone.prompt_ids), 40)
         for draft in ("embedded", "early-exit:8", "prompt-lookup"):
-            pair = fast if draft == "embedded" else specviz.load_pair("embedded", draft, runtime="llama.cpp")
+            pair = fast if draft == "embedded" else specviz.load_pair("embedded", draft, runtime=runtime)
             for config in (
                 SpecConfig(tau=4, mode="greedy", max_new_tokens=40),
                 SpecConfig(topk=3, steps=4, num_draft_tokens=10, mode="greedy", max_new_tokens=40),
@@ -198,8 +210,9 @@ def test_the_lean_draft_computes_the_transformers_drafts_numbers(pairs):
 
 
 @pytest.mark.slow
-def test_lossless_on_llama_cpp_passes_the_pages_check_chain_and_tree(pairs):
-    fast = pairs["llama.cpp"]
+@pytest.mark.parametrize("runtime", FAST)
+def test_lossless_on_the_fast_runtimes_passes_the_pages_check_chain_and_tree(pairs, runtime):
+    fast = pairs[runtime]
     tree = SpecConfig(topk=3, steps=2, num_draft_tokens=6, mode="lossless")
     for config in (SpecConfig(tau=3, mode="lossless"), tree):
         result = check("lossless", list(first_tokens(fast, "The cat sat on the", config, 300)),

@@ -18,7 +18,7 @@ import torch
 from specviz import drafts
 from specviz.drafts.lookup import PromptLookupDrafter
 from specviz.errors import IncompatibleModelsError, ModelError
-from specviz.models import embedded, llamacpp, remote
+from specviz.models import embedded, kernels, llamacpp, remote
 from specviz.models.lm import HFModel, NextTokenModel
 from specviz.models.pair import ModelPair
 from specviz.models.text import HFCodec
@@ -31,8 +31,9 @@ EMBEDDED_DRAFT_LAYERS = 8  # the untrained fallback when assets/draft/ is missin
 MAX_PARAMS_ENV = "SPECVIZ_MAX_PARAMS"
 DEFAULT_MAX_PARAMS = 2_000_000_000
 HUB_TIMEOUT_S = 3.0
-AUTO, TORCH = "auto", "torch"
-RUNTIMES = (AUTO, llamacpp.RUNTIME, TORCH)  # the target's runtime; "auto": llama.cpp where it can run
+AUTO, TORCH, KERNELS = "auto", "torch", "torch-kernels"
+# the target's runtime; "auto": llama.cpp where it can run, else torch on per-shape kernels (specviz.models.kernels)
+RUNTIMES = (AUTO, llamacpp.RUNTIME, KERNELS, TORCH)
 RUNTIME_ENV = "SPECVIZ_RUNTIME"  # the default for load_pair(runtime="auto") and the app
 
 
@@ -130,6 +131,7 @@ def load_pair(
     say(f"Loading target {target}...")
     target_model, tokenizer = load_model(target, limit, dev, torch_dtype, progress)
     target_lm = HFModel(target_model, embedded.NAME if target == EMBEDDED else target)
+    target_lm.runtime = runtime
     runner: NextTokenModel = target_lm
     if runtime == llamacpp.RUNTIME:
         say("Loading the target on llama.cpp...")
@@ -139,16 +141,22 @@ def load_pair(
     if draft == SELF:
         draft_lm: NextTokenModel = runner
     else:
-        lean = runtime == llamacpp.RUNTIME  # the fast runtime runs the draft's lean forward too
+        lean = runtime != TORCH  # the fast runtimes run the draft's lean forward too
         draft_lm = _draft(draft, target, target_lm, tokenizer, limit, dev, torch_dtype, progress, lean)
+    if runtime == KERNELS:  # after the drafts copied what they copy, before anything runs or shares the model
+        say("Timing the product kernels for each weight shape (a few seconds)...")
+        kernels.with_chosen_kernels(target_model)
     return ModelPair(runner, draft_lm, HFCodec(tokenizer, target_lm.name))
 
 
 RUNTIME_HELP = (
     "What runs the target. llama.cpp: in process, float32, at about the memory-bandwidth floor of this CPU "
-    "(the embedded target only; p agrees with torch within 1e-4). torch: transformers, eager, the reference. "
-    "auto: llama.cpp where it is installed and can run the target, else torch. The draft runs on torch either "
-    "way (a lean forward beside llama.cpp). Both sides of every comparison run on the same runtime."
+    "(the embedded target only; `make llama` installs it). torch-kernels: transformers with each product on "
+    "the kernel timed fastest here for its shape and row count (oneDNN prepacked for several rows: a pass over "
+    "five tokens costs about one over a single token). torch: transformers, eager, the reference. Both faster "
+    "runtimes agree with torch's p within 1e-4. auto: llama.cpp where it is installed, else torch-kernels, for "
+    "the embedded target; torch for any other. The draft runs on torch (a lean forward beside the faster "
+    "runtimes). Both sides of every comparison run on the same runtime."
 )
 
 
@@ -160,24 +168,29 @@ def runtime_line(choice: str) -> str:
         threads = llamacpp.default_threads()
         return (f"The embedded target runs on **llama.cpp** (float32, in process, {threads} "
                 f"thread{'s' if threads > 1 else ''}; `SPECVIZ_LLAMA_THREADS` sets it).")  # fmt: skip
-    if llamacpp.available():
-        return "The target runs on **torch** (eager): the reference, slower than llama.cpp."
-    return f"The target runs on **torch** (eager). For the faster llama.cpp runtime, {llamacpp.INSTALL_HINT}."
+    faster = "" if llamacpp.available() else f" For the faster llama.cpp runtime, {llamacpp.INSTALL_HINT}."
+    if runs == KERNELS:
+        return ("The target runs on **torch with per-shape kernels**: a pass over several tokens costs about one "
+                "over a single token." + faster)  # fmt: skip
+    return "The target runs on **torch** (eager): the reference, slower than the other runtimes." + faster
 
 
 def resolve_runtime(target: str, runtime: str = AUTO, device: torch.device | None = None,
                     dtype: torch.dtype = torch.float32) -> str:  # fmt: skip
-    """The runtime that will run `target`. "auto" ($SPECVIZ_RUNTIME when set): llama.cpp for the
-    embedded target on a CPU in float32 when llama-cpp-python is installed, else torch. Asking for
-    llama.cpp where it cannot run is a ModelError that says why."""
+    """The runtime that will run `target`. "auto" ($SPECVIZ_RUNTIME when set), for the embedded target
+    on a CPU in float32: llama.cpp when llama-cpp-python is installed, else torch on per-shape kernels;
+    any other target: torch. Asking for a runtime where it cannot run is a ModelError that says why."""
     if runtime == AUTO:
         runtime = os.environ.get(RUNTIME_ENV, AUTO) or AUTO
     if runtime not in RUNTIMES:
         raise ModelError(f"unknown runtime {runtime!r}: use {', '.join(RUNTIMES)}")
     cpu = device is None or device.type == "cpu"
     if runtime == AUTO:
-        fits = target == EMBEDDED and cpu and dtype == torch.float32
-        return llamacpp.RUNTIME if fits and llamacpp.available() else TORCH
+        if target != EMBEDDED or not cpu or dtype != torch.float32:
+            return TORCH
+        return llamacpp.RUNTIME if llamacpp.available() else KERNELS
+    if runtime == KERNELS and (remote.is_remote(target) or not cpu or dtype != torch.float32):
+        raise ModelError("the torch-kernels runtime runs a local target on the CPU in float32; use torch")
     if runtime == llamacpp.RUNTIME:
         if remote.is_remote(target) or target != EMBEDDED:
             raise ModelError(f"the llama.cpp runtime runs the embedded target only; {target!r} runs on torch")
