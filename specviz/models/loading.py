@@ -167,7 +167,9 @@ def runtime_line(choice: str) -> str:
     if runs == llamacpp.RUNTIME:
         threads = llamacpp.default_threads()
         return (f"The embedded target runs on **llama.cpp** (float32, in process, {threads} "
-                f"thread{'s' if threads > 1 else ''}; `SPECVIZ_LLAMA_THREADS` sets it).")  # fmt: skip
+                f"thread{'s' if threads > 1 else ''}; `SPECVIZ_LLAMA_THREADS` sets it): the fastest here. "
+                "Speculation pays most on **torch-kernels**, where a pass over five tokens costs about one over "
+                "a single token, as on a GPU.")  # fmt: skip
     faster = "" if llamacpp.available() else f" For the faster llama.cpp runtime, {llamacpp.INSTALL_HINT}."
     if runs == KERNELS:
         return ("The target runs on **torch with per-shape kernels**: a pass over several tokens costs about one "
