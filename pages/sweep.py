@@ -88,7 +88,8 @@ with st.expander("Why verify in one pass? One target pass over τ + 1 tokens aga
         cols[2].metric("the pass costs", f"{timing.ratio:.2f} one-token passes")
         st.caption(
             "Medians of 7. Scoring all draft tokens at once reads the weights once; one at a time reads them "
-            "τ + 1 times. On a CPU a pass over several tokens still costs more than one token."
+            "τ + 1 times. Whether the pass costs more than one token depends on the runtime: on llama.cpp "
+            "a CPU's cores run out of compute past one token; torch-kernels keeps them busy on several rows."
         )
 
 with st.expander("Chain against tree: the same verification budget (4, 8 and 16 nodes per target pass)"):

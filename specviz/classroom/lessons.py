@@ -371,7 +371,8 @@ LESSONS: tuple[Lesson, ...] = (
            ("It reads its weights once instead of τ + 1 times", "It changes which tokens are accepted",
             "The draft cannot work otherwise"), 0,
            "One pass over τ + 1 positions costs far less than τ + 1 passes: that is where speedup comes from.\n"
-           "On a CPU the pass still costs more than one token; on a GPU it is nearly free.", one_pass),
+           "Its cost depends on hardware and runtime: about one token on a GPU (here: torch-kernels), more "
+           "where the cores run out of compute past one token (here: llama.cpp).", one_pass),
     Lesson("verifier-output", "What the verifier returns",
            "Does the target answer accept or reject for each draft token?",
            ("Yes: a yes/no per token", "No: it returns its distribution p; the rule compares p with q (and r)"), 1,
