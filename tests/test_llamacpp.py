@@ -124,7 +124,7 @@ def test_greedy_speculation_reproduces_the_runtimes_own_greedy_text(pairs, runti
     """For the distilled draft (lean forward), the untrained draft and prompt lookup, in chains and in
     trees: the emitted tokens are the target's greedy decoding on the same runtime, token for token."""
     fast = pairs[runtime]
-    for prompt in PROMPTS[:2]:
+    for prompt in PROMPTS[: 2 if runtime == "llama.cpp" else 1]:  # torch-kernels: one prompt (a slower runtime)
         alone = Decoder(fast, prompt, SpecConfig(tau=1, mode="greedy", max_new_tokens=40))
         expected = _target_greedy(fast, list(alone.prompt_ids), 40)
         for draft in ("embedded", "early-exit:8", "prompt-lookup"):
