@@ -23,6 +23,7 @@ def test_each_kernel_computes_the_linear_function_for_any_row_count(kind):
         x = torch.randn(rows, 48)
         assert torch.allclose(chosen(x), linear(x), atol=1e-5), (kind, rows)
     assert set(chosen.choice.values()) == {kind}
+    assert set(chosen._prepared) == {kind} - {"linear"}  # a given choice prepares only its own kernel
 
 
 def test_the_timed_choice_names_a_kernel_for_every_row_count_and_keeps_only_those_prepared():

@@ -6,8 +6,10 @@ Python (masks, cache objects, rotary module) and the kernel torch picks for a on
 16k-row head (MKL's SGEMV, which runs one core on AMD CPUs, pytorch#96643). Here q, k and v are one
 fused product, gate and up another, every weight is stored pre-transposed, and the head picks, once
 when it is built, the fastest of `F.linear`, the pre-transposed product and prepacked oneDNN for each
-row count it serves (measured on this machine: specviz.models.kernels). The prepared tensors are
-copies made at load and never changed; the FeatureDraft module they come from stays as it is
+row count it serves (measured on this machine: specviz.models.kernels). The layer's own products keep
+the pre-transposed copies: choosing their kernels the same way made a draft token 0.3–1 ms slower
+(timed at load in warm caches, they run in a step after the target's pass has evicted them). The
+prepared tensors are copies made at load and never changed; the FeatureDraft module they come from stays as it is
 (training uses it).
 
 The draft computes the same numbers up to the order of float32 sums (tests/test_llamacpp.py checks

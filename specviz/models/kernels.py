@@ -44,7 +44,7 @@ class ChosenLinear:
         kinds = tuple(k for k in kinds if k != "onednn" or (onednn_available() and weight.dtype == torch.float32))
         self._prepared: dict[str, torch.Tensor] = {}
         with torch.inference_mode():
-            for kind in kinds:
+            for kind in set(kinds if choice is None else choice.values()):  # a given choice: only its kernels
                 self._prepare(kind)
             if choice is None:
                 choice = {}

@@ -149,10 +149,9 @@ class SessionStats:
 class HFModel:
     """A transformers causal LM behind the protocol; each session owns a `DynamicCache`."""
 
-    runtime = "torch"
-
-    def __init__(self, model: torch.nn.Module, name: str = "") -> None:
+    def __init__(self, model: torch.nn.Module, name: str = "", runtime: str = "torch") -> None:
         self.model = model.eval()
+        self.runtime = runtime  # "torch-kernels" when its Linear modules run on chosen kernels
         self.name = name or getattr(model.config, "name_or_path", "") or type(model).__name__
         head = model.get_output_embeddings()  # a restricted head reports the full width it fills
         self.vocab_size = int(getattr(head, "full_vocab_size", 0) or head.weight.shape[0])

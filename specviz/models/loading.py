@@ -130,8 +130,9 @@ def load_pair(
         return _remote_pair(target, draft, limit, dev, torch_dtype, progress)
     say(f"Loading target {target}...")
     target_model, tokenizer = load_model(target, limit, dev, torch_dtype, progress)
-    target_lm = HFModel(target_model, embedded.NAME if target == EMBEDDED else target)
-    target_lm.runtime = runtime
+    target_lm = HFModel(
+        target_model, embedded.NAME if target == EMBEDDED else target, KERNELS if runtime == KERNELS else TORCH
+    )
     runner: NextTokenModel = target_lm
     if runtime == llamacpp.RUNTIME:
         say("Loading the target on llama.cpp...")
