@@ -20,6 +20,7 @@ from specviz.viz import charts
 from specviz.viz.charts import token_label
 from specviz.viz.memo import FigureMemo
 from specviz.viz.render import next_token_source, sentence, step_frame
+from specviz.viz.view import default_step, default_step_note, metric_tiles
 
 SHELL_MARK = "specviz_shell"
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -152,27 +153,10 @@ def step(dec: specviz.Decoder, turn) -> bool:
 
 
 def metrics_row(m: specviz.Metrics, target_top_k: int | None = None) -> None:
-    """The running metrics of SPEC.md, one tile each, each defined in its help. With a remote target
-    (`target_top_k`), α is marked approximate: the server returned only its top-k probabilities."""
-    row = [*st.columns(3), *st.columns(3)]  # two rows of three: no label is cut at 1280 px
-    row[0].metric(
-        "mean acceptance length", f"{m.mean_acceptance_length or 0:.2f}",
-        help=f"1 + accepted / steps: it counts the target's token. Without it (mean accepted draft tokens, "
-        f"accepted / steps): {m.mean_accepted_draft_tokens or 0:.2f}",
-    )  # fmt: skip
-    row[1].metric("draft acceptance rate", f"{(m.draft_acceptance_rate or 0):.0%}", help="accepted / drafted")
-    approx = f" — approximate (top-{target_top_k}): p beyond the server's top {target_top_k} is spread evenly"
-    row[2].metric("α ≈ (top-k)" if target_top_k else "α", f"{(m.alpha or 0):.3f}",
-                  help="mean over draft positions of Σ min(p, q)" + (approx if target_top_k else ""))  # fmt: skip
-    row[3].metric("target forward passes", m.target_forward_passes, help=f"for {m.emitted_tokens} tokens")
-    speed = "emitted tokens per second of drafting and verifying (the prompt's reading not counted)"
-    row[4].metric("tokens/s", f"{(m.tokens_per_second or 0):.1f}", help=speed)
-    share = m.draft_ms / (m.draft_ms + m.verify_ms) if m.draft_ms + m.verify_ms else 0
-    split = (
-        f"share of the decoding time spent drafting and verifying. c = {m.c or 0:.2f}: the time of one draft "
-        "forward over one target forward (SPEC.md); speculation can pay only where α > c"
-    )
-    row[5].metric("time: draft / verify", f"{share:.0%} / {1 - share:.0%}", help=split)
+    """The running metrics, one tile each (specviz.viz.view.metric_tiles), in two rows of three: no
+    label is cut at 1280 px."""
+    for column, tile in zip([*st.columns(3), *st.columns(3)], metric_tiles(m, target_top_k), strict=True):
+        column.metric(tile.label, tile.value, help=tile.help)
 
 
 def downloads(prefix: str, stem: str, json_text, csv_text, labels: tuple[str, str]) -> None:
@@ -187,20 +171,16 @@ def downloads(prefix: str, stem: str, json_text, csv_text, labels: tuple[str, st
 
 
 def step_picker(steps: tuple[specviz.StepTrace, ...], hidden: bool) -> specviz.StepTrace:
-    """The step the page draws. The newest; when the newest had no draft (the end was near), the
-    newest that had one; a slider picks any earlier step. Before a quiz's Reveal: the newest."""
-    last = steps[-1]
+    """The step the page draws: by default specviz.viz.view.default_step; a slider picks any earlier
+    step. Before a quiz's Reveal: the newest."""
     if hidden or len(steps) == 1:
-        return last
-    drafted = [s.index + 1 for s in steps if s.tau > 0]
-    default = drafted[-1] if drafted else len(steps)
+        return steps[-1]
     pick = st.select_slider(
-        "Step shown (text, chart and metrics run up to it)", options=list(range(1, len(steps) + 1)), value=default,
-        key=f"decode_show_{len(steps)}",  # a new run length starts at its default again
+        "Step shown (text, chart and metrics run up to it)", options=list(range(1, len(steps) + 1)),
+        value=default_step(steps), key=f"decode_show_{len(steps)}",  # a new run length starts at its default again
     )  # fmt: skip
-    if pick == default < len(steps):
-        st.caption(f"The last step ({len(steps)}) had no draft: the end was near. Showing step {pick}, the last "
-                   "with one.")  # fmt: skip
+    if note := default_step_note(steps, pick):
+        st.caption(note)
     return steps[pick - 1]
 
 

@@ -9,22 +9,19 @@ from pages import _quiz as quiz_ui
 from pages import _shared as ui
 from pages._present import COMPACT_CSS, presentation_toggle
 from pages._reading import trace_reading
-from specviz.analysis.metrics import compute_metrics
 from specviz.classroom import quiz
-from specviz.classroom.replay import Replay, load_trace
+from specviz.classroom.replay import replay_for
 from specviz.classroom.settings import BROKEN_HELP, POLICY_HELP, TREE_HELP
 from specviz.viz import charts
+from specviz.viz import view as view_of
 from specviz.viz.render import LEGEND, run_html, sentence
 from specviz.viz.tree_chart import tree_chart, tree_run_chart
 
 ui.ensure_shell()
 upload = st.session_state.get("decode_upload")  # read first: while a trace replays, settings are off
-replay, upload_error = st.session_state.get("decode_replay") if upload else None, None
-if upload and (replay is None or replay.name != upload.file_id):
-    try:
-        replay = Replay(load_trace(upload.getvalue()), upload.file_id)
-    except specviz.TraceError as exc:
-        replay, upload_error = None, str(exc)
+replay, upload_error = None, None
+if upload:
+    replay, upload_error = replay_for(upload.getvalue(), upload.file_id, st.session_state.get("decode_replay"))
     st.session_state["decode_replay"] = replay
 off = replay is not None
 with st.sidebar:
@@ -73,11 +70,9 @@ kind = where.radio("Quiz", list(quiz.KINDS), key="decode_quiz_kind", format_func
                    quiz.KINDS).get, horizontal=not present) if quiz_on else ""  # fmt: skip
 if upload_error:
     st.error(f"**This file is not a specviz trace that can be replayed:** {upload_error}", icon=":material/error:")
-shape = dict(zip(("topk", "steps", "num_draft_tokens"), knobs, strict=True)) if tree_on else {}
 try:
-    config = specviz.SpecConfig(tau=tau, seed=seed, max_new_tokens=max_new, **sampling, **(
-        {"tau_policy": "fixed", **shape} if tree_on else {"tau_policy": policy, "confidence": threshold,
-                                                          "broken_draft": broken}))  # fmt: skip
+    config = view_of.decode_config(tuple(knobs) if tree_on else None, policy, threshold, broken, tau=tau, seed=seed,
+                                   max_new_tokens=max_new, **sampling)  # fmt: skip
 except specviz.ConfigError as exc:
     st.error(f"**These tree settings do not make a tree.** {sentence(exc)}", icon=":material/error:")
     st.stop()
@@ -147,8 +142,7 @@ if dec is None or not dec.steps:
     )
     # What a step can yield, drawn before the first Step: it also loads the browser's chart code now,
     # which made the first Step take seconds longer than the next ones.
-    st.markdown(f"**What to expect** at τ = {tau}: a step emits 1 to {tau + 1} tokens for one target pass; on "
-                "average (1 − α^(τ+1)) / (1 − α) when each draft token is accepted with probability α.")  # fmt: skip
+    st.markdown(view_of.expectation(tau))
     st.plotly_chart(charts.theory_chart([0.5, 0.7, 0.9], max_tau=max(8, tau)), key="decode_expect_chart")
     st.stop()
 if stale:
@@ -196,9 +190,7 @@ else:
     with right:
         ui.step_table(view, run.config.mode == "greedy", hidden, draws)
 
-counted = shown if hidden else upto  # the metrics follow the step shown
-m = compute_metrics(counted, run.config.depth) if len(counted) < len(run.steps) else run.metrics
-upto_text = f"steps 1–{len(counted)} of {len(run.steps)}" if len(counted) < len(run.steps) else "the whole run"
+m, upto_text = view_of.metrics_upto(run, shown if hidden else upto)  # the metrics follow the step shown
 st.subheader("Running metrics" + (" (up to the previous step until Reveal)" if hidden else f": {upto_text}"))
 ui.metrics_row(m, run.target_top_k)
 left, right = st.columns(2)

@@ -86,6 +86,17 @@ _RUN_FIELDS = {f.name for f in dataclasses.fields(RunTrace)}
 _PER_POSITION = ("draft_tokens", "draft_text", "q", "p", "ratio", "r", "accepted", "decision", "beta", "q_top", "p_top")
 
 
+def replay_for(data: bytes, name: str, current: Replay | None) -> tuple[Replay | None, str | None]:
+    """The replay of an uploaded file named `name`: `current` when it is that file's already (its
+    cursor kept), else a new one at step 0; (None, the reason) when the file cannot be replayed."""
+    if current is not None and current.name == name:
+        return current, None
+    try:
+        return Replay(load_trace(data), name), None
+    except TraceError as exc:
+        return None, str(exc)
+
+
 def load_trace(data: bytes | str) -> RunTrace:
     """A saved run trace (JSON), checked completely: every field present and of its type,
     probabilities in [0, 1], 0 ≤ n ≤ τ, each decision as its own r and p/q (or, greedy, the

@@ -1,0 +1,76 @@
+"""What the Decode page decides, here, and draws, there: the run's settings from its widgets, the step
+shown by default, the metrics up to it, and the running metrics as tiles (label, value, definition)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from specviz.analysis.metrics import Metrics, compute_metrics
+from specviz.core.config import SpecConfig
+from specviz.core.trace import RunTrace, StepTrace
+
+
+@dataclass(frozen=True)
+class Tile:
+    label: str
+    value: str
+    help: str
+
+
+def metric_tiles(m: Metrics, target_top_k: int | None = None) -> list[Tile]:
+    """The running metrics of SPEC.md, one tile each, each defined in its help. With a remote target
+    (`target_top_k`), α is marked approximate: the server returned only its top-k probabilities."""
+    approx = f" — approximate (top-{target_top_k}): p beyond the server's top {target_top_k} is spread evenly"
+    share = m.draft_ms / (m.draft_ms + m.verify_ms) if m.draft_ms + m.verify_ms else 0
+    return [
+        Tile("mean acceptance length", f"{m.mean_acceptance_length or 0:.2f}",
+             "1 + accepted / steps: it counts the target's token. Without it (mean accepted draft tokens, "
+             f"accepted / steps): {m.mean_accepted_draft_tokens or 0:.2f}"),
+        Tile("draft acceptance rate", f"{(m.draft_acceptance_rate or 0):.0%}", "accepted / drafted"),
+        Tile("α ≈ (top-k)" if target_top_k else "α", f"{(m.alpha or 0):.3f}",
+             "mean over draft positions of Σ min(p, q)" + (approx if target_top_k else "")),
+        Tile("target forward passes", str(m.target_forward_passes), f"for {m.emitted_tokens} tokens"),
+        Tile("tokens/s", f"{(m.tokens_per_second or 0):.1f}",
+             "emitted tokens per second of drafting and verifying (the prompt's reading not counted)"),
+        Tile("time: draft / verify", f"{share:.0%} / {1 - share:.0%}",
+             f"share of the decoding time spent drafting and verifying. c = {m.c or 0:.2f}: the time of one draft "
+             "forward over one target forward (SPEC.md); speculation can pay only where α > c"),
+    ]  # fmt: skip
+
+
+def default_step(steps: Sequence[StepTrace]) -> int:
+    """The step (1-based) drawn unless one is picked: the newest; when the newest had no draft (the
+    end was near), the newest that had one."""
+    drafted = [s.index + 1 for s in steps if s.tau > 0]
+    return drafted[-1] if drafted else len(steps)
+
+
+def default_step_note(steps: Sequence[StepTrace], shown: int) -> str | None:
+    """Why an older step is shown by default, or None."""
+    if shown == default_step(steps) < len(steps):
+        return f"The last step ({len(steps)}) had no draft: the end was near. Showing step {shown}, the last with one."
+    return None
+
+
+def metrics_upto(run: RunTrace, counted: Sequence[StepTrace]) -> tuple[Metrics, str]:
+    """The running metrics over the steps counted (the first k of the run) and, in words, which."""
+    if len(counted) < len(run.steps):
+        return compute_metrics(counted, run.config.depth), f"steps 1–{len(counted)} of {len(run.steps)}"
+    return run.metrics, "the whole run"
+
+
+def expectation(tau: int) -> str:
+    """Before the first Step: what a step can yield at τ (Markdown)."""
+    return (f"**What to expect** at τ = {tau}: a step emits 1 to {tau + 1} tokens for one target pass; on average "
+            "(1 − α^(τ+1)) / (1 − α) when each draft token is accepted with probability α.")  # fmt: skip
+
+
+def decode_config(tree: tuple[int, int, int] | None, policy: str, confidence: float, broken: bool,
+                  **settings) -> SpecConfig:  # fmt: skip
+    """The Decode page's settings as a SpecConfig. With a tree, (topk, steps, num_draft_tokens): τ's
+    policy and the broken draft are chain variants and are not used. Raises ConfigError."""
+    if tree is not None:
+        shape = dict(zip(("topk", "steps", "num_draft_tokens"), tree, strict=True))
+        return SpecConfig(tau_policy="fixed", **shape, **settings)
+    return SpecConfig(tau_policy=policy, confidence=confidence, broken_draft=broken, **settings)

@@ -1,0 +1,76 @@
+"""What the Decode page decides before it draws (specviz.viz.view, specviz.classroom.replay.replay_for):
+the step shown by default, the metrics up to a step, the metric tiles, the run's settings from its
+widgets, and an uploaded trace opened once."""
+
+import dataclasses
+
+import pytest
+
+from specviz import Decoder, SpecConfig
+from specviz.analysis.metrics import Metrics
+from specviz.classroom.replay import replay_for
+from specviz.errors import ConfigError
+from specviz.viz import view
+from tests.helpers import hf_pair
+
+
+@pytest.fixture(scope="module")
+def run():
+    return Decoder(hf_pair(), [5, 17, 42], SpecConfig(tau=3, mode="greedy", max_new_tokens=12)).run()
+
+
+def test_the_default_step_is_the_newest_with_a_draft(run):
+    steps = run.steps[:3]
+    assert view.default_step(steps) == 3 and view.default_step_note(steps, 3) is None
+    no_draft = (*steps[:2], dataclasses.replace(steps[2], tau=0))  # the end was near: no draft at step 3
+    assert view.default_step(no_draft) == 2
+    assert view.default_step_note(no_draft, 2) == (
+        "The last step (3) had no draft: the end was near. Showing step 2, the last with one."
+    )
+    assert view.default_step_note(no_draft, 1) is None  # a step picked by hand needs no note
+
+
+def test_the_metrics_follow_the_steps_counted(run):
+    m, text = view.metrics_upto(run, run.steps[:2])
+    assert text == f"steps 1–2 of {len(run.steps)}" and m.steps == 2 and m.target_forward_passes == 2
+    assert m.emitted_tokens == sum(len(s.emitted) for s in run.steps[:2])
+    assert view.metrics_upto(run, run.steps) == (run.metrics, "the whole run")
+
+
+def test_metric_tiles_from_numbers_worked_by_hand():
+    # 12 drafted, 9 accepted over 4 steps: length 1 + 9/4 = 3.25; 30 ms drafting of 120: 25% / 75%
+    m = Metrics(steps=4, drafted_tokens=12, accepted_tokens=9, emitted_tokens=13, draft_acceptance_rate=0.75,
+                mean_acceptance_length=3.25, per_position_acceptance_rate=(), alpha=0.6125, c=0.05,
+                target_forward_passes=4, draft_ms=30.0, verify_ms=90.0, tokens_per_second=108.3,
+                mean_accepted_draft_tokens=2.25)  # fmt: skip
+    tiles = {t.label: t for t in view.metric_tiles(m)}
+    assert [(t.label, t.value) for t in tiles.values()] == [
+        ("mean acceptance length", "3.25"), ("draft acceptance rate", "75%"), ("α", "0.613"),
+        ("target forward passes", "4"), ("tokens/s", "108.3"), ("time: draft / verify", "25% / 75%"),
+    ]  # fmt: skip
+    assert "(mean accepted draft tokens, accepted / steps): 2.25" in tiles["mean acceptance length"].help
+    assert tiles["target forward passes"].help == "for 13 tokens" and "c = 0.05" in tiles["time: draft / verify"].help
+    remote = view.metric_tiles(m, target_top_k=5)[2]
+    assert remote.label == "α ≈ (top-k)" and "approximate (top-5)" in remote.help
+
+
+def test_the_decode_settings_make_a_chain_or_a_tree():
+    chain = view.decode_config(None, "confidence", 0.4, True, tau=5, seed=3, max_new_tokens=20, mode="textbook")
+    assert (chain.tau_policy, chain.confidence, chain.broken_draft, chain.tree) == ("confidence", 0.4, True, False)
+    tree = view.decode_config((3, 4, 10), "heuristic", 0.4, True, tau=5, seed=3, max_new_tokens=20)
+    assert (tree.topk, tree.steps, tree.num_draft_tokens, tree.tau_policy) == (3, 4, 10, "fixed")
+    assert tree.tree and not tree.broken_draft  # chain variants are not used with a tree
+    with pytest.raises(ConfigError):
+        view.decode_config((3, 0, 10), "fixed", 0.4, False, tau=5)
+
+
+def test_an_uploaded_trace_opens_once_and_a_bad_file_says_why(run):
+    data = run.to_json().encode()
+    replay, error = replay_for(data, "a.json", None)
+    assert error is None and replay.name == "a.json" and replay.cursor == 0
+    replay.step()
+    assert replay_for(data, "a.json", replay) == (replay, None) and replay.cursor == 1  # kept where it was
+    fresh, _ = replay_for(data, "b.json", replay)
+    assert fresh is not replay and fresh.cursor == 0
+    bad, error = replay_for(b"not json", "c.json", replay)
+    assert bad is None and "not JSON" in error
