@@ -8,7 +8,8 @@ It never imports Streamlit.
 
 from specviz.analysis.metrics import Metrics
 from specviz.core.config import MODES, SpecConfig
-from specviz.core.engine import Decoder, DecodingFinished, acceptance_length, choose
+from specviz.core.engine import Decoder, DecodingFinished
+from specviz.core.rules import acceptance_length, choose
 from specviz.core.trace import RunTrace, StepTrace, TokenProb
 from specviz.drafts.lookup import PromptLookupDrafter
 from specviz.errors import (

@@ -16,7 +16,8 @@ import torch
 
 from specviz.core import tree as tree_mod
 from specviz.core.config import MAX_TAU, Mode, SpecConfig
-from specviz.core.sampling import logits_to_probs, overlap, residual, sample
+from specviz.core.rules import Choice, at, choose, ratio_of
+from specviz.core.sampling import logits_to_probs, overlap, sample
 from specviz.core.trace import (
     NextRule,
     RunTrace,
@@ -34,77 +35,6 @@ from specviz.models.pair import ModelPair
 
 class DecodingFinished(SpecvizError):
     """step() was called on a run that already stopped (EOS, max_new_tokens, context length)."""
-
-
-def acceptance_length(r: Sequence[float], ratio: Sequence[float]) -> int:
-    """n = min{t − 1 : r_t > p/q at t}, or τ when no draft token is rejected (SPEC.md step 4)."""
-    if len(r) != len(ratio):
-        raise ValueError(f"r and ratio differ in length ({len(r)} vs {len(ratio)})")
-    for t, (r_t, ratio_t) in enumerate(zip(r, ratio, strict=True)):
-        if r_t > ratio_t:
-            return t
-    return len(r)
-
-
-def greedy_match_length(draft: Sequence[int], target_argmax: Sequence[int]) -> int:
-    """Greedy mode: the run of draft tokens equal to the target's argmax."""
-    for t, (y, best) in enumerate(zip(draft, target_argmax, strict=False)):
-        if y != best:
-            return t
-    return len(draft)
-
-
-@dataclass(frozen=True)
-class _Choice:
-    """The decision half of a step: what was accepted and which token the target adds."""
-
-    r: tuple[float | None, ...]
-    ratio: torch.Tensor  # p(ŷ_t) / q(ŷ_t) per draft token
-    n: int
-    token: int
-    rule: NextRule
-    dist: torch.Tensor  # the distribution `token` was chosen from
-    residual: torch.Tensor | None
-
-
-def choose(
-    mode: Mode,
-    draft: list[int],
-    q: torch.Tensor,
-    p: torch.Tensor,
-    gen: torch.Generator,
-    given_r: Sequence[float] | None = None,
-) -> _Choice:
-    """Accept/reject (SPEC.md step 3–4) and pick the next token (step 5) for one mode.
-    `q` has one row per draft token, `p` one more (position τ+1). The draws r come from `gen`
-    unless `given_r` supplies them (the sandbox sets them by hand)."""
-    k = len(draft)
-    ratio = _ratio(_at(p[:k], draft), _at(q, draft))
-    if mode == "greedy":
-        r: tuple[float | None, ...] = (None,) * k
-        n = greedy_match_length(draft, p[:k].argmax(-1).tolist())
-    else:
-        draws = list(given_r) if given_r is not None else torch.rand(k, generator=gen, dtype=torch.float64).tolist()
-        r, n = tuple(draws), acceptance_length(draws, ratio.tolist())
-    if n == k:  # every draft token accepted: the target's free token from position τ+1
-        dist = p[k]
-        token = sample(dist, gen) if mode == "lossless" else int(dist.argmax())
-        return _Choice(r, ratio, n, token, "bonus", dist, None)
-    if mode == "lossless":  # resample from what p has and q lacks: keeps the output ~ p
-        dist = residual(p[n], q[n])
-        return _Choice(r, ratio, n, sample(dist, gen), "residual", dist, dist)
-    rule = "greedy" if mode == "greedy" else "argmax"
-    return _Choice(r, ratio, n, int(p[n].argmax()), rule, p[n], None)
-
-
-def _at(dists: torch.Tensor, tokens: list[int]) -> torch.Tensor:
-    """Row t's probability of tokens[t]."""
-    return dists.gather(-1, torch.tensor(tokens, dtype=torch.long).reshape(-1, 1))[:, 0]
-
-
-def _ratio(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    # q > 0 for any token the draft proposed; the guard only keeps the division defined
-    return torch.where(q > 0, p / q.clamp(min=1e-300), torch.full_like(p, float("inf")))
 
 
 class Decoder:
@@ -352,7 +282,7 @@ class Decoder:
 
 
 def record_step(
-    index: int, context_length: int, draft: list[int], q: torch.Tensor, p: torch.Tensor, choice: _Choice,
+    index: int, context_length: int, draft: list[int], q: torch.Tensor, p: torch.Tensor, choice: Choice,
     emitted: tuple[int, ...], timing: tuple[float, float], text: Callable[[int], str], top_n: int = 10,
 ) -> StepTrace:  # fmt: skip
     """The immutable record of one step: every number a chart or a student needs."""
@@ -365,8 +295,8 @@ def record_step(
         tau=k,
         draft_tokens=tuple(draft),
         draft_text=tuple(text(y) for y in draft),
-        q=tuple(_at(q, draft).tolist()),
-        p=tuple(_at(p[:k], draft).tolist()),
+        q=tuple(at(q, draft).tolist()),
+        p=tuple(at(p[:k], draft).tolist()),
         ratio=tuple(choice.ratio.tolist()),
         r=choice.r,
         accepted=tuple(t < n for t in range(k)),
@@ -419,9 +349,9 @@ def record_tree_step(
     else:
         q_line = p_line = torch.empty(0, p.shape[-1], dtype=torch.float64)
     draft = [tree.token[i] for i in line]
-    choice = _Choice(
+    choice = Choice(
         r=tuple(r[i] for i in line),
-        ratio=_ratio(_at(p_line, draft), _at(q_line, draft)) if line else torch.empty(0, dtype=torch.float64),
+        ratio=ratio_of(at(p_line, draft), at(q_line, draft)) if line else torch.empty(0, dtype=torch.float64),
         n=n, token=walked.token, rule=walked.rule, dist=walked.dist,
         residual=walked.dist if walked.rule == "residual" else None,
     )  # fmt: skip

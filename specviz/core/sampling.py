@@ -40,9 +40,14 @@ def one_hot(index: torch.Tensor, size: int) -> torch.Tensor:
 
 def sample(probs: torch.Tensor, generator: torch.Generator) -> int:
     """Inverse-CDF draw from a 1-D distribution; a token of probability 0 is never drawn."""
+    return sample_at(probs, torch.rand((), generator=generator, dtype=torch.float64))
+
+
+def sample_at(probs: torch.Tensor, u: float | torch.Tensor) -> int:
+    """The token whose interval of the cumulative distribution holds the draw u ∈ [0, 1): token x for
+    u in [Σ_{y<x} p(y), Σ_{y≤x} p(y)). A token of probability 0 is never drawn."""
     cdf = probs.cumsum(-1)
-    u = torch.rand((), generator=generator, dtype=torch.float64) * cdf[-1]
-    return int(torch.searchsorted(cdf, u, right=True).clamp(max=probs.numel() - 1))
+    return int(torch.searchsorted(cdf, u * cdf[-1], right=True).clamp(max=probs.numel() - 1))
 
 
 def residual(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
