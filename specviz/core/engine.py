@@ -10,16 +10,14 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import torch
 
 from specviz.core import tree as tree_mod
-from specviz.core.config import MAX_TAU, Mode, SpecConfig
+from specviz.core.config import MAX_TAU, SpecConfig
 from specviz.core.rules import Choice, at, choose, ratio_of
 from specviz.core.sampling import logits_to_probs, overlap, sample
 from specviz.core.trace import (
-    NextRule,
     RunTrace,
     StepTrace,
     StopReason,
