@@ -11,10 +11,7 @@ import streamlit as st
 import torch
 
 from pages._shared import runtime_picker
-from specviz import ConfigError
-from specviz.classroom import links, settings
-from specviz.classroom.sandbox import PRESETS as EXERCISES
-from specviz.classroom.sandbox import case_from_json
+from specviz.classroom import links, sandbox, settings
 
 # One thread per model operation: with passive waiting, a second thread's wake-ups cost more than it
 # saves on this model's small products (a Step: 0.22 CPU-s and 0.18 s with two threads, 0.15 and 0.15 s
@@ -29,22 +26,12 @@ if "specviz_kept" not in st.session_state:  # a session's first run: settings fr
     from_link, problems = settings.from_link(st.query_params.to_dict())
     st.session_state["decode_autostep"] = from_link.pop("decode_steps", 0)
     st.session_state["lossless_table_link"] = links.table(from_link.pop("lossless_table", ""), problems)
-    sandbox_table = from_link.pop("sandbox_table", "")
+    worksheet = {k: from_link.pop(k) for k in list(from_link) if k.startswith("sandbox_")}
     st.session_state["specviz_kept"] = {**DEFAULTS, **from_link}
-    if any(k.startswith("sandbox_") for k in from_link) or sandbox_table:  # the link's table, τ and r
-        exercise = from_link.get("sandbox_preset", DEFAULTS["sandbox_preset"])
-        case = EXERCISES[exercise]
-        if sandbox_table:
-            tau = from_link.get("sandbox_tau", case.tau)
-            r = [from_link.get(f"sandbox_r{t}", 0.5) for t in range(tau)]
-            try:
-                case = case_from_json(sandbox_table, r)
-            except ConfigError as exc:
-                problems.append(str(exc))
-        if not sandbox_table:  # the exercise's own τ and draws, wherever the link does not set them
-            kept_link = st.session_state["specviz_kept"]
-            kept_link["sandbox_tau"] = from_link.get("sandbox_tau", case.tau)
-            kept_link.update({f"sandbox_r{t}": case.r[t] for t in range(case.tau) if f"sandbox_r{t}" not in from_link})
+    if worksheet:  # the link's sandbox worksheet: its table, τ and draws
+        exercise, case, shown = sandbox.from_link(worksheet, problems)
+        st.session_state["specviz_kept"].update({**worksheet, **shown})
+        st.session_state["specviz_kept"].pop("sandbox_table", None)
         st.session_state.update(sandbox_loaded=exercise, sandbox_case=case)
     for problem in problems:
         st.toast(problem, icon=":material/link_off:")

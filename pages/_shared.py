@@ -15,6 +15,7 @@ import specviz
 from specviz.classroom import links, settings
 from specviz.classroom.settings import CUSTOM, MODE_HELP
 from specviz.classroom.turns import Turns, each_in_turn
+from specviz.models import loading as specviz_loading
 from specviz.models.loading import AUTO, RUNTIME_HELP, RUNTIMES, resolve_runtime, runtime_line
 from specviz.viz import charts
 from specviz.viz.charts import token_label
@@ -74,6 +75,12 @@ def load_pair(target: str, draft: str) -> specviz.ModelPair | None:
         return None
 
 
+@st.cache_resource(show_spinner=False, max_entries=8)
+def codec_for(target: str):
+    """The tokenizer a replayed trace's texts are checked against, loaded once per process (or None)."""
+    return specviz_loading.codec_for(target)
+
+
 def runtime_picker() -> None:
     """The sidebar's runtime choice, and in words what runs the embedded target and how to get faster."""
     choice = st.selectbox("Runtime", RUNTIMES, key="runtime", help=RUNTIME_HELP)
@@ -120,8 +127,12 @@ def sampling_widgets(prefix: str, disabled: bool = False) -> dict:
 
 
 def share_link(prefix: str, extra: dict | None = None, show: bool = True) -> str:
-    """Put the page's settings in the address bar and (with `show`) the link on the page, ready to copy."""
-    values = settings.for_link(prefix, st.session_state.get("specviz_kept", {})) | (extra or {})
+    """Put the page's settings in the address bar and (with `show`) the link on the page, ready to copy. The
+    values are the widgets' as this run leaves them (a page may set some during the run, e.g. a new
+    exercise's draws), not the copy app.py kept at the run's start."""
+    kept = st.session_state.get("specviz_kept", {})
+    current = {key: st.session_state.get(key, value) for key, value in kept.items()}
+    values = settings.for_link(prefix, current) | (extra or {})
     st.query_params.from_dict(links.encode(values))
     url = links.share_url(st.context.url or "", values)
     if not show:

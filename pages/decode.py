@@ -21,7 +21,8 @@ ui.ensure_shell()
 upload = st.session_state.get("decode_upload")  # read first: while a trace replays, settings are off
 replay, upload_error = None, None
 if upload:
-    replay, upload_error = replay_for(upload.getvalue(), upload.file_id, st.session_state.get("decode_replay"))
+    replay, upload_error = replay_for(upload.getvalue(), upload.file_id, st.session_state.get("decode_replay"),
+                                      ui.codec_for)  # fmt: skip
     st.session_state["decode_replay"] = replay
 off = replay is not None
 with st.sidebar:
@@ -51,8 +52,6 @@ with st.sidebar:
                        help=BROKEN_HELP)  # fmt: skip
     st.header("Replay")
     st.file_uploader("A saved trace (JSON): replayed without any model", type="json", key="decode_upload")
-    if upload_error:  # where the user just acted; the same message heads the page
-        st.error(f"This file cannot be replayed: {upload_error}", icon=":material/error:")
 
 present = bool(st.session_state.get("decode_present"))  # a projector: one row of controls, no title
 if present:

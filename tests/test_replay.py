@@ -137,3 +137,34 @@ def test_a_replay_describes_its_models_and_settings(saved):
     text = replay.describe()
     assert text.startswith(f"Replaying a saved trace: step 1 of {len(saved['lossless'].steps)}, no model loaded.")
     assert "**tiny-target** with draft **tiny-draft**, lossless mode, τ = 4" in text and "seed 3" in text
+
+
+def test_an_edited_text_is_caught_against_the_tokenizer_and_against_the_trace_itself():
+    """A trace whose next_text was edited to "HACKED" passed before and was drawn in the marked text."""
+    from specviz import Decoder, SpecConfig
+    from specviz.classroom.replay import check_texts, replay_for
+    from tests.helpers import tiny_text_pair
+
+    pair = tiny_text_pair(chat=True)
+    run = Decoder(pair, "w5 w6 w7", SpecConfig(tau=3, max_new_tokens=12, seed=1)).run()
+    assert check_texts(run, pair.codec).startswith("Its texts were checked against the tokenizer")
+    hacked = json.loads(run.to_json())
+    hacked["steps"][0]["next_text"] = "HACKED"
+    text = json.dumps(hacked)
+    with pytest.raises(TraceError, match=r"step 1, the next token: the text 'HACKED' is not token \d+'s"):
+        check_texts(load_trace(text), pair.codec)
+    # without a tokenizer: textbook's next token is p's argmax, so its id is also in next_top, with its real text
+    with pytest.raises(TraceError, match=r"token \d+ reads 'HACKED' in step 1, the next token but '\w+' in step 1"):
+        check_texts(load_trace(text))
+    replay, error = replay_for(text.encode(), "hacked.json", None, lambda name: pair.codec)
+    assert replay is None and "HACKED" in error
+    replay, error = replay_for(run.to_json().encode(), "fine.json", None, lambda name: None)
+    assert error is None and "no tokenizer for its target is here" in replay.describe()
+    reply = json.loads(run.to_json())
+    reply["text"] = "HACKED"
+    with pytest.raises(TraceError, match="its text is not what the tokenizer makes of new_tokens"):
+        check_texts(load_trace(json.dumps(reply)), pair.codec)
+    prompt = json.loads(run.to_json())
+    prompt["prompt"] = "w1 w2"
+    with pytest.raises(TraceError, match="its prompt is not what the chat template"):
+        check_texts(load_trace(json.dumps(prompt)), pair.codec)

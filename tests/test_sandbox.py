@@ -1,16 +1,23 @@
 """The sandbox and the lossless check: textbook exercises decided by the engine's rule, and the
 chi-square verdicts on table models."""
 
+import dataclasses
+import itertools
+from fractions import Fraction
+
 import pytest
 
 from specviz import ConfigError, Decoder, SpecConfig
 from specviz.analysis.lossless import check, first_tokens, reference
+from specviz.analysis.theory import expected_accepted
 from specviz.classroom.sandbox import (
     PRESETS,
+    SandboxCase,
     case_frame,
     case_from_frame,
     draw_r,
     explain,
+    middle_of_mode,
     residual_distribution,
     resize,
     sandbox_step,
@@ -69,15 +76,16 @@ def test_next_token_after_the_accepted_run_in_each_mode():
     case = PRESETS[NEXT]
     textbook = sandbox_step(case, "textbook")
     assert textbook.n_accepted == 1 and textbook.next_text == "sat" and textbook.next_rule == "argmax"
-    lossless = sandbox_step(case, "lossless", seed=0)
-    assert lossless.next_rule == "residual"
+    lossless = sandbox_step(case, "lossless")  # the default draws u sample q's most likely tokens: 'sat', 'ran'
+    assert lossless.draft_text == ("sat", "ran") and lossless.next_rule == "residual"
     assert [(e.text, e.prob) for e in lossless.residual_top] == [
         ("sat", pytest.approx(2 / 3)),
         ("slept", pytest.approx(1 / 3)),
     ]
     assert residual_distribution(case, 1) == pytest.approx([2 / 3, 0.0, 1 / 3, 0.0])
-    seen = {sandbox_step(case, "lossless", seed=s).next_text for s in range(40)}
-    assert seen == {"sat", "slept"}  # sampled from the residual; never 'ran' or 'jumped'
+    # the next token's draw s picks from the residual (2/3, 0, 1/3, 0): 'sat' below 2/3, 'slept' above
+    picks = {s: sandbox_step(dataclasses.replace(case, s=s), "lossless").next_text for s in (0.0, 0.66, 0.67, 0.999)}
+    assert picks == {0.0: "sat", 0.66: "sat", 0.67: "slept", 0.999: "slept"}  # never 'ran' or 'jumped'
     greedy = sandbox_step(case, "greedy")
     assert greedy.n_accepted == 1 and greedy.next_rule == "greedy" and greedy.r == (None, None)
 
@@ -132,3 +140,88 @@ def test_columns_that_do_not_sum_to_one_are_named_not_rescaled_silently():
 
     frame = pd.DataFrame({"token": ["a", "b"], "q1": [0.6, 0.3], "p1": [0.5, 0.5], "p2": [2.0, 2.0]})
     assert column_sums(frame) == {"q1": pytest.approx(0.9), "p2": pytest.approx(4.0)}
+
+
+def test_lossless_samples_the_draft_from_q_by_its_visible_draw():
+    one = PRESETS[ONE]  # q = (0.8, 0.2) over ('cat', 'dog'): 'cat' for u in [0, 0.8), 'dog' in [0.8, 1)
+    assert one.draft_draws == (0.4,)  # by default the middle of q's most likely token's interval
+    for u, word in ((0.0, "cat"), (0.799, "cat"), (0.8, "dog"), (0.95, "dog")):
+        assert sandbox_step(dataclasses.replace(one, u=(u,)), "lossless").draft_text == (word,)
+        assert sandbox_step(dataclasses.replace(one, u=(u,)), "textbook").draft_text == ("cat",)  # argmax q
+    dog = sandbox_step(dataclasses.replace(one, u=(0.9,), r=(0.7,)), "lossless")
+    assert dog.q == pytest.approx((0.2,)) and dog.p == pytest.approx((0.4,)) and dog.decision == ("accepted",)
+    notes = explain(dog, dataclasses.replace(one, u=(0.9,)), "lossless")
+    held = "the token whose interval of q holds u (u1 = 0.900 → 'dog' [0.80, 1.00))"
+    assert notes[0] == f"The draft sampled each token from q: {held}."
+
+
+# The first-token distribution of the sandbox's lossless step, integrated exactly over every draw: u_t over
+# the intervals of q, r_t on either side of each position's threshold, s over the intervals of the distribution
+# the next token is drawn from. Each region is evaluated once, at its middle; its weight is its length.
+TABLE = SandboxCase(
+    words=("a", "b", "c"),
+    q=((0.6, 0.3, 0.1), (0.2, 0.5, 0.3), (0.1, 0.1, 0.8)),
+    p=((0.2, 0.5, 0.3), (0.5, 0.25, 0.25), (0.3, 0.3, 0.4), (0.1, 0.6, 0.3)),
+    r=(0.5, 0.5, 0.5),
+)
+
+
+def _middles(dist):
+    edges = list(itertools.accumulate(dist, initial=0.0))
+    return [((lo + hi) / 2, hi - lo) for lo, hi in itertools.pairwise(edges) if hi > lo]
+
+
+def first_token_law(case: SandboxCase, rule: str, step=sandbox_step) -> tuple[list[float], float]:
+    """(P(first emitted token = v) for each v, E[n]), exactly, for the lossless step of `step`."""
+    law, mean = [0.0] * len(case.words), 0.0
+    for drafts in itertools.product(*(_middles(q) for q in case.q)):
+        u, weights = [m for m, _ in drafts], [w for _, w in drafts]
+        probe = step(dataclasses.replace(case, u=tuple(u)), "lossless", rule)
+        thresholds = probe.verify.threshold if probe.verify else [min(1.0, x) for x in probe.ratio]
+        for sides in itertools.product((0, 1), repeat=case.tau):
+            r = [t / 2 if side == 0 else (1 + t) / 2 for t, side in zip(thresholds, sides, strict=True)]
+            area = 1.0
+            for t, side, w in zip(thresholds, sides, weights, strict=True):
+                area *= w * (t if side == 0 else 1 - t)
+            if area == 0:
+                continue
+            run = step(dataclasses.replace(case, u=tuple(u), r=tuple(r)), "lossless", rule)
+            mean += area * run.n_accepted
+            if run.n_accepted:
+                law[run.draft_tokens[0]] += area
+                continue
+            dist = [0.0] * len(case.words)
+            for e in run.residual_top if run.next_rule == "residual" else run.next_top:
+                dist[e.token] = e.prob
+            for s, width in _middles(dist):
+                law[step(dataclasses.replace(case, u=tuple(u), r=tuple(r), s=s), "lossless", rule).next_token] += (
+                    area * width
+                )
+    return law, mean
+
+
+@pytest.mark.parametrize("rule", ["token", "one-hot", "block"])
+def test_the_sandboxs_lossless_step_emits_p_exactly_and_its_expected_length_is_exact(rule):
+    law, mean = first_token_law(TABLE, rule)
+    assert law == pytest.approx(list(TABLE.p[0]), abs=1e-12)  # p at position 1: (0.2, 0.5, 0.3)
+    assert mean == pytest.approx(expected_accepted(TABLE.q, TABLE.p, rule), abs=1e-12)
+
+
+def test_an_argmax_draft_with_the_residual_is_not_lossless():
+    """The sandbox's old lossless step (q's most likely token drafted, then the residual) fails the same check."""
+
+    def argmax_drafted(case, mode, rule):  # whatever u is integrated over, the draft is q's most likely token
+        return sandbox_step(dataclasses.replace(case, u=tuple(middle_of_mode(q) for q in case.q)), mode, rule)
+
+    law, _ = first_token_law(TABLE, "token", argmax_drafted)
+    assert abs(law[1] - TABLE.p[0][1]) > 0.05
+
+
+def test_expected_accepted_length_of_the_worked_example():
+    """docs/algorithm.md: p = (1/3, 2/3), q = (2/3, 1/3) at every position, τ = 2, a sampled draft: E[n] is 10/9
+    token-wise and 11/9 with block verification; one-hot accepts with Σ q p = 4/9 per position: 4/9 + 16/81."""
+    q, p = [[2 / 3, 1 / 3]] * 2, [[1 / 3, 2 / 3]] * 3
+    assert expected_accepted(q, p, "token") == pytest.approx(float(Fraction(10, 9)), abs=1e-15)
+    assert expected_accepted(q, p, "block") == pytest.approx(float(Fraction(11, 9)), abs=1e-15)
+    assert expected_accepted(q, p, "one-hot") == pytest.approx(float(Fraction(52, 81)), abs=1e-15)
+    assert expected_accepted(q[:1], p[:2], "block") == pytest.approx(2 / 3)  # τ = 1: block is token-wise

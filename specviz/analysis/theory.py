@@ -56,3 +56,57 @@ def first_token_distribution(p: Sequence[float], q: Sequence[float], mode: str) 
     if mode in ("textbook", "textbook-sampled"):
         return (keep + rejected * torch.nn.functional.one_hot(pt.argmax(), len(pt)).double()).tolist()
     raise ValueError(f"unknown mode {mode!r}")
+
+
+def expected_accepted(
+    q_rows: Sequence[Sequence[float]], p_rows: Sequence[Sequence[float]], verification: str = "token",
+    limit: int = 200_000,
+) -> float | None:  # fmt: skip
+    """E[n], the expected accepted draft tokens of one lossless step with a draft sampled from q, computed
+    exactly (over every draft and every draw), for tables whose q and p at position t do not depend on
+    the draft tokens before it (a sandbox table): q has τ rows, p τ + 1. Token-wise and one-hot: positions
+    pass in turn, so P(n ≥ k) = Π_{j≤k} β_j with β_j = Σ min(p_j, q_j) (token) or Σ q_j p_j (one-hot). Block:
+    the pass flags are independent given the draft and h_i depends on the draft only through w_i, so a
+    recursion over the values w_i takes, E[n] = Σ_m m · P(pass_m and no pass after m). None when block
+    would need more than `limit` states."""
+    tau = len(q_rows)
+    if verification in ("token", "one-hot"):
+        total, survive = 0.0, 1.0
+        for q, p in zip(q_rows, p_rows, strict=False):
+            pair = zip(p, q, strict=True)
+            survive *= sum(min(a, b) for a, b in pair) if verification == "token" else sum(a * b for a, b in pair)
+            total += survive
+        return total
+    if verification != "block":
+        raise ValueError(f"unknown verification rule {verification!r}")
+    memo: dict[tuple[int, float], tuple[float, float]] = {}
+
+    def threshold(i: int, w: float) -> float:  # h_i at weight w (positions 0-based)
+        if i == tau - 1:
+            return w
+        mass = sum(max(0.0, w * a - b) for a, b in zip(p_rows[i + 1], q_rows[i + 1], strict=True))
+        return mass / (mass + (1.0 - w)) if mass + (1.0 - w) > 0 else 1.0
+
+    def expected(i: int, w: float) -> tuple[float, float]:
+        """(E[Σ_{m≥i} (m+1) h_m Π_{j>m}(1 − h_j)], E[Π_{j≥i}(1 − h_j)]) given w_{i−1} = w."""
+        if i == tau:
+            return 0.0, 1.0
+        if (i, w) not in memo:
+            if len(memo) >= limit:
+                raise OverflowError
+            value = none_pass = 0.0
+            for x, qx in enumerate(q_rows[i]):
+                if qx <= 0:
+                    continue
+                weight = min(1.0, w * p_rows[i][x] / qx)
+                h = threshold(i, weight)
+                later, later_none = expected(i + 1, weight)
+                value += qx * ((i + 1) * h * later_none + later)
+                none_pass += qx * (1.0 - h) * later_none
+            memo[(i, w)] = (value, none_pass)
+        return memo[(i, w)]
+
+    try:
+        return expected(0, 1.0)[0]
+    except OverflowError:
+        return None

@@ -6,17 +6,29 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from specviz.core.config import SpecConfig
-from specviz.core.trace import NODE_DECISIONS, STOP_REASONS, RunTrace, StepTrace, TreeNode, TreeTrace, build_run_trace
+from specviz.core.trace import (
+    NODE_DECISIONS,
+    STOP_REASONS,
+    RunTrace,
+    StepTrace,
+    TreeNode,
+    TreeTrace,
+    VerifyTrace,
+    build_run_trace,
+)
 from specviz.errors import ConfigError, TraceError
+from specviz.models.text import Codec
 
 
 class Replay:
-    def __init__(self, run: RunTrace, name: str = "") -> None:
+    def __init__(self, run: RunTrace, name: str = "", texts: str = "") -> None:
         self.run_trace, self.name, self.cursor = run, name, 0
         self.config = run.config
+        self.texts = texts  # how its texts were checked, in words (load_trace)
 
     @property
     def steps(self) -> tuple[StepTrace, ...]:
@@ -52,7 +64,7 @@ class Replay:
         return (
             f"Replaying a saved trace: step {self.cursor} of {len(run.steps)}, no model loaded. **{run.target_name}** "
             f"with draft **{run.draft_name}**, {c.mode} mode, τ = {c.tau}, temperature {c.temperature:g}, "
-            f"top-k {c.top_k}, top-p {c.top_p:g}, seed {c.seed}. Remove the file to decode live."
+            f"top-k {c.top_k}, top-p {c.top_p:g}, seed {c.seed}. {self.texts} Remove the file to decode live."
         )
 
     def run(self) -> RunTrace:
@@ -86,15 +98,63 @@ _RUN_FIELDS = {f.name for f in dataclasses.fields(RunTrace)}
 _PER_POSITION = ("draft_tokens", "draft_text", "q", "p", "ratio", "r", "accepted", "decision", "beta", "q_top", "p_top")
 
 
-def replay_for(data: bytes, name: str, current: Replay | None) -> tuple[Replay | None, str | None]:
+def replay_for(
+    data: bytes, name: str, current: Replay | None, codec_for: Callable[[str], Codec | None] | None = None
+) -> tuple[Replay | None, str | None]:
     """The replay of an uploaded file named `name`: `current` when it is that file's already (its
-    cursor kept), else a new one at step 0; (None, the reason) when the file cannot be replayed."""
+    cursor kept), else a new one at step 0; (None, the reason) when the file cannot be replayed.
+    `codec_for(target name)` gives the tokenizer to check the texts with, where one is at hand."""
     if current is not None and current.name == name:
         return current, None
     try:
-        return Replay(load_trace(data), name), None
+        run = load_trace(data)
+        codec = codec_for(run.target_name) if codec_for else None
+        return Replay(run, name, check_texts(run, codec)), None
     except TraceError as exc:
         return None, str(exc)
+
+
+def check_texts(run: RunTrace, codec: Codec | None = None) -> str:
+    """Every text of a trace against its token ids: with the target's tokenizer, each text is what that
+    tokenizer makes of the id (the prompt and the reply too); without one, each id reads the same
+    wherever it appears. A text edited by hand is a TraceError naming where. Returns how they were checked."""
+    seen: dict[int, tuple[str, str]] = {}
+    for token, text, where in _texts(run):
+        if codec is not None:
+            made = codec.token_text(token)
+            _need(text == made, f"{where}: the text {text!r} is not token {token}'s ({made!r})")
+        first = seen.setdefault(token, (text, where))
+        _need(first[0] == text, f"token {token} reads {first[0]!r} in {first[1]} but {text!r} in {where}")
+    if codec is None:
+        return "Its texts agree with each other; no tokenizer for its target is here to check them against."
+    _need(run.text == codec.decode(run.new_tokens), "its text is not what the tokenizer makes of new_tokens")
+    if run.chat:
+        _need(codec.encode_chat(run.prompt) == (run.prompt_text, list(run.prompt_ids)),
+              "its prompt is not what the chat template and tokenizer make of prompt_ids")  # fmt: skip
+    elif run.prompt:
+        _need(run.prompt_text == run.prompt and codec.encode(run.prompt) == list(run.prompt_ids),
+              "its prompt is not what the tokenizer makes of prompt_ids")  # fmt: skip
+    else:
+        _need(run.prompt_text == codec.decode(run.prompt_ids), "its prompt is not the text of prompt_ids")
+    return f"Its texts were checked against the tokenizer of {run.target_name}."
+
+
+def _texts(run: RunTrace) -> Iterator[tuple[int, str, str]]:
+    """(token id, its text, where) for every text a trace carries beside an id."""
+    for step in run.steps:
+        where = f"step {step.index + 1}"
+        for t, (token, text) in enumerate(zip(step.draft_tokens, step.draft_text, strict=True)):
+            yield token, text, f"{where}, draft token {t + 1}"
+        yield step.next_token, step.next_text, f"{where}, the next token"
+        tops = [*step.q_top, *step.p_top, step.next_top, step.residual_top or ()]
+        if step.tree is not None:
+            tops += [step.tree.root_p_top, step.tree.root_q_top]
+            for j, node in enumerate(step.tree.nodes):
+                yield node.token, node.text, f"{where}, tree node {j + 1}"
+                tops += [node.p_top, node.q_top, node.residual_top, node.q_residual_top]
+        for top in tops:
+            for entry in top:
+                yield entry.token, entry.text, f"{where}, a top-n list"
 
 
 def load_trace(data: bytes | str) -> RunTrace:
@@ -135,7 +195,7 @@ def load_trace(data: bytes | str) -> RunTrace:
 def _step(raw: Any, i: int, config: SpecConfig) -> StepTrace:
     where = f"step {i + 1}"
     _need(isinstance(raw, dict), f"{where} is not an object")
-    _fields(raw, _STEP_FIELDS, where, optional={"tree"})
+    _fields(raw, _STEP_FIELDS, where, optional={"tree", "verify"})
     _need(raw["index"] == i, f"{where} has index {raw['index']!r}")
     tree = raw.get("tree")
     _need((tree is not None) is config.tree, f"{where}: {'a tree' if tree else 'a chain'} step in a run of "
@@ -149,6 +209,12 @@ def _step(raw: Any, i: int, config: SpecConfig) -> StepTrace:
         _need(isinstance(top, list) and all(_top_entry(e) for e in top), f"{where}: a top-n list is malformed")
     n = raw["n_accepted"]
     _need(_integer(n) and 0 <= n <= tau, f"{where}: n_accepted = {n!r} is not between 0 and τ = {tau}")
+    rule = config.verification if config.mode == "lossless" else "token"
+    verify = raw.get("verify")
+    _need((verify is not None) is (rule != "token" and tree is None),
+          f"{where}: its verification record does not match the run's rule ({rule})")  # fmt: skip
+    if verify is not None:
+        _verify(verify, raw, rule, where)
     for t in range(tau):
         at = f"{where}, draft token {t + 1}"
         for name in ("q", "p", "beta"):
@@ -160,10 +226,10 @@ def _step(raw: Any, i: int, config: SpecConfig) -> StepTrace:
             _need(r is None, f"{at}: greedy mode makes no draw, yet r = {r!r}")
         else:
             _need(_number(r) and 0 <= r < 1, f"{at}: r = {r!r} is not a draw in [0, 1)")
-        decision = "accepted" if t < n else "rejected" if t == n else "not reached"
+        decision = "accepted" if t < n else "rejected" if t == n or rule == "block" else "not reached"
         _need(raw["decision"][t] == decision and raw["accepted"][t] is (t < n),
               f"{at}: recorded as {raw['decision'][t]!r} but n_accepted = {n} makes it {decision!r}")  # fmt: skip
-        if t <= n and tree is None:  # the kept tokens and the first rejected one: their own test decided
+        if t <= n and tree is None and verify is None:  # the kept tokens and the first rejected: their own test
             _check_rule(raw, t, t < n, config.mode, at)
         _ints([raw["draft_tokens"][t]], f"{at}: the token")
         _need(isinstance(raw["draft_text"][t], str), f"{at}: its text is not text")
@@ -236,6 +302,41 @@ def _tree(tree: Any, raw: dict, config: SpecConfig, where: str) -> str:
         return "bonus"
     _need(all(nodes[j]["decision"] == "rejected" for j in kids), f"{where}: the walk stopped beside an accepted child")
     return {"lossless": "residual", "greedy": "greedy"}.get(config.mode, "argmax")
+
+
+def _verify(verify: Any, raw: dict, rule: str, where: str) -> None:
+    """A one-hot or block step checked against its own numbers (docs/algorithm.md, "Verification as serving
+    engines run it"): one-hot compares r with p(ŷ) and stops at the first failure; block's w, R and h follow
+    from each other and p/q, and n is the last position that passed."""
+    tau, n, at = raw["tau"], raw["n_accepted"], f"{where}: its {rule} verification"
+    names = {f.name for f in dataclasses.fields(VerifyTrace)}
+    _need(isinstance(verify, dict) and set(verify) == names and verify["rule"] == rule, f"{at} is malformed")
+    lists = ("threshold", "passed", *(("w", "residual_mass") if rule == "block" else ()))
+    for name in lists:
+        _need(isinstance(verify[name], list) and len(verify[name]) == tau, f"{at}: {name} does not hold {tau} entries")
+    threshold, passed = verify["threshold"], verify["passed"]
+    for t in range(tau):
+        _need(_probability(threshold[t]) and isinstance(passed[t], bool), f"{at}: position {t + 1} is malformed")
+        _need(passed[t] is (raw["r"][t] <= threshold[t]), f"{at}: position {t + 1}: r = {raw['r'][t]} against "
+              f"{threshold[t]:.6g} cannot be {'a pass' if passed[t] else 'a failure'}")  # fmt: skip
+    if rule == "one-hot":
+        for t in range(tau):
+            _need(math.isclose(threshold[t], raw["p"][t], rel_tol=1e-9, abs_tol=1e-12),
+                  f"{at}: position {t + 1} was not compared with p(ŷ) = {raw['p'][t]}")  # fmt: skip
+        first = next((t for t in range(tau) if not passed[t]), tau)
+        _need(n == first, f"{at}: n_accepted = {n}, but the first failure is at position {first + 1}")
+        return
+    weight = 1.0
+    for t in range(tau):
+        weight = min(1.0, weight * raw["ratio"][t])
+        w, mass = verify["w"][t], verify["residual_mass"][t]
+        _need(_number(w) and math.isclose(w, weight, rel_tol=1e-9, abs_tol=1e-12), f"{at}: w{t + 1} is not "
+              f"min(1, w{t} p/q) = {weight:.6g}")  # fmt: skip
+        _need(_number(mass) and mass >= 0, f"{at}: R{t + 1} is not a mass")
+        h = w if t == tau - 1 else (mass / (mass + 1 - w) if mass + 1 - w > 0 else 1.0)
+        _need(math.isclose(threshold[t], h, rel_tol=1e-9, abs_tol=1e-12), f"{at}: h{t + 1} is not R/(R + 1 − w)")
+    last = max((t + 1 for t in range(tau) if passed[t]), default=0)
+    _need(n == last, f"{at}: n_accepted = {n}, but the last position that passed is {last}")
 
 
 def _check_rule(raw: dict, t: int, kept: bool, mode: str, at: str) -> None:

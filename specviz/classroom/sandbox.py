@@ -1,8 +1,12 @@
 """The sandbox: one speculative step on hand-made distributions, decided by the engine's own rule.
 
-A case is a small vocabulary, q and p at each of τ draft positions, p at position τ+1, and the
-draws r. The draft proposes the most likely token of q at each position. The result is a genuine
-`StepTrace`, so the charts and the marked text of the app show it like any real step.
+A case is a small vocabulary, q and p at each of τ draft positions, p at position τ+1, and every
+draw the step makes, each visible and editable: r at each position (the acceptance test), and in
+lossless mode u at each position (the draft *samples* its token from q: the token whose interval of
+q's cumulative distribution holds u) and s (the draw that samples the target's next token). In
+textbook and greedy mode the draft proposes the most likely token of q (docs/algorithm.md, "Three
+acceptance modes"). The result is a genuine `StepTrace`, so the charts and the marked text of the
+app show it like any real step.
 """
 
 from __future__ import annotations
@@ -15,8 +19,9 @@ import pandas as pd
 import torch
 
 from specviz.core.config import MODES
-from specviz.core.engine import choose, record_step
-from specviz.core.sampling import residual
+from specviz.core.engine import record_step
+from specviz.core.rules import VERIFICATIONS, Verification, choose
+from specviz.core.sampling import residual, sample_at
 from specviz.core.trace import StepTrace
 from specviz.errors import ConfigError
 
@@ -29,10 +34,44 @@ class SandboxCase:
     q: tuple[tuple[float, ...], ...]  # draft distribution at positions 1..τ
     p: tuple[tuple[float, ...], ...]  # target distribution at positions 1..τ+1
     r: tuple[float, ...]  # the uniform draw at each position
+    # lossless mode: the draft's draw at each position (it samples its token from q) and the draw that
+    # samples the next token; () and None: the defaults (`draft_draws`, 0.5)
+    u: tuple[float, ...] = ()
+    s: float | None = None
 
     @property
     def tau(self) -> int:
         return len(self.q)
+
+    @property
+    def draft_draws(self) -> tuple[float, ...]:
+        """u at each position: as given, else the middle of the most likely token's interval of q (the
+        lossless draft then starts from the exercise's own draft, and a student moves u to change it)."""
+        return tuple(self.u[t] if t < len(self.u) else middle_of_mode(self.q[t]) for t in range(self.tau))
+
+    @property
+    def next_draw(self) -> float:
+        return 0.5 if self.s is None else self.s
+
+
+def interval(dist: Sequence[float], token: int) -> tuple[float, float]:
+    """[low, high): the draws u that sample `token` from `dist` (its interval of the cumulative distribution)."""
+    total = sum(dist)
+    low = sum(dist[:token]) / total
+    return low, low + dist[token] / total
+
+
+def middle_of_mode(dist: Sequence[float]) -> float:
+    low, high = interval(dist, max(range(len(dist)), key=lambda i: (dist[i], -i)))
+    return round((low + high) / 2, 3)
+
+
+def draft_of(case: SandboxCase, mode: str) -> list[int]:
+    """The draft: q's most likely token at each position (textbook, greedy), or the token sampled from q
+    by the draw u at each position (lossless)."""
+    if mode == "lossless":
+        return [sample_at(torch.tensor(case.q[t], dtype=torch.float64), u) for t, u in enumerate(case.draft_draws)]
+    return [max(range(len(row)), key=lambda i: (row[i], -i)) for row in case.q]
 
 
 PRESETS: dict[str, SandboxCase] = {
@@ -92,7 +131,9 @@ def column_sums(frame: pd.DataFrame) -> dict[str, float]:
     return {c: s for c, s in sums.items() if abs(s - 1.0) > 1e-6}
 
 
-def case_from_frame(frame: pd.DataFrame, r: Sequence[float]) -> SandboxCase:
+def case_from_frame(
+    frame: pd.DataFrame, r: Sequence[float], u: Sequence[float] = (), s: float | None = None
+) -> SandboxCase:
     """Read an edited table back, checking it; each column is normalised to sum to 1 (column_sums
     names the ones that did not)."""
     words = [str(w).strip() for w in frame["token"].tolist()]
@@ -112,9 +153,9 @@ def case_from_frame(frame: pd.DataFrame, r: Sequence[float]) -> SandboxCase:
 
     q = tuple(column(f"q{t}") for t in range(1, tau + 1))
     p = tuple(column(f"p{t}") for t in range(1, tau + 2))
-    if any(not 0.0 <= x < 1.0 for x in r):
-        raise ConfigError("each r is a draw from [0, 1)")
-    return SandboxCase(tuple(words), q, p, tuple(float(x) for x in r))
+    if any(not 0.0 <= x < 1.0 for x in (*r, *u, *([] if s is None else [s]))):
+        raise ConfigError("each draw (r, u, s) is a number in [0, 1)")
+    return SandboxCase(tuple(words), q, p, tuple(float(x) for x in r), tuple(float(x) for x in u[:tau]), s)
 
 
 def case_to_json(case: SandboxCase) -> str:
@@ -122,7 +163,7 @@ def case_to_json(case: SandboxCase) -> str:
     return json.dumps({"words": case.words, "q": case.q, "p": case.p}, separators=(",", ":"))
 
 
-def case_from_json(text: str, r: Sequence[float]) -> SandboxCase:
+def case_from_json(text: str, r: Sequence[float], u: Sequence[float] = (), s: float | None = None) -> SandboxCase:
     """A case from a link's table, checked like an edited table."""
     try:
         data = json.loads(text)
@@ -132,7 +173,39 @@ def case_from_json(text: str, r: Sequence[float]) -> SandboxCase:
         frame = case_frame(SandboxCase(tuple(words), tuple(map(tuple, q)), tuple(map(tuple, p)), tuple(r)))
     except (ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"the link's sandbox table cannot be read ({exc})") from exc
-    return case_from_frame(frame, r)
+    return case_from_frame(frame, r, u, s)
+
+
+def draw_keys(tau: int) -> list[str]:
+    """The settings keys of a case's draws: r_t, u_t per position, then s."""
+    return [*(f"sandbox_r{t}" for t in range(tau)), *(f"sandbox_u{t}" for t in range(tau)), "sandbox_s"]
+
+
+def draw_values(case: SandboxCase) -> dict[str, float]:
+    """The case's draws under their settings keys (the page's widgets, a link's parameters)."""
+    values = [*case.r, *case.draft_draws, case.next_draw]
+    return dict(zip(draw_keys(case.tau), values, strict=True))
+
+
+def from_link(values: dict, problems: list[str]) -> tuple[str, SandboxCase, dict]:
+    """The worksheet a link opens: (exercise, its case with the link's table, τ and draws, the widget
+    values the page then shows). What the link does not set comes from the exercise; a table that
+    cannot be read is reported in `problems`, and the exercise's own table is used."""
+    exercise = values.get("sandbox_preset", next(iter(PRESETS)))
+    case = PRESETS[exercise]
+    tau = values.get("sandbox_tau", case.tau)
+    if values.get("sandbox_table"):
+        try:
+            draws = [values.get(k, 0.5) for k in draw_keys(tau)]
+            case = case_from_json(values["sandbox_table"], draws[:tau], draws[tau : 2 * tau], draws[-1])
+        except ConfigError as exc:
+            problems.append(str(exc))
+    case = resize(case, tau)
+    shown = {**draw_values(case), **{k: v for k, v in values.items() if k in draw_keys(tau)}}
+    u = [shown[f"sandbox_u{t}"] for t in range(tau)]
+    case = SandboxCase(case.words, case.q, case.p, tuple(shown[f"sandbox_r{t}"] for t in range(tau)), tuple(u),
+                       shown["sandbox_s"])  # fmt: skip
+    return exercise, case, {"sandbox_tau": tau, **shown}
 
 
 def resize(case: SandboxCase, tau: int) -> SandboxCase:
@@ -141,7 +214,8 @@ def resize(case: SandboxCase, tau: int) -> SandboxCase:
     q = tuple(case.q[min(t, case.tau - 1)] for t in range(tau))
     p = (*(case.p[min(t, case.tau - 1)] for t in range(tau)), case.p[case.tau])
     r = tuple(case.r[t] if t < case.tau else 0.5 for t in range(tau))
-    return SandboxCase(case.words, q, p, r)
+    u = tuple(case.draft_draws[t] if t < case.tau else middle_of_mode(q[t]) for t in range(tau))
+    return SandboxCase(case.words, q, p, r, u, case.s)
 
 
 def draw_r(tau: int, seed: int) -> tuple[float, ...]:
@@ -149,15 +223,25 @@ def draw_r(tau: int, seed: int) -> tuple[float, ...]:
     return tuple(round(x, 3) for x in torch.rand(tau, generator=gen, dtype=torch.float64).tolist())
 
 
-def sandbox_step(case: SandboxCase, mode: str = "textbook", seed: int = 0) -> StepTrace:
-    """One step on the case: the draft proposes argmax q at each position; the decisions, n and
-    the next token follow the mode exactly as in the engine (seed: for lossless resampling)."""
+def draw_all(tau: int, seed: int) -> tuple[tuple[float, ...], tuple[float, ...], float]:
+    """(r, u, s) for a step of τ positions: the acceptance draws, the draft's draws and the next
+    token's draw, from one seed (r alone is `draw_r`'s, so a seed gives the same r in every mode)."""
+    more = draw_r(2 * tau + 1, seed + 1_000_003)
+    return draw_r(tau, seed), more[:tau], more[tau]
+
+
+def sandbox_step(case: SandboxCase, mode: str = "textbook", verification: Verification = "token") -> StepTrace:
+    """One step on the case, every draw the case's own: the draft (argmax q, or in lossless mode
+    sampled from q by u), the decisions, n and the next token exactly as the engine makes them."""
     if mode not in MODES:
         raise ConfigError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+    if verification not in VERIFICATIONS:
+        raise ConfigError(f"verification must be one of {', '.join(VERIFICATIONS)}; got {verification!r}")
     q = torch.tensor(case.q, dtype=torch.float64)
     p = torch.tensor(case.p, dtype=torch.float64)
-    draft = q.argmax(-1).tolist()
-    choice = choose(mode, draft, q, p, torch.Generator().manual_seed(seed), given_r=case.r)
+    draft = draft_of(case, mode)
+    rule = verification if mode == "lossless" else "token"
+    choice = choose(mode, draft, q, p, torch.Generator(), case.r, rule, case.next_draw)
     emitted = (*draft[: choice.n], choice.token)
     return record_step(0, 0, draft, q, p, choice, emitted, (0.0, 0.0), lambda y: case.words[y], len(case.words))
 
@@ -167,41 +251,86 @@ def _positions(ts: Sequence[int]) -> str:
     return f"Position {names[0]}" if len(names) == 1 else f"Positions {', '.join(names[:-1])} and {names[-1]}"
 
 
-def explain(step: StepTrace) -> list[str]:
+RULES = {  # which rule a step shows, in one line (the page says it above the step)
+    "textbook": "textbook: the draft proposes q's most likely token; kept while r ≤ p/q; after a rejection, "
+    "argmax p (fast, but not the target's distribution when sampling)",
+    "greedy": "greedy: the draft proposes q's most likely token; kept while it is p's most likely token; then "
+    "argmax p (the target's own greedy output)",
+    "token": "lossless, token-wise (Leviathan et al., Chen et al.): the draft samples from q; kept while r ≤ p/q; "
+    "after a rejection, a sample of norm(max(0, p − q))",
+    "one-hot": "lossless, one-hot q (vLLM's default, SGLang, EAGLE): the draft samples from q but only its token "
+    "counts: kept while r ≤ p(ŷ); after a rejection, a sample of p without the rejected token",
+    "block": "lossless, block verification (Sun et al. 2025; vLLM's block method): every position has a "
+    "threshold h; n is the last position whose r ≤ h, so a token can be kept although its own draw failed",
+}
+
+
+def rule_of(mode: str, verification: str = "token") -> str:
+    return RULES[verification if mode == "lossless" else mode]
+
+
+def explain(step: StepTrace, case: SandboxCase | None = None, mode: str = "textbook") -> list[str]:
     """What this step teaches, in sentences computed from its own numbers (never a note written for
-    another table): a q > p token accepted by its draw, tokens after the first rejection that would
-    have passed their own test, and where the next token came from."""
+    another table): in lossless mode, which token each draw u sampled from q; a q > p token accepted by
+    its draw; a block token kept although its own draw failed; tokens after the first rejection that
+    would have passed their own test; and where the next token came from."""
     notes, n, tau = [], step.n_accepted, step.tau
-    for t in range(n):
-        if step.r[t] is not None and step.ratio[t] < 1.0:
+    rule = step.verify.rule if step.verify else "token"
+    if case is not None and mode == "lossless":
+        held = zip(case.draft_draws, step.draft_tokens, _intervals(case, step), strict=True)
+        picks = ", ".join(f"u{t + 1} = {u:.3f} → '{case.words[y]}' [{lo:.2f}, {hi:.2f})" for t, (u, y, (lo, hi))
+                          in enumerate(held))  # fmt: skip
+        notes.append(f"The draft sampled each token from q: the token whose interval of q holds u ({picks}).")
+    if rule == "token":
+        for t in range(n):
+            if step.r[t] is not None and step.ratio[t] < 1.0:
+                notes.append(
+                    f"q > p at position {t + 1} (q = {step.q[t]:.2f}, p = {step.p[t]:.2f}), yet r = {step.r[t]:.2f} ≤ "
+                    f"p/q = {step.ratio[t]:.2f}: accepted. q > p is not an automatic rejection."
+                )
+    if rule == "block":
+        carried = [t for t in range(n) if not step.verify.passed[t]]
+        if carried:
+            last = n - 1
             notes.append(
-                f"q > p at position {t + 1} (q = {step.q[t]:.2f}, p = {step.p[t]:.2f}), yet r = {step.r[t]:.2f} ≤ "
-                f"p/q = {step.ratio[t]:.2f}: accepted. q > p is not an automatic rejection."
+                f"{_positions(carried)} failed {'their' if len(carried) > 1 else 'its'} own draw (r > h) yet "
+                f"{'are' if len(carried) > 1 else 'is'} kept: block verification keeps every position up to the last "
+                f"pass, position {n} (r = {step.r[last]:.2f} ≤ h = {step.verify.threshold[last]:.2f}). h is not the "
+                "chance that a token is kept, and the passes need not run in a row."
             )
-    if step.r and step.r[0] is None:  # greedy: a token "passes" when it is the target's argmax there
+    elif step.r and step.r[0] is None:  # greedy: a token "passes" when it is the target's argmax there
         passing = [t for t in range(n + 1, tau) if step.p_top[t] and step.p_top[t][0].token == step.draft_tokens[t]]
         test = "equal the target's argmax there"
     else:
-        passing = [t for t in range(n + 1, tau) if step.r[t] is not None and step.r[t] <= step.ratio[t]]
-        test = f"pass {'their' if len(passing) > 1 else 'its'} own test (r ≤ p/q)"
-    if passing:
+        passing = [t for t in range(n + 1, tau) if (step.verify and step.verify.passed[t])
+                   or (not step.verify and step.r[t] is not None and step.r[t] <= step.ratio[t])]  # fmt: skip
+        own = "r ≤ p(ŷ)" if rule == "one-hot" else "r ≤ p/q"
+        test = f"pass {'their' if len(passing) > 1 else 'its'} own test ({own})"
+    if rule != "block" and passing:
         come = "come" if len(passing) > 1 else "comes"
         notes.append(f"{_positions(passing)} would {test} but {come} after the rejection at position {n + 1}: "
                      "not reached, discarded.")  # fmt: skip
     if n < tau:
-        rule = {
-            "residual": "lossless samples norm(max(0, p − q)), what p has and q lacks",
+        why = {
+            "residual": {"token": "lossless samples norm(max(0, p − q)), what p has and q lacks",
+                         "one-hot": "one-hot samples p without the rejected token",
+                         "block": f"block samples norm(max(0, w{n} p − q)) there" if n else
+                         "block samples norm(max(0, p − q)) there"}[rule],
             "argmax": "textbook takes p's most likely token",
             "greedy": "greedy takes p's most likely token",
-        }.get(step.next_rule, f"the rule is {step.next_rule}")
+        }.get(step.next_rule, f"the rule is {step.next_rule}")  # fmt: skip
         notes.append(
             f"'{step.draft_text[n]}' is rejected at position {n + 1}, so the target chooses the next token from its "
-            f"distribution there: {rule}: '{step.next_text}'."
+            f"distribution there: {why}: '{step.next_text}'."
         )
     else:
         accepted = f"All {tau} draft tokens accepted" if tau > 1 else "The draft token accepted"
         notes.append(f"{accepted}: the target adds a bonus token from p at position {tau + 1}: '{step.next_text}'.")
     return notes
+
+
+def _intervals(case: SandboxCase, step: StepTrace) -> list[tuple[float, float]]:
+    return [interval(case.q[t], y) for t, y in enumerate(step.draft_tokens)]
 
 
 def residual_distribution(case: SandboxCase, position: int) -> list[float]:

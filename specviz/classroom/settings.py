@@ -20,6 +20,7 @@ from specviz.classroom.quiz import KINDS
 from specviz.classroom.sandbox import MAX_TAU as SANDBOX_TAU
 from specviz.classroom.sandbox import PRESETS as EXERCISES
 from specviz.core.config import MODES, TAU_POLICIES, SpecConfig
+from specviz.core.rules import VERIFICATIONS
 from specviz.models.loading import PRESETS, RUNTIMES
 
 CUSTOM = "Custom: hub id, folder or server"
@@ -113,7 +114,10 @@ SETTINGS: dict[str, Setting] = {
         Setting("sandbox_mode", "textbook", MODES),
         Setting("sandbox_tau", 1, (1, SANDBOX_TAU)),
         Setting("sandbox_seed", 0, (0, 10_000)),
+        Setting("sandbox_rule", VERIFICATIONS[0], VERIFICATIONS),  # lossless mode's verification rule
         *(Setting(f"sandbox_r{t}", 0.5, (0.0, 0.999)) for t in range(SANDBOX_TAU)),
+        *(Setting(f"sandbox_u{t}", 0.5, (0.0, 0.999)) for t in range(SANDBOX_TAU)),  # lossless: the draft's draws
+        Setting("sandbox_s", 0.5, (0.0, 0.999)),  # lossless: the next token's draw
         Setting("sandbox_table", ""),  # link only: the exercise's table as JSON columns
         Setting("lossless_source", LOSSLESS_SOURCES[0], LOSSLESS_SOURCES),
         Setting("lossless_tau", 2, (1, 8)),

@@ -13,6 +13,9 @@ Mode = Literal["textbook", "lossless", "greedy"]  # SPEC.md, "Three acceptance m
 MODES: tuple[Mode, ...] = get_args(Mode)
 TauPolicy = Literal["fixed", "heuristic", "confidence"]  # SPEC.md, "Variants"
 TAU_POLICIES: tuple[TauPolicy, ...] = get_args(TauPolicy)
+# how a lossless step is verified (docs/algorithm.md, "Verification as serving engines run it")
+Verification = Literal["token", "one-hot", "block"]
+VERIFICATIONS: tuple[Verification, ...] = get_args(Verification)
 MAX_TAU = 64
 MAX_TOPK = 10
 MAX_TREE_NODES = 64
@@ -40,6 +43,9 @@ class SpecConfig:
     topk: int = 1
     steps: int = 0
     num_draft_tokens: int = 0
+    # lossless mode's verification rule: token (r ≤ p/q), one-hot (r ≤ p(ŷ): q one-hot at the drafted token,
+    # as vLLM and SGLang verify EAGLE, MTP and n-gram drafts), block (Sun et al.: the last position whose r ≤ h)
+    verification: Verification = "token"
 
     def __post_init__(self) -> None:
         _check_int("tau", self.tau, 1, MAX_TAU)
@@ -59,6 +65,23 @@ class SpecConfig:
         if not isinstance(self.broken_draft, bool):
             raise ConfigError(f"broken_draft must be true or false; got {self.broken_draft!r}")
         self._check_tree()
+        self._check_verification()
+
+    def _check_verification(self) -> None:
+        if self.verification not in VERIFICATIONS:
+            raise ConfigError(f"verification must be one of {', '.join(VERIFICATIONS)}; got {self.verification!r}")
+        if self.verification == "token":
+            return
+        if self.mode != "lossless":
+            raise ConfigError(
+                f"the {self.verification} verification rule decides lossless steps; {self.mode} mode has its own "
+                "rule: use lossless mode, or verification='token'"
+            )
+        if self.verification == "block" and self.tree:
+            raise ConfigError(
+                "block verification judges a chain of draft tokens as one block; a token tree is verified token by "
+                "token (verification='token') or with one-hot q (verification='one-hot', SGLang's tree sampling)"
+            )
 
     def _check_tree(self) -> None:
         _check_int("topk", self.topk, 1, MAX_TOPK)
@@ -88,7 +111,10 @@ class SpecConfig:
         return self.steps if self.tree else self.tau
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        if self.verification == "token":  # the default rule: settings saved before it existed read the same
+            del data["verification"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SpecConfig:

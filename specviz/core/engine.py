@@ -24,6 +24,7 @@ from specviz.core.trace import (
     TokenProb,
     TreeNode,
     TreeTrace,
+    VerifyTrace,
     build_run_trace,
 )
 from specviz.errors import ConfigError, PromptError, SpecvizError
@@ -179,7 +180,7 @@ class Decoder:
         feed = self._ids[self._target.length :] + draft  # 2. verify all of them in one pass
         p = self._warp(self._target.extend(feed, keep=len(draft) + 1))
         t2 = time.perf_counter()
-        choice = choose(cfg.mode, draft, q, p, self._gen)  # 3–5. accept, count, next token
+        choice = choose(cfg.mode, draft, q, p, self._gen, verification=cfg.verification)  # 3–5. accept, count, next
         emitted = self._emit([*draft[: choice.n], choice.token])  # 6. new confirmed sequence
         timing = (t1 - t0, t2 - t1)
         return record_step(
@@ -206,7 +207,7 @@ class Decoder:
         t2 = time.perf_counter()
         greedy = cfg.mode == "greedy"
         r = [None] * len(tree) if greedy else torch.rand(len(tree), generator=self._gen, dtype=torch.float64).tolist()
-        walked = tree_mod.walk(cfg.mode, tree, p, r, self._gen)
+        walked = tree_mod.walk(cfg.mode, tree, p, r, self._gen, cfg.verification)
         self._target.retain([*range(base, base + len(pending)), *(base + len(pending) + i for i in walked.path)])
         drafted = [tree.session_index[i] for i in walked.path if i in tree.session_index]
         self._draft.retain(drafted)
@@ -286,6 +287,12 @@ def record_step(
     """The immutable record of one step: every number a chart or a student needs."""
     k, n = len(draft), choice.n
     extra = [] if choice.residual is None else [choice.residual[None]]
+    verify = None
+    if choice.verification != "token":
+        block = choice.block
+        verify = VerifyTrace(choice.verification, choice.threshold, choice.passed, block.w if block else (),
+                             block.residual_mass if block else ())  # fmt: skip
+    after = "rejected" if verify is not None and verify.rule == "block" else "not reached"  # block: each failed
     tops = _top_rows(torch.cat([q, p[:k], p[n : n + 1], *extra]), top_n, text)
     return StepTrace(
         index=index,
@@ -298,7 +305,7 @@ def record_step(
         ratio=tuple(choice.ratio.tolist()),
         r=choice.r,
         accepted=tuple(t < n for t in range(k)),
-        decision=tuple("accepted" if t < n else "rejected" if t == n else "not reached" for t in range(k)),
+        decision=tuple("accepted" if t < n else "rejected" if t == n else after for t in range(k)),
         beta=tuple(overlap(p[:k], q).tolist()),
         n_accepted=n,
         next_token=choice.token,
@@ -312,6 +319,7 @@ def record_step(
         residual_top=tops[2 * k + 1] if extra else None,
         draft_ms=timing[0] * 1000.0,
         verify_ms=timing[1] * 1000.0,
+        verify=verify,
     )
 
 

@@ -17,16 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, get_args
 
 import torch
 
-from specviz.core.config import Mode
+from specviz.core.config import VERIFICATIONS, Mode, Verification
 from specviz.core.sampling import residual, sample_at
 from specviz.core.trace import NextRule
 
-Verification = Literal["token", "one-hot", "block"]
-VERIFICATIONS: tuple[Verification, ...] = get_args(Verification)
+__all__ = ["VERIFICATIONS", "Block", "Choice", "Verification", "acceptance_length", "choose"]
 
 
 def acceptance_length(r: Sequence[float], ratio: Sequence[float]) -> int:

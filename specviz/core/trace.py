@@ -89,6 +89,23 @@ class TreeTrace:
 
 
 @dataclass(frozen=True)
+class VerifyTrace:
+    """A lossless step verified by an engine's rule (docs/algorithm.md, "Verification as serving engines
+    run it"): what each draw was compared with and whether it passed. Absent for the token-wise rule,
+    whose test is r ≤ p/q (the step's `ratio`)."""
+
+    rule: str  # "one-hot" | "block"
+    threshold: tuple[float, ...]  # what r_t was compared with: p(ŷ_t) (one-hot), h_t (block)
+    passed: tuple[bool, ...]  # r_t ≤ threshold_t; block keeps every position up to the last pass
+    w: tuple[float, ...] = ()  # block: w_t = min(1, w_{t−1} p(ŷ_t) / q(ŷ_t)), w_0 = 1
+    residual_mass: tuple[float, ...] = ()  # block: R_t = Σ_v max(0, w_t p_{t+1}(v) − q_{t+1}(v)); R_τ = 0
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> VerifyTrace:
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
+@dataclass(frozen=True)
 class StepTrace:
     index: int  # 0-based step number within the run
     context_length: int  # confirmed tokens (prompt + emitted) before this step
@@ -117,6 +134,7 @@ class StepTrace:
     # a tree step (SPEC.md, "Token trees"): every node; the fields above then read the main line (the
     # accepted path, then the first child tried where the walk stopped and its first descendants)
     tree: TreeTrace | None = None
+    verify: VerifyTrace | None = None  # a lossless step under the one-hot or block rule; None: token-wise
 
     @property
     def nodes(self) -> int:
@@ -124,11 +142,16 @@ class StepTrace:
         return len(self.tree.nodes) if self.tree is not None else self.tau
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        if self.verify is None:  # token-wise steps keep the record they always had
+            del data["verify"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StepTrace:
         fields = dict(data)
+        if fields.get("verify") is not None and not isinstance(fields["verify"], VerifyTrace):
+            fields["verify"] = VerifyTrace.from_dict(fields["verify"])
         for name in _TUPLE_FIELDS:
             fields[name] = tuple(fields[name])
         for name in ("q_top", "p_top"):

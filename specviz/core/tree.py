@@ -197,9 +197,15 @@ class Walk:
     residuals: dict[int, tuple[torch.Tensor, torch.Tensor]]  # lossless: (p′, q′) after each rejected node
 
 
-def walk(mode: Mode, tree: DraftTree, p: torch.Tensor, r: Sequence[float | None], gen: torch.Generator) -> Walk:
+def walk(
+    mode: Mode, tree: DraftTree, p: torch.Tensor, r: Sequence[float | None], gen: torch.Generator,
+    verification: str = "token",
+) -> Walk:  # fmt: skip
     """Walk down from the root. `p` has the root's row first, then one row per node; `r` one
-    pre-drawn uniform per node (None in greedy mode), used only if that node is tested."""
+    pre-drawn uniform per node (None in greedy mode), used only if that node is tested. Lossless with
+    verification "one-hot" walks as SGLang's target-only tree sampling: child x is kept when r ≤ p′(x),
+    and after a rejection p′ loses x (renormalised); q is never read."""
+    one_hot = mode == "lossless" and verification == "one-hot"
     n = len(tree)
     decision: list[NodeDecision] = ["not tested"] * n
     ratio: list[float | None] = [None] * n
@@ -220,13 +226,16 @@ def walk(mode: Mode, tree: DraftTree, p: torch.Tensor, r: Sequence[float | None]
             if mode == "greedy":
                 ok = x == best
             else:
-                ratio[kid] = _divide(float(p_now[x]), float(q_now[x]))
+                ratio[kid] = float(p_now[x]) if one_hot else _divide(float(p_now[x]), float(q_now[x]))
                 ok = r[kid] <= ratio[kid]
             decision[kid] = "accepted" if ok else "rejected"
             if ok:
                 taken = kid
                 break
-            if mode == "lossless":  # recursive rejection sampling: what p has beyond q, q without x
+            if one_hot:  # p′ without x, renormalised (q taken as one-hot at x)
+                p_now = residual(p_now, torch.nn.functional.one_hot(torch.tensor(x), p_now.numel()).to(p_now.dtype))
+                residuals[kid] = (p_now, q_now)
+            elif mode == "lossless":  # recursive rejection sampling: what p has beyond q, q without x
                 p_now = residual(p_now, q_now)
                 q_now = q_now.clone()
                 q_now[x] = 0.0

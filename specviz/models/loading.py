@@ -251,6 +251,23 @@ def _draft(
     return HFModel(model, spec)
 
 
+def codec_for(target: str) -> HFCodec | None:
+    """The tokenizer of a target named in a saved trace, where one is at hand with no network: the embedded
+    target's, a local model folder's, or a hub id's already in the local cache; else None."""
+    from transformers import AutoTokenizer
+
+    if target == embedded.NAME:
+        source = str(embedded.ensure_cache())
+    elif Path(target).expanduser().is_dir() or _is_cached_on_disk(target):
+        source = str(Path(target).expanduser()) if Path(target).expanduser().is_dir() else target
+    else:
+        return None
+    try:
+        return HFCodec(AutoTokenizer.from_pretrained(source, trust_remote_code=False), target)
+    except (OSError, ValueError, KeyError):
+        return None
+
+
 def _layer_count(spec: str) -> int:
     _, _, k = spec.partition(":")
     if not k.isdigit() or int(k) < 1:
