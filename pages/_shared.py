@@ -163,10 +163,10 @@ def step(dec: specviz.Decoder, turn) -> bool:
     return True
 
 
-def metrics_row(m: specviz.Metrics, target_top_k: int | None = None) -> None:
+def metrics_row(m: specviz.Metrics, target_top_k: int | None = None, tree: bool = False) -> None:
     """The running metrics, one tile each (specviz.viz.view.metric_tiles), in two rows of three: no
     label is cut at 1280 px."""
-    for column, tile in zip([*st.columns(3), *st.columns(3)], metric_tiles(m, target_top_k), strict=True):
+    for column, tile in zip([*st.columns(3), *st.columns(3)], metric_tiles(m, target_top_k, tree), strict=True):
         column.metric(tile.label, tile.value, help=tile.help)
 
 

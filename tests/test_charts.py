@@ -46,9 +46,28 @@ def test_step_chart_shows_q_p_acceptance_chance_and_r_coloured_by_decision(runs)
     assert top_chart(step, 0).layout.yaxis.type == "category"
 
 
-def test_step_chart_in_greedy_mode_has_no_r(runs):
-    fig = step_chart(runs["greedy"].steps[0])
+def test_step_chart_in_greedy_mode_has_no_r_and_marks_ps_argmax_not_a_chance(runs):
+    step = next(s for s in runs["greedy"].steps if s.n_accepted < s.tau)
+    fig = step_chart(step)
     assert not any(t.name.startswith("r ") for t in fig.data)
+    assert not any("min(1, p/q)" in t.name or "chance" in t.name for t in fig.data)  # greedy has no chance to accept
+    best = _trace(fig, "max p: the target's most likely token")
+    assert list(best.y) == [top[0].prob for top in step.p_top]  # p's argmax at each position, its token in the hover
+    assert list(best.customdata) == [token_label(top[0].text) for top in step.p_top]
+    assert list(best.marker.color) == [DECISION_COLORS[d] for d in step.decision]
+    n = step.n_accepted  # accepted exactly where the draft token is the argmax, up to the first mismatch
+    assert all(step.p_top[t][0].token == step.draft_tokens[t] for t in range(n))
+    assert step.p_top[n][0].token != step.draft_tokens[n]
+    predict = step_chart(step, hide_decisions=True)  # the class predicts: p's argmax would give the answer away
+    assert not any(t.name.startswith("max p") for t in predict.data)
+    assert any(t.name.startswith("max p") for t in step_chart(step, hide_decisions=True, show_draws=True).data)
+
+
+def test_per_position_chart_names_depths_and_leaves_undrafted_ones_absent():
+    fig = per_position_chart((1.0, 0.5, None), (1.0, 0.5, None), tree=True)
+    assert list(fig.data[0].y) == [1.0, 0.5, None] and fig.layout.xaxis.title.text == "draft depth i"
+    assert [(a.x, a.text) for a in fig.layout.annotations] == [(3, "not drafted")]
+    assert "depth" in fig.data[0].name
 
 
 def test_top_chart_shows_both_top_tens_and_the_residual_where_resampled(runs):

@@ -52,6 +52,23 @@ def test_metric_tiles_from_numbers_worked_by_hand():
     assert tiles["target forward passes"].help == "for 13 tokens" and "c = 0.05" in tiles["time: draft / verify"].help
     remote = view.metric_tiles(m, target_top_k=5)[2]
     assert remote.label == "α ≈ (top-k)" and "approximate (top-5)" in remote.help
+    # a tree: 12 nodes verified in 4 passes, 9 accepted down the paths; the 75% is over nodes, and says so
+    tree = {t.label: t for t in view.metric_tiles(m, tree=True)}
+    assert "draft acceptance rate" not in tree and tree["node acceptance rate"].value == "75%"
+    assert tree["node acceptance rate"].help.startswith("accepted depth / nodes verified")
+    assert "1 + accepted depth / steps" in tree["mean acceptance length"].help
+    assert tree["target forward passes"].help == "for 13 tokens; 12 nodes verified in them"
+
+
+def test_a_depth_no_tree_step_drafted_is_absent_not_zero():
+    """A lossless tree of 8 nodes, topk 3 and steps 4 keeps rank paths of depth 3 at most (docs/algorithm.md):
+    depth 4 is never drafted, so its rates are None (drawn as "not drafted"), never 0.00."""
+    run = Decoder(hf_pair(), [5, 17, 42], SpecConfig(mode="lossless", topk=3, steps=4, num_draft_tokens=8,
+                                                     max_new_tokens=12)).run()  # fmt: skip
+    assert {s.depth for s in run.steps} <= {1, 2, 3} and max(s.depth for s in run.steps) == 3
+    assert run.metrics.per_position_acceptance_rate[3] is None
+    assert run.metrics.conditional_per_position_acceptance_rate[3] is None
+    assert all(rate is not None for rate in run.metrics.per_position_acceptance_rate[:3])
 
 
 def test_the_decode_settings_make_a_chain_or_a_tree():

@@ -22,6 +22,7 @@ class StepCounts(Protocol):
     draft_ms: float
     verify_ms: float
     nodes: int  # draft tokens the target verified: τ for a chain, every node of a tree
+    depth: int  # the deepest draft position: τ for a chain, the deepest node of a tree
 
 
 @dataclass(frozen=True)
@@ -35,16 +36,20 @@ class StepCount:
     draft_ms: float
     verify_ms: float
     nodes: int = -1  # −1: a chain, τ nodes
+    depth: int = -1  # −1: a chain, τ deep
 
     def __post_init__(self) -> None:
         if self.nodes < 0:
             object.__setattr__(self, "nodes", self.tau)
+        if self.depth < 0:
+            object.__setattr__(self, "depth", self.tau)
 
     @classmethod
     def of(cls, step: StepCounts) -> StepCount:
         return cls(
-            step.tau, step.n_accepted, tuple(step.beta), tuple(step.emitted), step.draft_ms, step.verify_ms, step.nodes
-        )
+            step.tau, step.n_accepted, tuple(step.beta), tuple(step.emitted), step.draft_ms, step.verify_ms, step.nodes,
+            step.depth,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -55,7 +60,9 @@ class Metrics:
     emitted_tokens: int  # tokens appended to the output (accepted + one target token per step)
     draft_acceptance_rate: float | None  # accepted / drafted
     mean_acceptance_length: float | None  # 1 + accepted / steps (includes the target's token)
-    per_position_acceptance_rate: tuple[float, ...]  # steps with draft token i accepted / steps
+    # steps with draft token i accepted / steps (a tree: the accepted path reached depth i); None where no step
+    # drafted a position i (a depth the tree never had, a position a τ policy never reached)
+    per_position_acceptance_rate: tuple[float | None, ...]
     alpha: float | None  # mean over draft positions of β = Σ min(p, q)
     c: float | None  # time of one draft forward / time of one target forward, measured
     target_forward_passes: int  # one per step (the prompt's prefill is not counted)
@@ -84,9 +91,13 @@ def compute_metrics(steps: Sequence[StepCounts], tau: int) -> Metrics:
     draft_ms = sum(s.draft_ms for s in steps)
     verify_ms = sum(s.verify_ms for s in steps)
     emitted = sum(len(s.emitted) for s in steps)
-    per_position = tuple(sum(s.n_accepted >= i for s in steps) / n_steps if n_steps else 0.0 for i in range(1, tau + 1))
+    reached = [any(s.depth >= i for s in steps) for i in range(1, tau + 1)]
+    per_position = tuple(
+        (sum(s.n_accepted >= i for s in steps) / n_steps if reached[i - 1] else None) if n_steps else 0.0
+        for i in range(1, tau + 1)
+    )
     conditional = tuple(
-        _ratio(sum(s.n_accepted >= i for s in steps), sum(s.n_accepted >= i - 1 and s.tau >= i for s in steps))
+        _ratio(sum(s.n_accepted >= i for s in steps), sum(s.n_accepted >= i - 1 and s.depth >= i for s in steps))
         for i in range(1, tau + 1)
     )
     c = None

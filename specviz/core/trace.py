@@ -141,6 +141,13 @@ class StepTrace:
         """Draft tokens the target verified in this step's pass."""
         return len(self.tree.nodes) if self.tree is not None else self.tau
 
+    @property
+    def depth(self) -> int:
+        """The deepest draft position of this step: τ for a chain, the deepest node of a tree."""
+        if self.tree is None:
+            return self.tau
+        return max((node.depth for node in self.tree.nodes), default=0)
+
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         if self.verify is None:  # token-wise steps keep the record they always had

@@ -84,11 +84,22 @@ def step_chart(
          "hovertemplate": f"%{{customdata}}: {name[0]} = %{{y:.4g}}<extra></extra>"}
         for name, values, color in (("q (draft)", step.q, Q_COLOR), ("p (target)", step.p, P_COLOR))
     ]  # fmt: skip
-    data.append({
-        "type": "scatter", "name": "min(1, p/q): chance to accept", "x": x, "y": accept_prob, "mode": "markers",
-        "marker": {"symbol": "diamond-wide", "size": 22, "color": colors, "line": {"width": 2, "color": "black"}},
-        "hovertemplate": "min(1, p/q) = %{y:.3f}<extra></extra>",
-    })  # fmt: skip
+    greedy = bool(step.r) and all(r is None for r in step.r)
+    if greedy:  # kept iff it is p's most likely token: p's argmax marked, no chance that does not apply
+        if show_draws or not hide_decisions:
+            best = [top[0] if top else TokenProb(-1, "?", 0.0) for top in step.p_top]
+            data.append({
+                "type": "scatter", "name": "max p: the target's most likely token (greedy keeps ŷ only if it is it)",
+                "x": x, "y": [b.prob for b in best], "mode": "markers", "customdata": [token_label(b.text) for b in best],
+                "marker": {"symbol": "star", "size": 22, "color": colors, "line": {"width": 2, "color": "black"}},
+                "hovertemplate": "argmax p: %{customdata} (p = %{y:.3f})<extra></extra>",
+            })  # fmt: skip
+    else:
+        data.append({
+            "type": "scatter", "name": "min(1, p/q): chance to accept", "x": x, "y": accept_prob, "mode": "markers",
+            "marker": {"symbol": "diamond-wide", "size": 22, "color": colors, "line": {"width": 2, "color": "black"}},
+            "hovertemplate": "min(1, p/q) = %{y:.3f}<extra></extra>",
+        })  # fmt: skip
     if any(r is not None for r in step.r) and (show_draws or not hide_decisions):
         data.append({
             "type": "scatter", "name": "r (uniform draw)", "x": x, "y": list(step.r), "mode": "markers",
@@ -229,23 +240,31 @@ def history_chart(steps: Sequence[StepTrace], shown: int | None = None) -> go.Fi
     return built(data, layout, FONT["size"])
 
 
-def per_position_chart(rates: Sequence[float], conditional: Sequence[float | None] = ()) -> go.Figure:
+def per_position_chart(
+    rates: Sequence[float | None], conditional: Sequence[float | None] = (), tree: bool = False
+) -> go.Figure:
     """Per-position acceptance rate, two kinds side by side, each defined in its legend: of all
     steps (SPEC.md: never increases with i) and, if given, of the steps that reached position i
-    (tokens 1..i−1 accepted), as serving engines log it."""
+    (tokens 1..i−1 accepted), as serving engines log it. For a token tree (`tree`) the positions are
+    depths. A position no step drafted has no bar, and says so."""
     x = list(range(1, len(rates) + 1))
+    where = "depth" if tree else "position"
     shared = {"type": "bar", "x": x, "texttemplate": "%{y:.2f}", "textposition": "outside", "constraintext": "none",
               "cliponaxis": False}  # fmt: skip
     data = [
-        {**shared, "y": list(rates), "marker": {"color": DECISION_COLORS["accepted"]}, "name": "accepted / all steps"}
-    ]
+        {**shared, "y": list(rates), "marker": {"color": DECISION_COLORS["accepted"]},
+         "name": "accepted / all steps" if not tree else "accepted path reached depth i / all steps"}
+    ]  # fmt: skip
     if conditional:
         data.append({**shared, "y": list(conditional), "marker": {"color": "#9ecae1"},
-                     "name": "accepted / steps that reached i (engines' rate)"})  # fmt: skip
+                     "name": f"accepted / steps that reached {where} i (engines' rate)"})  # fmt: skip
+    absent = [{"x": i, "y": 0.04, "text": "not drafted", "showarrow": False, "yanchor": "bottom", "textangle": -90,
+               "font": {"color": DECISION_COLORS["not reached"], "size": FONT["size"]}}
+              for i, rate in zip(x, rates, strict=True) if rate is None]  # fmt: skip
     layout = {
-        "height": 360, "xaxis": {"title": "draft position i", "dtick": 1}, "barmode": "group",
+        "height": 360, "xaxis": {"title": f"draft {where} i", "dtick": 1}, "barmode": "group",
         "yaxis": {"title": "acceptance rate", "range": [0, 1.18]}, "margin": {"t": 30, "b": 110},
-        "legend": {"orientation": "h", "y": -0.3, "x": 0}, "showlegend": bool(conditional),
+        "legend": {"orientation": "h", "y": -0.3, "x": 0}, "showlegend": bool(conditional), "annotations": absent,
     }  # fmt: skip
     return built(data, layout, FONT["size"])
 

@@ -18,19 +18,29 @@ class Tile:
     help: str
 
 
-def metric_tiles(m: Metrics, target_top_k: int | None = None) -> list[Tile]:
+def metric_tiles(m: Metrics, target_top_k: int | None = None, tree: bool = False) -> list[Tile]:
     """The running metrics of SPEC.md, one tile each, each defined in its help. With a remote target
-    (`target_top_k`), α is marked approximate: the server returned only its top-k probabilities."""
+    (`target_top_k`), α is marked approximate: the server returned only its top-k probabilities. For
+    token trees (`tree`) each tile names what it counts: nodes verified, or depth accepted."""
     approx = f" — approximate (top-{target_top_k}): p beyond the server's top {target_top_k} is spread evenly"
     share = m.draft_ms / (m.draft_ms + m.verify_ms) if m.draft_ms + m.verify_ms else 0
+    accepted = "accepted depth" if tree else "accepted"
+    rate = (
+        Tile("node acceptance rate", f"{(m.draft_acceptance_rate or 0):.0%}",
+             "accepted depth / nodes verified: a tree verifies alternatives of which at most one per depth can be "
+             "accepted, so this reads lower than a chain's rate for the same tokens per step (SGLang divides by "
+             "the nodes too)")
+        if tree else Tile("draft acceptance rate", f"{(m.draft_acceptance_rate or 0):.0%}", "accepted / drafted")
+    )  # fmt: skip
     return [
         Tile("mean acceptance length", f"{m.mean_acceptance_length or 0:.2f}",
-             "1 + accepted / steps: it counts the target's token. Without it (mean accepted draft tokens, "
-             f"accepted / steps): {m.mean_accepted_draft_tokens or 0:.2f}"),
-        Tile("draft acceptance rate", f"{(m.draft_acceptance_rate or 0):.0%}", "accepted / drafted"),
+             f"1 + {accepted} / steps: tokens per step, the target's token counted. Without it (mean accepted draft "
+             f"tokens, {accepted} / steps): {m.mean_accepted_draft_tokens or 0:.2f}"),
+        rate,
         Tile("α ≈ (top-k)" if target_top_k else "α", f"{(m.alpha or 0):.3f}",
              "mean over draft positions of Σ min(p, q)" + (approx if target_top_k else "")),
-        Tile("target forward passes", str(m.target_forward_passes), f"for {m.emitted_tokens} tokens"),
+        Tile("target forward passes", str(m.target_forward_passes),
+             f"for {m.emitted_tokens} tokens" + (f"; {m.drafted_tokens} nodes verified in them" if tree else "")),
         Tile("tokens/s", f"{(m.tokens_per_second or 0):.1f}",
              "emitted tokens per second of drafting and verifying (the prompt's reading not counted)"),
         Tile("time: draft / verify", f"{share:.0%} / {1 - share:.0%}",
