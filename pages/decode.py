@@ -196,8 +196,8 @@ left, right = st.columns(2)
 left.markdown("**Accepted length per step** (the whole run; the step shown is marked)")
 left.plotly_chart(ui.chart(charts.history_chart, shown, None if hidden else view.index), key="decode_history_chart")
 right.markdown(f"**Per-{'depth' if run.config.tree else 'position'} acceptance rate** ({upto_text})")
-right.plotly_chart(ui.chart(charts.per_position_chart, m.per_position_acceptance_rate,
-                            m.conditional_per_position_acceptance_rate, run.config.tree), key="decode_position_chart")  # fmt: skip
+rates = (m.per_position_acceptance_rate, m.conditional_per_position_acceptance_rate, run.config.tree)
+right.plotly_chart(ui.chart(charts.per_position_chart, *rates), key="decode_position_chart")
 if run.config.tree and not hidden:
     st.markdown("**Tree steps**: the depth each step accepted, against the nodes its one pass verified")
     st.plotly_chart(ui.chart(tree_run_chart, shown), key="decode_tree_run_chart")

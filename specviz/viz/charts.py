@@ -90,7 +90,8 @@ def step_chart(
             best = [top[0] if top else TokenProb(-1, "?", 0.0) for top in step.p_top]
             data.append({
                 "type": "scatter", "name": "max p: the target's most likely token (greedy keeps ŷ only if it is it)",
-                "x": x, "y": [b.prob for b in best], "mode": "markers", "customdata": [token_label(b.text) for b in best],
+                "x": x, "y": [b.prob for b in best], "mode": "markers",
+                "customdata": [token_label(b.text) for b in best],
                 "marker": {"symbol": "star", "size": 22, "color": colors, "line": {"width": 2, "color": "black"}},
                 "hovertemplate": "argmax p: %{customdata} (p = %{y:.3f})<extra></extra>",
             })  # fmt: skip
