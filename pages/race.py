@@ -1,14 +1,12 @@
 """Race: the target alone against speculative decoding on the same prompt, tokens appearing as made."""
 
-import html
-
 import streamlit as st
 
 import specviz
 from pages import _shared as ui
 from pages._present import COMPACT_CSS, presentation_toggle
 from specviz.analysis.race import BY_LABEL, Race
-from specviz.viz.render import sentence
+from specviz.viz.render import RACE_STYLE, lane_html, lane_text, sentence
 
 ui.ensure_shell()
 present = bool(st.session_state.get("race_present"))
@@ -37,15 +35,12 @@ with lanes[1]:
 def draw(pair: specviz.ModelPair, alone, spec) -> None:
     """Both lanes: their text so far, their clocks and speeds."""
     for lane, box, line in ((alone, alone_box, alone_line), (spec, spec_box, spec_line)):
-        text = html.escape(pair.codec.decode(list(lane.tokens))).replace("\n", "<br>")
-        box.html(f'<div class="sv-race"><div>{text}</div></div>')  # scrolled to its newest line
+        box.html(lane_html(lane_text(pair.codec, lane.tokens)))  # whitespace kept, scrolled to its newest line
         line.markdown(f"**{lane.seconds:.1f} s** · {len(lane.tokens)} tokens · **{lane.tokens_per_second:.1f} "
                       f"tokens/s** · {lane.passes} target passes" + (" · done" if lane.done else ""))  # fmt: skip
 
 
-st.html("""<style>.sv-race { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 1.15rem;
-line-height: 1.6; height: 11rem; overflow-y: auto; display: flex; flex-direction: column-reverse;
-padding: 0.6rem; border: 1px solid #ddd; border-radius: 6px; }</style>""")
+st.html(RACE_STYLE)
 results = st.session_state.setdefault("race_results", {})
 key = (label, max_new)
 if start:

@@ -243,13 +243,23 @@ def test_the_races_copying_presets_keep_runs_of_tokens_per_pass_on_llama_cpp(pai
     write the same text; where the answer copies the prompt (repeat, quote), a target pass keeps more
     than two tokens on average (counted, not timed); the code edit keeps fewer, as its note says."""
     from specviz.analysis.race import PRESETS, Race
+    from specviz.viz.render import RACE_STYLE, lane_html, lane_text
 
     lookup = specviz.load_pair("embedded", "prompt-lookup", runtime="llama.cpp")
     per_pass = {}
     for preset in (p for p in PRESETS if p.draft == "prompt-lookup"):
-        result = Race(lookup, preset.prompt, SpecConfig(tau=preset.tau, mode="greedy", max_new_tokens=48)).run()
+        race = Race(lookup, preset.prompt, SpecConfig(tau=preset.tau, mode="greedy", max_new_tokens=48))
+        shown = [(lane_text(lookup.codec, a.tokens), lane_text(lookup.codec, s.tokens)) for a, s in race.frames()]
+        result = race.result()
         assert result.same_text, preset.label
         per_pass[preset.label.split(": ")[1]] = result.tokens_per_pass
+        final = lookup.codec.decode(list(result.alone.tokens))
+        # what streams is each time a prefix of the final text, its spaces and line breaks as the final has them
+        assert all(final.startswith(a) and final.startswith(s) for a, s in shown), preset.label
+        assert shown[-1] == (final, final)
+        if "code" in preset.label:
+            assert "\n    " in final and "\n    " in lane_html(final)  # the indentation is in the box...
+            assert "white-space: pre-wrap" in RACE_STYLE and "<br>" not in lane_html(final)  # ...and shows
     copying = [v for k, v in per_pass.items() if not k.startswith("edit code")]
     assert len(copying) == 2 and min(copying) > 2.0, per_pass
     assert per_pass["edit code"] < min(copying), per_pass

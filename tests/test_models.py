@@ -197,3 +197,23 @@ def test_a_pair_with_roles_swapped_decodes_with_the_draft_as_target():
         out.append(int(logits.argmax()))
         logits = session.extend([out[-1]], keep=1)[-1]
     assert list(run.new_tokens) == out
+
+
+def test_a_token_holding_part_of_a_character_reads_as_its_bytes_everywhere():
+    """Byte-level BPE splits "你" (E4 BD A0) into tokens that hold parts of it: each reads as its bytes, never
+    "�", so the draft tokens of a step are told apart; together they still decode to the character."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    from specviz.models.text import HFCodec, readable
+
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    core = Tokenizer(models.BPE(vocab={ch: i for i, ch in enumerate(sorted(alphabet))}, merges=[]))
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.decoder = decoders.ByteLevel()
+    codec = HFCodec(PreTrainedTokenizerFast(tokenizer_object=core))
+    ids = codec.encode("你a")
+    assert [codec.token_text(i) for i in ids] == ["⟨E4⟩", "⟨BD⟩", "⟨A0⟩", "a"]
+    assert codec.decode(ids) == "你a"
+    assert readable("naïve ".encode() + "你".encode()[:2]) == "naïve ⟨E4 BD⟩"
+    assert readable("🙂".encode()) == "🙂"

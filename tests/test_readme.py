@@ -48,3 +48,24 @@ def test_the_readmes_commands_are_the_ones_the_makefile_and_cli_define():
             build_sweep_parser().parse_args(args[1:])  # exits (SystemExit) on an unknown flag
         else:
             build_parser().parse_args(args)
+
+
+WORDS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen"
+NUMBER_WORDS = {w: i for i, w in enumerate((WORDS + " seventeen eighteen nineteen twenty").split())}
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_counts_of_things_the_code_defines_are_the_codes(doc):
+    """A count in the docs comes from the code or is not written: "fifteen lessons" beside an app with 17
+    was wrong twice over. Lessons, pages and race presets, in figures or in words."""
+    from specviz.analysis.race import PRESETS as RACES
+    from specviz.classroom.lessons import LESSONS
+
+    pages = len(re.findall(r"st\.Page\(", (ROOT / "app.py").read_text()))
+    counts = {"lessons": len(LESSONS), "questions": len(LESSONS), "pages": pages, "race presets": len(RACES)}
+    for number, thing in re.findall(
+        r"\b(\d+|[a-z]+) (lessons|questions|pages|race presets)\b", doc.read_text().lower()
+    ):
+        value = int(number) if number.isdigit() else NUMBER_WORDS.get(number)
+        if value is not None:
+            assert value == counts[thing], f"{doc.name} says {number} {thing}; the code has {counts[thing]}"

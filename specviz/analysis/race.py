@@ -36,11 +36,11 @@ class RacePreset:
 
 PRESETS: tuple[RacePreset, ...] = (
     RacePreset(
-        "Prompt lookup: repeat a text with its spelling fixed", "prompt-lookup",
-        "Fix the spelling mistakes and repeat: The quick brown fox jumpd over the lazy dog. It was a sunny day and "
-        "the fox was very hapy. The dog did not mind, becuase it was sleeping under a big tree.",
-        6, "Where it pays on a CPU: the answer copies the prompt, so a draft that copies runs of it is often right "
-        "for several tokens at once.",
+        "Prompt lookup: repeat a text", "prompt-lookup",
+        "Repeat the text below.\n\nThe quick brown fox jumps over the lazy dog. It was a sunny day and the fox was "
+        "very happy. The dog did not mind, because it was sleeping under a big tree.",
+        6, "Where it pays on a CPU: the answer copies long runs of the prompt (not all of it: the 135M target drops "
+        "a clause), so a draft that copies runs of it is often right for several tokens at once.",
     ),
     RacePreset(
         "Prompt lookup: answer with a quote", "prompt-lookup",

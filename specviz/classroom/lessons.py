@@ -306,7 +306,7 @@ def choose_tau(pair: ModelPair | None, load: Load) -> Evidence:
 
 
 def race(pair: ModelPair, load: Load) -> Evidence:
-    preset = RACES[0]  # prompt lookup on "fix the spelling mistakes and repeat"
+    preset = RACES[0]  # prompt lookup on "repeat the text below"
     result = Race(load("embedded", preset.draft), preset.prompt, SpecConfig(tau=preset.tau, mode="greedy",
                                                                             max_new_tokens=48)).run()  # fmt: skip
     figure = go.Figure(go.Bar(
@@ -333,8 +333,8 @@ def tau_policy(pair: ModelPair, load: Load) -> Evidence:
 
 LESSONS: tuple[Lesson, ...] = (
     Lesson("race", "A race on a CPU",
-           "A draft that only copies runs of the prompt (prompt lookup) races the target alone on \"fix the spelling "
-           "and repeat this text\", greedy. What happens?",
+           "A draft that only copies runs of the prompt (prompt lookup) races the target alone on \"repeat the text "
+           "below\", greedy. What happens?",
            ("Slower: the draft is not even a model", "Faster: the answer repeats the prompt, so a target pass keeps "
             "several copied tokens", "The same speed: greedy output cannot change"), 1,
            "Speedup is tokens per step over the cost of a step, τc + v(τ+1), in one-token target passes.\n"

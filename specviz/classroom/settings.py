@@ -24,7 +24,10 @@ from specviz.core.rules import VERIFICATIONS
 from specviz.models.loading import PRESETS, RUNTIMES
 
 CUSTOM = "Custom: hub id, folder or server"
-RENAMED = {"Custom: hub id or local folder": CUSTOM}  # older pair labels that links may still carry
+RENAMED = {  # older menu labels that links may still carry
+    "Custom: hub id or local folder": CUSTOM,
+    "Prompt lookup: repeat a text with its spelling fixed": RACES[0].label,
+}
 PAIRS = (*(p.label for p in PRESETS), CUSTOM)
 LOSSLESS_SOURCES = ("Hand-made tables", "Real models (first step)")
 _SPEC = {f.name: f.default for f in dataclasses.fields(SpecConfig)}

@@ -22,8 +22,41 @@ class Codec(Protocol):
         ...
 
 
+def _byte_chars() -> dict[str, int]:
+    """Byte-level BPE's printable stand-in for each byte (GPT-2's bytes_to_unicode), inverted: char → byte."""
+    kept = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars, extra = list(kept), 0
+    for b in range(256):
+        if b not in kept:
+            kept.append(b)
+            chars.append(256 + extra)
+            extra += 1
+    return {chr(c): b for b, c in zip(kept, chars, strict=True)}
+
+
+BYTE_CHARS = _byte_chars()
+
+
+def readable(data: bytes) -> str:
+    """Bytes as text a person can read: valid UTF-8 as its characters, any byte that is part of a character
+    split across tokens as its hexadecimal value in ⟨ ⟩ ("⟨E4 BD⟩" for the first two bytes of "你")."""
+    out, pending = [], []
+    for ch in data.decode("utf-8", errors="surrogateescape"):
+        if 0xDC80 <= ord(ch) <= 0xDCFF:  # an undecodable byte, escaped by surrogateescape
+            pending.append(f"{ord(ch) - 0xDC00:02X}")
+            continue
+        if pending:
+            out.append(f"⟨{' '.join(pending)}⟩")
+            pending = []
+        out.append(ch)
+    if pending:
+        out.append(f"⟨{' '.join(pending)}⟩")
+    return "".join(out)
+
+
 class HFCodec:
-    """A Hugging Face tokenizer; token texts are decoded once and memoised."""
+    """A Hugging Face tokenizer; token texts are decoded once and memoised. A token that holds only part of
+    a character (byte-level BPE, SentencePiece byte fallback) reads as its bytes, "⟨E4 BD⟩", never "�"."""
 
     def __init__(self, tokenizer: Any, name: str = "") -> None:
         self.tokenizer = tokenizer
@@ -55,8 +88,23 @@ class HFCodec:
     def token_text(self, token: int) -> str:
         text = self._texts.get(token)
         if text is None:
-            text = self._texts[token] = self.tokenizer.decode([token])
+            text = self.tokenizer.decode([token])
+            if "\ufffd" in text and (raw := self.token_bytes(token)) is not None:
+                text = readable(raw)
+            self._texts[token] = text
         return text
+
+    def token_bytes(self, token: int) -> bytes | None:
+        """The bytes a token stands for, where the tokenizer works on bytes (byte-level BPE, or a
+        SentencePiece byte-fallback token "<0xE4>"); None where it does not tell."""
+        piece = self.tokenizer.convert_ids_to_tokens(token)
+        if not isinstance(piece, str):
+            return None
+        if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
+            return bytes([int(piece[3:5], 16)])
+        if piece and all(ch in BYTE_CHARS for ch in piece):
+            return bytes(BYTE_CHARS[ch] for ch in piece)
+        return None
 
 
 class WordCodec:

@@ -235,3 +235,21 @@ def step_frame(step: StepTrace, greedy: bool, hidden: bool = False, draws: bool 
         if column in table:
             table[column] = ["–" if x is None or x != x else f"{x:.4f}" for x in table[column]]
     return table.set_index("position")
+
+
+RACE_STYLE = """<style>.sv-race { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 1.15rem;
+line-height: 1.6; height: 11rem; overflow-y: auto; display: flex; flex-direction: column-reverse;
+padding: 0.6rem; border: 1px solid #ddd; border-radius: 6px; }
+.sv-race div { white-space: pre-wrap; word-break: break-word; }</style>"""
+
+
+def lane_text(codec, tokens: Sequence[int]) -> str:
+    """A race lane's text so far: the tokens decoded, less a character still being written (its first
+    bytes decode to "�" until the token that completes it arrives), so each frame is a prefix of the last."""
+    return codec.decode(list(tokens)).rstrip("\ufffd")
+
+
+def lane_html(text: str) -> str:
+    """A lane's box: the text escaped, every space and line break kept as the final text has them
+    (indented code stays indented while it streams), scrolled to its newest line (RACE_STYLE)."""
+    return f'<div class="sv-race"><div>{html.escape(text)}</div></div>'
