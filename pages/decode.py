@@ -12,6 +12,7 @@ from pages._reading import trace_reading
 from specviz.classroom import quiz
 from specviz.classroom.replay import replay_for
 from specviz.classroom.settings import BROKEN_HELP, POLICY_HELP, TREE_HELP
+from specviz.classroom.stepper import Stepper
 from specviz.viz import charts
 from specviz.viz import view as view_of
 from specviz.viz.render import LEGEND, run_html, sentence
@@ -88,49 +89,31 @@ def start_run() -> specviz.Decoder | None:
         return None
     try:
         with st.spinner(f"Reading the prompt into both models ({len(prompt):,} characters)…"), ui.compute_turn():
-            decoder = specviz.Decoder(pair, prompt, config, chat=None if chat else False)
+            return specviz.Decoder(pair, prompt, config, chat=None if chat else False)
     except specviz.SpecvizError as exc:
         st.error(f"**Cannot start a new run.** {sentence(exc)} The run below is kept.", icon=":material/error:")
         return None
-    st.session_state["decode_state"] = {"decoder": decoder, "settings": settings}
-    return decoder
 
 
 turn = contextlib.nullcontext if replay else ui.compute_turn  # a replay computes nothing: no queue
+stepper = st.session_state.setdefault("decode_stepper", Stepper())  # every click queued (on_click), none lost
 cols = cols if present else st.columns([1, 1.3, 1, 1, 4], vertical_alignment="bottom")
-step_clicked = cols[0].button("Step", type="primary", key="decode_step", icon=":material/skip_next:")
-run_clicked = cols[1].button("Run to end", key="decode_run_all", icon=":material/fast_forward:")
-back_clicked = cols[2].button("Back", key="decode_back", icon=":material/undo:")
-reset_clicked = cols[3].button("Reset", key="decode_reset", icon=":material/restart_alt:")
-
-state = st.session_state.get("decode_state")
-stale = state is not None and state["settings"] != settings and replay is None
-dec = replay or (state["decoder"] if state else None)
-if replay and reset_clicked:
-    replay.cursor = 0
-elif reset_clicked or ((step_clicked or run_clicked) and (dec is None or stale)):
-    started = start_run()
-    if started is None:  # the message is on the page; nothing is stepped
-        step_clicked = run_clicked = False
-    else:
-        dec, stale = started, False
+for col, (action, label, key, icon) in zip(cols, view_of.CONTROLS, strict=False):
+    col.button(label, key=key, icon=icon, on_click=stepper.press, args=(action,),
+               type="primary" if action == "step" else "secondary")  # fmt: skip
 if (autostep := st.session_state.pop("decode_autostep", 0)) and pair is not None:  # opened from a link
-    dec, stale = start_run() or dec, False
     with st.spinner(f"Opening the shared run: {autostep} steps with the link's settings…"):
-        while dec is not None and len(dec.steps) < autostep and not dec.done and ui.step(dec, turn):
-            pass
-if dec is not None and (step_clicked or run_clicked) and dec.done:
-    st.info(f"This run has finished ({dec.stop_reason}). Press **Reset** to start again.")
-elif dec is not None and step_clicked:
-    ui.step(dec, turn)
-elif dec is not None and run_clicked:
-    bar = st.progress(0.0, text="Decoding…")
-    while not dec.done and ui.step(dec, turn):  # a turn per step: other sessions step in between
-        done, limit = len(dec.new_tokens), dec.config.max_new_tokens
-        bar.progress(min(1.0, done / limit), text=f"{done} / {limit} tokens")
+        stepper.open_link(settings, autostep, start_run, lambda d: ui.step(d, turn))
+if len(stepper.queue) > 1:
+    st.caption(f"Taking your {len(stepper.queue)} clicks in turn…")
+bar = st.progress(0.0, text="Decoding…") if "run" in stepper.queue else None
+progress = lambda done, limit: bar.progress(min(1.0, done / limit), text=f"{done} / {limit} tokens")  # noqa: E731
+notes = stepper.process(settings, start_run, lambda d: ui.step(d, turn), replay, progress)
+if bar is not None:
     bar.empty()
-elif dec is not None and back_clicked and dec.undo() is None:
-    st.toast("Already at the start of the run.")
+for note in notes:
+    st.info(note.text) if note.kind == "info" else st.toast(note.text)
+dec, stale = replay or stepper.decoder, replay is None and stepper.stale(settings)
 link_steps = {"decode_steps": len(dec.steps) if dec and not stale and not replay else 0}
 if dec is None or not dec.steps:
     ui.share_link("decode", link_steps, show=not present)

@@ -45,7 +45,7 @@ def app() -> AppTest:
 
 
 def decoder(at: AppTest) -> specviz.Decoder:
-    return at.session_state["decode_state"]["decoder"]
+    return at.session_state["decode_stepper"].decoder
 
 
 def step_table(at: AppTest, index: int = 0):

@@ -54,7 +54,7 @@ def test_a_link_reopens_the_same_settings_and_trace(tiny):
     )  # fmt: skip
     at.run()
     assert not at.exception
-    dec = at.session_state["decode_state"]["decoder"]
+    dec = at.session_state["decode_stepper"].decoder
     assert (dec.config.tau, dec.config.mode, dec.config.seed, dec.config.max_new_tokens) == (3, "lossless", 11, 12)
     expected = Decoder(
         tiny_text_pair(chat=True), "w4 w5 w6", SpecConfig(tau=3, mode="lossless", seed=11, max_new_tokens=12)
@@ -136,7 +136,7 @@ def test_a_tree_link_reopens_the_same_tree_run(tiny):
         at.query_params[key] = value
     at.run()
     assert not at.exception
-    dec = at.session_state["decode_state"]["decoder"]
+    dec = at.session_state["decode_stepper"].decoder
     assert (dec.config.topk, dec.config.steps, dec.config.num_draft_tokens, dec.config.seed) == (2, 3, 5, 4)
     assert len(dec.steps) == 2 and all(s.tree is not None for s in dec.steps)
     again = Decoder(tiny_text_pair(chat=True), dec.prompt, dec.config).run()

@@ -10,6 +10,14 @@ from specviz.analysis.metrics import Metrics, compute_metrics
 from specviz.core.config import SpecConfig
 from specviz.core.trace import RunTrace, StepTrace
 
+# The Decode page's buttons: (action, label, widget key, icon); each click is queued (specviz.classroom.stepper)
+CONTROLS = (
+    ("step", "Step", "decode_step", ":material/skip_next:"),
+    ("run", "Run to end", "decode_run_all", ":material/fast_forward:"),
+    ("back", "Back", "decode_back", ":material/undo:"),
+    ("reset", "Reset", "decode_reset", ":material/restart_alt:"),
+)
+
 
 @dataclass(frozen=True)
 class Tile:
