@@ -24,20 +24,23 @@ def revealed(step: specviz.StepTrace) -> bool:
     return quiz.step_key(step) in st.session_state.get(BOOK, {})
 
 
-def panel(step: specviz.StepTrace, kind: str) -> bool:
-    """The answer widgets, Reveal and the running score; True once this step is revealed."""
+def panel(step: specviz.StepTrace, kind: str, compact: bool = False) -> bool:
+    """The answer widgets, Reveal and the running score; True once this step is revealed. `compact` (a
+    projector, beside the chart): one row of answers per token."""
     book = st.session_state.setdefault(BOOK, {})
     key, wid = quiz.step_key(step), widget_id(step)
     done = key in book
-    st.markdown(f"**Quiz: {quiz.KINDS[kind]}**")
+    st.markdown(f"**Quiz: {(quiz.SHORT if compact else quiz.KINDS)[kind]}**")
     guesses: list[str | None] = []
-    for row in range(0, step.tau, PER_ROW):  # a vertical choice per token: every answer readable
-        cols = st.columns(PER_ROW)
-        for t in range(row, min(row + PER_ROW, step.tau)):
+    per_row = 1 if compact else PER_ROW  # compact: each token's answers in one row
+    for row in range(0, step.tau, per_row):  # a choice per token: every answer readable
+        cols = st.columns(per_row)
+        for t in range(row, min(row + per_row, step.tau)):
             label = f"{t + 1}. {token_label(step.draft_text[t])}"
             widget = f"decode_guess_{wid}_{t}"
-            guesses.append(cols[t - row].radio(label, quiz.ANSWERS, index=None, key=widget, disabled=done))
-    cols = st.columns([1, 1, 2])
+            guesses.append(cols[t - row].radio(label, quiz.ANSWERS, index=None, key=widget, disabled=done,
+                                               horizontal=compact))  # fmt: skip
+    cols = st.columns([1, 1] if compact else [1, 1, 2])
     kept = None
     if kind == "rule":
         kept = cols[0].number_input(

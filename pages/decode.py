@@ -134,7 +134,10 @@ run = dec.trace()
 last = run.steps[-1]
 if replay:
     st.info(replay.describe(), icon=":material/replay:")
-hidden = quiz_on and last.tau > 0 and not quiz_ui.panel(last, kind)
+text_box = st.container()  # the marked text heads the page, whatever is drawn first
+beside = st.columns([2, 1]) if present and last.tau > 0 else None  # a projector: chart | next token or quiz
+with beside[1] if beside and quiz_on else st.container():  # on a projector the quiz sits beside the chart
+    hidden = quiz_on and last.tau > 0 and not quiz_ui.panel(last, kind, compact=present)
 draws = hidden and kind == "rule"  # the quiz on the rule shows r and p/q, never the decisions
 shown = run.steps[:-1] if hidden else run.steps  # until Reveal, nothing counts the current step
 with cols[-1] if not (present and quiz_on) else st.container():  # in the row of buttons, where there is room
@@ -143,7 +146,7 @@ upto = run.steps[: view.index + 1]
 marks = quiz_ui.marks(view) if quiz_on else ()  # after Reveal: the class right or wrong, per token
 text = run_html(run.prompt if run.chat else run.prompt_text, upto, run.chat, hide_last=hidden, show_draws=draws,
                 marks=marks)  # fmt: skip
-st.html(f'{"" if hidden else LEGEND}<div class="sv-box">{text}</div>')  # on short screens: the newest lines
+text_box.html(f'{"" if hidden else LEGEND}<div class="sv-box">{text}</div>')  # on short screens: the newest lines
 if view.tau == 0:
     st.info(f"No draft at step {view.index + 1} (the drafter found no match, or the end was near): the target "
             f"alone chose '{view.next_text}'.")  # fmt: skip
@@ -154,11 +157,10 @@ else:
         st.plotly_chart(ui.chart(tree_chart, view, **tree_size), key="decode_tree_chart")
         st.caption("Below: the tree's main line, the accepted path, then the first child tried where the walk "
                    "stopped and its first descendants (hover a node for q, p, r and the tops of q and p).")  # fmt: skip
-    beside = st.columns([2, 1]) if present and not hidden else None
     with beside[0] if beside else st.container():
         figure = ui.chart(charts.step_chart, view, hidden, draws, marks=tuple(marks), **size)
         st.plotly_chart(figure, key="decode_step_chart")
-    if beside:
+    if beside and not hidden:
         with beside[1]:
             ui.next_token_panel(view, brief=True, height=330, font_size=18, rows=6)
     position = st.segmented_control(

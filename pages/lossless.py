@@ -7,45 +7,44 @@ import pandas as pd
 import streamlit as st
 
 import specviz
+from pages._present import presentation_toggle
 from pages._shared import LIMITS, ensure_shell, in_turns, load_pair, model_picker, share_link
-from specviz.analysis.lossless import METHOD, check, first_tokens, reference
+from specviz.analysis.lossless import METHOD, VARIANTS, check, first_tokens, reference, table_pair, variant_config
 from specviz.classroom import links
 from specviz.classroom.settings import LOSSLESS_SOURCES
 from specviz.viz import charts
 
 ensure_shell()
-st.title("Is it lossless?")
-st.markdown(
-    "Run the **first step** many times with different seeds and count which token comes out first. "
-    "**lossless** should match the target's distribution and **greedy** the target's greedy token, "
-    "whatever the draft; **textbook** with sampling should not."
-)
-st.caption(METHOD)
+top = st.columns([3, 1.4], vertical_alignment="bottom")
+top[0].title("Is it lossless?")
+with top[1]:
+    present = presentation_toggle("lossless_present")
+if not present:  # on a projector the verdicts and charts say it
+    st.markdown(
+        "Run the **first step** many times with different seeds and count which token comes out first. "
+        "**lossless** should match the target's distribution under each verification rule (token-wise, one-hot q "
+        "as vLLM and SGLang verify, block), and **greedy** the target's greedy token, whatever the draft; "
+        "**textbook** with sampling should not."
+    )
+    st.caption(METHOD)
 TABLES = LOSSLESS_SOURCES[0]
-source = st.radio("Models", LOSSLESS_SOURCES, key="lossless_source", horizontal=True)
-cols = st.columns(3)
-tau = cols[0].number_input("τ", *LIMITS["lossless_tau"], key="lossless_tau")
-temperature = cols[1].slider("Temperature", *LIMITS["lossless_temperature"], step=0.05, key="lossless_temperature")
+cols = st.columns([2.2, 1, 1.6, 1.4], vertical_alignment="bottom")
+source = cols[0].radio("Models", LOSSLESS_SOURCES, key="lossless_source", horizontal=True)
+tau = cols[1].number_input("τ", *LIMITS["lossless_tau"], key="lossless_tau")
+temperature = cols[2].slider("Temperature", *LIMITS["lossless_temperature"], step=0.05, key="lossless_temperature")
 if source == TABLES:
-    trials = cols[2].number_input("Trials per mode", *LIMITS["lossless_trials"], step=1000, key="lossless_trials")
+    trials = cols[3].number_input("Trials per mode", *LIMITS["lossless_trials"], step=1000, key="lossless_trials")
     example = {"token": ["a", "b", "c"], "p (target)": [0.5, 0.3, 0.2], "q (draft)": [0.2, 0.2, 0.6]}
     base = pd.DataFrame(st.session_state.get("lossless_table_link") or example)
     table = st.data_editor(base, key="lossless_table", hide_index=True, num_rows="dynamic")
     try:
-        words = [str(w).strip() for w in table["token"]]
-        p, q = [[float(x) for x in table[c]] for c in ("p (target)", "q (draft)")]
-        pair = specviz.ModelPair(
-            specviz.TableModel([x / sum(p) for x in p], "p"), specviz.TableModel([x / sum(q) for x in q], "q"),
-            specviz.WordCodec(words),
-        )  # fmt: skip
-        prompt = words[0]
-    except (ValueError, ZeroDivisionError, specviz.SpecvizError) as exc:
-        st.error(f"**Check the table**: distinct tokens, non-negative numbers, not all zero. ({exc})")
+        pair, prompt = table_pair(table["token"], table["p (target)"], table["q (draft)"]), str(table["token"][0])
+    except (specviz.SpecvizError, KeyError, IndexError) as exc:
+        st.error(f"**Check the table**: {exc}", icon=":material/error:")
         st.stop()
 else:
-    trials = cols[2].number_input(
-        "Trials per mode", *LIMITS["lossless_trials_real"], step=50, key="lossless_trials_real"
-    )
+    trials = cols[3].number_input("Trials per mode", *LIMITS["lossless_trials_real"], step=50,
+                                  key="lossless_trials_real")  # fmt: skip
     with st.sidebar:
         target, draft = model_picker("lossless")
     prompt = st.text_input("Prompt", key="lossless_prompt")
@@ -53,13 +52,14 @@ else:
     if pair is None:
         st.stop()
 
-share_link("lossless", {"lossless_table": links.table_text(table.to_dict(orient="list"))} if source == TABLES else {})
+share_link("lossless", {"lossless_table": links.table_text(table.to_dict(orient="list"))} if source == TABLES else {},
+           show=not present)  # fmt: skip
 settings = (source, tau, temperature, trials, prompt, repr(pair.target.name), repr(pair.draft.name))
 if source == TABLES:
     settings += (tuple(map(tuple, table.values.tolist())),)
 results = st.session_state.setdefault("lossless_results", {})
-checks = results.get(settings, {})  # filled mode by mode: Stop keeps every finished mode
-missing = [mode for mode in specviz.MODES if mode not in checks]
+checks = results.get(settings, {})  # filled variant by variant: Stop keeps every finished one
+missing = [label for label in VARIANTS if label not in checks]
 cols = st.columns([1.4, 1, 4])
 run_clicked = cols[0].button("Run the check" if missing else "All modes finished", type="primary",
                              key="lossless_run", icon=":material/play_arrow:", disabled=not missing)  # fmt: skip
@@ -68,8 +68,8 @@ if run_clicked:
     bar, started = st.progress(0.0, text="Starting…"), time.perf_counter()
     results[settings] = checks
     try:
-        for m, mode in enumerate(missing):
-            config = specviz.SpecConfig(tau=tau, mode=mode, temperature=temperature)
+        for m, label in enumerate(missing):
+            config = variant_config(label, tau, temperature)
             samples = []
             for i, token in enumerate(in_turns(first_tokens(pair, prompt, config, trials)), start=1):
                 samples.append(token)
@@ -77,8 +77,8 @@ if run_clicked:
                     done = m * trials + i  # trials so far; the time left from the measured time per trial
                     left = (time.perf_counter() - started) / done * (len(missing) * trials - done)
                     bar.progress((m + i / trials) / len(missing),
-                                 text=f"{mode}: {i:,} / {trials:,} trials — about {left:,.0f} s left")  # fmt: skip
-            checks[mode] = check(mode, samples, reference(pair, prompt, config))
+                                 text=f"{label}: {i:,} / {trials:,} trials — about {left:,.0f} s left")  # fmt: skip
+            checks[label] = check(label, samples, reference(pair, prompt, config))
     except specviz.SpecvizError as exc:
         st.error(f"**Cannot run.** {exc}")
         st.stop()
@@ -93,7 +93,14 @@ if not checks:
     )
     st.stop()
 if missing:
-    st.warning(f"Stopped with {len(missing)} of 3 modes left ({', '.join(missing)}): **Run the check** to go on.")
-for mode, result in ((m, checks[m]) for m in specviz.MODES if m in checks):  # one order, however they ran
-    (st.success if result.consistent else st.error)(result.verdict())
-    st.plotly_chart(charts.lossless_chart(result, pair.codec.token_text), key=f"lossless_chart_{mode}")
+    st.warning(f"Stopped with {len(missing)} of {len(VARIANTS)} modes left ({', '.join(missing)}): **Run the check** "
+               "to go on.")  # fmt: skip
+done = [checks[label] for label in VARIANTS if label in checks]  # one order, however they ran
+if present:  # a projector: every verdict in one row, then the charts in large type
+    for column, result in zip(st.columns(len(done)), done, strict=True):
+        column.success(result.headline()) if result.consistent else column.error(result.headline())
+for result in done:
+    if not present:
+        (st.success if result.consistent else st.error)(result.verdict())
+    size = {"font_size": 20, "height": 420} if present else {}
+    st.plotly_chart(charts.lossless_chart(result, pair.codec.token_text, **size), key=f"lossless_chart_{result.mode}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -14,7 +14,10 @@ import torch
 from specviz.core.config import SpecConfig
 from specviz.core.engine import Decoder, encode_prompt
 from specviz.core.sampling import logits_to_probs, one_hot
+from specviz.errors import ConfigError
+from specviz.models.lm import TableModel
 from specviz.models.pair import ModelPair
+from specviz.models.text import WordCodec
 
 SIGNIFICANCE = 0.01
 MIN_EXPECTED = 5.0  # chi-square cells the target expects to hold fewer samples are pooled
@@ -24,6 +27,35 @@ METHOD = (
     f"{MIN_EXPECTED:g} times in this many trials is pooled into one cell, so the p-value is valid however "
     "long the tail; a token the target cannot emit fails the check outright."
 )
+
+
+# What the page tests: each mode, and lossless mode under each verification rule (docs/algorithm.md)
+VARIANTS: dict[str, dict] = {
+    "textbook": {"mode": "textbook"},
+    "lossless": {"mode": "lossless"},
+    "lossless, one-hot": {"mode": "lossless", "verification": "one-hot"},
+    "lossless, block": {"mode": "lossless", "verification": "block"},
+    "greedy": {"mode": "greedy"},
+}
+
+
+def variant_config(label: str, tau: int, temperature: float) -> SpecConfig:
+    """The settings of one variant of the check (VARIANTS)."""
+    return SpecConfig(tau=tau, temperature=temperature, **VARIANTS[label])
+
+
+def table_pair(words: Sequence[str], p: Sequence[float], q: Sequence[float]) -> ModelPair:
+    """A context-free pair from a hand-made table (each column normalised), for the page's "Hand-made tables";
+    raises ConfigError when it is not one (repeated or empty tokens, negative numbers, a column of zeros)."""
+    words = [str(w).strip() for w in words]
+    try:
+        p, q = [float(x) for x in p], [float(x) for x in q]
+        if min(p + q) < 0 or not sum(p) or not sum(q):
+            raise ValueError("non-negative numbers, not all zero")
+        return ModelPair(TableModel([x / sum(p) for x in p], "p"), TableModel([x / sum(q) for x in q], "q"),
+                         WordCodec(words))  # fmt: skip
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"distinct tokens with no spaces, non-negative numbers, not all zero ({exc})") from exc
 
 
 @dataclass(frozen=True)
@@ -46,6 +78,12 @@ class LosslessCheck:
     def p_value_text(self) -> str:
         """The p-value as every place on screen writes it: three significant digits, "< 0.0001" below that."""
         return f"{self.p_value:.3g}" if self.p_value >= 1e-4 else "< 0.0001"
+
+    def headline(self) -> str:
+        """The verdict in a few words, for a row of them on a projector."""
+        if self.consistent and self.dof == 0 and self.pooled:
+            return f"{self.mode}: too few trials"
+        return f"{self.mode}: {'consistent' if self.consistent else 'differs'} (p = {self.p_value_text})"
 
     def verdict(self) -> str:
         target = "the target's greedy token" if self.mode == "greedy" else "the target's distribution"

@@ -130,6 +130,7 @@ SETTINGS: dict[str, Setting] = {
         *_pair("lossless"),
         Setting("lossless_prompt", "The cat sat on the"),
         Setting("lossless_trials_real", 200, (10, 1000)),
+        Setting("lossless_present", False),
         Setting("race_preset", RACES[0].label, tuple(r.label for r in RACES)),
         Setting("race_max_new", 48, (8, 256)),
         Setting("race_present", False),

@@ -20,6 +20,7 @@ DECISION_SYMBOLS = {"accepted": "✓", "rejected": "✗", "not reached": "–"}
 
 
 LABEL_CHARS = 12  # longer tokens are cut on axes; the full text is in the hover
+MANY_TAU, SHORT_CHARS = 8, 5  # past 8 draft tokens the step chart's ticks are "9<br>token" cut to 5 characters
 
 
 def built(data: list[dict], layout: dict, size: int) -> go.Figure:
@@ -74,13 +75,16 @@ def step_chart(
     too (neutral) with `show_draws` (the quiz on the rule itself). `marks` (quiz, after Reveal: per
     draft token, the class right, wrong, or None where it gave no answer) heads each column with
     ✓ or ✗ in large type."""
-    x = [f"{t + 1}. {token_label(s, LABEL_CHARS)}" for t, s in enumerate(step.draft_text)]
+    many = step.tau > MANY_TAU  # a long draft: each column narrow, so two short tick lines and no bar labels
+    x = [f"{t + 1}<br>{token_label(s, SHORT_CHARS)}" if many else f"{t + 1}. {token_label(s, LABEL_CHARS)}"
+         for t, s in enumerate(step.draft_text)]  # fmt: skip
     whole = [f"{t + 1}. {token_label(s)}" for t, s in enumerate(step.draft_text)]
     colors = ["#777777"] * step.tau if hide_decisions else [DECISION_COLORS[d] for d in step.decision]
     accept_prob = [min(1.0, ratio) for ratio in step.ratio]
     data = [
         {"type": "bar", "name": name, "x": x, "y": list(values), "marker": {"color": color},
-         "text": [prob_text(v) for v in values], "textposition": "outside", "cliponaxis": False, "customdata": whole,
+         "text": [] if many else [prob_text(v) for v in values], "textposition": "outside", "cliponaxis": False,
+         "customdata": whole,
          "hovertemplate": f"%{{customdata}}: {name[0]} = %{{y:.4g}}<extra></extra>"}
         for name, values, color in (("q (draft)", step.q, Q_COLOR), ("p (target)", step.p, P_COLOR))
     ]  # fmt: skip
@@ -89,12 +93,22 @@ def step_chart(
         if show_draws or not hide_decisions:
             best = [top[0] if top else TokenProb(-1, "?", 0.0) for top in step.p_top]
             data.append({
-                "type": "scatter", "name": "max p: the target's most likely token (greedy keeps ŷ only if it is it)",
+                "type": "scatter", "name": "max p: the target's most likely token (greedy keeps ŷ only if ŷ is it)",
                 "x": x, "y": [b.prob for b in best], "mode": "markers",
                 "customdata": [token_label(b.text) for b in best],
                 "marker": {"symbol": "star", "size": 22, "color": colors, "line": {"width": 2, "color": "black"}},
                 "hovertemplate": "argmax p: %{customdata} (p = %{y:.3f})<extra></extra>",
             })  # fmt: skip
+    elif step.verify is not None:  # the engines' rules: r against the rule's own threshold
+        one_hot = step.verify.rule == "one-hot"
+        name = "p(ŷ): kept while r ≤ p(ŷ) (q taken as one-hot)" if one_hot else (
+            "h: pass while r ≤ h (not the chance to keep: n is the last pass)")  # fmt: skip
+        data.append({
+            "type": "scatter", "name": name, "x": x, "y": list(step.verify.threshold), "mode": "markers",
+            "marker": {"symbol": "line-ew-open" if one_hot else "triangle-down", "size": 26, "color": colors,
+                       "line": {"width": 4, "color": colors}},
+            "hovertemplate": ("p(ŷ)" if one_hot else "h") + " = %{y:.3f}<extra></extra>",
+        })  # fmt: skip
     else:
         data.append({
             "type": "scatter", "name": "min(1, p/q): chance to accept", "x": x, "y": accept_prob, "mode": "markers",
@@ -137,8 +151,9 @@ def step_chart(
         "barmode": "group", "annotations": annotations,
         "title": {"text": title, "y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 10}},  # above all
         "yaxis": {"range": [0, 1.22], "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1], "title": "probability"},
-        "xaxis": {"type": "category"},  # token labels such as "4. ," would otherwise read as numbers
-        "legend": {"orientation": "h", "y": -0.2}, "margin": {"t": top, "b": 40, "l": 80}, "height": height,
+        "xaxis": {"type": "category", "tickangle": 0},  # labels such as "4. ," would otherwise read as numbers
+        "legend": {"orientation": "h", "y": -0.34 if many else -0.2, "yanchor": "top"},
+        "margin": {"t": top, "b": 40, "l": 80}, "height": height,
     }  # fmt: skip
     return built(data, layout, font_size)
 
@@ -423,21 +438,27 @@ def sweep_speedup_chart(result: SweepResult) -> go.Figure:
     return sized(fig, FONT["size"])
 
 
-def lossless_chart(check: LosslessCheck, text: Callable[[int], str]) -> go.Figure:
-    """Empirical frequency of the first emitted token beside the target's probability."""
-    labels = [token_label(text(t)) for t in check.tokens]
+def lossless_chart(
+    check: LosslessCheck, text: Callable[[int], str], font_size: int = 16, height: int = 340
+) -> go.Figure:
+    """Empirical frequency of the first emitted token beside the target's probability. With more than a
+    few tokens each bar is narrow, so its label stands upright beside it (never over its neighbour's)."""
+    labels = [token_label(text(t), LABEL_CHARS) for t in check.tokens]
     observed = [o / check.trials for o in check.observed]
-    fig = go.Figure()
-    fig.add_bar(name="target", x=labels, y=list(check.expected), marker_color=P_COLOR, texttemplate="%{y:.3f}")
-    fig.add_bar(
-        name=f"emitted ({check.mode})", x=labels, y=observed, texttemplate="%{y:.3f}",
-        marker_color=DECISION_COLORS["accepted" if check.consistent else "rejected"],
-    )  # fmt: skip
-    fig.update_layout(
-        barmode="group", height=340, yaxis={"title": "probability", "rangemode": "tozero"},
-        xaxis={"type": "category"},
-        title=f"{check.mode}: chi-square p-value {check.p_value_text}", margin={"t": 60},
-        legend={"orientation": "h", "y": -0.25},
-    )  # fmt: skip
-    fig.update_traces(textposition="outside", constraintext="none", cliponaxis=False)
-    return sized(fig, FONT["size"])
+    upright = len(labels) > 4
+    bar = {"type": "bar", "x": labels, "textposition": "outside", "constraintext": "none", "cliponaxis": False,
+           "textangle": -90 if upright else 0}  # fmt: skip
+    data = [
+        {**bar, "name": "target", "y": list(check.expected), "marker": {"color": P_COLOR},
+         "text": [prob_text(v) for v in check.expected]},
+        {**bar, "name": f"emitted ({check.mode})", "y": observed, "text": [prob_text(v) for v in observed],
+         "marker": {"color": DECISION_COLORS["accepted" if check.consistent else "rejected"]}},
+    ]  # fmt: skip
+    top = max([*check.expected, *observed, 0.01])
+    layout = {
+        "barmode": "group", "height": height, "xaxis": {"type": "category"},
+        "yaxis": {"title": "probability", "range": [0, top * (1.45 if upright else 1.2)]},
+        "title": f"{check.mode}: chi-square p-value {check.p_value_text}", "margin": {"t": 2 * font_size + 30},
+        "legend": {"orientation": "h", "y": -0.25},
+    }  # fmt: skip
+    return built(data, layout, font_size)

@@ -61,9 +61,10 @@ def _span(text: str, cls: str, title: str = "") -> str:
 
 
 def decision_parts(step: StepTrace, t: int) -> tuple[str, str]:
-    """(why, outcome) for draft token t (0-based), in SPEC.md's terms: ("r = 0.79 > p/q = 0.47",
-    "rejected"), ("q ≤ p", "accepted outright"), ("", "not reached (after the first rejection)");
-    in greedy mode, against the target's argmax."""
+    """(why, outcome) for draft token t (0-based), in the rule's own terms: ("r = 0.79 > p/q = 0.47",
+    "rejected"), ("q ≤ p", "accepted outright"), ("", "not reached (after the first rejection)"); in
+    greedy mode, against the target's argmax; under one-hot q, against p(ŷ); under block verification,
+    against h, and a token kept although its own draw failed says so."""
     decision = step.decision[t]
     if decision == "not reached":
         return "", "not reached (after the first rejection)"
@@ -72,6 +73,14 @@ def decision_parts(step: StepTrace, t: int) -> tuple[str, str]:
             return "= the target's argmax", "accepted"
         best = step.p_top[t][0].text if step.p_top[t] else "?"
         return f"≠ the target's argmax {best!r}", "rejected"
+    if step.verify is not None:
+        name = "p(ŷ)" if step.verify.rule == "one-hot" else "h"
+        r, bound = _distinct(step.r[t], step.verify.threshold[t])
+        passed = step.verify.passed[t]
+        why = f"r = {r} {'≤' if passed else '>'} {name} = {bound}"
+        if decision == "accepted" and not passed:
+            return why, "kept: a later pass"
+        return why, decision
     if decision == "accepted" and step.ratio[t] >= 1.0:
         return "q ≤ p", "accepted outright"
     r, ratio = _distinct(step.r[t], step.ratio[t])
@@ -154,9 +163,9 @@ def _step_spans(step: StepTrace, current: bool, marks: Sequence[bool | None] = (
         text = step.draft_text[t]
         if t < accepted:
             parts.append(_span(text, "sv-acc" if current else "sv-acc-old", draft_tooltip(step, t)))
-        elif current and t == step.n_accepted:
+        elif current and step.decision[t] == "rejected":  # the first rejected (block: each that failed after n)
             parts.append(_span(text, "sv-rej", draft_tooltip(step, t)))
-        elif current and t > step.n_accepted:  # after the first rejection: never tested, not rejected
+        elif current:  # after the first rejection: never tested, not rejected
             parts.append(_span(text, "sv-nr", draft_tooltip(step, t)))
         if current and t < len(marks):
             parts.append(_mark(marks[t]))
@@ -220,6 +229,13 @@ def sentence(message: object) -> str:
     return text if text.endswith((".", "!", "?")) else text + "."
 
 
+def threshold_name(step: StepTrace) -> str:
+    """What r is compared with under the step's rule: p/q (token-wise), p(ŷ) (one-hot q), h (block)."""
+    if step.verify is None:
+        return "p/q"
+    return "p(ŷ)" if step.verify.rule == "one-hot" else "h"
+
+
 def step_frame(step: StepTrace, greedy: bool, hidden: bool = False, draws: bool = False) -> pd.DataFrame:
     """The step's numbers as a table a room can read, one row per draft token, by position: token, q,
     p, p/q, r (four decimals, as text), the target's argmax in greedy mode, the decision. Before a
@@ -229,9 +245,13 @@ def step_frame(step: StepTrace, greedy: bool, hidden: bool = False, draws: bool 
         table["target argmax"] = [token_label(top[0].text) if top else "" for top in step.p_top]
     columns = ["position", "draft_text", "q", "p", "ratio", *([] if hidden and not draws else ["r"])]
     columns += ["target argmax"] if greedy else []
-    table = table[columns + ([] if hidden else ["decision"])].rename(columns={"draft_text": "token", "ratio": "p/q"})
+    if step.verify is not None and (draws or not hidden):  # what r was compared with under the engines' rules
+        table["threshold"] = list(step.verify.threshold)
+        columns.append("threshold")
+    names = {"draft_text": "token", "ratio": "p/q", "threshold": threshold_name(step)}
+    table = table[columns + ([] if hidden else ["decision"])].rename(columns=names)
     table["token"] = [token_label(t) for t in table["token"]]
-    for column in ("q", "p", "p/q", "r"):  # as text: a pandas Styler costs the server more than the table
+    for column in dict.fromkeys(("q", "p", "p/q", "r", threshold_name(step))):  # as text: a Styler costs more
         if column in table:
             table[column] = ["–" if x is None or x != x else f"{x:.4f}" for x in table[column]]
     return table.set_index("position")
