@@ -11,6 +11,7 @@ import streamlit as st
 import torch
 
 from pages._shared import runtime_picker
+from specviz.analysis import snapshot
 from specviz.classroom import links, sandbox, settings
 
 # One thread per model operation: with passive waiting, a second thread's wake-ups cost more than it
@@ -33,6 +34,11 @@ if "specviz_kept" not in st.session_state:  # a session's first run: settings fr
         st.session_state["specviz_kept"].update({**worksheet, **shown})
         st.session_state["specviz_kept"].pop("sandbox_table", None)
         st.session_state.update(sandbox_loaded=exercise, sandbox_case=case)
+    if packed := st.query_params.get("snapshot"):  # a frozen measurement: the page of its kind shows it
+        try:
+            st.session_state["specviz_snapshot"] = snapshot.from_link_param(packed)
+        except snapshot.SnapshotError as exc:
+            problems.append(str(exc))
     for problem in problems:
         st.toast(problem, icon=":material/link_off:")
 

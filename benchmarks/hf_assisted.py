@@ -18,7 +18,7 @@ import torch
 from transformers import GenerationConfig
 
 import specviz
-from specviz.analysis.sweep import parse_taus
+from specviz.cli import parse_taus
 from specviz.core.engine import encode_prompt
 
 PROMPTS = ("The cat sat on the", "Write a Python function that reverses a list.")

@@ -1,56 +1,70 @@
-"""Reading a trace (the current run or a replayed one): where the time went and the bottleneck."""
-
-import contextlib
+"""Reading a trace (the current run or a replayed one): where the time went and the bottleneck, and, on
+request, the run timed again beside the target alone (its speedup, v and c with their intervals)."""
 
 import streamlit as st
 
 import specviz
-from specviz.analysis.diagnosis import diagnose, one_token_time
+from pages import _snapshot as snapshots
+from specviz.analysis.diagnosis import Diagnosis, diagnose
+from specviz.analysis.measure import paired_run
+from specviz.analysis.snapshot import freeze, runtime_of
 from specviz.core.trace import RunTrace
 
-
-@st.cache_resource(show_spinner=False, max_entries=64)
-def _one_token_ms(_pair: specviz.ModelPair, target: str, ids: tuple[int, ...], _turn=None) -> float:
-    """The target's one-token time after the prompt, once per process for a target and prompt
-    (shared: timing it costs a few target passes, in a compute turn; a cached value takes none)."""
-    with _turn() if _turn else contextlib.nullcontext():
-        return one_token_time(_pair, ids)
+CACHE = "decode_measured"  # this session's measurements, keyed by everything they measured
 
 
-def trace_reading(run: RunTrace, pair: specviz.ModelPair | None = None, turn=None) -> None:
-    """With the live `pair`, the target's one-token time is measured (in a compute `turn`) so that the
-    reading can name the verify cost v; a replayed trace has no model to time."""
-    one_token_ms = None
-    if pair is not None and run.steps:
-        one_token_ms = _one_token_ms(pair, run.target_name, tuple(run.prompt_ids), turn)
-    d = diagnose(run, one_token_ms)
+def measure_key(run: RunTrace, pair: specviz.ModelPair) -> tuple:
+    """What a measurement of `run` measured: the runtime and its threads, both models, the prompt, every
+    setting and the steps taken. Nothing timed under one of them is shown for another."""
+    return (runtime_of(pair), pair.target.name, pair.draft.name, run.prompt_ids, repr(run.config), len(run.steps))
+
+
+def trace_reading(run: RunTrace, pair: specviz.ModelPair | None = None, turn=None, frozen: dict | None = None) -> None:
+    """With the live `pair`, a button times the run again beside the target alone (in compute turns) so
+    that the reading can give v, c and the measured speedup; `frozen`: a snapshot's reading, shown as it was."""
     title = f"Reading this trace (the whole run, {len(run.steps)} steps): where the time went, and the bottleneck"
-    with st.expander(title, icon=":material/troubleshoot:"):
-        shares = d.shares()
-        cols = st.columns(3)
-        cols[0].metric("drafting", f"{shares['draft']:.0%}", help=f"{d.draft_ms:.0f} ms, all draft phases")
-        cols[1].metric("verifying", f"{shares['verify']:.0%}", help=f"{d.verify_ms:.0f} ms, all target passes")
-        cols[2].metric("reading the prompt", f"{shares['prefill']:.0%}", help=f"{d.prefill_ms:.0f} ms, both models")
-        cols = st.columns(3)
-        predicted = "–" if d.predicted_speedup is None else f"{d.predicted_speedup:.2f}×"
-        cols[0].metric(f"S(τ = {d.tau}), v = 1", predicted, help="(1 − α^(τ+1)) / ((1 − α)(τc + 1)): Leviathan et "
-                       "al., who take a pass over τ + 1 tokens to cost one over a single token")  # fmt: skip
-        with_v = "–" if d.predicted_speedup_v is None else f"{d.predicted_speedup_v:.2f}×"
-        cols[1].metric(f"S_v(τ = {d.tau}), measured v", with_v,
-                       help="E / (τc + v(τ+1)), with v the verify cost measured on this runtime (SPEC.md)")  # fmt: skip
-        achieved = "–" if d.run_speedup is None else f"{d.run_speedup:.2f}×"
-        per_step = "its tokens per step over the cost of a step, τc + v, in one-token target passes"
-        cols[2].metric("this run vs the target alone", achieved, help=per_step)
-        st.markdown(f"**Bottleneck.** {d.bottleneck}")
-        alpha = "–" if d.alpha is None else f"{d.alpha:.3f}"
-        c = "–" if d.c is None else f"{d.c:.3f}"
-        approx = (f" — approximate (top-{run.target_top_k}): the remote target returned only its top "
-                  f"{run.target_top_k} probabilities" if run.target_top_k else "")  # fmt: skip
-        if d.verify_cost is None:
-            timing = ("c = one draft forward over one verify pass, as recorded in this trace; a replayed trace has no "
-                      "model to time a one-token pass, so v is not known and S(τ) may promise too much.")  # fmt: skip
-        else:
-            timing = (f"c = one draft forward over a one-token target pass ({one_token_ms:.0f} ms, timed on this "
-                      f"runtime); v(τ + 1) = {d.verify_cost:.2f}: this run's verify passes over that "
-                      "time.")  # fmt: skip
-        st.caption(f"α = {alpha} (mean Σ min(p, q) over draft positions{approx}); c = {c}: {timing}")
+    with st.expander(title, icon=":material/troubleshoot:", expanded=frozen is not None):
+        cache = st.session_state.setdefault(CACHE, {})
+        key = measure_key(run, pair) if pair is not None and run.steps else None
+        if key is not None and st.button("Time this run beside the target alone", key="decode_measure",
+                                         icon=":material/timer:"):  # fmt: skip
+            with st.spinner(f"Decoding the {len(run.steps)} steps again, each beside the target alone on its tokens…"):
+                measured = paired_run(pair, list(run.prompt_ids), run.config, turn=turn, max_steps=len(run.steps))
+            cache[key] = diagnose(run, measured)
+        d = Diagnosis.from_dict(frozen) if frozen else cache.get(key) or diagnose(run)
+        _tiles(d, run, None if key is None else key[0])
+        if key is not None and d.run_speedup is not None and not frozen:
+            snapshots.panel("reading", freeze("reading", key[0], {"trace": run.to_dict(), "reading": d.to_dict()}))
+
+
+def _tiles(d: Diagnosis, run: RunTrace, runtime: str | None) -> None:
+    shares = d.shares()
+    cols = st.columns(3)
+    cols[0].metric("drafting", f"{shares['draft']:.0%}", help=f"{d.draft_ms:.0f} ms, all draft phases")
+    cols[1].metric("verifying", f"{shares['verify']:.0%}", help=f"{d.verify_ms:.0f} ms, all target passes")
+    cols[2].metric("reading the prompt", f"{shares['prefill']:.0%}", help=f"{d.prefill_ms:.0f} ms, both models")
+    cols = st.columns(3)
+    cols[0].metric(f"S(τ = {d.tau}), v = 1", "–" if d.predicted_speedup is None else f"{d.predicted_speedup:.2f}×",
+                   help="(1 − α^(τ+1)) / ((1 − α)(τc + 1)): Leviathan et al., who take a pass over τ + 1 tokens "
+                   "to cost one over a single token (what a GPU engine sees)")  # fmt: skip
+    cols[1].metric(f"S_v(τ = {d.tau}), measured v", "–" if d.predicted_speedup_v is None else
+                   d.predicted_speedup_v.text(), help="E / (τc + v(τ+1)), with v measured on this runtime, at this "
+                   "run's context lengths (docs/algorithm.md)")  # fmt: skip
+    cols[2].metric("this run vs the target alone", "–" if d.run_speedup is None else d.run_speedup.text(),
+                   help="measured: each step timed beside the target alone decoding the same tokens, the two "
+                   "alternating; 95% bootstrap interval over the steps")  # fmt: skip
+    st.markdown(f"**Bottleneck.** {d.bottleneck}")
+    alpha = "–" if d.alpha is None else f"{d.alpha:.3f}"
+    approx = (f" — approximate (top-{run.target_top_k}): the remote target returned only its top "
+              f"{run.target_top_k} probabilities" if run.target_top_k else "")  # fmt: skip
+    if d.verify_cost is None:
+        timing = ("c = one draft forward over one verify pass, as recorded in this trace. Press **Time this run** to "
+                  "measure it beside the target alone: then v and the run's speedup are known (a replayed trace has "
+                  "no model to time).")  # fmt: skip
+    else:
+        timing = (f"c = {d.c_one_token.text(3, '')}: one draft forward over one token of the target alone; "
+                  f"v(τ + 1) = {d.verify_cost.text(2, '')}: this run's verify passes over it, both measured at this "
+                  "run's context lengths, the two alternating step by step (timed on "
+                  f"{runtime or 'the runtime that ran'}).")  # fmt: skip
+    c = "–" if d.c is None else f"{d.c:.3f}"
+    st.caption(f"α = {alpha} (mean Σ min(p, q) over draft positions{approx}); c = {c}. {timing}")

@@ -1,12 +1,14 @@
 """Decode: step through speculative decoding and see q against p for every draft token."""
 
 import contextlib
+import json
 
 import streamlit as st
 
 import specviz
 from pages import _quiz as quiz_ui
 from pages import _shared as ui
+from pages import _snapshot as snapshots
 from pages._present import COMPACT_CSS, presentation_toggle
 from pages._reading import trace_reading
 from specviz.classroom import quiz
@@ -20,10 +22,12 @@ from specviz.viz.tree_chart import tree_chart, tree_run_chart
 
 ui.ensure_shell()
 upload = st.session_state.get("decode_upload")  # read first: while a trace replays, settings are off
+frozen = snapshots.opened("reading")  # a snapshot for slides: its run replays, its reading is shown as it was
 replay, upload_error = None, None
-if upload:
-    replay, upload_error = replay_for(upload.getvalue(), upload.file_id, st.session_state.get("decode_replay"),
-                                      ui.codec_for)  # fmt: skip
+if upload or frozen:
+    data, name = (upload.getvalue(), upload.file_id) if upload else (json.dumps(frozen.data["trace"]).encode(),
+                                                                      f"snapshot {frozen.created}")  # fmt: skip
+    replay, upload_error = replay_for(data, name, st.session_state.get("decode_replay"), ui.codec_for)
     st.session_state["decode_replay"] = replay
 off = replay is not None
 with st.sidebar:
@@ -187,7 +191,7 @@ if run.config.tree and not hidden:
     st.markdown("**Tree steps**: the depth each step accepted, against the nodes its one pass verified")
     st.plotly_chart(ui.chart(tree_run_chart, shown), key="decode_tree_run_chart")
 if not hidden:
-    trace_reading(run, None if replay else pair, ui.compute_turn)
+    trace_reading(run, None if replay else pair, ui.compute_turn, frozen.data["reading"] if frozen else None)
 if quiz_on:
     quiz_ui.reset_button()
 if not hidden:  # a saved trace holds r and every decision

@@ -37,12 +37,17 @@ if evidence is None:
     ui.share_link("lessons", show=not present)
     st.stop()
 right = lesson.choices[lesson.right]
-if guess is None:
+if evidence.held is False:  # the run did not show what the question takes for granted: no Right / Not quite on it
+    st.warning(f"**This run did not show the premise** — {evidence.premise}: {evidence.why_not} The answer, in "
+               f"general: {right}", icon=":material/help:")  # fmt: skip
+elif guess is None:
     st.info(f"**Answer:** {right}", icon=":material/lightbulb:")
 elif guess == lesson.right:
     st.success(f"**Right:** {right}", icon=":material/check_circle:")
 else:
     st.error(f"**Not quite.** The answer: {right}", icon=":material/cancel:")
+if evidence.held:
+    st.caption(f"The premise, checked on this run: {evidence.premise}. It held.")
 st.markdown(f"**What the run showed.** {evidence.finding}")
 for i, figure in enumerate(evidence.figures):
     st.plotly_chart(figure, key=f"lessons_figure_{i}")

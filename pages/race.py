@@ -4,8 +4,10 @@ import streamlit as st
 
 import specviz
 from pages import _shared as ui
+from pages import _snapshot as snapshots
 from pages._present import COMPACT_CSS, presentation_toggle
-from specviz.analysis.race import BY_LABEL, Race
+from specviz.analysis.race import BY_LABEL, Race, RaceResult
+from specviz.analysis.snapshot import freeze, runtime_of
 from specviz.viz.render import RACE_STYLE, lane_html, lane_text, sentence
 
 ui.ensure_shell()
@@ -32,17 +34,43 @@ with lanes[1]:
     spec_box, spec_line = st.empty(), st.empty()
 
 
+def lane_words(lane) -> str:
+    return (f"**{lane.seconds:.1f} s** · {len(lane.tokens)} tokens · **{lane.tokens_per_second:.1f} tokens/s** · "
+            f"{lane.passes} target passes" + (" · done" if lane.done else ""))  # fmt: skip
+
+
 def draw(pair: specviz.ModelPair, alone, spec) -> None:
     """Both lanes: their text so far, their clocks and speeds."""
     for lane, box, line in ((alone, alone_box, alone_line), (spec, spec_box, spec_line)):
         box.html(lane_html(lane_text(pair.codec, lane.tokens)))  # whitespace kept, scrolled to its newest line
-        line.markdown(f"**{lane.seconds:.1f} s** · {len(lane.tokens)} tokens · **{lane.tokens_per_second:.1f} "
-                      f"tokens/s** · {lane.passes} target passes" + (" · done" if lane.done else ""))  # fmt: skip
+        line.markdown(lane_words(lane))
+
+
+def verdict(result: RaceResult) -> None:
+    """The result in words, coloured by what its interval says; and whether both wrote the same text."""
+    spread = result.speedup_spread()
+    (st.success if spread.above(1.0) else st.warning if spread.below(1.0) else st.info)(
+        result.summary(), icon=":material/sports_score:"
+    )
+    if result.same_text:
+        st.markdown("**The same text, token for token**: greedy speculative decoding emits the target's own greedy "
+                    "decoding, whatever the draft (docs/algorithm.md).")  # fmt: skip
+    else:  # never in greedy mode: a bug to report, not a result
+        st.error("The two texts differ: greedy speculative decoding must equal the target's greedy decoding.")
 
 
 st.html(RACE_STYLE)
 results = st.session_state.setdefault("race_results", {})
 key = (label, max_new)
+if frozen := snapshots.opened("race"):  # a snapshot for slides: the race as it ran then
+    result, texts = RaceResult.from_dict(frozen.data["result"]), frozen.data["texts"]
+    for lane, box, line, text in zip((result.alone, result.speculative), (alone_box, spec_box),
+                                     (alone_line, spec_line), texts, strict=True):  # fmt: skip
+        box.html(lane_html(text))
+        line.markdown(lane_words(lane))
+    verdict(result)
+    snapshots.panel("race", frozen)
+    st.stop()
 if start:
     pair = ui.load_pair("embedded", preset.draft)
     if pair is None:
@@ -65,12 +93,9 @@ if key not in results:
     st.stop()
 result, pair = results[key]
 draw(pair, result.alone, result.speculative)
-(st.success if result.speedup >= 1 else st.warning)(result.summary(), icon=":material/sports_score:")
-if result.same_text:
-    st.markdown("**The same text, token for token**: greedy speculative decoding emits the target's own greedy "
-                "decoding, whatever the draft (SPEC.md).")  # fmt: skip
-else:  # never in greedy mode: a bug to report, not a result
-    st.error("The two texts differ: greedy speculative decoding must equal the target's greedy decoding.")
+verdict(result)
 with st.expander("The prompt"):
     st.code(preset.prompt, language=None, wrap_lines=True)
+texts = [lane_text(pair.codec, lane.tokens) for lane in (result.alone, result.speculative)]
+snapshots.panel("race", freeze("race", runtime_of(pair), {"preset": label, "result": result.to_dict(), "texts": texts}))
 ui.share_link("race", show=not present)

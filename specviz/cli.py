@@ -9,10 +9,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from specviz.analysis.sweep import Sweep, SweepSettings, parse_taus
+from specviz.analysis.sweep import Sweep, SweepSettings
 from specviz.core.config import MODES, SpecConfig
 from specviz.core.engine import Decoder
-from specviz.errors import PromptError, SpecvizError
+from specviz.errors import ConfigError, PromptError, SpecvizError
 from specviz.models.loading import load_pair
 from specviz.models.pair import ModelPair
 
@@ -59,6 +59,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-new-tokens", type=int, default=SpecConfig.max_new_tokens)
     _add_common(parser)
     return parser
+
+
+def parse_taus(text: str) -> tuple[int, ...]:
+    """'1-8' → 1..8; '1,2,4' → (1, 2, 4); '1-4,8' → (1, 2, 3, 4, 8)."""
+    taus: list[int] = []
+    try:
+        for part in text.replace(" ", "").split(","):
+            lo, _, hi = part.partition("-")
+            taus.extend(range(int(lo), int(hi or lo) + 1))
+    except ValueError as exc:
+        raise ConfigError(f"write τ values like 1-8 or 1,2,4; got {text!r}") from exc
+    if not taus:
+        raise ConfigError(f"no τ values in {text!r}")
+    return tuple(sorted(set(taus)))
 
 
 def build_sweep_parser() -> argparse.ArgumentParser:
@@ -121,13 +135,12 @@ def _sweep(args: argparse.Namespace) -> None:
     )  # fmt: skip
     sweep = Sweep(_pair(args), settings)
     for done, total, unit in sweep.advance():
-        what = "target-only baseline" if unit.kind == "baseline" else f"τ = {unit.tau}"
-        print(f"specviz: {done}/{total} {what}, prompt {unit.prompt_index + 1}", file=sys.stderr)
+        print(f"specviz: {done}/{total} τ = {unit.tau}, prompt {unit.prompt_index + 1}", file=sys.stderr)
     result = sweep.result()
     if args.json:
         print(result.to_json(indent=1))
         return
-    print(result.to_frame()[["tau", "mean_acceptance_length", "alpha", "speedup", "predicted_speedup"]].round(3))
+    print(result.to_frame().to_string(index=False))
     print(result.verdict())
 
 

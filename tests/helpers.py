@@ -107,9 +107,10 @@ def save_tiny(path, seed: int, layers: int = 2, vocab: int = VOCAB, prefix: str 
     return str(path)
 
 
-def tiny_text_pair(chat: bool = False) -> ModelPair:
-    """A tiny random pair behind a word-level tokenizer: any text encodes (unknown words as w0)."""
-    target = HFModel(tiny_llama(0), "tiny-target")
+def tiny_text_pair(chat: bool = False, runtime: str = "torch") -> ModelPair:
+    """A tiny random pair behind a word-level tokenizer: any text encodes (unknown words as w0). `runtime`:
+    the name its target reports (the app keys every measurement by it)."""
+    target = HFModel(tiny_llama(0), "tiny-target", runtime)
     draft = HFModel(tiny_llama(1, layers=1), "tiny-draft")
     return ModelPair(target, draft, HFCodec(word_tokenizer(chat=chat), "tiny-Instruct" if chat else "tiny"))
 

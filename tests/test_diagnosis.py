@@ -8,7 +8,8 @@ import dataclasses
 import pytest
 
 from specviz import Decoder, SpecConfig
-from specviz.analysis.diagnosis import diagnose, one_token_time
+from specviz.analysis.diagnosis import Diagnosis, diagnose
+from specviz.analysis.measure import MeasurementError
 from specviz.analysis.metrics import compute_metrics
 from tests.helpers import table_pair
 
@@ -55,24 +56,42 @@ def test_few_accepted_tokens_and_slow_drafting_are_named():
     assert slow.bottleneck.startswith("Drafting: the draft takes 44% of the decoding time (c = 0.20)")
 
 
-def test_with_the_one_token_time_the_verify_cost_is_read_and_named():
-    # τ = 4, α = 0.6, each step drafts 4 tokens in 8 ms (2 ms each) and verifies 5 in 250 ms; a one-token pass of
-    # the target takes 100 ms: v(5) = 2.5, c = 2 / 100 = 0.02. E = (1 − 0.6^5) / 0.4 = 2.3056; S (v = 1) =
-    # 2.3056 / 1.08 = 2.135; S_v = 2.3056 / (4 × 0.02 + 2.5) = 0.8936; this run: 1 + 4/3 = 2.333 tokens / 2.58 = 0.904
+def paired(tokens: list[int], drafted: int, spec_ms: float, draft_ms: float, verify_ms: float, alone_per_token: float):
+    from specviz.analysis.measure import PairedRun, PairedStep
+
+    return PairedRun(None, tuple(PairedStep(t, drafted, spec_ms, draft_ms, verify_ms, alone_per_token * t)
+                                 for t in tokens))  # fmt: skip
+
+
+def test_measured_beside_the_target_alone_the_verify_cost_is_read_and_named():
+    # τ = 4, α = 0.6, three steps keeping 1, 1, 2 draft tokens (2, 2, 3 tokens out); each drafts 4 tokens in 8 ms
+    # (2 ms each), verifies 5 in 250 ms and takes 260 ms in all; the target alone takes 100 ms for each of the same
+    # tokens. v(5) = 250 / 100 = 2.5; c = 2 / 100 = 0.02; E = (1 − 0.6^5) / 0.4 = 2.3056; S (v = 1) = 2.3056 / 1.08
+    # = 2.135; S_v = 2.3056 / (4 × 0.02 + 2.5) = 0.8936; measured: 700 ms alone against 780 ms = 0.897. Its interval
+    # resamples the three steps: all three the 2-token ones (8/27 of resamples) give 200 / 260 = 0.769, all three
+    # the 3-token one (1/27, more than 2.5%) 300 / 260 = 1.154; v and c are the same in every resample.
     run = run_with(4, [1, 1, 2], beta=0.6, draft_ms=8.0, verify_ms=250.0)
-    d = diagnose(run, one_token_ms=100.0)
-    assert d.verify_cost == pytest.approx(2.5) and d.c_one_token == pytest.approx(0.02) and d.c == pytest.approx(0.02)
+    d = diagnose(run, paired([2, 2, 3], 4, 260.0, 8.0, 250.0, 100.0))
+    assert (d.verify_cost.value, d.verify_cost.low, d.verify_cost.high) == pytest.approx((2.5, 2.5, 2.5))
+    assert d.c_one_token.value == pytest.approx(0.02) and d.c == pytest.approx(0.02)
     assert d.predicted_speedup == pytest.approx(2.3056 / 1.08, abs=1e-4)
-    assert d.predicted_speedup_v == pytest.approx(2.3056 / 2.58, abs=1e-4)
-    assert d.run_speedup == pytest.approx((7 / 3) / 2.58)
+    assert d.predicted_speedup_v.value == pytest.approx(2.3056 / 2.58, abs=1e-4)
+    assert (d.run_speedup.value, d.run_speedup.low, d.run_speedup.high) == pytest.approx(
+        (700 / 780, 200 / 260, 300 / 260)
+    )
     assert d.bottleneck == (
         "Verification cost: one target pass over τ + 1 = 5 tokens costs v = 2.50 one-token passes on this runtime, "
-        "so a step costs τc + v = 2.58 one-token passes for 2.33 tokens: 0.90× the target alone, where S(τ) with "
-        "v = 1 promises 2.13×. A smaller τ or a runtime whose multi-token passes cost less would help."
+        "so a step costs τc + v = 2.58 one-token passes for 2.33 tokens: 0.90× (0.77–1.15×) the target alone as "
+        "measured, where S(τ) with v = 1 promises 2.13×. A smaller τ or a runtime whose multi-token passes cost "
+        "less would help."
     )
     assert diagnose(run).verify_cost is None  # a trace alone (a replay) cannot tell v
+    assert Diagnosis.from_dict(d.to_dict()) == d  # a snapshot keeps it whole
 
 
-def test_one_token_time_is_measured_on_the_pair():
-    pair = table_pair([0.5, 0.5], [0.5, 0.5])
-    assert one_token_time(pair, [0, 1, 0], repeats=3) >= 0.0
+def test_a_speedup_no_step_could_make_is_refused():
+    """Steps recorded as faster (100 ms) than their own verify pass (250 ms): 700 / 300 = 2.33× for 2.33 tokens
+    per step at v = 2.5, above the 2.33 / 2.5 = 0.93× a step that costs at least its verify pass allows."""
+    with pytest.raises(MeasurementError, match=r"above what 2\.33 tokens per step at v = 2\.50 allow"):
+        diagnose(run_with(4, [1, 1, 2], beta=0.6, draft_ms=8.0, verify_ms=250.0),
+                 paired([2, 2, 3], 4, 100.0, 8.0, 250.0, 100.0))  # fmt: skip

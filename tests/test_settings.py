@@ -12,7 +12,7 @@ from specviz.classroom import links, settings
 PAGES = Path(__file__).resolve().parents[1] / "pages"
 # widgets whose value is an action or a view, not a setting to keep or share
 ACTIONS = {"run", "step", "back", "reset", "reveal", "clear", "upload", "show", "position", "chart", "table", "answer",
-           "draw", "stop", "verify", "start"}  # fmt: skip
+           "draw", "stop", "verify", "start", "measure"}  # fmt: skip
 
 
 def widget_keys() -> set[str]:

@@ -10,9 +10,11 @@ import pytest
 from scipy.stats import chisquare
 
 from specviz import ConfigError, HFCodec, HFModel, ModelPair, PromptError
+from specviz.analysis.measure import PairedStep
 from specviz.analysis.metrics import StepCount
-from specviz.analysis.sweep import Baseline, RunSummary, Sweep, SweepResult, SweepSettings, histogram, parse_taus
+from specviz.analysis.sweep import RunSummary, Sweep, SweepResult, SweepSettings, SweepSummary, histogram
 from specviz.analysis.theory import acceptance_length_pmf, expected_speedup, expected_tokens_per_step
+from specviz.cli import parse_taus
 from specviz.viz.charts import sweep_acceptance_chart, sweep_length_chart, sweep_position_chart, sweep_speedup_chart
 from tests.helpers import save_tiny, table_pair, tiny_llama, word_tokenizer
 
@@ -39,48 +41,73 @@ def test_one_row_per_tau_with_consistent_counts(result):
         assert s.mean_acceptance_length_low <= s.mean_acceptance_length <= s.mean_acceptance_length_high
         assert list(s.per_position_acceptance_rate) == sorted(s.per_position_acceptance_rate, reverse=True)
         assert s.expected_tokens_per_step == pytest.approx(expected_tokens_per_step(result.alpha, s.tau))
-        assert s.predicted_speedup == pytest.approx(expected_speedup(result.alpha, s.tau, result.c))
-        assert s.speedup == pytest.approx(s.tokens_per_second / result.baseline_tokens_per_second)
-    assert len(result.baselines) == 2 and result.complete
+        assert s.predicted_speedup == pytest.approx(expected_speedup(result.alpha, s.tau, result.c.value))
+        paired = result.paired(s.tau)  # every step of its runs timed beside the target alone on the same tokens
+        assert len(paired) == s.steps and sum(p.tokens for p in paired) == s.emitted
+        assert s.speedup.value == pytest.approx(sum(p.alone_ms for p in paired) / sum(p.spec_ms for p in paired))
+        assert s.speedup.low <= s.speedup.value <= s.speedup.high and sum(s.lengths) == s.steps
+    assert result.complete
     frame = result.to_frame()
-    assert list(frame["tau"]) == [1, 2, 3, 4]
+    assert list(frame["τ"]) == [1, 2, 3, 4]
     data = json.loads(result.to_json())
     assert [row["tau"] for row in data["taus"]] == [1, 2, 3, 4] and "α = " in data["verdict"]
+    assert SweepSummary.from_dict(json.loads(json.dumps(result.summary().to_dict()))) == result.summary()
 
 
-def test_pooled_metrics_and_the_two_timing_ratios_by_hand():
-    """Two runs at τ = 2 and one target-only baseline, made by hand: SPEC.md's c is a draft forward
-    over a verify pass; the ratio against target-only decoding has a name of its own."""
-    s = [StepCount(2, n, (0.5, 0.7), (1,) * (n + 1), draft_ms=4.0, verify_ms=8.0) for n in (2, 0, 1)]
-    runs = (RunSummary(2, 0, 0, (s[0], s[1])), RunSummary(2, 0, 1, (s[2],)))
-    settings = SweepSettings(taus=(2,), prompts=("x",), seeds=(0, 1))
-    result = SweepResult(settings, runs, (Baseline(0, tokens=10, decode_ms=50.0),), pending=0)
-    assert result.c == pytest.approx((12 / 6) / (50 / 10))  # SPEC's c: 2 ms per draft forward / 5 ms per token
-    assert result.c_target_only == result.c
-    assert result.c_verify_pass == pytest.approx((12 / 6) / (24 / 3))  # 2 ms per draft forward / 8 ms per verify pass
+def test_pooled_metrics_and_the_measured_timing_by_hand():
+    """Two runs at τ = 2, made by hand: three steps keeping 2, 0 and 1 draft tokens (3, 1, 2 tokens out), each
+    drafting 2 tokens in 4 ms, verifying 3 in 8 ms, 12 ms in all; the target alone, beside each step, takes 5 ms
+    for each of the same tokens (15, 5, 10 ms)."""
+    counts = [StepCount(2, n, (0.5, 0.7), (1,) * (n + 1), draft_ms=4.0, verify_ms=8.0) for n in (2, 0, 1)]
+    timed = [PairedStep(n + 1, 2, 12.0, 4.0, 8.0, 5.0 * (n + 1)) for n in (2, 0, 1)]
+    runs = (RunSummary(2, 0, 0, tuple(counts[:2]), "fixed", tuple(timed[:2])),
+            RunSummary(2, 0, 1, (counts[2],), "fixed", (timed[2],)))  # fmt: skip
+    result = SweepResult(SweepSettings(taus=(2,), prompts=("x",), seeds=(0, 1)), runs, pending=0)
+    assert result.c.value == pytest.approx(2 / 5)  # c: 2 ms per draft forward / 5 ms per target-alone token
     assert result.alpha == pytest.approx(0.6)
     # 3 accepted; the steps with n = 0 and n = 1 each rejected one token: 3 of 5 decided tokens accepted
     assert result.acceptance_probability == pytest.approx(3 / 5)
     (row,) = result.by_tau()
     assert row.expected_tokens_per_step_measured == pytest.approx(1 + 0.6 + 0.36)  # (1 − a³) / (1 − a)
-    assert (row.steps, row.drafted, row.accepted, row.emitted) == (3, 6, 3, 6)
+    assert (row.steps, row.drafted, row.accepted, row.emitted, row.lengths) == (3, 6, 3, 6, (1, 1, 1))
     assert row.mean_acceptance_length == pytest.approx(2.0)
     assert (row.mean_acceptance_length_low, row.mean_acceptance_length_high) == (pytest.approx(2.0), pytest.approx(2.0))
     assert row.per_position_acceptance_rate == pytest.approx((2 / 3, 1 / 3))
     assert row.conditional_per_position_acceptance_rate == pytest.approx((2 / 3, 1 / 2))
-    assert row.tokens_per_second == pytest.approx(6 / 0.036)  # 6 tokens in 3 × 12 ms
-    assert row.speedup == pytest.approx((6 / 0.036) / 200)  # target alone: 10 tokens in 50 ms
-    # SPEC.md "Verify cost": a verify pass of τ + 1 = 3 tokens takes 8 ms against 5 ms for one token: v(3) = 1.6;
-    # S_v = E / (τc + v) = 1.96 / (2 × 0.4 + 1.6) = 0.8167, where Leviathan's S (v = 1) = 1.96 / 1.8 = 1.089
-    assert row.verify_cost == pytest.approx(1.6)
-    assert row.predicted_speedup_v == pytest.approx(1.96 / 2.4)
+    # measured: 30 ms alone against 36 ms = 0.833×; resampling the 3 steps, all three the 1-token step (1/27 of the
+    # resamples, more than 2.5%) gives 5 / 12 = 0.417, all three the 3-token step 15 / 12 = 1.25
+    assert (row.speedup.value, row.speedup.low, row.speedup.high) == pytest.approx((30 / 36, 5 / 12, 15 / 12))
+    # docs/algorithm.md "Verify cost": a verify pass of τ + 1 = 3 tokens takes 8 ms against 5 ms for a token of the
+    # target alone: v(3) = 1.6 in every resample; S_v = E / (τc + v) = 1.96 / (2 × 0.4 + 1.6) = 0.8167, where
+    # Leviathan's S (v = 1) = 1.96 / 1.8 = 1.089
+    assert (row.verify_cost.value, row.verify_cost.low, row.verify_cost.high) == pytest.approx((1.6, 1.6, 1.6))
+    assert row.predicted_speedup_v.value == pytest.approx(1.96 / 2.4)
     assert row.predicted_speedup == pytest.approx(1.96 / 1.8)
-    # with the measured tokens per step (2.0) instead of α's 1.96, S_v is the measured speedup exactly: 2 / 2.4
-    assert row.mean_acceptance_length / (2 * result.c + row.verify_cost) == pytest.approx(row.speedup)
     verdict = result.verdict()
-    assert "Measured: best τ = 2, 0.83× the target alone (slower than it)" in verdict
-    assert "best τ = 2, S_v = 0.82×" in verdict and "v = 1.60 one-token" in verdict
+    assert "Measured: best τ = 2, 0.83× (0.42–1.25×) the target alone: within noise of the target alone." in verdict
+    assert "best τ = 2, S_v = 0.82×" in verdict and "v = 1.60–1.60 one-token" in verdict
     assert "predicts τ = 1 (1.14×)" in verdict  # S(1) = 1.6 / (0.4 + 1) beats S(2) = 1.089 when v = 1
+
+
+def test_verdicts_name_a_best_tau_only_where_the_intervals_separate_it():
+    """τ = 1 steps: 1 token each; τ = 2 steps: 2 tokens. Each step takes 10 ms, the target alone 6 ms a token."""
+
+    def run(tau: int, tokens: list[int]) -> RunSummary:
+        counts = tuple(StepCount(tau, t - 1, (0.9,) * tau, (1,) * t, 2.0, 8.0) for t in tokens)
+        return RunSummary(
+            tau, 0, 0, counts, "fixed", tuple(PairedStep(t, tau, 10.0, 2.0, 8.0, 6.0 * t) for t in tokens)
+        )
+
+    settings = SweepSettings(taus=(1, 2), prompts=("x",))
+    # τ = 1 always 1 token (0.6×, every resample alike); τ = 2 always 3 (1.8×): separated, and above 1
+    clear = SweepResult(settings, (run(1, [1] * 6), run(2, [3] * 6)), pending=0).summary()
+    assert clear.best_tau_measured() == 2 and clear.within_noise_of_best() == [2]
+    assert clear.verdict().startswith("Measured: best τ = 2, 1.80× the target alone: faster than the target alone.")
+    # τ = 1: 1 or 2 tokens (0.6–1.2×); τ = 2: 1 or 3 (0.6–1.8×): the intervals overlap, so no τ is named best
+    noisy = SweepResult(settings, (run(1, [1, 2] * 3), run(2, [1, 3] * 3)), pending=0).summary()
+    assert noisy.within_noise_of_best() == [1, 2]
+    assert noisy.verdict().startswith("Measured: τ = 1 and 2 are within noise of each other here")
+    assert "so no τ is best; the highest, τ = 2 at 1.20×" in noisy.verdict()
 
 
 @pytest.mark.slow  # many repetitions: in `make test`, not in `make test-fast`
@@ -106,11 +133,9 @@ def test_stop_keeps_finished_work_and_the_cache_makes_revisits_free(tiny_pair):
     settings = SweepSettings(taus=(1, 2, 3), prompts=("w1 w2",), max_new_tokens=8)
     cache: dict = {}
     sweep = Sweep(tiny_pair, settings, cache)
-    units = sweep.units()
-    assert [u.kind for u in units].count("baseline") == 1  # one baseline per prompt, for every τ
+    assert len(sweep.units()) == 3  # one run per τ, each timed beside the target alone on its own tokens
     progress = sweep.advance()
-    for _ in range(2):  # baseline and τ = 1, then the user presses Stop
-        next(progress)
+    next(progress)  # τ = 1, then the user presses Stop
     partial = sweep.result()
     assert not partial.complete and partial.pending == 2 and [r.tau for r in partial.runs] == [1]
     again = Sweep(tiny_pair, settings, cache)  # the page reruns with the same cache
@@ -121,7 +146,7 @@ def test_stop_keeps_finished_work_and_the_cache_makes_revisits_free(tiny_pair):
     assert revisit.pending() == [] and list(revisit.advance()) == []
     assert revisit.result().runs == finished.runs
     wider = Sweep(tiny_pair, SweepSettings(taus=(1, 2, 3, 4), prompts=("w1 w2",), max_new_tokens=8), cache)
-    assert [(u.kind, u.tau) for u in wider.pending()] == [("run", 4)]
+    assert [u.tau for u in wider.pending()] == [4]
 
 
 def test_bad_sweep_settings_are_typed_errors(tiny_pair):
@@ -140,24 +165,28 @@ def test_bad_sweep_settings_are_typed_errors(tiny_pair):
 
 
 def test_sweep_charts_show_the_summaries(result):
-    rows = result.by_tau()
-    fig = sweep_acceptance_chart(result)
+    rows, summary = result.by_tau(), result.summary()
+    fig = sweep_acceptance_chart(summary)
     measured = next(t for t in fig.data if t.name == "measured")
     theory = next(t for t in fig.data if t.name.startswith("theory"))
     assert list(measured.y) == [s.mean_acceptance_length for s in rows]
     assert list(theory.y) == [s.expected_tokens_per_step for s in rows]
-    fig = sweep_speedup_chart(result)
-    assert list(fig.data[0].y) == [s.speedup for s in rows]
+    fig = sweep_speedup_chart(summary)
+    assert list(fig.data[0].y) == [s.speedup.value for s in rows]  # each with its interval as an error bar
+    assert list(fig.data[0].error_y.array) == pytest.approx([s.speedup.high - s.speedup.value for s in rows])
+    assert list(fig.data[0].error_y.arrayminus) == pytest.approx([s.speedup.value - s.speedup.low for s in rows])
     assert list(fig.data[1].y) == [s.predicted_speedup for s in rows]
-    star = next(t for t in fig.data if t.name.startswith("best τ = "))
-    assert list(star.x) == [result.best_tau_measured()]
+    star = next(t for t in fig.data if t.name.startswith(("best τ = ", "τ = ")))
+    assert list(star.x) == summary.within_noise_of_best()
+    band = next(t for t in fig.data if t.name == "S_v: range of the measured v")
+    assert list(band.y) == [s.predicted_speedup_v.high for s in rows] + [s.predicted_speedup_v.low for s in rows][::-1]
     baseline = next(t for t in fig.data if t.name == "target alone (1×)")
     assert set(baseline.y) == {1.0}
     # nothing is written on the plot area (the best τ's label once covered "target alone"): the legend names all
     assert not fig.layout.annotations and all("text" not in (t.mode or "") for t in fig.data)
-    fig = sweep_length_chart(result)
-    assert list(fig.data[1].y) == [n for r in result.runs if r.tau == 2 for n in r.accepted_lengths]
-    fig = sweep_position_chart(result)
+    fig = sweep_length_chart(summary)
+    assert sorted(fig.data[1].y) == sorted(n for r in result.runs if r.tau == 2 for n in r.accepted_lengths)
+    fig = sweep_position_chart(summary)
     assert [list(t.y) for t in fig.data[:-1]] == [list(s.per_position_acceptance_rate) for s in rows]
     a = result.acceptance_probability  # the i.i.d. model's a^i beside them, out to the longest τ
     assert list(fig.data[-1].y) == pytest.approx([a, a**2, a**3, a**4]) and fig.data[-1].name.startswith("a^i")
@@ -174,7 +203,8 @@ def test_sweep_command_line_prints_one_json_document(tmp_path):
     data = json.loads(out.stdout)
     assert [row["tau"] for row in data["taus"]] == [1, 2, 3]
     assert all(row["emitted"] == row["accepted"] + row["steps"] for row in data["taus"])
-    assert len(data["baselines"]) == 2 and data["complete"]
+    assert all(row["speedup"]["low"] <= row["speedup"]["value"] <= row["speedup"]["high"] for row in data["taus"])
+    assert data["complete"]
     bad = subprocess.run([*cmd[:4], "--taus", "x", *cmd[6:]], capture_output=True, text=True, env=env, timeout=300)
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
         "specviz: error: write τ values like 1-8 or 1,2,4; got 'x'"
@@ -195,8 +225,8 @@ def test_tau_policies_run_beside_fixed_tau_and_are_compared_with_the_best():
     run = next(r for r in result.runs if r.policy == "heuristic")
     assert run.step_taus[:4] == (2, 4, 6, 8)  # each step fully accepted: +2
     assert heuristic.mean_acceptance_length > confidence.mean_acceptance_length == pytest.approx(3.0)
-    frame = result.policy_frame()
-    assert list(frame["policy"])[:2] == ["heuristic", "confidence"] and frame["policy"].iloc[2].startswith("fixed τ")
+    frame = result.summary().policy_frame()
+    assert list(frame["policy"]) == ["heuristic", "confidence"]
     assert json.loads(result.to_json())["policies"][0]["policy"] == "heuristic"
 
 
@@ -204,7 +234,7 @@ def test_verify_timing_scores_the_same_tokens_both_ways(tiny_pair):
     from specviz.analysis.sweep import verify_timing
 
     timing = verify_timing(tiny_pair, "w1 w2 w3 w4 w5 w6 w7", tau=3, repeats=3)
-    assert timing.tokens == 4 and timing.parallel_ms > 0 and timing.sequential_ms > 0
-    assert timing.ratio == pytest.approx(timing.parallel_ms / (timing.sequential_ms / 4))
+    assert timing.tokens == 4 and timing.parallel_ms.value > 0 and timing.sequential_ms.value > 0
+    assert timing.ratio.n == 3 and timing.ratio.low <= timing.ratio.value <= timing.ratio.high
     with pytest.raises(ConfigError, match="at least 6 tokens"):
         verify_timing(tiny_pair, "w1 w2", tau=4)

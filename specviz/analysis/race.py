@@ -13,15 +13,15 @@ one side, and what a target pass over τ + 1 tokens cost in one-token passes on 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
-import torch
-
+from specviz.analysis.measure import Spread, TargetAlone, point, rate_ratio
 from specviz.core.config import SpecConfig
-from specviz.core.engine import Decoder, encode_prompt
-from specviz.core.sampling import logits_to_probs, sample
+from specviz.core.engine import Decoder
 from specviz.models.pair import ModelPair
 
 
@@ -72,41 +72,22 @@ PRESETS: tuple[RacePreset, ...] = (
 BY_LABEL = {p.label: p for p in PRESETS}
 
 
-class TargetAlone:
-    """Plain decoding with the target, one token per call, each timed (same sampling as the engine)."""
-
-    def __init__(self, pair: ModelPair, prompt: str, config: SpecConfig, chat: bool | None = None) -> None:
-        _, ids, _ = encode_prompt(pair, prompt, chat)
-        self.config, self.eos = config, pair.codec.eos_token_id
-        self.session, self.gen = pair.target.new_session(), torch.Generator().manual_seed(config.seed)
-        self.logits = self.session.extend(ids, keep=1)[-1]
-        limit = pair.target.max_length
-        self.budget = config.max_new_tokens if limit is None else min(config.max_new_tokens, limit - len(ids))
-        self.tokens: list[int] = []
-        self.seconds = 0.0
-        self.done = self.budget <= 0
-
-    def step(self) -> None:
-        start = time.perf_counter()
-        probs = logits_to_probs(self.logits, self.config.temperature, self.config.top_k, self.config.top_p)
-        token = int(probs.argmax()) if self.config.mode == "greedy" else sample(probs, self.gen)
-        self.tokens.append(token)
-        self.done = token == self.eos or len(self.tokens) >= self.budget
-        if not self.done:
-            self.logits = self.session.extend([token], keep=1)[-1]
-        self.seconds += time.perf_counter() - start
-
-
 @dataclass(frozen=True)
 class Lane:
     tokens: tuple[int, ...]
     seconds: float  # its own compute time so far
     passes: int  # target forward passes
     done: bool
+    pieces: tuple[tuple[float, int], ...] = ()  # (seconds, tokens) of each piece of work, in order
 
     @property
     def tokens_per_second(self) -> float:
         return len(self.tokens) / self.seconds if self.seconds else 0.0
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Lane:
+        return cls(tuple(data["tokens"]), float(data["seconds"]), int(data["passes"]), bool(data["done"]),
+                   tuple((float(a), int(b)) for a, b in data["pieces"]))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -125,6 +106,13 @@ class RaceResult:
         base = self.alone.tokens_per_second
         return self.speculative.tokens_per_second / base if base else 0.0
 
+    def speedup_spread(self) -> Spread:
+        """The speedup with its 95% interval, each lane's pieces resampled (a lane without its pieces: the
+        number alone)."""
+        if not self.alone.pieces or not self.speculative.pieces:
+            return point(self.speedup)
+        return rate_ratio(self.speculative.pieces, self.alone.pieces)
+
     @property
     def tokens_per_pass(self) -> float:
         return len(self.speculative.tokens) / self.speculative.passes if self.speculative.passes else 0.0
@@ -139,15 +127,30 @@ class RaceResult:
         return self.verify_ms / self.one_token_ms if self.one_token_ms else 0.0
 
     def summary(self) -> str:
-        """The result in words: how much faster (or slower), and why."""
-        faster = f"{self.speedup:.1f}× faster" if self.speedup >= 1.05 else (
-            f"{1 / self.speedup:.1f}× slower" if self.speedup <= 0.95 else "no faster")  # fmt: skip
+        """The result in words: how much faster (or slower) with its interval, said only where the interval
+        says it; and why."""
+        spread = self.speedup_spread()
+        if spread.above(1.0):
+            outcome = f"{spread.value:.1f}× faster than the target alone ({spread.range_text(1)})"
+        elif spread.below(1.0):
+            outcome = f"{1 / spread.value:.1f}× slower than the target alone ({spread.range_text(2)} its speed)"
+        else:
+            outcome = f"within noise of the target alone ({spread.range_text(2)} its speed)"
         c = self.draft_ms_per_token / self.one_token_ms if self.one_token_ms else 0.0
         return (
-            f"Speculative decoding was {faster} than the target alone ({self.speculative.tokens_per_second:.1f} "
-            f"against {self.alone.tokens_per_second:.1f} tokens/s): {self.tokens_per_pass:.1f} tokens per target "
+            f"Speculative decoding was {outcome}: {self.speculative.tokens_per_second:.1f} against "
+            f"{self.alone.tokens_per_second:.1f} tokens/s, {self.tokens_per_pass:.1f} tokens per target "
             f"pass; each pass cost {self.verify_cost:.1f} single-token passes, and each of up to τ = {self.tau} "
             f"draft tokens {c:.2f} of one."
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RaceResult:
+        return cls(
+            **{**data, "alone": Lane.from_dict(data["alone"]), "speculative": Lane.from_dict(data["speculative"])}
         )
 
 
@@ -158,23 +161,28 @@ class Race:
         self.config = config
         self.alone = TargetAlone(pair, prompt, config, chat)
         self.spec = Decoder(pair, prompt, config, chat=chat)
-        self.spec_seconds = 0.0  # whole steps, wall time: drafting, verifying and the engine's own work
+        self.spec_pieces: list[tuple[float, int]] = []  # whole steps, wall time: drafting, verifying, the engine
+
+    @property
+    def spec_seconds(self) -> float:
+        return sum(seconds for seconds, _ in self.spec_pieces)
 
     def _lane(self, speculative: bool) -> Lane:
         if speculative:
-            return Lane(tuple(self.spec.new_tokens), self.spec_seconds, len(self.spec.steps), self.spec.done)
-        return Lane(tuple(self.alone.tokens), self.alone.seconds, len(self.alone.tokens), self.alone.done)
+            return Lane(tuple(self.spec.new_tokens), self.spec_seconds, len(self.spec.steps), self.spec.done,
+                        tuple(self.spec_pieces))  # fmt: skip
+        return Lane(tuple(self.alone.tokens), self.alone.seconds, len(self.alone.tokens), self.alone.done,
+                    tuple((t, 1) for t in self.alone.times))  # fmt: skip
 
     def frames(self) -> Iterator[tuple[Lane, Lane]]:
         """(target alone, speculative) after every piece of work, until both are done."""
         while not (self.alone.done and self.spec.done):
-            alone, spec = self._lane(False), self._lane(True)
-            if self.spec.done or (not self.alone.done and alone.seconds <= spec.seconds):
+            if self.spec.done or (not self.alone.done and self.alone.seconds <= self.spec_seconds):
                 self.alone.step()
             else:
                 start = time.perf_counter()
-                self.spec.step()
-                self.spec_seconds += time.perf_counter() - start
+                step = self.spec.step()
+                self.spec_pieces.append((time.perf_counter() - start, len(step.emitted)))
             yield self._lane(False), self._lane(True)
 
     def result(self) -> RaceResult:

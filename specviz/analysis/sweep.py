@@ -1,30 +1,40 @@
-"""How the accepted length varies with τ: runs over τ × prompts × seeds, a target-only baseline
-per prompt, and per-τ summaries with Leviathan et al.'s theory beside the measurements.
+"""How the accepted length and the speedup vary with τ: runs over τ × prompts × seeds, each timed
+against the target alone on the same tokens step by step (specviz.analysis.measure.paired_run), and
+per-τ summaries with Leviathan et al.'s theory beside the measurements (docs/algorithm.md, "Theory").
 
-The work is split into units (one baseline, or one speculative run) that a caller advances one
-at a time (`Sweep.advance()`), so a UI can show progress and stop at any point with the finished
-units kept. Finished units live in a cache dict the caller may keep and pass again: revisiting
-the same settings costs nothing.
+The work is split into units (one speculative run each) that a caller advances one at a time
+(`Sweep.advance()`), so a UI can show progress and stop at any point with the finished units kept.
+Finished units live in a cache dict the caller may keep and pass again: revisiting the same settings
+costs nothing. `SweepResult.summary()` is what the charts draw and a snapshot freezes.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import statistics
 import time
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-import torch
 
+from specviz.analysis.measure import (
+    PairedStep,
+    Spread,
+    against_one,
+    best_of,
+    check_bounds,
+    draft_cost_of,
+    median_iqr,
+    paired_run,
+    speedup_of,
+    verify_cost_of,
+)
 from specviz.analysis.metrics import Metrics, StepCount, compute_metrics
 from specviz.analysis.theory import best_tau, expected_speedup, expected_tokens_per_step, speedup_with_verify_cost
 from specviz.core.config import MODES, Mode, SpecConfig, TauPolicy
-from specviz.core.engine import Decoder, encode_prompt
-from specviz.core.sampling import logits_to_probs, sample
+from specviz.core.engine import encode_prompt
 from specviz.errors import ConfigError
 from specviz.models.pair import ModelPair
 
@@ -40,12 +50,13 @@ class SweepSettings:
     top_k: int = SpecConfig.top_k
     top_p: float = SpecConfig.top_p
     max_new_tokens: int = 48  # tokens per run (longer than a single run's default: more steps to pool)
-    # τ policies run beside fixed τ (SPEC.md, "Variants"), each once per prompt and seed, starting
+    # τ policies run beside fixed τ (docs/algorithm.md, "Variants"), each once per prompt and seed, starting
     # at (heuristic) or capped by (confidence) `policy_tau`
     policies: tuple[TauPolicy, ...] = ()
     policy_tau: int = 4
     confidence: float = SpecConfig.confidence
     chat: bool | None = None  # chat template: None = the model's default
+    verification: str = "token"  # lossless mode's verification rule (docs/algorithm.md)
 
     def __post_init__(self) -> None:
         if not self.taus or not self.prompts or not self.seeds:
@@ -65,18 +76,21 @@ class SweepSettings:
         return SpecConfig(
             tau=tau, mode=self.mode, temperature=self.temperature, top_k=self.top_k, top_p=self.top_p,
             seed=seed, max_new_tokens=self.max_new_tokens, tau_policy=policy, confidence=self.confidence,
+            verification=self.verification,
         )  # fmt: skip
 
 
 @dataclass(frozen=True)
 class RunSummary:
-    """One speculative run, reduced to what the metrics read of each step."""
+    """One speculative run, reduced to what the metrics read of each step, and each step's timing
+    against the target alone on the same tokens."""
 
     tau: int  # fixed τ; for a policy, the τ it starts at (heuristic) or may not exceed (confidence)
     prompt_index: int
     seed: int
     steps: tuple[StepCount, ...]
     policy: TauPolicy = "fixed"
+    paired: tuple[PairedStep, ...] = ()
 
     @property
     def metrics(self) -> Metrics:
@@ -93,17 +107,8 @@ class RunSummary:
         return tuple(s.tau for s in self.steps)
 
 
-@dataclass(frozen=True)
-class Baseline:
-    """Target-only decoding of one prompt: the reference speed."""
-
-    prompt_index: int
-    tokens: int
-    decode_ms: float  # wall time of the token loop (prefill excluded, as for the runs)
-
-    @property
-    def ms_per_token(self) -> float:
-        return self.decode_ms / max(self.tokens, 1)
+def _spread(data: dict[str, Any] | Spread | None) -> Spread | None:
+    return data if data is None or isinstance(data, Spread) else Spread.from_dict(data)
 
 
 @dataclass(frozen=True)
@@ -118,19 +123,28 @@ class TauSummary:
     mean_acceptance_length_low: float  # lowest per-seed value (band)
     mean_acceptance_length_high: float  # highest per-seed value (band)
     draft_acceptance_rate: float
-    per_position_acceptance_rate: tuple[float, ...]
+    per_position_acceptance_rate: tuple[float | None, ...]
     conditional_per_position_acceptance_rate: tuple[float | None, ...]
     alpha: float | None
-    tokens_per_second: float
-    baseline_tokens_per_second: float | None
-    speedup: float | None  # measured: tokens/s over target-only tokens/s
+    lengths: tuple[int, ...]  # how many steps accepted n = 0, 1, …, τ draft tokens
+    speedup: Spread | None  # measured: the target alone's time for the same tokens over speculation's
     expected_tokens_per_step: float | None  # (1 − α^{τ+1}) / (1 − α) from the sweep's α
-    predicted_speedup: float | None  # S(τ) from the sweep's α and c
+    predicted_speedup: float | None  # S(τ) from the sweep's α and c (v = 1)
     expected_tokens_per_step_measured: float | None  # the same formula, from acceptance_probability
     predicted_speedup_measured: float | None  # S(τ) from acceptance_probability and c
-    # SPEC.md "Verify cost", measured in these runs: a verify pass (τ + 1 tokens) over a target-only token
-    verify_cost: float | None = None  # v(τ + 1)
-    predicted_speedup_v: float | None = None  # S_v(τ) = E / (τ·c₁ + v(τ + 1)), E from α, c₁ = c_target_only
+    # docs/algorithm.md "Verify cost", measured in these runs: a verify pass (τ + 1 tokens) over one token of
+    # the target alone, both at the runs' own context lengths
+    verify_cost: Spread | None = None  # v(τ + 1)
+    predicted_speedup_v: Spread | None = None  # S_v(τ) = E / (τ·c + v(τ + 1)), E from α; its range from v's
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TauSummary:
+        tuples = ("per_position_acceptance_rate", "conditional_per_position_acceptance_rate", "lengths")
+        spreads = ("speedup", "verify_cost", "predicted_speedup_v")
+        return cls(**{**data, **{k: tuple(data[k]) for k in tuples}, **{k: _spread(data[k]) for k in spreads}})
 
 
 @dataclass(frozen=True)
@@ -141,15 +155,17 @@ class PolicySummary:
     steps: int
     mean_tau: float  # draft tokens per step, as the policy chose them
     mean_acceptance_length: float
-    tokens_per_second: float
-    speedup: float | None  # measured, over target-only decoding
+    speedup: Spread | None  # measured, against the target alone on the same tokens
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PolicySummary:
+        return cls(**{**data, "speedup": _spread(data["speedup"])})
 
 
 @dataclass(frozen=True)
 class Unit:
-    kind: str  # "baseline" | "run"
     prompt_index: int
-    tau: int = 0
+    tau: int
     seed: int = 0
     policy: TauPolicy = "fixed"
 
@@ -165,21 +181,19 @@ class Sweep:
 
     def units(self) -> list[Unit]:
         s = self.settings
-        baselines = [Unit("baseline", i) for i in range(len(s.prompts))]
-        runs = [Unit("run", i, tau, seed) for tau in s.taus for i in range(len(s.prompts)) for seed in s.seeds]
+        runs = [Unit(i, tau, seed) for tau in s.taus for i in range(len(s.prompts)) for seed in s.seeds]
         policies = [
-            Unit("run", i, s.policy_tau, seed, policy)
+            Unit(i, s.policy_tau, seed, policy)
             for policy in s.policies for i in range(len(s.prompts)) for seed in s.seeds
         ]  # fmt: skip
-        return baselines + runs + policies
+        return runs + policies
 
     def key(self, unit: Unit) -> tuple:
+        """What a unit measures: the models, their runtime, the prompt and every setting."""
         s = self.settings
-        models = (self.pair.target.name, self.pair.draft.name if unit.kind == "run" else "")
-        config = s.config(max(unit.tau, 1), unit.seed, unit.policy)
-        if unit.kind == "baseline":  # the same baseline serves every τ and seed
-            config = dataclasses.replace(config, tau=1, seed=0)
-        return (unit.kind, *models, s.prompts[unit.prompt_index], s.chat, config)
+        config = s.config(unit.tau, unit.seed, unit.policy)
+        return ("run", self.pair.target.name, self.pair.draft.name, self.pair.runtime, s.prompts[unit.prompt_index],
+                s.chat, config)  # fmt: skip
 
     def pending(self) -> list[Unit]:
         return [u for u in self.units() if self.key(u) not in self.cache]
@@ -200,74 +214,39 @@ class Sweep:
 
     def result(self) -> SweepResult:
         """Whatever has finished so far."""
-        found = [(u, self.cache.get(self.key(u))) for u in self.units()]
-        runs = tuple(r for u, r in found if u.kind == "run" and r is not None)
-        baselines = tuple(b for u, b in found if u.kind == "baseline" and b is not None)
-        return SweepResult(self.settings, runs, baselines, len(self.pending()))
+        found = [self.cache.get(self.key(u)) for u in self.units()]
+        runs = tuple(r for r in found if r is not None)
+        return SweepResult(self.settings, runs, len(found) - len(runs), self.pair.runtime)
 
-    def _run_unit(self, unit: Unit) -> RunSummary | Baseline:
+    def _run_unit(self, unit: Unit) -> RunSummary:
         prompt = self.settings.prompts[unit.prompt_index]
-        if unit.kind == "baseline":
-            return target_only(self.pair, prompt, self.settings.config(1, 0), unit.prompt_index, self.settings.chat)
         config = self.settings.config(unit.tau, unit.seed, unit.policy)
-        trace = Decoder(self.pair, prompt, config, chat=self.settings.chat).run()
-        steps = tuple(StepCount.of(s) for s in trace.steps)
-        return RunSummary(unit.tau, unit.prompt_index, unit.seed, steps, unit.policy)
-
-
-def target_only(
-    pair: ModelPair, prompt: str, config: SpecConfig, prompt_index: int = 0, chat: bool | None = None
-) -> Baseline:
-    """Decode with the target alone (same warping, argmax in greedy mode), timing the token loop."""
-    _, ids, _ = encode_prompt(pair, prompt, chat)
-    session, gen, eos = pair.target.new_session(), torch.Generator().manual_seed(config.seed), pair.codec.eos_token_id
-    logits = session.extend(ids, keep=1)[-1]
-    budget = config.max_new_tokens if pair.target.max_length is None else min(
-        config.max_new_tokens, pair.target.max_length - len(ids)
-    )  # fmt: skip
-    tokens, start = 0, time.perf_counter()
-    while tokens < budget:
-        probs = logits_to_probs(logits, config.temperature, config.top_k, config.top_p)
-        token = int(probs.argmax()) if config.mode == "greedy" else sample(probs, gen)
-        tokens += 1
-        if token == eos or tokens == budget:
-            break
-        logits = session.extend([token], keep=1)[-1]
-    return Baseline(prompt_index, tokens, (time.perf_counter() - start) * 1000.0)
+        run = paired_run(self.pair, prompt, config, chat=self.settings.chat)
+        steps = tuple(StepCount.of(s) for s in run.trace.steps)
+        return RunSummary(unit.tau, unit.prompt_index, unit.seed, steps, unit.policy, run.steps)
 
 
 @dataclass(frozen=True)
 class SweepResult:
     settings: SweepSettings
     runs: tuple[RunSummary, ...]
-    baselines: tuple[Baseline, ...]
     pending: int  # units not run yet (a stopped or unfinished sweep)
+    runtime: str = ""  # what ran the target (every time is measured on it)
 
     @property
     def complete(self) -> bool:
         return self.pending == 0
 
+    def _runs(self, tau: int | None = None, policy: TauPolicy = "fixed") -> list[RunSummary]:
+        return [r for r in self.runs if r.policy == policy and (tau is None or r.tau == tau)]
+
     def pooled(self, tau: int | None = None, policy: TauPolicy = "fixed") -> Metrics:
-        """SPEC.md's metrics over every step of every run of `policy` (at `tau`, or at any τ)."""
-        steps = [s for r in self.runs if r.policy == policy and (tau is None or r.tau == tau) for s in r.steps]
+        """docs/algorithm.md's metrics over every step of every run of `policy` (at `tau`, or at any τ)."""
+        steps = [s for r in self._runs(tau, policy) for s in r.steps]
         return compute_metrics(steps, tau or max((s.tau for s in steps), default=0))
 
-    def by_policy(self) -> list[PolicySummary]:
-        """Each τ policy that ran, beside the best fixed τ (by measured speedup)."""
-        base, out = self.baseline_tokens_per_second, []
-        for policy in self.settings.policies:
-            runs = [r for r in self.runs if r.policy == policy]
-            if not runs:
-                continue
-            m = self.pooled(policy=policy)
-            tps = m.tokens_per_second or 0.0
-            out.append(PolicySummary(
-                policy=policy, tau=self.settings.policy_tau, runs=len(runs), steps=m.steps,
-                mean_tau=m.drafted_tokens / m.steps if m.steps else 0.0,
-                mean_acceptance_length=m.mean_acceptance_length or 1.0, tokens_per_second=tps,
-                speedup=tps / base if base else None,
-            ))  # fmt: skip
-        return out
+    def paired(self, tau: int | None = None, policy: TauPolicy = "fixed") -> list[PairedStep]:
+        return [p for r in self._runs(tau, policy) for p in r.paired]
 
     @property
     def alpha(self) -> float | None:
@@ -281,63 +260,40 @@ class SweepResult:
         (each step decides its accepted tokens and, unless all were accepted, one rejected). In
         lossless mode it estimates α; in greedy and textbook modes it is what acceptance really was."""
         pooled = self.pooled()
-        fixed = [s for r in self.runs if r.policy == "fixed" for s in r.steps]
+        fixed = [s for r in self._runs() for s in r.steps]
         decided = pooled.accepted_tokens + sum(s.n_accepted < s.tau for s in fixed)
         return pooled.accepted_tokens / decided if decided else None
 
     @property
-    def c(self) -> float | None:
-        """SPEC.md's c: time of one draft forward over time of one target forward of one token, from the
-        target-only baseline on the same runtime (c_target_only); without a baseline, over a verify pass."""
-        c1 = self.c_target_only
-        return c1 if c1 is not None else self.c_verify_pass
-
-    @property
-    def c_verify_pass(self) -> float | None:
-        """Another timing ratio: a draft forward over a verify pass (τ + 1 tokens), pooled over every run:
-        the c a single trace can tell (Metrics.c). It hides the verify cost v inside it."""
-        return self.pooled().c
-
-    @property
-    def c_target_only(self) -> float | None:
-        """Another timing ratio: draft time per forward over target-only decoding's time per token."""
-        pooled, tokens = self.pooled(), sum(b.tokens for b in self.baselines)
-        if not pooled.drafted_tokens or not tokens:
-            return None
-        return (pooled.draft_ms / pooled.drafted_tokens) / (sum(b.decode_ms for b in self.baselines) / tokens)
-
-    @property
-    def baseline_tokens_per_second(self) -> float | None:
-        ms = sum(b.decode_ms for b in self.baselines)
-        return 1000.0 * sum(b.tokens for b in self.baselines) / ms if ms else None
-
-    def policy_frame(self) -> pd.DataFrame:
-        """The τ policies' rows and, last, the best fixed τ's (by measured speedup) to compare with."""
-        rows = [dataclasses.asdict(s) for s in self.by_policy()]
-        best = next((s for s in self.by_tau() if s.tau == self.best_tau_measured()), None)
-        if best is not None:
-            rows.append({
-                "policy": f"fixed τ = {best.tau} (best measured)", "tau": best.tau, "runs": best.runs,
-                "steps": best.steps, "mean_tau": float(best.tau), "mean_acceptance_length": best.mean_acceptance_length,
-                "tokens_per_second": best.tokens_per_second, "speedup": best.speedup,
-            })  # fmt: skip
-        return pd.DataFrame(rows)
+    def c(self) -> Spread | None:
+        """docs/algorithm.md's c: one draft forward over one token of the target alone, both measured in
+        these runs (pooled over every fixed τ)."""
+        steps = [p for p in self.paired() if p.drafted]
+        return draft_cost_of(steps) if steps else None
 
     def by_tau(self) -> list[TauSummary]:
         """One row per fixed τ that ran."""
-        fixed = {r.tau for r in self.runs if r.policy == "fixed"}
+        fixed = {r.tau for r in self._runs()}
         return [self._summary(tau) for tau in self.settings.taus if tau in fixed]
 
     def _summary(self, tau: int) -> TauSummary:
-        runs = [r for r in self.runs if r.tau == tau and r.policy == "fixed"]
-        m = self.pooled(tau)
+        runs, m, paired = self._runs(tau), self.pooled(tau), self.paired(tau)
         per_seed = [
             compute_metrics([s for r in runs if r.seed == seed for s in r.steps], tau).mean_acceptance_length or 1.0
             for seed in sorted({r.seed for r in runs})
         ]
-        alpha, c, base, a = self.alpha, self.c, self.baseline_tokens_per_second, self.acceptance_probability
-        tps = m.tokens_per_second or 0.0
-        v, c1 = self._verify_cost(m), self.c_target_only
+        alpha, a, c = self.alpha, self.acceptance_probability, self.c
+        speedup = speedup_of(paired) if paired else None
+        v = verify_cost_of(paired) if paired else None
+        if speedup is not None and v is not None:  # a step costs at least its verify pass
+            check_bounds(speedup.value, (m.emitted_tokens / m.steps), v.value)
+        s_v = None
+        if None not in (alpha, v, c):
+            at = lambda cost: speedup_with_verify_cost(alpha, tau, c.value, cost)  # noqa: E731
+            s_v = Spread(at(v.value), at(v.high), at(v.low), v.n, f"S_v over v's {v.how}")
+        lengths = [0] * (tau + 1)
+        for n in (s.n_accepted for r in runs for s in r.steps):
+            lengths[min(n, tau)] += 1
         return TauSummary(
             tau=tau, runs=len(runs), steps=m.steps, drafted=m.drafted_tokens, accepted=m.accepted_tokens,
             emitted=m.emitted_tokens, mean_acceptance_length=m.mean_acceptance_length or 1.0,
@@ -345,111 +301,194 @@ class SweepResult:
             draft_acceptance_rate=m.draft_acceptance_rate or 0.0,
             per_position_acceptance_rate=m.per_position_acceptance_rate,
             conditional_per_position_acceptance_rate=m.conditional_per_position_acceptance_rate,
-            alpha=alpha, tokens_per_second=tps, baseline_tokens_per_second=base, speedup=tps / base if base else None,
+            alpha=alpha, lengths=tuple(lengths), speedup=speedup,
             expected_tokens_per_step=None if alpha is None else expected_tokens_per_step(alpha, tau),
-            predicted_speedup=None if alpha is None or c is None else expected_speedup(alpha, tau, c),
+            predicted_speedup=None if alpha is None or c is None else expected_speedup(alpha, tau, c.value),
             expected_tokens_per_step_measured=None if a is None else expected_tokens_per_step(a, tau),
-            predicted_speedup_measured=None if a is None or c is None else expected_speedup(a, tau, c),
-            verify_cost=v,
-            predicted_speedup_v=None if None in (alpha, v, c1) else speedup_with_verify_cost(alpha, tau, c1, v),
+            predicted_speedup_measured=None if a is None or c is None else expected_speedup(a, tau, c.value),
+            verify_cost=v, predicted_speedup_v=s_v,
         )  # fmt: skip
 
-    def verify_cost(self, tau: int) -> float | None:
-        """v(τ + 1) measured in these runs (SPEC.md, "Verify cost"): the mean verify pass at τ, which
-        scores τ + 1 tokens, over the target-only baseline's time per token, on the same runtime."""
-        return self._verify_cost(self.pooled(tau))
+    def by_policy(self) -> list[PolicySummary]:
+        """Each τ policy that ran."""
+        out = []
+        for policy in self.settings.policies:
+            runs = self._runs(policy=policy)
+            if not runs:
+                continue
+            m, paired = self.pooled(policy=policy), self.paired(policy=policy)
+            out.append(PolicySummary(
+                policy=policy, tau=self.settings.policy_tau, runs=len(runs), steps=m.steps,
+                mean_tau=m.drafted_tokens / m.steps if m.steps else 0.0,
+                mean_acceptance_length=m.mean_acceptance_length or 1.0,
+                speedup=speedup_of(paired) if paired else None,
+            ))  # fmt: skip
+        return out
 
-    def _verify_cost(self, m: Metrics) -> float | None:
-        tokens = sum(b.tokens for b in self.baselines)
-        if not m.steps or not tokens or not m.verify_ms:
-            return None
-        return (m.verify_ms / m.steps) / (sum(b.decode_ms for b in self.baselines) / tokens)
-
-    def best_tau_measured(self) -> int | None:
-        rows = [s for s in self.by_tau() if s.speedup is not None]
-        return max(rows, key=lambda s: s.speedup).tau if rows else None
-
-    def best_tau_predicted(self) -> int | None:
-        """The best τ by Leviathan's S(τ), which assumes v = 1."""
-        if self.alpha is None or self.c is None:
-            return None
-        return best_tau(self.alpha, self.c, max_tau=max(self.settings.taus))
-
-    def best_tau_predicted_v(self) -> int | None:
-        """The best τ of those that ran by S_v(τ), with the verify cost measured at each."""
-        rows = [s for s in self.by_tau() if s.predicted_speedup_v is not None]
-        return max(rows, key=lambda s: s.predicted_speedup_v).tau if rows else None
+    def summary(self) -> SweepSummary:
+        """Everything the page draws, as plain data (what a snapshot freezes)."""
+        rows, c = self.by_tau(), self.c
+        return SweepSummary(
+            settings=json.loads(json.dumps(dataclasses.asdict(self.settings))), runtime=self.runtime, rows=tuple(rows),
+            policies=tuple(self.by_policy()), alpha=self.alpha, acceptance_probability=self.acceptance_probability,
+            c=c, pending=self.pending,
+        )  # fmt: skip
 
     def verdict(self) -> str:
-        """One paragraph that agrees with the chart below it: the prediction with the measured verify cost
-        beside the measurement, and why Leviathan's S(τ) (v = 1) promises more."""
-        alpha, c = self.alpha, self.c
-        if alpha is None or c is None:
-            return "Not enough finished work for a verdict yet."
-        rows = {s.tau: s for s in self.by_tau()}
-        measured, with_v, plain = self.best_tau_measured(), self.best_tau_predicted_v(), self.best_tau_predicted()
-        if measured is None or with_v is None:  # no baseline: no time to compare
-            helps = "so speculation can help" if alpha > c else "so speculation cannot beat the target alone"
-            return (
-                f"Speculation helps when α > c; here α = {alpha:.2f}, c = {c:.2f}, {helps}. Predicted best τ = {plain}."
-            )
-        costs = [s.verify_cost for s in rows.values() if s.verify_cost is not None]
-        best, predicted = rows[measured], rows[with_v]
-        outcome = "faster than" if best.speedup > 1 else "slower than"
-        return (
-            f"Measured: best τ = {measured}, {best.speedup:.2f}× the target alone ({outcome} it). "
-            f"Predicted with the verify cost measured in these runs: best τ = {with_v}, "
-            f"S_v = {predicted.predicted_speedup_v:.2f}× (α = {alpha:.2f}; c = {c:.2f}, a draft "
-            f"forward over a one-token target pass; one pass over τ + 1 tokens costs v = {_span(costs)} one-token "
-            f"passes). Leviathan's S(τ) assumes v = 1 and predicts τ = {plain} "
-            f"({expected_speedup(alpha, plain, c):.2f}×): the gap between the two is the cost of verifying in one pass."
-        )
+        return self.summary().verdict()
 
     def to_frame(self) -> pd.DataFrame:
-        """The results table: one row per τ."""
-        return pd.DataFrame([dataclasses.asdict(s) for s in self.by_tau()])
+        return self.summary().to_frame()
 
     def to_dict(self) -> dict[str, Any]:
+        summary = self.summary()
         return {
-            "settings": dataclasses.asdict(self.settings),
-            "alpha": self.alpha,
-            "c": self.c,
-            "c_target_only": self.c_target_only,
-            "c_verify_pass": self.c_verify_pass,
-            "acceptance_probability": self.acceptance_probability,
-            "baseline_tokens_per_second": self.baseline_tokens_per_second,
-            "best_tau_measured": self.best_tau_measured(),
-            "best_tau_predicted": self.best_tau_predicted(),
-            "best_tau_predicted_v": self.best_tau_predicted_v(),
-            "verdict": self.verdict(),
+            **summary.to_dict(),
+            "best_tau_measured": summary.best_tau_measured(),
+            "best_tau_predicted": summary.best_tau_predicted(),
+            "verdict": summary.verdict(),
             "complete": self.complete,
-            "taus": [dataclasses.asdict(s) for s in self.by_tau()],
-            "policies": [dataclasses.asdict(s) for s in self.by_policy()],
             "runs": [dataclasses.asdict(r) for r in self.runs],
-            "baselines": [dataclasses.asdict(b) for b in self.baselines],
         }
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
 
-def _span(values: Sequence[float]) -> str:
-    low, high = f"{min(values):.2f}", f"{max(values):.2f}"
-    return low if low == high else f"{low}–{high}"
+@dataclass(frozen=True)
+class SweepSummary:
+    """A sweep's results as the page shows them: per-τ rows with their spreads, the policies, α, the
+    acceptance probability and c. Plain data: it round-trips through JSON (a snapshot for slides)."""
+
+    settings: dict[str, Any]
+    runtime: str
+    rows: tuple[TauSummary, ...]
+    policies: tuple[PolicySummary, ...]
+    alpha: float | None
+    acceptance_probability: float | None
+    c: Spread | None
+    pending: int
+
+    @property
+    def complete(self) -> bool:
+        return self.pending == 0
+
+    @property
+    def taus(self) -> tuple[int, ...]:
+        return tuple(self.settings["taus"])
+
+    def row(self, tau: int) -> TauSummary:
+        return next(r for r in self.rows if r.tau == tau)
+
+    def best_tau_measured(self) -> int | None:
+        spreads = {r.tau: r.speedup for r in self.rows if r.speedup is not None}
+        return best_of(spreads)[0] if spreads else None
+
+    def within_noise_of_best(self) -> list[int]:
+        """Every τ whose measured interval reaches the best one's: these cannot be told apart here."""
+        spreads = {r.tau: r.speedup for r in self.rows if r.speedup is not None}
+        return best_of(spreads)[1] if spreads else []
+
+    def best_tau_predicted(self) -> int | None:
+        """The best τ by Leviathan's S(τ), which assumes v = 1."""
+        if self.alpha is None or self.c is None:
+            return None
+        return best_tau(self.alpha, self.c.value, max_tau=max(self.taus))
+
+    def best_tau_predicted_v(self) -> tuple[int | None, list[int]]:
+        """(the best τ of those that ran by S_v(τ), with the verify cost measured at each; every τ whose
+        S_v range reaches it)."""
+        spreads = {r.tau: r.predicted_speedup_v for r in self.rows if r.predicted_speedup_v is not None}
+        return best_of(spreads) if spreads else (None, [])
+
+    def verdict(self) -> str:
+        """One paragraph that agrees with the chart below it and respects the noise: a best τ only where
+        no other τ's interval reaches it, "faster" or "slower" only where the whole interval says so."""
+        alpha, c = self.alpha, self.c
+        if alpha is None or c is None:
+            return "Not enough finished work for a verdict yet."
+        measured = self.best_tau_measured()
+        if measured is None:
+            helps = "so speculation can help" if alpha > c.value else "so speculation cannot beat the target alone"
+            return f"Speculation helps when α > c; here α = {alpha:.2f}, c = {c.value:.2f}, {helps}."
+        best, ties = self.row(measured), self.within_noise_of_best()
+        outcome = against_one(best.speedup)
+        if len(ties) > 1:
+            low = min(self.row(t).speedup.low for t in ties)
+            high = max(self.row(t).speedup.high for t in ties)
+            head = (f"Measured: τ = {_list(ties)} are within noise of each other here ({low:.2f}–{high:.2f}× the "
+                    f"target alone), so no τ is best; the highest, τ = {measured} at {best.speedup.text()}, is "
+                    f"{outcome}.")  # fmt: skip
+        else:
+            head = f"Measured: best τ = {measured}, {best.speedup.text()} the target alone: {outcome}."
+        with_v, v_ties = self.best_tau_predicted_v()
+        costs = [r.verify_cost for r in self.rows if r.verify_cost is not None]
+        plain = self.best_tau_predicted()
+        predicted = ""
+        if with_v is not None:
+            s_v = self.row(with_v).predicted_speedup_v
+            which = f"τ = {with_v}" if len(v_ties) == 1 else f"τ = {_list(v_ties)} (within the range of v)"
+            predicted = (
+                f" Predicted with the verify cost measured in these runs: best {which}, S_v = {s_v.text()} "
+                f"(α = {alpha:.2f}; c = {c.value:.2f}, a draft forward over a one-token target pass; one pass over "
+                f"τ + 1 tokens costs v = {min(v.value for v in costs):.2f}–{max(v.value for v in costs):.2f} "
+                "one-token passes)."
+            )
+        s_plain = expected_speedup(alpha, plain, c.value)
+        theory = (
+            f" Leviathan's S(τ) assumes v = 1 and predicts τ = {plain} ({s_plain:.2f}×): the gap between the two "
+            "is the cost of verifying in one pass."
+        )
+        return f"{head}{predicted}{theory}"
+
+    def to_frame(self) -> pd.DataFrame:
+        """The results table: one row per τ, each measured number with its interval."""
+        rows = []
+        for r in self.rows:
+            rows.append({
+                "τ": r.tau, "runs": r.runs, "steps": r.steps,
+                "mean acceptance length": round(r.mean_acceptance_length, 2),
+                "draft acceptance rate": round(r.draft_acceptance_rate, 3),
+                "speedup (95% interval)": r.speedup.text() if r.speedup else "–",
+                "v(τ + 1)": r.verify_cost.text(unit="") if r.verify_cost else "–",
+                "S(τ), v = 1": _times(r.predicted_speedup),
+                "S_v(τ)": r.predicted_speedup_v.text() if r.predicted_speedup_v else "–",
+            })  # fmt: skip
+        return pd.DataFrame(rows)
+
+    def policy_frame(self) -> pd.DataFrame:
+        """The τ policies' rows, every number as text."""
+        return pd.DataFrame([
+            {"policy": p.policy, "τ (start or cap)": p.tau, "runs": p.runs, "steps": p.steps,
+             "mean τ": f"{p.mean_tau:.2f}", "mean acceptance length": f"{p.mean_acceptance_length:.2f}",
+             "speedup (95% interval)": p.speedup.text() if p.speedup else "–"}
+            for p in self.policies
+        ])  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "settings": self.settings, "runtime": self.runtime, "taus": [r.to_dict() for r in self.rows],
+            "policies": [dataclasses.asdict(p) for p in self.policies], "alpha": self.alpha,
+            "acceptance_probability": self.acceptance_probability, "c": None if self.c is None else self.c.to_dict(),
+            "pending": self.pending,
+        }  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SweepSummary:
+        return cls(
+            settings=dict(data["settings"]), runtime=str(data["runtime"]),
+            rows=tuple(TauSummary.from_dict(r) for r in data["taus"]),
+            policies=tuple(PolicySummary.from_dict(p) for p in data["policies"]), alpha=data["alpha"],
+            acceptance_probability=data["acceptance_probability"], c=_spread(data["c"]), pending=int(data["pending"]),
+        )  # fmt: skip
 
 
-def parse_taus(text: str) -> tuple[int, ...]:
-    """'1-8' → 1..8; '1,2,4' → (1, 2, 4); '1-4,8' → (1, 2, 3, 4, 8)."""
-    taus: list[int] = []
-    try:
-        for part in text.replace(" ", "").split(","):
-            lo, _, hi = part.partition("-")
-            taus.extend(range(int(lo), int(hi or lo) + 1))
-    except ValueError as exc:
-        raise ConfigError(f"write τ values like 1-8 or 1,2,4; got {text!r}") from exc
-    if not taus:
-        raise ConfigError(f"no τ values in {text!r}")
-    return tuple(sorted(set(taus)))
+def _list(values: Sequence[int]) -> str:
+    return ", ".join(map(str, values[:-1])) + f" and {values[-1]}" if len(values) > 1 else str(values[0])
+
+
+def _times(x: float | None) -> str:
+    return "–" if x is None else f"{x:.2f}×"
 
 
 def histogram(lengths: Sequence[int], tau: int) -> list[int]:
@@ -462,22 +501,20 @@ def histogram(lengths: Sequence[int], tau: int) -> list[int]:
 
 @dataclass(frozen=True)
 class VerifyTiming:
-    """One target pass over τ + 1 positions against τ + 1 one-token passes over the same tokens."""
+    """One target pass over τ + 1 positions against τ + 1 one-token passes over the same tokens,
+    alternating round by round."""
 
     tokens: int  # τ + 1
-    parallel_ms: float  # median of one pass over all of them
-    sequential_ms: float  # median of the one-token passes, summed
-
-    @property
-    def ratio(self) -> float:
-        """How many one-token passes the single pass costs (1.0 would be free parallelism)."""
-        return self.parallel_ms / (self.sequential_ms / self.tokens)
+    parallel_ms: Spread  # one pass over all of them
+    sequential_ms: Spread  # the one-token passes, summed
+    ratio: Spread  # how many one-token passes the single pass costs (1.0 would be free parallelism)
 
 
 def verify_timing(pair: ModelPair, prompt: str, tau: int, chat: bool | None = None, repeats: int = 7) -> VerifyTiming:
     """Time verification both ways on the prompt's own text: the target's cache holds the prompt
-    minus its last τ + 1 tokens, which are then scored in one pass, or one at a time (medians of
-    `repeats`, the cache cropped back after each)."""
+    minus its last τ + 1 tokens, which are then scored in one pass, or one at a time, the two
+    alternating round by round (the cache cropped back after each); medians and interquartile
+    ranges of `repeats` rounds after one warm-up round."""
     _, ids, _ = encode_prompt(pair, prompt, chat)
     if len(ids) < tau + 2:
         raise ConfigError(f"the prompt needs at least {tau + 2} tokens to time τ = {tau}; it has {len(ids)}")
@@ -485,14 +522,16 @@ def verify_timing(pair: ModelPair, prompt: str, tau: int, chat: bool | None = No
     session = pair.target.new_session()
     session.extend(head, keep=1)
     parallel, sequential = [], []
-    for _ in range(repeats + 1):  # the first round warms up
+    for _ in range(repeats + 1):
         start = time.perf_counter()
         session.extend(tail, keep=len(tail))
-        parallel.append(time.perf_counter() - start)
+        parallel.append((time.perf_counter() - start) * 1000.0)
         session.crop(len(head))
         start = time.perf_counter()
         for token in tail:
             session.extend([token], keep=1)
-        sequential.append(time.perf_counter() - start)
+        sequential.append((time.perf_counter() - start) * 1000.0)
         session.crop(len(head))
-    return VerifyTiming(len(tail), statistics.median(parallel[1:]) * 1000.0, statistics.median(sequential[1:]) * 1000.0)
+    parallel, sequential = parallel[1:], sequential[1:]  # the first round warms up
+    ratios = [p / (s / len(tail)) for p, s in zip(parallel, sequential, strict=True)]
+    return VerifyTiming(len(tail), median_iqr(parallel), median_iqr(sequential), median_iqr(ratios))

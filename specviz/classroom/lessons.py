@@ -16,11 +16,12 @@ import pandas as pd
 import plotly.graph_objects as go
 import torch
 
-from specviz.analysis.diagnosis import Diagnosis, diagnose, one_token_time, pass_times
+from specviz.analysis.diagnosis import Diagnosis, diagnose
 from specviz.analysis.lossless import check, first_tokens, reference
+from specviz.analysis.measure import PairedRun, Spread, against_one, best_of, paired_run, pass_times
 from specviz.analysis.race import PRESETS as RACES
 from specviz.analysis.race import Race
-from specviz.analysis.sweep import target_only, verify_timing
+from specviz.analysis.sweep import verify_timing
 from specviz.analysis.theory import best_tau, expected_speedup, speedup_with_verify_cost
 from specviz.classroom.sandbox import PRESETS as EXERCISES
 from specviz.classroom.sandbox import sandbox_step
@@ -42,6 +43,11 @@ class Evidence:
     finding: str  # what the run showed, in one sentence with its numbers
     figures: tuple[go.Figure, ...] = ()
     table: pd.DataFrame | None = None
+    # a measured lesson's premise (what its question takes for granted), checked on the run it made: held
+    # True or False only where the measurement separates the cases; None where there is nothing to measure
+    premise: str = ""
+    held: bool | None = None
+    why_not: str = ""  # where the premise did not appear: why (runtime, load), in one sentence
 
 
 @dataclass(frozen=True)
@@ -63,21 +69,17 @@ def _decode(pair: ModelPair, count: int | None = None, **settings) -> Decoder:
     return dec
 
 
-def _speedup(pair: ModelPair, run) -> float:
-    """A greedy run's tokens/s over the target alone on the same prompt and length (same process)."""
-    base = target_only(pair, PROMPT, SpecConfig(mode="greedy", max_new_tokens=run.config.max_new_tokens))
-    return (run.metrics.tokens_per_second or 0.0) / (1000.0 * base.tokens / base.decode_ms)
+def _measured(pair: ModelPair, **settings) -> tuple[PairedRun, Diagnosis]:
+    """A run on the lesson prompt timed step by step beside the target alone on the same tokens, and its
+    reading: c over a one-token pass, v, the measured speedup, each with its interval."""
+    measured = paired_run(pair, PROMPT, SpecConfig(**{"max_new_tokens": 32, **settings}))
+    return measured, diagnose(measured.trace, measured)
 
 
-def _read(pair: ModelPair, run) -> Diagnosis:
-    """The trace read with the target's one-token time on the same runtime: c over a one-token pass, v."""
-    return diagnose(run, one_token_time(pair, run.prompt_ids))
-
-
-def _time_chart(pair: ModelPair, run, d: Diagnosis) -> go.Figure:
-    """Time per emitted token: the target alone against this run's drafting and verifying, stacked."""
-    m = run.metrics
-    alone = (m.verify_ms / m.steps) / d.verify_cost  # one-token pass, from v's definition
+def _time_chart(measured: PairedRun) -> go.Figure:
+    """Time per emitted token: the target alone against this run's drafting and verifying, stacked (the
+    same tokens, measured step by step)."""
+    m, alone = measured.trace.metrics, measured.one_token_ms
     figure = go.Figure()
     figure.add_bar(name="target alone", x=["target alone", "speculative"], y=[alone, 0], marker_color=charts.P_COLOR)
     figure.add_bar(name="drafting", x=["target alone", "speculative"], y=[0, m.draft_ms / m.emitted_tokens],
@@ -110,13 +112,19 @@ def step_order(pair: ModelPair, load: Load) -> Evidence:
 
 
 def low_speedup(pair: ModelPair, load: Load) -> Evidence:
-    run = _decode(pair, tau=4, mode="textbook", seed=0).trace()
-    d = _read(pair, run)
+    measured, d = _measured(pair, tau=4, mode="textbook", seed=0)
+    run, speed = measured.trace, d.run_speedup
+    held = speed.below(d.predicted_speedup)  # the question's situation: slower than parallel verification promises
     return Evidence(
-        f"The trace says: {d.bottleneck} (α = {d.alpha:.2f}, c = {d.c:.2f}, v(5) = {d.verify_cost:.2f}: this run "
-        f"{d.run_speedup:.2f}× the target alone, S_v = {d.predicted_speedup_v:.2f}×.)",
-        (charts.history_chart(run.steps), _time_chart(pair, run, d)),
-    )
+        f"The trace says: {d.bottleneck} (α = {d.alpha:.2f}, c = {d.c:.2f}, v(5) = {d.verify_cost.text(unit='')}: this "
+        f"run {speed.text()} the target alone, measured; S_v = {d.predicted_speedup_v.text()}; S(τ) with v = 1, what a "
+        f"GPU engine would see, {d.predicted_speedup:.2f}×.)",
+        (charts.history_chart(run.steps), _time_chart(measured)),
+        premise=f"the speedup stays below what S(τ) promises with v = 1 ({d.predicted_speedup:.2f}×)", held=held,
+        why_not=f"this run reached {speed.text()}: on {pair.runtime} a pass over 5 tokens cost v = "
+        f"{d.verify_cost.text(unit='')} one-token passes and the draft was cheap, so the slowdown the question "
+        "describes did not arise here; on a runtime or a load where v is large it does.",
+    )  # fmt: skip
 
 
 def how_many_kept(pair: ModelPair, load: Load) -> Evidence:
@@ -162,11 +170,15 @@ def broken_draft(pair: ModelPair, load: Load) -> Evidence:
 def one_pass(pair: ModelPair, load: Load) -> Evidence:
     timing = verify_timing(pair, PROMPT, 4, repeats=5)
     table = pd.DataFrame({"how": [f"one pass over {timing.tokens} tokens", f"{timing.tokens} one-token passes"],
-                          "ms": [timing.parallel_ms, timing.sequential_ms]})  # fmt: skip
+                          "ms (median, interquartile range)": [timing.parallel_ms.text(0, " ms"),
+                                                               timing.sequential_ms.text(0, " ms")]})  # fmt: skip
     return Evidence(
-        f"Scoring {timing.tokens} tokens in one pass took {timing.parallel_ms:.0f} ms against "
-        f"{timing.sequential_ms:.0f} ms one at a time: the pass costs {timing.ratio:.2f} one-token passes.",
-        (), table,
+        f"Scoring {timing.tokens} tokens in one pass took {timing.parallel_ms.text(0, ' ms')} against "
+        f"{timing.sequential_ms.text(0, ' ms')} one at a time (the two alternating, {timing.ratio.n} rounds): the pass "
+        f"costs {timing.ratio.text(2, '')} one-token passes.",
+        (), table, premise=f"one pass over {timing.tokens} tokens costs less than {timing.tokens} one-token passes",
+        held=timing.ratio.below(timing.tokens), why_not="the one pass cost as much as the separate passes in some "
+        "rounds: the machine was busy while they were timed; run it again.",
     )  # fmt: skip
 
 
@@ -181,40 +193,46 @@ def verifier_output(pair: ModelPair, load: Load) -> Evidence:
 
 def slower(pair: ModelPair, load: Load) -> Evidence:
     self_pair = load("embedded", "self")
-    run = _decode(self_pair, tau=4, mode="greedy", max_new_tokens=24).trace()
-    speed = _speedup(self_pair, run)
-    d = _read(self_pair, run)
+    measured, d = _measured(self_pair, tau=4, mode="greedy", max_new_tokens=24)
+    run, speed = measured.trace, d.run_speedup
     return Evidence(
         f"The target drafting for itself: α = {d.alpha:.2f}, mean acceptance length "
         f"{run.metrics.mean_acceptance_length:.2f} tokens per step, but c = {d.c:.2f} (a draft forward costs a target "
-        f"forward) and the verify pass costs v = {d.verify_cost:.2f} one-token passes: a step costs "
-        f"τc + v = {4 * d.c + d.verify_cost:.2f} one-token passes, so {speed:.2f}× the target alone.",
-        (_time_chart(self_pair, run, d), charts.history_chart(run.steps)),
-    )
+        f"forward) and the verify pass costs v = {d.verify_cost.text(unit='')} one-token passes: a step costs "
+        f"τc + v = {4 * d.c + d.verify_cost.value:.2f} one-token passes, so {speed.text()} the target alone.",
+        (_time_chart(measured), charts.history_chart(run.steps)),
+        premise="a draft that is always right but as slow as the target makes decoding slower", held=speed.below(1.0),
+        why_not=f"this run measured {speed.text()}, an interval that reaches 1: the load on the machine moved the "
+        "timings while it ran; run it again on a quieter machine.",
+    )  # fmt: skip
 
 
 def swapped_roles(pair: ModelPair, load: Load) -> Evidence:
     # target: the 30-layer model; draft: its first 8 layers. Both on torch: the early exit runs there only,
     # and the sizes compare (c) only when both models run on the same runtime
     small = load("embedded", "early-exit:8", runtime="torch")
-    rows = []
+    rows, speeds = [], {}
     for name, roles in (("8 layers draft for 30", small), ("30 layers draft for 8", small.swapped())):
-        run = _decode(roles, tau=4, mode="greedy", max_new_tokens=24).trace()
-        speed, d = _speedup(roles, run), _read(roles, run)
-        rows.append({"roles": name, "α": d.alpha, "c": d.c, "v(5)": d.verify_cost,
-                     "mean acceptance length": run.metrics.mean_acceptance_length, "speedup": speed})  # fmt: skip
+        measured, d = _measured(roles, tau=4, mode="greedy", max_new_tokens=24)
+        speeds[name] = d.run_speedup
+        rows.append({"roles": name, "α": d.alpha, "c": d.c, "v(5)": d.verify_cost.value,
+                     "mean acceptance length": measured.trace.metrics.mean_acceptance_length,
+                     "speedup (95% interval)": d.run_speedup.text()})  # fmt: skip
     table = pd.DataFrame(rows)
     usual, big = rows
+    big_speed = speeds["30 layers draft for 8"]
     return Evidence(
         f"With the 30-layer model drafting for its own first 8 layers: α = {big['α']:.2f} against c = {big['c']:.2f}, "
-        f"mean acceptance length {big['mean acceptance length']:.2f}, {big['speedup']:.2f}× the small model alone. "
+        f"mean acceptance length {big['mean acceptance length']:.2f}, {big_speed.text()} the small model alone. "
         f"The usual direction, its first 8 layers drafting for it, untrained: α = {usual['α']:.2f}, c = "
-        f"{usual['c']:.2f}, {usual['speedup']:.2f}× the big model alone: "
-        f"{'also slower' if usual['speedup'] < 1 else 'faster'}, because an untrained early exit is rarely right "
+        f"{usual['c']:.2f}, {speeds['8 layers draft for 30'].text()} the big model alone: "
+        f"{against_one(speeds['8 layers draft for 30'])}, because an untrained early exit is rarely right "
         f"(α well below what its cost c = {usual['c']:.2f} needs)."
         + ("" if pair.runtime == "torch" else " (Both models on torch here: the early exit runs only there, and the "
            "costs of two sizes compare only on one runtime.)"),
-        (), table,
+        (), table, premise="the big model drafting for the small one is slower than the small one alone",
+        held=big_speed.below(1.0), why_not=f"its speedup, {big_speed.text()}, reaches 1: the timings moved with the "
+        "load while it ran; run it again on a quieter machine.",
     )  # fmt: skip
 
 
@@ -288,27 +306,47 @@ def fast_but_wrong(pair: ModelPair, load: Load) -> Evidence:
 def choose_tau(pair: ModelPair | None, load: Load) -> Evidence:
     alpha, c = 0.8, 0.1
     taus = list(range(1, 13))
-    figure = go.Figure(go.Scatter(x=taus, y=[expected_speedup(alpha, t, c) for t in taus], mode="lines+markers",
-                                  name="S(τ): a pass over τ + 1 tokens costs one (v = 1)"))  # fmt: skip
+    figure = go.Figure(
+        go.Scatter(
+            x=taus,
+            y=[expected_speedup(alpha, t, c) for t in taus],
+            mode="lines+markers",
+            name="S(τ): a pass over τ + 1 tokens costs one (v = 1, what a GPU engine sees)",
+        )
+    )
     best = best_tau(alpha, c)
     finding = f"S(τ) peaks at τ = {best} ({expected_speedup(alpha, best, c):.2f}×) for α = 0.8, c = 0.1."
-    if pair is not None:  # the same α and c with the verify cost v(τ + 1) measured on this runtime's target
-        ids = Decoder(pair, PROMPT, SpecConfig()).trace().prompt_ids
-        times = pass_times(pair, ids, [1, *(t + 1 for t in taus)], repeats=2)
-        s_v = [speedup_with_verify_cost(alpha, t, c, times[t + 1] / times[1]) for t in taus]
-        figure.add_scatter(x=taus, y=s_v, mode="lines+markers", name="S_v(τ): v(τ + 1) measured on this runtime")
-        top = max(taus, key=lambda t: s_v[t - 1])
-        v_top = times[top + 1] / times[1]
-        finding += f" With the verify cost measured here (v({top + 1}) = {v_top:.2f}), S_v peaks at τ = {top} "
-        finding += f"({s_v[top - 1]:.2f}×)."
+    if pair is None:
+        return Evidence(finding, (charts.sized(figure, charts.FONT["size"]),))
+    # the same α and c with the verify cost v(τ + 1) measured on this runtime's target, its passes interleaved
+    ids = Decoder(pair, PROMPT, SpecConfig()).trace().prompt_ids
+    times = pass_times(pair, ids, [1, *(t + 1 for t in taus)], repeats=3)
+    one = times[1].value
+    s_v = {t: Spread(*(speedup_with_verify_cost(alpha, t, c, x / one) for x in
+                       (times[t + 1].value, times[t + 1].high, times[t + 1].low)), 3, "S_v over the IQR of T(τ + 1)")
+           for t in taus}  # fmt: skip
+    figure.add_scatter(x=taus + taus[::-1], y=[s_v[t].high for t in taus] + [s_v[t].low for t in taus[::-1]],
+                       fill="toself", fillcolor="rgba(142,68,173,0.18)", line={"width": 0}, hoverinfo="skip",
+                       name="S_v: range of the measured passes")  # fmt: skip
+    figure.add_scatter(x=taus, y=[s_v[t].value for t in taus], mode="lines+markers",
+                       name="S_v(τ): v(τ + 1) measured on this runtime")  # fmt: skip
+    top, ties = best_of(s_v)
+    where = f"τ = {top}" if len(ties) == 1 else f"τ = {', '.join(map(str, ties))} (within the range of the passes)"
+    finding += (f" With the verify cost measured here (v({top + 1}) = {times[top + 1].value / one:.2f}), S_v peaks at "
+                f"{where}, {s_v[top].text()}.")  # fmt: skip
     figure.update_layout(xaxis={"title": "τ", "dtick": 1}, yaxis={"title": "speedup ×"}, legend={"orientation": "h"})
-    return Evidence(finding, (charts.sized(figure, charts.FONT["size"]),))
+    return Evidence(
+        finding, (charts.sized(figure, charts.FONT["size"]),),
+        premise=f"where a pass over more tokens costs more, S_v's best τ is no larger than S's (τ = {best})",
+        held=max(ties) <= best, why_not=f"S_v peaked at τ = {top}, above S's τ = {best}: on {pair.runtime} a pass "
+        "over more tokens cost no more than one over fewer at these lengths, so v(τ + 1) did not grow with τ.",
+    )  # fmt: skip
 
 
 def race(pair: ModelPair, load: Load) -> Evidence:
     preset = RACES[0]  # prompt lookup on "repeat the text below"
-    result = Race(load("embedded", preset.draft), preset.prompt, SpecConfig(tau=preset.tau, mode="greedy",
-                                                                            max_new_tokens=48)).run()  # fmt: skip
+    lookup = load("embedded", preset.draft)
+    result = Race(lookup, preset.prompt, SpecConfig(tau=preset.tau, mode="greedy", max_new_tokens=48)).run()
     figure = go.Figure(go.Bar(
         x=["target alone", f"speculative, τ = {preset.tau}"],
         marker_color=[charts.P_COLOR, charts.DECISION_COLORS["accepted"]],
@@ -317,7 +355,14 @@ def race(pair: ModelPair, load: Load) -> Evidence:
     ))  # fmt: skip
     figure.update_layout(yaxis={"title": "tokens per second", "rangemode": "tozero"})
     same = "the same text, token for token" if result.same_text else "DIFFERENT texts (a bug)"
-    return Evidence(f"{result.summary()} Both wrote {same}.", (charts.sized(figure, charts.FONT["size"]),))
+    speed = result.speedup_spread()
+    return Evidence(
+        f"{result.summary()} Both wrote {same}.", (charts.sized(figure, charts.FONT["size"]),),
+        premise="the copying draft is faster than the target alone", held=speed.above(1.0),
+        why_not=f"its speedup, {speed.text()}, {'reaches' if not speed.below(1.0) else 'is below'} 1: each target pass "
+        f"cost {result.verify_cost:.1f} single-token passes on {lookup.runtime} with the "
+        "load of the moment; run it again on a quieter machine.",
+    )  # fmt: skip
 
 
 def tau_policy(pair: ModelPair, load: Load) -> Evidence:

@@ -113,6 +113,7 @@ SETTINGS: dict[str, Setting] = {
         Setting("sweep_confidence", False),
         Setting("sweep_policy_tau", 4, (1, 16)),
         Setting("sweep_threshold", _SPEC["confidence"], (0.05, 0.95)),
+        Setting("sweep_present", False),
         Setting("sandbox_preset", next(iter(EXERCISES)), tuple(EXERCISES)),
         Setting("sandbox_mode", "textbook", MODES),
         Setting("sandbox_tau", 1, (1, SANDBOX_TAU)),

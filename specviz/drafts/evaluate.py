@@ -24,8 +24,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from specviz.analysis.measure import PairedStep, paired_run, speedup_of
 from specviz.analysis.metrics import Metrics, StepCount, compute_metrics
-from specviz.analysis.sweep import target_only
 from specviz.core.config import SpecConfig
 from specviz.core.engine import Decoder, encode_prompt
 from specviz.drafts.prompts import eval_prompts
@@ -111,12 +111,15 @@ def forward_ms(pair: ModelPair, ids: Sequence[int], repeats: int = 20) -> tuple[
     return medians[0], medians[1]
 
 
-def baseline_tokens_per_second(pair: ModelPair, prompts: Sequence[Prompt], config: SpecConfig) -> float:
-    tokens, ms = 0, 0.0
+def paired_runs(pair: ModelPair, prompts: Sequence[Prompt], config: SpecConfig) -> tuple[Metrics, list[PairedStep]]:
+    """The metrics pooled over one run per prompt, and every step timed beside the target alone on its tokens."""
+    steps: list[StepCount] = []
+    paired: list[PairedStep] = []
     for text, chat in prompts:
-        b = target_only(pair, text, config, chat=chat)
-        tokens, ms = tokens + b.tokens, ms + b.decode_ms
-    return tokens * 1000.0 / ms
+        run = paired_run(pair, text, config, chat=chat)
+        steps += [StepCount.of(s) for s in run.trace.steps]
+        paired += run.steps
+    return compute_metrics(steps, config.tau), paired
 
 
 def evaluate_draft(
@@ -135,17 +138,17 @@ def evaluate_draft(
     target_ms, draft_ms = forward_ms(pair, ids)
     progress("textbook runs at τ = 4")
     textbook = pooled_runs(pair, prompts, base)
-    progress("target-only greedy baseline")
     pooled_runs(pair, prompts[:1], dataclasses.replace(greedy, max_new_tokens=8))  # warm-up
-    before = baseline_tokens_per_second(pair, prompts, greedy)
     by_tau: dict[int, Metrics] = {}
-    for tau in sorted(set(taus) | {1, 4}):
-        progress(f"greedy runs at τ = {tau}")
-        by_tau[tau] = pooled_runs(pair, prompts, dataclasses.replace(greedy, tau=tau))
-    progress("target-only greedy baseline, again")
-    baseline = (before + baseline_tokens_per_second(pair, prompts, greedy)) / 2
+    speedup: dict[int, float] = {}
+    alone: list[PairedStep] = []
+    for tau in sorted(set(taus) | {1, 4}):  # each step timed beside the target alone decoding the same tokens
+        progress(f"greedy runs at τ = {tau}, beside the target alone")
+        by_tau[tau], paired = paired_runs(pair, prompts, dataclasses.replace(greedy, tau=tau))
+        speedup[tau] = speedup_of(paired).value
+        alone += paired
+    baseline = 1000.0 * sum(p.tokens for p in alone) / sum(p.alone_ms for p in alone)
     tps = {t: p.tokens_per_second or 0.0 for t, p in by_tau.items()}
-    speedup = {t: v / baseline for t, v in tps.items()}
     best = max(speedup, key=speedup.get)
     return DraftReport(
         draft=pair.draft.name, prompts=len(prompts), new_tokens=new_tokens, alpha=textbook.alpha,

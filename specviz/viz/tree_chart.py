@@ -192,16 +192,22 @@ def tree_run_chart(steps: Sequence[StepTrace]) -> go.Figure:
 
 def chain_tree_chart(result: ChainTreeResult, what: str = "tokens per step") -> go.Figure:
     """Chain against tree per budget (nodes verified per pass): grouped bars of `what`, "tokens per
-    step" or "speedup" (over the target alone on the same runtime, 1 marked)."""
+    step" (counted) or "speedup" (over the target alone on the same tokens, with its 95% interval, 1 marked)."""
     data = []
     for shape, color in (("chain", "#9e9e9e"), ("tree", DECISION_COLORS["accepted"])):
         rows = [r for r in result.rows if r.shape == shape]
-        values = [r.tokens_per_step if what == "tokens per step" else result.speedup(r) for r in rows]
-        data.append({
+        spreads = [r.speedup() for r in rows] if what == "speedup" else []
+        values = [s.value for s in spreads] if spreads else [r.tokens_per_step for r in rows]
+        bar = {
             "type": "bar", "name": shape, "x": [f"{r.budget} nodes" for r in rows], "y": values,
-            "marker": {"color": color}, "text": [f"{v:.2f}" if v is not None else "" for v in values],
-            "textposition": "outside", "cliponaxis": False,
-        })  # fmt: skip
+            "marker": {"color": color}, "text": [f"{v:.2f}" for v in values], "textposition": "outside",
+            "cliponaxis": False,
+        }  # fmt: skip
+        if spreads:  # the interval as an error bar; the label moves inside the bar, clear of it
+            error = {"type": "data", "symmetric": False, "array": [s.high - s.value for s in spreads],
+                     "arrayminus": [s.value - s.low for s in spreads]}  # fmt: skip
+            bar |= {"error_y": error, "textposition": "inside"}
+        data.append(bar)
     shapes = []
     if what == "speedup":
         shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,

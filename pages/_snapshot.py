@@ -1,0 +1,52 @@
+"""Snapshots for slides on a page: freeze what is measured (a file and a link), open one back, and say
+on screen that a reopened measurement is a frozen one (specviz.analysis.snapshot)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from specviz.analysis.snapshot import Snapshot, SnapshotError, from_json
+from specviz.classroom import links
+
+KEY = "specviz_snapshot"  # the snapshot a link or a file opened, shown by the page of its kind
+
+
+def opened(kind: str) -> Snapshot | None:
+    """The snapshot of this kind that a link or a file opened in this session, if any; a banner says so,
+    with a button back to live measurement."""
+    snap = st.session_state.get(KEY)
+    if snap is None or snap.kind != kind:
+        return None
+    st.info(snap.describe(), icon=":material/photo_camera:")
+    if st.button("Back to live measurement", key=f"{kind}_snapshot_close", icon=":material/close:"):
+        del st.session_state[KEY]
+        st.rerun()
+    return snap
+
+
+def panel(kind: str, snap: Snapshot | None) -> None:
+    """Freeze what the page shows (a file and, when short enough, a link), or open a frozen one."""
+    with st.expander("Snapshot for slides: freeze these measurements, or open a frozen one",
+                     icon=":material/photo_camera:"):  # fmt: skip
+        if snap is not None:
+            st.caption(snap.describe().replace("The numbers below are that measurement, not a new one.", ""))
+            st.download_button("Download the snapshot (JSON)", snap.to_json(), f"specviz-{kind}-snapshot.json",
+                               "application/json", key=f"{kind}_snapshot_json", on_click="ignore")  # fmt: skip
+            param = snap.link_param()
+            if param is None:
+                st.caption("Too large for a link: reopen it from the file.")
+            else:
+                st.code(links.share_url(st.context.url or "", {"snapshot": param}), language=None, wrap_lines=True)
+        upload = st.file_uploader("Open a snapshot file", type="json", key=f"{kind}_snapshot_upload")
+        if upload is not None:
+            try:
+                opened_snap = from_json(upload.getvalue())
+            except SnapshotError as exc:
+                st.error(f"**This file cannot be opened.** {exc}", icon=":material/error:")
+                return
+            if opened_snap.kind != kind:
+                st.error(f"This is a snapshot of a {opened_snap.kind}: open it on that page.", icon=":material/error:")
+                return
+            if st.session_state.get(KEY) != opened_snap:
+                st.session_state[KEY] = opened_snap
+                st.rerun()

@@ -1,0 +1,37 @@
+"""The τ sweep's results on the page, live or frozen: the verdict, the charts and the tables, all drawn
+from one SweepSummary (specviz.analysis.sweep), so a snapshot looks exactly as the measurement did."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from specviz.analysis.sweep import SweepSummary
+from specviz.viz import charts
+
+
+def draw(summary: SweepSummary, present: bool) -> None:
+    best = summary.best_tau_measured()
+    faster = best is not None and summary.row(best).speedup.above(1.0)
+    (st.success if faster else st.warning)(summary.verdict(), icon=":material/insights:")
+    if present:  # a projector: the two charts that answer the question, each full width in large type
+        size = {"font_size": 20, "height": 470}
+        st.plotly_chart(charts.sweep_speedup_chart(summary, **size), key="sweep_speedup_chart")
+        st.plotly_chart(charts.sweep_acceptance_chart(summary, **size), key="sweep_acceptance_chart")
+        return
+    left, right = st.columns(2)
+    left.markdown("**Speedup over the target alone: measured (95% intervals), S(τ) with v = 1, S_v(τ) with the "
+                  "measured v**")  # fmt: skip
+    left.plotly_chart(charts.sweep_speedup_chart(summary), key="sweep_speedup_chart")
+    right.markdown("**Mean acceptance length: measured and (1 − α^(τ+1)) / (1 − α)**")
+    right.plotly_chart(charts.sweep_acceptance_chart(summary), key="sweep_acceptance_chart")
+    st.caption(charts.THEORY_NOTE)
+    left.markdown("**Accepted draft tokens per step**")
+    left.plotly_chart(charts.sweep_length_chart(summary), key="sweep_length_chart")
+    right.markdown("**Per-position acceptance rate (of all steps) against a^i**")
+    right.plotly_chart(charts.sweep_position_chart(summary), key="sweep_position_chart")
+    if summary.policies:
+        st.subheader("τ policies beside fixed τ")
+        st.table(summary.policy_frame())
+        st.caption("mean τ: draft tokens per step as the policy chose them. A policy's trace records its τ per step.")
+    st.subheader("Results")
+    st.table(summary.to_frame())

@@ -1,0 +1,350 @@
+"""Measuring like a benchmark, everywhere a time becomes a number on screen.
+
+A shared 2-core server with a class on it is noisy: one timing taken once, under whatever load there
+was, gave the same trace 0.08× on one visit and 5.11× on the next. So every speedup, verify cost v and
+cost ratio c the app shows comes from here:
+
+- **Interleaved.** `paired_run` decodes speculatively and, after each step, lets the target alone
+  decode the very tokens that step emitted, at the same context lengths (teacher-forced), alternating
+  which goes first. Both sides see the same load at the same moment, so a load that comes and goes
+  cancels in their ratio, and v is timed at the run's own context lengths.
+- **With its spread.** A number is a `Spread`: the estimate, and a 95% bootstrap interval over the
+  steps it pools (or the interquartile range of repeated passes). Verdicts read the interval: "faster"
+  only when all of it is above 1, a best τ only when no other τ's interval reaches it.
+- **Bounded.** A measured speedup cannot exceed tokens per step / v (a step costs at least its verify
+  pass); `check_bounds` raises instead of showing one that does.
+
+References for the quantities: docs/algorithm.md, "Metrics" and "Verify cost".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from specviz.core.config import SpecConfig
+from specviz.core.engine import Decoder, encode_prompt
+from specviz.core.sampling import logits_to_probs, sample
+from specviz.core.trace import RunTrace
+from specviz.errors import ConfigError, SpecvizError
+from specviz.models.pair import ModelPair
+
+LEVEL = 0.95  # the bootstrap interval's coverage
+RESAMPLES = 1000
+
+
+class MeasurementError(SpecvizError):
+    """A measurement that cannot be physically right (e.g. a speedup above tokens per step / v): a bug
+    or a stale timing, never shown as a result."""
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A measured quantity: its estimate and an interval around it (`how` says which)."""
+
+    value: float
+    low: float
+    high: float
+    n: int  # what the interval was computed over (steps, repeats)
+    how: str = "bootstrap 95% interval over steps"
+
+    def text(self, digits: int = 2, unit: str = "×") -> str:
+        """'0.91× (0.86–0.97×)'; '0.91×' when the interval is a point."""
+        value, low, high = (f"{x:.{digits}f}" for x in (self.value, self.low, self.high))
+        return f"{value}{unit}" if low == high else f"{value}{unit} ({low}–{high}{unit})"
+
+    def range_text(self, digits: int = 2, unit: str = "×") -> str:
+        low, high = f"{self.low:.{digits}f}", f"{self.high:.{digits}f}"
+        return f"{low}{unit}" if low == high else f"{low}–{high}{unit}"
+
+    def overlaps(self, other: Spread) -> bool:
+        return self.low <= other.high and other.low <= self.high
+
+    def above(self, x: float) -> bool:
+        return self.low > x
+
+    def below(self, x: float) -> bool:
+        return self.high < x
+
+    def scaled(self, factor: float) -> Spread:
+        lo, hi = sorted((self.low * factor, self.high * factor))
+        return Spread(self.value * factor, lo, hi, self.n, self.how)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "low": self.low, "high": self.high, "n": self.n, "how": self.how}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Spread:
+        return cls(float(data["value"]), float(data["low"]), float(data["high"]), int(data["n"]), str(data["how"]))
+
+
+def rate_ratio(
+    fast: Sequence[tuple[float, int]], slow: Sequence[tuple[float, int]], resamples: int = RESAMPLES, seed: int = 0
+) -> Spread:  # fmt: skip
+    """(tokens / seconds of `fast`) over (tokens / seconds of `slow`), each a list of (seconds, tokens)
+    pieces: a race's two lanes, timed piece by piece in turn. The interval resamples each lane's pieces."""
+    if not fast or not slow:
+        raise ConfigError("nothing to compare: a lane has no pieces")
+    f, s = np.asarray(fast, dtype=np.float64), np.asarray(slow, dtype=np.float64)
+    rate = lambda a: a[..., 1].sum(-1) / a[..., 0].sum(-1)  # noqa: E731
+    value = float(rate(f) / rate(s))
+    rng = np.random.default_rng(seed)
+    values = rate(f[rng.integers(0, len(f), (resamples, len(f)))]) / rate(
+        s[rng.integers(0, len(s), (resamples, len(s)))]
+    )
+    low, high = np.quantile(values, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+    return Spread(value, min(float(low), value), max(float(high), value), len(f) + len(s),
+                  "bootstrap 95% interval over each lane's pieces")  # fmt: skip
+
+
+def point(value: float, n: int = 1, how: str = "one number") -> Spread:
+    return Spread(value, value, value, n, how)
+
+
+def bootstrap(
+    columns: Mapping[str, Sequence[float]], statistic: Callable[[Mapping[str, np.ndarray]], np.ndarray],
+    resamples: int = RESAMPLES, seed: int = 0, how: str = "bootstrap 95% interval over steps",
+) -> Spread:  # fmt: skip
+    """`statistic` of the column sums, with a 95% percentile-bootstrap interval: the items (rows, e.g.
+    steps) resampled with replacement `resamples` times, the statistic recomputed from each resample's
+    sums. Deterministic for a seed."""
+    data = {k: np.asarray(v, dtype=np.float64) for k, v in columns.items()}
+    n = len(next(iter(data.values())))
+    if n == 0:
+        raise ConfigError("nothing to measure: no steps")
+    value = float(statistic({k: v.sum(keepdims=True) for k, v in data.items()})[0])
+    index = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    values = statistic({k: v[index].sum(axis=1) for k, v in data.items()})
+    values = values[np.isfinite(values)]
+    if not len(values):
+        return point(value, n, how)
+    low, high = np.quantile(values, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+    return Spread(value, min(float(low), value), max(float(high), value), n, how)
+
+
+def median_iqr(values: Sequence[float], how: str = "") -> Spread:
+    """The median of repeated measurements and their interquartile range."""
+    if not values:
+        raise ConfigError("nothing to measure")
+    q1, q3 = (float(x) for x in np.quantile(np.asarray(values, dtype=np.float64), [0.25, 0.75]))
+    how = how or f"median and interquartile range of {len(values)}"
+    return Spread(statistics.median(values), q1, q3, len(values), how)
+
+
+def against_one(speedup: Spread, what: str = "the target alone") -> str:
+    """'faster than', 'slower than' or 'within noise of' `what`: faster only when the whole interval is
+    above 1, slower only when it is below."""
+    if speedup.above(1.0):
+        return f"faster than {what}"
+    if speedup.below(1.0):
+        return f"slower than {what}"
+    return f"within noise of {what}"
+
+
+def best_of(spreads: Mapping[Any, Spread]) -> tuple[Any, list[Any]]:
+    """(the key with the highest estimate, every key whose interval reaches the best's): a best is
+    stated alone only when that list holds it alone."""
+    best = max(spreads, key=lambda k: spreads[k].value)
+    ties = [k for k in spreads if spreads[k].overlaps(spreads[best])]
+    return best, ties
+
+
+def check_bounds(speedup: float, tokens_per_step: float, verify_cost: float) -> None:
+    """A step costs at least its verify pass, v one-token passes, and emits tokens_per_step tokens, so
+    a measured speedup above tokens_per_step / v cannot be right (a stale or mismatched timing)."""
+    if not verify_cost > 0 or not speedup >= 0:
+        raise MeasurementError(f"impossible timing: v = {verify_cost}, speedup = {speedup}")
+    if speedup > tokens_per_step / verify_cost * (1 + 1e-9):
+        raise MeasurementError(
+            f"a speedup of {speedup:.2f}× is above what {tokens_per_step:.2f} tokens per step at v = "
+            f"{verify_cost:.2f} allow ({tokens_per_step / verify_cost:.2f}×): the timings do not belong together"
+        )
+
+
+# --- the target alone ------------------------------------------------------------------------------
+
+
+class TargetAlone:
+    """Plain decoding with the target, one token per call, each timed (same sampling as the engine): the
+    reference every speedup is measured against, on the same runtime. `feed` instead decodes given
+    tokens (teacher-forced): the target alone's cost for the same tokens at the same context lengths."""
+
+    def __init__(self, pair: ModelPair, prompt: str | Sequence[int], config: SpecConfig,
+                 chat: bool | None = None) -> None:  # fmt: skip
+        _, ids, _ = encode_prompt(pair, prompt, chat)
+        self.config, self.eos = config, pair.codec.eos_token_id
+        self.session, self.gen = pair.target.new_session(), torch.Generator().manual_seed(config.seed)
+        self.logits = self.session.extend(ids, keep=1)[-1]
+        self.budget = token_budget(config.max_new_tokens, pair.target.max_length, len(ids))
+        self.tokens: list[int] = []
+        self.seconds = 0.0
+        self.times: list[float] = []  # seconds of each token, in order
+        self.done = self.budget <= 0
+
+    def _choose(self) -> int:
+        probs = logits_to_probs(self.logits, self.config.temperature, self.config.top_k, self.config.top_p)
+        return int(probs.argmax()) if self.config.mode == "greedy" else sample(probs, self.gen)
+
+    def step(self) -> None:
+        """Its next token, chosen and fed."""
+        start = time.perf_counter()
+        token = self._choose()
+        self.tokens.append(token)
+        self.done = token == self.eos or len(self.tokens) >= self.budget
+        if not self.done:
+            self.logits = self.session.extend([token], keep=1)[-1]
+        self.times.append(time.perf_counter() - start)
+        self.seconds += self.times[-1]
+
+    def feed(self, tokens: Sequence[int]) -> float:
+        """Decode `tokens` as if chosen (each one chosen from the distribution, then the given one fed);
+        returns the seconds it took."""
+        start = time.perf_counter()
+        for token in tokens:
+            self._choose()
+            self.tokens.append(int(token))
+            self.logits = self.session.extend([int(token)], keep=1)[-1]
+        spent = time.perf_counter() - start
+        self.seconds += spent
+        return spent
+
+
+def token_budget(max_new_tokens: int, max_length: int | None, prompt_length: int) -> int:
+    """Tokens a run may emit: max_new_tokens, within the target's context length."""
+    return max_new_tokens if max_length is None else min(max_new_tokens, max_length - prompt_length)
+
+
+def run_alone(
+    pair: ModelPair, prompt: str | Sequence[int], config: SpecConfig, chat: bool | None = None
+) -> TargetAlone:
+    """The target alone decoding a prompt to the end (the reference decoding of the race and the tests)."""
+    alone = TargetAlone(pair, prompt, config, chat)
+    while not alone.done:
+        alone.step()
+    return alone
+
+
+# --- a speculative run timed against the target alone, step by step ---------------------------------
+
+
+@dataclass(frozen=True)
+class PairedStep:
+    tokens: int  # emitted by the speculative step
+    drafted: int  # draft tokens it proposed (nodes verified, for a tree)
+    spec_ms: float  # the speculative step's wall time (draft, verify, decide, record)
+    draft_ms: float
+    verify_ms: float
+    alone_ms: float  # the target alone's time for the same tokens at the same context lengths
+
+
+@dataclass(frozen=True)
+class PairedRun:
+    """A speculative run and, interleaved with it step by step, the target alone on the same tokens."""
+
+    trace: RunTrace
+    steps: tuple[PairedStep, ...]
+
+    def columns(self) -> dict[str, list[float]]:
+        return columns_of(self.steps)
+
+    def speedup(self, seed: int = 0) -> Spread:
+        return speedup_of(self.steps, seed)
+
+    def verify_cost(self, seed: int = 0) -> Spread:
+        return verify_cost_of(self.steps, seed)
+
+    def draft_cost(self, seed: int = 0) -> Spread:
+        return draft_cost_of(self.steps, seed)
+
+    @property
+    def one_token_ms(self) -> float:
+        tokens = sum(s.tokens for s in self.steps)
+        return sum(s.alone_ms for s in self.steps) / tokens if tokens else 0.0
+
+
+def columns_of(steps: Sequence[PairedStep]) -> dict[str, list[float]]:
+    """Per step: each field, and `steps` (1 each: its sum over a resample counts the steps in it)."""
+    fields = ("tokens", "drafted", "spec_ms", "draft_ms", "verify_ms", "alone_ms")
+    return {"steps": [1.0] * len(steps), **{name: [float(getattr(s, name)) for s in steps] for name in fields}}
+
+
+def speedup_of(steps: Sequence[PairedStep], seed: int = 0) -> Spread:
+    """The target alone's time over speculation's for the same tokens: Σ alone / Σ spec over the steps."""
+    return bootstrap(columns_of(steps), lambda s: s["alone_ms"] / s["spec_ms"], seed=seed)
+
+
+def verify_cost_of(steps: Sequence[PairedStep], seed: int = 0) -> Spread:
+    """v(k): the mean verify pass (Σ verify / steps) over the target alone's mean one-token time
+    (Σ alone / Σ tokens), both at the run's own context lengths."""
+    return bootstrap(columns_of(steps), lambda s: (s["verify_ms"] * s["tokens"]) / (s["steps"] * s["alone_ms"]),
+                     seed=seed)  # fmt: skip
+
+
+def draft_cost_of(steps: Sequence[PairedStep], seed: int = 0) -> Spread:
+    """c: one draft forward over one target-alone token, both measured here."""
+    return bootstrap(columns_of(steps), lambda s: (s["draft_ms"] * s["tokens"]) / (s["alone_ms"] * s["drafted"]),
+                     seed=seed)  # fmt: skip
+
+
+def paired_run(
+    pair: ModelPair, prompt: str | Sequence[int], config: SpecConfig, chat: bool | None = None,
+    turn: Callable[[], contextlib.AbstractContextManager] | None = None, max_steps: int | None = None,
+) -> PairedRun:  # fmt: skip
+    """Decode speculatively, and right after each step let the target alone decode the tokens that step
+    emitted, at the same context lengths: the two alternate a step at a time (tens of milliseconds
+    apart), so a load that comes and goes falls on both. `turn` wraps each step and its counterpart
+    (a compute turn on a shared server): both are timed in the same turn. `max_steps`: stop there (a run
+    timed again up to the step it had reached: same settings and seed, same steps)."""
+    turn = turn or contextlib.nullcontext
+    decoder = Decoder(pair, prompt, config, chat=chat)
+    alone = TargetAlone(pair, list(decoder.prompt_ids), config)
+    steps = []
+    while not decoder.done and (max_steps is None or len(steps) < max_steps):
+        with turn():
+            start = time.perf_counter()
+            step = decoder.step()
+            spec = time.perf_counter() - start
+            alone_s = alone.feed(step.emitted)
+        steps.append(PairedStep(len(step.emitted), step.nodes, spec * 1000.0, step.draft_ms, step.verify_ms,
+                                alone_s * 1000.0))  # fmt: skip
+    return PairedRun(decoder.trace(), tuple(steps))
+
+
+# --- repeated passes -------------------------------------------------------------------------------
+
+
+def pass_times(pair: ModelPair, ids: Sequence[int], ks: Sequence[int], repeats: int = 5) -> dict[int, Spread]:
+    """The target's time (ms) for one pass over k tokens, for each k in `ks`, all at the same cache
+    length: the prompt's `ids` less its last max(ks) tokens, the passes scoring those. Interleaved: each
+    round times every k once (in a rotating order), after one warm-up round; each k's median and
+    interquartile range over the rounds. v(k) = T(k) / T(1)."""
+    if len(ids) < max(ks) + 1:
+        raise ConfigError(f"the prompt needs at least {max(ks) + 1} tokens to time passes of {max(ks)}")
+    head = len(ids) - max(ks)
+    session = pair.target.new_session()
+    session.extend(list(ids[:head]), keep=1)
+    times: dict[int, list[float]] = {k: [] for k in ks}
+    order = list(ks)
+    for round_ in range(repeats + 1):
+        for k in order[round_ % len(order) :] + order[: round_ % len(order)]:
+            start = time.perf_counter()
+            session.extend(list(ids[head : head + k]), keep=k)
+            if round_:  # the first round warms up
+                times[k].append((time.perf_counter() - start) * 1000.0)
+            session.crop(head)
+    how = f"median and interquartile range of {repeats} interleaved rounds"
+    return {k: median_iqr(v, how) for k, v in times.items()}
+
+
+def rounds(items: Sequence[Any], repeats: int) -> Iterator[Any]:
+    """`items` in `repeats` rounds, the order rotating each round (interleaved, never one block after another)."""
+    for r in range(repeats):
+        shift = r % max(len(items), 1)
+        yield from [*items[shift:], *items[:shift]]

@@ -1,0 +1,115 @@
+"""Snapshots for slides: a measurement frozen with when, where and under what load it was taken, so
+that the slide and the screen agree in class. A snapshot reopens from a file or from a link (its data
+compressed into one query parameter) and is drawn by the same code as the live measurement."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import json
+import os
+import platform
+import zlib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from specviz.errors import SpecvizError
+
+KINDS = ("sweep", "race", "reading")
+LINK_LIMIT = 6000  # characters of a link's snapshot parameter; a larger snapshot travels as a file
+MAX_BYTES = 2_000_000  # a snapshot file larger than this is refused before it is read
+
+
+class SnapshotError(SpecvizError, ValueError):
+    """A file or link that is not a snapshot this app can reopen."""
+
+
+def machine() -> str:
+    """This machine in words: its processor's name and core count."""
+    name = ""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        name = next((line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+                     if line.startswith("model name")), "")  # fmt: skip
+    return f"{name or platform.processor() or platform.machine()}, {os.cpu_count()} cores"
+
+
+def load() -> str:
+    """The load at the moment: the 1-minute load average against the core count."""
+    try:
+        one = os.getloadavg()[0]
+    except OSError:
+        return "load unknown"
+    return f"load average {one:.1f} on {os.cpu_count()} cores"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    kind: str  # what was measured: a sweep, a race or a run's reading
+    created: str  # when (ISO 8601, local time, to the minute)
+    machine: str
+    runtime: str  # what ran the target, with its thread count
+    load: str  # the load when it was frozen
+    data: dict[str, Any]  # what the page draws (e.g. specviz.analysis.sweep.SweepSummary.to_dict())
+
+    def describe(self) -> str:
+        when = self.created.replace("T", " at ")
+        return (f"Frozen measurement: {self.kind}, taken {when} on {self.machine}, runtime {self.runtime}, "
+                f"{self.load}. The numbers below are that measurement, not a new one.")  # fmt: skip
+
+    def to_json(self, indent: int | None = 1) -> str:
+        return json.dumps(asdict(self), indent=indent, allow_nan=False)
+
+    def link_param(self) -> str | None:
+        """The snapshot as one query parameter (zlib, base64url), or None when too long for a link."""
+        packed = base64.urlsafe_b64encode(zlib.compress(self.to_json(None).encode(), 9)).decode()
+        return packed if len(packed) <= LINK_LIMIT else None
+
+
+def freeze(kind: str, runtime: str, data: dict[str, Any]) -> Snapshot:
+    if kind not in KINDS:
+        raise SnapshotError(f"unknown snapshot kind {kind!r}")
+    created = datetime.datetime.now().replace(second=0, microsecond=0).isoformat(timespec="minutes")
+    return Snapshot(kind, created, machine(), runtime, load(), data)
+
+
+def from_json(text: str | bytes) -> Snapshot:
+    """A snapshot from a file's text; any problem is one SnapshotError."""
+    if len(text) > MAX_BYTES:
+        raise SnapshotError(f"this file is larger than a snapshot can be ({MAX_BYTES // 1_000_000} MB)")
+    try:
+        raw = json.loads(text)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise SnapshotError(f"this file is not JSON ({exc})") from exc
+    fields = {"kind", "created", "machine", "runtime", "load", "data"}
+    if not isinstance(raw, dict) or set(raw) != fields:
+        raise SnapshotError("this file is not a specviz snapshot (kind, created, machine, runtime, load and data)")
+    if raw["kind"] not in KINDS or not isinstance(raw["data"], dict):
+        raise SnapshotError(f"this snapshot's kind {raw['kind']!r} is not one of {', '.join(KINDS)}")
+    if not all(isinstance(raw[k], str) for k in fields - {"data"}):
+        raise SnapshotError("this snapshot's description fields are not text")
+    return Snapshot(**raw)
+
+
+def from_link_param(text: str) -> Snapshot:
+    if len(text) > LINK_LIMIT:
+        raise SnapshotError("this link's snapshot is longer than a link's can be")
+    try:  # never more than MAX_BYTES out, whatever the link claims
+        raw = zlib.decompressobj().decompress(base64.urlsafe_b64decode(text.encode()), MAX_BYTES + 1)
+    except (ValueError, zlib.error) as exc:
+        raise SnapshotError(f"this link's snapshot cannot be read ({exc})") from exc
+    return from_json(raw)
+
+
+def runtime_of(pair: Any) -> str:
+    """What runs a pair's target, with its thread count: "llama.cpp, 2 threads", "torch, 1 thread"."""
+    import torch
+
+    from specviz.models import llamacpp
+
+    if pair.runtime == llamacpp.RUNTIME:
+        threads = getattr(pair.target, "threads", None) or llamacpp.default_threads()
+    else:
+        threads = torch.get_num_threads()
+    return f"{pair.runtime}, {threads} thread{'s' if threads != 1 else ''}"
