@@ -37,7 +37,7 @@ if evidence is None:
     ui.share_link("lessons", show=not present)
     st.stop()
 right = lesson.choices[lesson.right]
-if evidence.held is False:  # the run did not show what the question takes for granted: no Right / Not quite on it
+if evidence.held is False and evidence.gates:  # the run did not show what the question rests on: no Right / Not quite
     st.warning(f"**This run did not show the premise** — {evidence.premise}: {evidence.why_not} The answer, in "
                f"general: {right}", icon=":material/help:")  # fmt: skip
 elif guess is None:
@@ -46,6 +46,8 @@ elif guess == lesson.right:
     st.success(f"**Right:** {right}", icon=":material/check_circle:")
 else:
     st.error(f"**Not quite.** The answer: {right}", icon=":material/cancel:")
+if evidence.held is False and not evidence.gates:  # the answer is exact; the takeaway's measured claim did not show
+    st.info(f"**This run did not show** that {evidence.premise}: {evidence.why_not}", icon=":material/help:")
 if evidence.held:
     st.caption(f"The premise, checked on this run: {evidence.premise}. It held.")
 st.markdown(f"**What the run showed.** {evidence.finding}")

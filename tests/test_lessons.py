@@ -77,6 +77,8 @@ def test_each_lesson_opens_from_its_link_and_runs_live(embedded_cache, key):
     if key == "choose-tau":  # a pass over more tokens costs more than one (v > 1): S_v promises less than S
         peak = float(re.search(r"S_v peaks at τ = \d+ \(([\d.]+)×\)", shown).group(1))
         assert peak < 2.47, shown
+    if key in ("low-speedup", "slower", "swapped-roles", "race", "one-pass"):  # a measured premise, checked
+        assert any(c.value.startswith("The premise, checked on this run:") for c in at.caption), key
 
 
 def test_the_roles_swapped_lesson_compares_both_sizes_on_one_runtime():

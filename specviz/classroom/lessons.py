@@ -48,6 +48,7 @@ class Evidence:
     premise: str = ""
     held: bool | None = None
     why_not: str = ""  # where the premise did not appear: why (runtime, load), in one sentence
+    gates: bool = True  # whether the question's answer rests on the premise (else it is the takeaway's, and exact)
 
 
 @dataclass(frozen=True)
@@ -331,15 +332,17 @@ def choose_tau(pair: ModelPair | None, load: Load) -> Evidence:
     figure.add_scatter(x=taus, y=[s_v[t].value for t in taus], mode="lines+markers",
                        name="S_v(τ): v(τ + 1) measured on this runtime")  # fmt: skip
     top, ties = best_of(s_v)
-    where = f"τ = {top}" if len(ties) == 1 else f"τ = {', '.join(map(str, ties))} (within the range of the passes)"
     finding += (f" With the verify cost measured here (v({top + 1}) = {times[top + 1].value / one:.2f}), S_v peaks at "
-                f"{where}, {s_v[top].text()}.")  # fmt: skip
+                f"τ = {top} ({s_v[top].value:.2f}×)")  # fmt: skip
+    if len(ties) > 1:  # the curve is flat at its top: say which τ the measurement cannot tell apart
+        finding += f"; τ = {', '.join(map(str, ties))} are within the range of the measured passes"
     figure.update_layout(xaxis={"title": "τ", "dtick": 1}, yaxis={"title": "speedup ×"}, legend={"orientation": "h"})
+    held = True if max(ties) <= best else False if min(ties) > best else None  # None: the range straddles S's τ
     return Evidence(
-        finding, (charts.sized(figure, charts.FONT["size"]),),
+        finding + ".", (charts.sized(figure, charts.FONT["size"]),), gates=False,
         premise=f"where a pass over more tokens costs more, S_v's best τ is no larger than S's (τ = {best})",
-        held=max(ties) <= best, why_not=f"S_v peaked at τ = {top}, above S's τ = {best}: on {pair.runtime} a pass "
-        "over more tokens cost no more than one over fewer at these lengths, so v(τ + 1) did not grow with τ.",
+        held=held, why_not=f"S_v peaked at τ = {top}, above S's τ = {best}: on {pair.runtime} a pass over more tokens "
+        "cost no more than one over fewer at these lengths, so v(τ + 1) did not grow with τ.",
     )  # fmt: skip
 
 
