@@ -46,9 +46,9 @@ with st.sidebar:
 
 top = st.columns([3, 1.4], vertical_alignment="bottom")
 top[0].html(COMPACT_CSS)
-top[0].title("Acceptance length and speedup against τ")
 with top[1]:
     present = presentation_toggle("sweep_present")
+top[0].title("Speedup against τ" if present else "Acceptance length and speedup against τ")
 if frozen := snapshots.opened("sweep"):  # a snapshot for slides: its numbers, drawn as they were
     view.draw(SweepSummary.from_dict(frozen.data), present)
     snapshots.panel("sweep", frozen)
@@ -74,10 +74,11 @@ run_clicked = cols[0].button(
     disabled=not pending, icon=":material/play_arrow:",
 )  # fmt: skip
 cols[1].button("Stop", key="sweep_stop", icon=":material/stop:", help="Keeps every finished run")
-cols[2].caption(
-    f"{len(prompts)} prompt(s) × τ {low}–{high} × {seeds} seed(s), {max_new} tokens each; each step timed beside the "
-    "target alone decoding the same tokens. Finished runs are cached: revisiting costs nothing."
-)
+if not present:
+    cols[2].caption(
+        f"{len(prompts)} prompt(s) × τ {low}–{high} × {seeds} seed(s), {max_new} tokens each; each step timed beside "
+        "the target alone decoding the same tokens. Finished runs are cached: revisiting costs nothing."
+    )
 if run_clicked:
     bar = st.progress(0.0, text="Starting…")
     for done, _, unit in in_turns(sweep.advance()):

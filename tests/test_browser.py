@@ -2,6 +2,7 @@
 driven by Playwright in Debian's headless Chromium (installed by .ci/run)."""
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -239,4 +240,49 @@ def test_a_projector_sees_no_file_names_and_one_step_on_one_screen(server):
         assert widths[0] <= widths[1] + 1, widths
         headers = table.locator("th").all_inner_texts()
         assert {"token", "q", "p", "p/q", "r", "decision"} <= {h.strip() for h in headers}
+        browser.close()
+
+
+def readable(plot: dict, size: float = 18) -> tuple[list, list, list]:
+    """(texts under `size` px, pairs of texts that overlap, texts cut off) of one chart."""
+    small = [(t["text"], t["size"]) for t in plot["texts"] if t["size"] < size]
+    return small, overlapping(plot["texts"]), clipped(plot)
+
+
+def test_presentation_views_read_on_a_projector(server):
+    """1280×720 in presentation view: the step chart at τ = 16, the τ sweep and "Is it lossless?" on the real
+    models: every chart label 18 px or more, none over another, none cut off."""
+    need_chromium()
+    from playwright.sync_api import sync_playwright
+
+    prompt = "sweep_prompts=Write+a+Python+function+that+reverses+a+list."
+    pages = (
+        ("?decode_steps=2&decode_present=true&decode_tau=16", None, "Step 2:", 1),
+        (f"sweep?sweep_taus=1-3&sweep_max_new=12&sweep_present=true&{prompt}", re.compile(r"^Run \d+ of \d+ units"),
+         re.compile("^Measured: "), 2),
+        ("lossless?lossless_source=Real+models+%28first+step%29&lossless_trials_real=20&lossless_present=true",
+         re.compile("^Run the check"), re.compile("^lossless, block: "), 5),
+    )  # fmt: skip
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        for query, press, wait, charts in pages:
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.goto(f"{server}/{query}")
+            page.locator(IDLE).wait_for(timeout=300_000)
+            if press:  # the page's own button, once it is drawn (not a button of the page shown before it)
+                button = page.get_by_role("button", name=press)
+                button.wait_for(timeout=300_000)
+                button.click()
+                page.wait_for_timeout(500)
+                page.locator(IDLE).wait_for(timeout=300_000)
+            page.get_by_text(wait).first.wait_for(timeout=300_000)
+            page.locator(IDLE).wait_for(timeout=120_000)
+            page.wait_for_timeout(1500)  # charts settle
+            plots = page.evaluate(CHART_TEXTS)
+            assert len(plots) >= charts, query
+            for plot in plots[:charts]:
+                small, over, cut = readable(plot)
+                assert not small and not over and not cut, (query, small, over, cut)
+            assert page.locator('[data-testid="stException"]').count() == 0
+            page.close()
         browser.close()

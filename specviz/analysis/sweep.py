@@ -416,9 +416,14 @@ class SweepSummary:
         if len(ties) > 1:
             low = min(self.row(t).speedup.low for t in ties)
             high = max(self.row(t).speedup.high for t in ties)
+            above = [t for t in ties if self.row(t).speedup.above(1.0)]
+            below = [t for t in ties if self.row(t).speedup.below(1.0)]
+            sides = [f"τ = {_list(group)} {'is' if len(group) == 1 else 'are'} {word} than the target alone (the whole "
+                     f"interval{'' if len(group) == 1 else 's'} {side} 1)" for group, word, side in
+                     ((above, "faster", "above"), (below, "slower", "below")) if group]  # fmt: skip
             head = (f"Measured: τ = {_list(ties)} are within noise of each other here ({low:.2f}–{high:.2f}× the "
-                    f"target alone), so no τ is best; the highest, τ = {measured} at {best.speedup.text()}, is "
-                    f"{outcome}.")  # fmt: skip
+                    f"target alone), so no τ is best; "
+                    + ("; ".join(sides) if sides else "each is within noise of the target alone") + ".")  # fmt: skip
         else:
             head = f"Measured: best τ = {measured}, {best.speedup.text()} the target alone: {outcome}."
         with_v, v_ties = self.best_tau_predicted_v()

@@ -117,9 +117,8 @@ def low_speedup(pair: ModelPair, load: Load) -> Evidence:
     run, speed = measured.trace, d.run_speedup
     held = speed.below(d.predicted_speedup)  # the question's situation: slower than parallel verification promises
     return Evidence(
-        f"The trace says: {d.bottleneck} (α = {d.alpha:.2f}, c = {d.c:.2f}, v(5) = {d.verify_cost.text(unit='')}: this "
-        f"run {speed.text()} the target alone, measured; S_v = {d.predicted_speedup_v.text()}; S(τ) with v = 1, what a "
-        f"GPU engine would see, {d.predicted_speedup:.2f}×.)",
+        f"The trace says: {d.bottleneck} (α = {d.alpha:.2f}, c = {d.c:.2f}; S_v = {d.predicted_speedup_v.text()}; S(τ) "
+        f"with v = 1, what a GPU engine would see: {d.predicted_speedup:.2f}×.)",
         (charts.history_chart(run.steps), _time_chart(measured)),
         premise=f"the speedup stays below what S(τ) promises with v = 1 ({d.predicted_speedup:.2f}×)", held=held,
         why_not=f"this run reached {speed.text()}: on {pair.runtime} a pass over 5 tokens cost v = "

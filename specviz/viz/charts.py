@@ -55,6 +55,16 @@ def sized(fig: go.Figure, size: int) -> go.Figure:
     return built(json["data"], json["layout"], size)
 
 
+def legend_below(height: int, font_size: int, top: int = 50, rows: int = 3) -> dict:
+    """Layout for a horizontal legend below the x axis, clear of its tick labels and title at any font size:
+    the legend starts three text lines below the plot area; the bottom margin holds `rows` legend rows.
+    (A vertical legend to the right is drawn horizontal again by Streamlit's chart theme.)"""
+    bottom = 3 * font_size + 14 + rows * (font_size + 10)
+    plot = max(height - top - bottom, 50)
+    return {"legend": {"orientation": "h", "yanchor": "top", "y": -(3 * font_size + 14) / plot, "x": 0},
+            "margin": {"t": top, "b": bottom, "r": 60}}  # fmt: skip
+
+
 def prob_text(x: float) -> str:
     """A probability as a bar label a room can read at any size: a percentage with three significant
     digits ("47.3%", "4.73%", "0.0473%"), "<0.0001%" below that, "0%" for an exact zero."""
@@ -363,7 +373,7 @@ def sweep_acceptance_chart(summary: SweepSummary, font_size: int = FONT["size"],
     alpha_y = [s.expected_tokens_per_step for s in rows]
     _theory_lines(data, taus, alpha_y, [s.expected_tokens_per_step_measured for s in rows], summary)
     layout = {"height": height, "xaxis": {"title": "τ", "dtick": 1}, "yaxis": {"title": "mean acceptance length"},
-              "legend": {"orientation": "h", "y": -0.22}, "margin": {"t": 30, "b": 110}}  # fmt: skip
+              **legend_below(height, font_size, top=30)}  # fmt: skip
     return built(data, layout, font_size)
 
 
