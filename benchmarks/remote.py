@@ -16,8 +16,8 @@ import time
 from benchmarks.llamaserver import llama_server
 from specviz import SpecConfig, load_pair
 from specviz.core.engine import Decoder
+from specviz.drafts.subset import early_exit
 from specviz.models.lm import HFModel
-from specviz.models.loading import early_exit
 from specviz.models.pair import ModelPair
 
 PROMPTS = ("Tell me a short story about a robot.", "What is the capital of France?")

@@ -20,8 +20,8 @@ import torch
 from benchmarks.llamaserver import f32_gguf, llama_server
 from specviz import SpecConfig, load_pair
 from specviz.core.engine import Decoder
+from specviz.drafts.subset import early_exit
 from specviz.models.lm import HFModel
-from specviz.models.loading import early_exit
 from specviz.models.pair import ModelPair
 from specviz.models.remote import RemoteTokenizerError
 

@@ -13,10 +13,10 @@ import streamlit as st
 
 import specviz
 from specviz.classroom import links, settings
-from specviz.classroom.settings import CUSTOM, MODE_HELP
+from specviz.classroom.settings import CUSTOM, MODE_HELP, RUNTIME_HELP, runtime_line
 from specviz.classroom.turns import Turns, each_in_turn
-from specviz.models import loading as specviz_loading
-from specviz.models.loading import AUTO, RUNTIME_HELP, RUNTIMES, resolve_runtime, runtime_line
+from specviz.loading import AUTO, RUNTIMES, resolve_runtime
+from specviz.models import hub
 from specviz.viz import charts
 from specviz.viz.charts import token_label
 from specviz.viz.memo import FigureMemo
@@ -78,7 +78,7 @@ def load_pair(target: str, draft: str) -> specviz.ModelPair | None:
 @st.cache_resource(show_spinner=False, max_entries=8)
 def codec_for(target: str):
     """The tokenizer a replayed trace's texts are checked against, loaded once per process (or None)."""
-    return specviz_loading.codec_for(target)
+    return hub.codec_for(target)
 
 
 def runtime_picker() -> None:

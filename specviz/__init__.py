@@ -6,9 +6,9 @@ traces, the models it can pair, the metrics and theory it reports, and the chart
 It never imports Streamlit.
 """
 
-from specviz.analysis.metrics import Metrics
 from specviz.core.config import MODES, SpecConfig
 from specviz.core.engine import Decoder, DecodingFinished
+from specviz.core.metrics import Metrics
 from specviz.core.rules import acceptance_length, choose
 from specviz.core.trace import RunTrace, StepTrace, TokenProb
 from specviz.drafts.lookup import PromptLookupDrafter
@@ -20,8 +20,7 @@ from specviz.errors import (
     SpecvizError,
     TraceError,
 )
-from specviz.models.lm import HFModel, NextTokenModel, Session, TableModel
-from specviz.models.loading import (
+from specviz.loading import (
     PRESETS,
     HubUnreachableError,
     ModelTooLargeError,
@@ -29,6 +28,7 @@ from specviz.models.loading import (
     VocabularyMismatchError,
     load_pair,
 )
+from specviz.models.lm import HFModel, NextTokenModel, Session, TableModel
 from specviz.models.pair import ModelPair
 from specviz.models.text import HFCodec, IdsCodec, WordCodec
 

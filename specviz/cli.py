@@ -13,7 +13,7 @@ from specviz.analysis.sweep import Sweep, SweepSettings
 from specviz.core.config import MODES, SpecConfig
 from specviz.core.engine import Decoder
 from specviz.errors import ConfigError, PromptError, SpecvizError
-from specviz.models.loading import load_pair
+from specviz.loading import load_pair
 from specviz.models.pair import ModelPair
 
 

@@ -254,7 +254,7 @@ def test_model_errors_are_messages_and_the_session_stays_usable(loads, monkeypat
 
 def test_unknown_local_model_is_a_message(loads, monkeypatch):
     at = app()
-    monkeypatch.setattr(specviz, "load_pair", specviz.models.loading.load_pair)  # real loading from here on
+    monkeypatch.setattr(specviz, "load_pair", specviz.loading.load_pair)  # real loading from here on
     at.selectbox(key="decode_preset").set_value(settings.CUSTOM).run()
     at.text_input(key="decode_target").set_value("/no/such/model").run()
     assert not at.exception

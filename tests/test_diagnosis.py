@@ -10,7 +10,7 @@ import pytest
 from specviz import Decoder, SpecConfig
 from specviz.analysis.diagnosis import Diagnosis, diagnose
 from specviz.analysis.measure import MeasurementError
-from specviz.analysis.metrics import compute_metrics
+from specviz.core.metrics import compute_metrics
 from tests.helpers import table_pair
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from specviz import Decoder, HFModel, ModelPair, PromptLookupDrafter, SpecConfig, load_pair
 from specviz.drafts.feature import FeatureDraftModel
-from specviz.models.loading import early_exit
+from specviz.drafts.subset import early_exit
 from specviz.models.text import IdsCodec
 from tests.helpers import make_feature_draft, tiny_llama
 

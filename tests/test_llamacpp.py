@@ -9,11 +9,12 @@ import pytest
 import torch
 
 import specviz
-from specviz import Decoder, SpecConfig
+from specviz import Decoder, SpecConfig, loading
 from specviz.analysis.lossless import check, first_tokens, reference
+from specviz.classroom.settings import runtime_line
 from specviz.errors import ModelError
-from specviz.models import embedded, llamacpp, loading
-from specviz.models.loading import resolve_runtime
+from specviz.loading import resolve_runtime
+from specviz.models import embedded, llamacpp
 from tests.test_tree import PARENTS, TOKENS, path_of
 
 # held out from the draft's training prompts (benchmarks/runtime.py): a story, an instruction, code, a fact
@@ -62,10 +63,10 @@ def test_the_thread_count_and_the_context_are_read_from_the_environment_and_chec
     monkeypatch.delenv(llamacpp.THREADS_ENV, raising=False)
     assert llamacpp.default_threads() == 8  # every core, up to 8
     monkeypatch.setattr(llamacpp, "available", lambda: True)
-    assert "(float32, in process, 8 threads;" in loading.runtime_line("llama.cpp")
+    assert "(float32, in process, 8 threads;" in runtime_line("llama.cpp")
     monkeypatch.setenv(llamacpp.THREADS_ENV, "1")  # a class server: one thread per decode
     assert llamacpp.default_threads() == 1
-    assert "(float32, in process, 1 thread;" in loading.runtime_line("llama.cpp")  # the sidebar says so
+    assert "(float32, in process, 1 thread;" in runtime_line("llama.cpp")  # the sidebar says so
     for bad in ("0", "two", "-2", "1.5"):
         monkeypatch.setenv(llamacpp.THREADS_ENV, bad)
         with pytest.raises(ModelError, match="whole number of threads, 1 or more"):

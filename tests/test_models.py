@@ -21,7 +21,7 @@ from specviz import (
     VocabularyMismatchError,
     load_pair,
 )
-from specviz.models.loading import estimate_parameters, resolve_device, resolve_dtype
+from specviz.models.hub import estimate_parameters, resolve_device, resolve_dtype
 from tests.helpers import save_tiny, tiny_llama
 
 

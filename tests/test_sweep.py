@@ -11,10 +11,10 @@ from scipy.stats import chisquare
 
 from specviz import ConfigError, HFCodec, HFModel, ModelPair, PromptError
 from specviz.analysis.measure import PairedStep
-from specviz.analysis.metrics import StepCount
 from specviz.analysis.sweep import RunSummary, Sweep, SweepResult, SweepSettings, SweepSummary, histogram
 from specviz.analysis.theory import acceptance_length_pmf, expected_speedup, expected_tokens_per_step
 from specviz.cli import parse_taus
+from specviz.core.metrics import StepCount
 from specviz.viz.charts import sweep_acceptance_chart, sweep_length_chart, sweep_position_chart, sweep_speedup_chart
 from tests.helpers import save_tiny, table_pair, tiny_llama, word_tokenizer
 

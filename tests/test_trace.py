@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from specviz import Decoder, RunTrace, SpecConfig, StepTrace
-from specviz.analysis.metrics import Metrics, compute_metrics
+from specviz.core.metrics import Metrics, compute_metrics
 from tests.helpers import runs_by_mode, table_pair
 
 REQUIRED_STEP_FIELDS = {
@@ -142,8 +142,8 @@ def test_metrics_of_a_trace_saved_before_the_engine_rates_still_load():
 
 
 def test_replay_walks_a_saved_trace_without_models(runs):
-    from specviz.analysis.metrics import compute_metrics
     from specviz.classroom.replay import Replay
+    from specviz.core.metrics import compute_metrics
 
     saved = RunTrace.from_json(runs["lossless"].to_json())
     replay = Replay(saved)

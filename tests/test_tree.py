@@ -17,8 +17,8 @@ from specviz.core import tree as tree_mod
 from specviz.core.trace import RunTrace
 from specviz.drafts.feature import FeatureDraftModel
 from specviz.drafts.lookup import PromptLookupDrafter
+from specviz.drafts.subset import early_exit
 from specviz.errors import ConfigError, TraceError
-from specviz.models.loading import early_exit
 from tests.helpers import IdsCodec, full_logits, make_feature_draft, table_pair, tiny_llama, tiny_text_pair
 from tests.test_engine import hf_greedy
 from tests.test_lossless import long_tail

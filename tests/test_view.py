@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 
 from specviz import Decoder, SpecConfig
-from specviz.analysis.metrics import Metrics
 from specviz.classroom.replay import replay_for
+from specviz.core.metrics import Metrics
 from specviz.errors import ConfigError
 from specviz.viz import view
 from tests.helpers import hf_pair

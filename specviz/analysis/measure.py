@@ -34,6 +34,7 @@ from specviz.core.engine import Decoder, encode_prompt
 from specviz.core.sampling import logits_to_probs, sample
 from specviz.core.trace import RunTrace
 from specviz.errors import ConfigError, SpecvizError
+from specviz.limits import token_budget
 from specviz.models.pair import ModelPair
 
 LEVEL = 0.95  # the bootstrap interval's coverage
@@ -214,11 +215,6 @@ class TargetAlone:
         spent = time.perf_counter() - start
         self.seconds += spent
         return spent
-
-
-def token_budget(max_new_tokens: int, max_length: int | None, prompt_length: int) -> int:
-    """Tokens a run may emit: max_new_tokens, within the target's context length."""
-    return max_new_tokens if max_length is None else min(max_new_tokens, max_length - prompt_length)
 
 
 def run_alone(

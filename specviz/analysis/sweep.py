@@ -31,10 +31,10 @@ from specviz.analysis.measure import (
     speedup_of,
     verify_cost_of,
 )
-from specviz.analysis.metrics import Metrics, StepCount, compute_metrics
 from specviz.analysis.theory import best_tau, expected_speedup, expected_tokens_per_step, speedup_with_verify_cost
 from specviz.core.config import MODES, Mode, SpecConfig, TauPolicy
 from specviz.core.engine import encode_prompt
+from specviz.core.metrics import Metrics, StepCount, compute_metrics
 from specviz.errors import ConfigError
 from specviz.models.pair import ModelPair
 

@@ -21,7 +21,8 @@ from specviz.classroom.sandbox import MAX_TAU as SANDBOX_TAU
 from specviz.classroom.sandbox import PRESETS as EXERCISES
 from specviz.core.config import MODES, TAU_POLICIES, SpecConfig
 from specviz.core.rules import VERIFICATIONS
-from specviz.models.loading import PRESETS, RUNTIMES
+from specviz.loading import EMBEDDED, KERNELS, PRESETS, RUNTIMES, resolve_runtime
+from specviz.models import llamacpp
 
 CUSTOM = "Custom: hub id, folder or server"
 RENAMED = {  # older menu labels that links may still carry
@@ -54,6 +55,34 @@ MODE_HELP = (
     "lossless: sampled draft, resample from norm(max(0, p − q)); output follows p exactly.  "
     "greedy: accept while the draft equals argmax p; output equals the target's greedy decoding."
 )
+
+
+RUNTIME_HELP = (
+    "What runs the target. llama.cpp: in process, float32, at about the memory-bandwidth floor of this CPU "
+    "(the embedded target only; `make llama` installs it). torch-kernels: transformers with each product on "
+    "the kernel timed fastest here for its shape and row count (oneDNN prepacked for several rows: a pass over "
+    "five tokens costs about one over a single token). torch: transformers, eager, the reference. Both faster "
+    "runtimes agree with torch's p within 1e-4. auto: llama.cpp where it is installed, else torch-kernels, for "
+    "the embedded target; torch for any other. The draft runs on torch (a lean forward beside the faster "
+    "runtimes). Both sides of every comparison run on the same runtime."
+)
+
+
+def runtime_line(choice: str) -> str:
+    """In words, what runs the embedded target under `choice` and how to get the faster runtime
+    (Markdown); raises ModelError where the choice cannot run."""
+    runs = resolve_runtime(EMBEDDED, choice)
+    if runs == llamacpp.RUNTIME:
+        threads = llamacpp.default_threads()
+        return (f"The embedded target runs on **llama.cpp** (float32, in process, {threads} "
+                f"thread{'s' if threads > 1 else ''}; `SPECVIZ_LLAMA_THREADS` sets it): the fastest here. "
+                "Speculation pays most on **torch-kernels**, where a pass over five tokens costs about one over "
+                "a single token, as on a GPU.")  # fmt: skip
+    faster = "" if llamacpp.available() else f" For the faster llama.cpp runtime, {llamacpp.INSTALL_HINT}."
+    if runs == KERNELS:
+        return ("The target runs on **torch with per-shape kernels**: a pass over several tokens costs about one "
+                "over a single token." + faster)  # fmt: skip
+    return "The target runs on **torch** (eager): the reference, slower than the other runtimes." + faster
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from specviz.errors import ConfigError
+from specviz.limits import MAX_TAU, MAX_TOPK, MAX_TREE_NODES
 
 Mode = Literal["textbook", "lossless", "greedy"]  # SPEC.md, "Three acceptance modes"
 MODES: tuple[Mode, ...] = get_args(Mode)
@@ -16,9 +17,6 @@ TAU_POLICIES: tuple[TauPolicy, ...] = get_args(TauPolicy)
 # how a lossless step is verified (docs/algorithm.md, "Verification as serving engines run it")
 Verification = Literal["token", "one-hot", "block"]
 VERIFICATIONS: tuple[Verification, ...] = get_args(Verification)
-MAX_TAU = 64
-MAX_TOPK = 10
-MAX_TREE_NODES = 64
 
 
 @dataclass(frozen=True)

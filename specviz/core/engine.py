@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from specviz.core import tree as tree_mod
-from specviz.core.config import MAX_TAU, SpecConfig
+from specviz.core.config import SpecConfig
 from specviz.core.rules import Choice, at, choose, ratio_of
 from specviz.core.sampling import logits_to_probs, overlap, sample
 from specviz.core.trace import (
@@ -28,6 +28,7 @@ from specviz.core.trace import (
     build_run_trace,
 )
 from specviz.errors import ConfigError, PromptError, SpecvizError
+from specviz.limits import MAX_TAU, token_budget
 from specviz.models.lm import TreeSession
 from specviz.models.pair import ModelPair
 
@@ -276,8 +277,7 @@ class Decoder:
     def _budget(self) -> int:
         """Tokens this run may still emit (max_new_tokens, and the target's context length)."""
         left = self.config.max_new_tokens - (len(self._ids) - len(self.prompt_ids))
-        max_length = self.pair.target.max_length
-        return left if max_length is None else min(left, max_length - len(self._ids))
+        return token_budget(left, self.pair.target.max_length, len(self._ids))
 
 
 def record_step(

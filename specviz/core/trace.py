@@ -10,8 +10,8 @@ from typing import Any, Literal, NamedTuple, get_args
 
 import pandas as pd
 
-from specviz.analysis.metrics import Metrics, compute_metrics
 from specviz.core.config import SpecConfig
+from specviz.core.metrics import Metrics, compute_metrics
 
 NextRule = Literal["argmax", "residual", "bonus", "greedy"]  # where the target's token came from
 Decision = Literal["accepted", "rejected", "not reached"]  # each draft token's fate

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specviz.analysis.measure import PairedStep, paired_run, speedup_of
-from specviz.analysis.metrics import Metrics, StepCount, compute_metrics
 from specviz.core.config import SpecConfig
 from specviz.core.engine import Decoder, encode_prompt
+from specviz.core.metrics import Metrics, StepCount, compute_metrics
 from specviz.drafts.prompts import eval_prompts
-from specviz.models.loading import load_pair
+from specviz.loading import load_pair
 from specviz.models.pair import ModelPair
 
 Prompt = tuple[str, bool]  # text, wrap in the chat template

@@ -34,7 +34,7 @@ def log(msg: str) -> None:
 
 
 def load_target(device: str, dtype: torch.dtype = torch.float32):
-    from specviz.models.loading import load_model
+    from specviz.models.hub import load_model
 
     model, tokenizer = load_model("embedded", 10**10, torch.device(device), dtype)
     model.requires_grad_(False)

@@ -72,3 +72,14 @@ def layer_subset(target: Any, layers: list[int], *, copy_layers: bool, what: str
         draft.model.layers = nn.ModuleList(base.layers[: len(layers)])
         draft.model.norm = base.norm
     return draft
+
+
+def early_exit(target: Any, layers: int) -> Any:
+    """A draft made of the target's first `layers` decoder layers, its final norm and LM head.
+    It shares the target's weight tensors (no copy), so it costs no memory."""
+    total = len(getattr(getattr(target, "model", None), "layers", ()))
+    if total and not 1 <= layers < total:
+        raise ModelError(f"an early-exit draft keeps 1 to {total - 1} of the target's {total} layers; got {layers}")
+    draft = layer_subset(target, list(range(layers)), copy_layers=False, what="an early-exit draft")
+    draft.lm_head = target.lm_head
+    return draft.eval()

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import torch
 
-from specviz.core.config import MAX_TREE_NODES
 from specviz.errors import ModelError
+from specviz.limits import MAX_TREE_NODES, env_count
 from specviz.models.lm import SessionStats
 
 RUNTIME = "llama.cpp"
@@ -275,7 +275,7 @@ def load_embedded(progress=None, context: int | None = None) -> LlamaCppModel:
 
     if not available():
         raise ModelError(f"the llama.cpp runtime is not installed: {INSTALL_HINT}")
-    context = context or _env_count(CONTEXT_ENV, DEFAULT_CONTEXT, "tokens", 64)
+    context = context or env_count(CONTEXT_ENV, DEFAULT_CONTEXT, "tokens", 64)
     return LlamaCppModel(embedded.ensure_f32_gguf(progress), embedded.NAME, context)
 
 
@@ -286,14 +286,4 @@ def default_threads() -> int:
     runs one model step at a time, so a step may use the whole CPU. Its threads spin at the graph's
     barriers, though: on a busy class server one thread costs less CPU per Step (docs/performance.md).
     The numbers are the same bit for bit whatever the count."""
-    return _env_count(THREADS_ENV, min(os.cpu_count() or 1, 8), "threads", 1)
-
-
-def _env_count(name: str, default: int, what: str, minimum: int) -> int:
-    """A whole number from the environment variable `name` (at least `minimum`), else `default`."""
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
-    if not value.isdigit() or int(value) < minimum:
-        raise ModelError(f"{name}={value!r}: set it to a whole number of {what}, {minimum} or more, or unset it")
-    return int(value)
+    return env_count(THREADS_ENV, min(os.cpu_count() or 1, 8), "threads", 1)

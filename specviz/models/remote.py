@@ -34,8 +34,8 @@ from urllib.parse import urlparse
 
 import torch
 
-from specviz.core.config import MAX_TAU
 from specviz.errors import IncompatibleModelsError, ModelError
+from specviz.limits import MAX_TAU
 from specviz.models.lm import ListSession
 
 KINDS = ("vllm", "sglang", "llamacpp")

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from specviz.analysis.metrics import Metrics, compute_metrics
 from specviz.core.config import SpecConfig
+from specviz.core.metrics import Metrics, compute_metrics
 from specviz.core.trace import RunTrace, StepTrace
 
 # The Decode page's buttons: (action, label, widget key, icon); each click is queued (specviz.classroom.stepper)

@@ -1,52 +1,50 @@
-"""Loading models into pairs: the embedded default, Hugging Face hub ids and local directories.
+"""Pairs: a target (specviz.models) and a draft (specviz.drafts, or a second model) that decode together.
 
-Every choice a user can make either works or fails with a typed `ModelError` whose message says
-what to do next. Weights load with trust_remote_code=False and prefer safetensors.
+Every choice a user can make either works or fails with a typed `ModelError` whose message says what
+to do next: the embedded default pair (no network), hub ids and local folders, the drafts made from the
+target's own parts, a target behind a serving engine, and the runtime that runs the target.
 """
 
 from __future__ import annotations
 
 import os
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import torch
 
-from specviz import drafts
+from specviz import drafts, limits
 from specviz.drafts.lookup import PromptLookupDrafter
+from specviz.drafts.subset import early_exit
 from specviz.errors import IncompatibleModelsError, ModelError
 from specviz.models import embedded, kernels, llamacpp, remote
+from specviz.models.hub import (
+    EMBEDDED,
+    HubUnreachableError,
+    ModelTooLargeError,
+    load_model,
+    resolve_device,
+    resolve_dtype,
+)
 from specviz.models.lm import HFModel, NextTokenModel
 from specviz.models.pair import ModelPair
 from specviz.models.text import HFCodec
 
-EMBEDDED = "embedded"
 SELF = "self"
 PROMPT_LOOKUP = "prompt-lookup"
 EARLY_EXIT = "early-exit"  # "early-exit:K": the target's first K layers, its final norm and head
 EMBEDDED_DRAFT_LAYERS = 8  # the untrained fallback when assets/draft/ is missing
-MAX_PARAMS_ENV = "SPECVIZ_MAX_PARAMS"
-DEFAULT_MAX_PARAMS = 2_000_000_000
-HUB_TIMEOUT_S = 3.0
 AUTO, TORCH, KERNELS = "auto", "torch", "torch-kernels"
 # the target's runtime; "auto": llama.cpp where it can run, else torch on per-shape kernels (specviz.models.kernels)
 RUNTIMES = (AUTO, llamacpp.RUNTIME, KERNELS, TORCH)
 RUNTIME_ENV = "SPECVIZ_RUNTIME"  # the default for load_pair(runtime="auto") and the app
 
+__all__ = ["HubUnreachableError", "ModelTooLargeError", "VocabularyMismatchError"]
+
 
 class VocabularyMismatchError(IncompatibleModelsError):
     """Draft and target tokenizers differ in size or in their token ↔ id mapping."""
-
-
-class ModelTooLargeError(ModelError):
-    """A model's estimated parameter count exceeds the configured limit."""
-
-
-class HubUnreachableError(ModelError):
-    """A hub id was asked for but the Hugging Face hub cannot be reached."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +122,8 @@ def load_pair(
     embedded target only, in process, float32; `make llama` installs it) or "auto" (resolve_runtime)."""
     dev, torch_dtype = resolve_device(device), resolve_dtype(dtype, device)
     runtime = resolve_runtime(target, runtime, dev, torch_dtype)
-    limit = max_params if max_params is not None else int(os.environ.get(MAX_PARAMS_ENV, DEFAULT_MAX_PARAMS))
+    limit = limits.DEFAULT_MAX_PARAMS if max_params is None else max_params
+    limit = int(os.environ.get(limits.MAX_PARAMS_ENV, limit)) if max_params is None else limit
     say = progress or (lambda _msg: None)
     if remote.is_remote(target):
         return _remote_pair(target, draft, limit, dev, torch_dtype, progress)
@@ -148,34 +147,6 @@ def load_pair(
         say("Timing the product kernels for each weight shape (a few seconds)...")
         kernels.with_chosen_kernels(target_model)
     return ModelPair(runner, draft_lm, HFCodec(tokenizer, target_lm.name))
-
-
-RUNTIME_HELP = (
-    "What runs the target. llama.cpp: in process, float32, at about the memory-bandwidth floor of this CPU "
-    "(the embedded target only; `make llama` installs it). torch-kernels: transformers with each product on "
-    "the kernel timed fastest here for its shape and row count (oneDNN prepacked for several rows: a pass over "
-    "five tokens costs about one over a single token). torch: transformers, eager, the reference. Both faster "
-    "runtimes agree with torch's p within 1e-4. auto: llama.cpp where it is installed, else torch-kernels, for "
-    "the embedded target; torch for any other. The draft runs on torch (a lean forward beside the faster "
-    "runtimes). Both sides of every comparison run on the same runtime."
-)
-
-
-def runtime_line(choice: str) -> str:
-    """In words, what runs the embedded target under `choice` and how to get the faster runtime
-    (Markdown); raises ModelError where the choice cannot run."""
-    runs = resolve_runtime(EMBEDDED, choice)
-    if runs == llamacpp.RUNTIME:
-        threads = llamacpp.default_threads()
-        return (f"The embedded target runs on **llama.cpp** (float32, in process, {threads} "
-                f"thread{'s' if threads > 1 else ''}; `SPECVIZ_LLAMA_THREADS` sets it): the fastest here. "
-                "Speculation pays most on **torch-kernels**, where a pass over five tokens costs about one over "
-                "a single token, as on a GPU.")  # fmt: skip
-    faster = "" if llamacpp.available() else f" For the faster llama.cpp runtime, {llamacpp.INSTALL_HINT}."
-    if runs == KERNELS:
-        return ("The target runs on **torch with per-shape kernels**: a pass over several tokens costs about one "
-                "over a single token." + faster)  # fmt: skip
-    return "The target runs on **torch** (eager): the reference, slower than the other runtimes." + faster
 
 
 def resolve_runtime(target: str, runtime: str = AUTO, device: torch.device | None = None,
@@ -251,134 +222,11 @@ def _draft(
     return HFModel(model, spec)
 
 
-def codec_for(target: str) -> HFCodec | None:
-    """The tokenizer of a target named in a saved trace, where one is at hand with no network: the embedded
-    target's, a local model folder's, or a hub id's already in the local cache; else None."""
-    from transformers import AutoTokenizer
-
-    if target == embedded.NAME:
-        source = str(embedded.ensure_cache())
-    elif Path(target).expanduser().is_dir() or _is_cached_on_disk(target):
-        source = str(Path(target).expanduser()) if Path(target).expanduser().is_dir() else target
-    else:
-        return None
-    try:
-        return HFCodec(AutoTokenizer.from_pretrained(source, trust_remote_code=False), target)
-    except (OSError, ValueError, KeyError):
-        return None
-
-
 def _layer_count(spec: str) -> int:
     _, _, k = spec.partition(":")
     if not k.isdigit() or int(k) < 1:
         raise ModelError(f"write the early-exit draft as {EARLY_EXIT}:K with K ≥ 1 layers; got {spec!r}")
     return int(k)
-
-
-def load_model(
-    spec: str, max_params: int, device: torch.device, dtype: torch.dtype,
-    progress: embedded.Progress | None = None,
-) -> tuple[Any, Any]:  # fmt: skip
-    """(model, tokenizer) for "embedded", a local directory or a hub id."""
-    from transformers import AutoTokenizer
-
-    source = _resolve_source(spec, progress)
-    config = _load_config(source, spec)
-    estimate = estimate_parameters(config)
-    if estimate > max_params:
-        raise ModelTooLargeError(
-            f"{spec} has about {estimate / 1e9:.2f} B parameters, over the limit of "
-            f"{max_params / 1e9:.2f} B; raise it with {MAX_PARAMS_ENV}={int(estimate * 1.1)} "
-            f"(or max_params=...) if this machine has the memory"
-        )
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
-        model = _auto_model(source, dtype)
-    except (OSError, ValueError, KeyError, ImportError) as exc:
-        raise ModelError(f"could not load {spec!r}: {_first_line(exc)}") from exc
-    return model.to(device).eval(), tokenizer
-
-
-def _auto_model(source: str, dtype: torch.dtype) -> Any:
-    from transformers import AutoModelForCausalLM
-
-    try:
-        return AutoModelForCausalLM.from_pretrained(source, trust_remote_code=False, use_safetensors=True, dtype=dtype)
-    except OSError:  # no safetensors weights: fall back to PyTorch files
-        return AutoModelForCausalLM.from_pretrained(source, trust_remote_code=False, dtype=dtype)
-
-
-def _resolve_source(spec: str, progress: embedded.Progress | None) -> str:
-    if not spec or not spec.strip():
-        raise ModelError("no model given: choose a preset, or type a hub id or a local folder")
-    spec = spec.strip()
-    if spec == EMBEDDED:
-        return str(embedded.ensure_cache(progress))
-    path = Path(spec).expanduser()
-    if path.is_dir():
-        return str(path)
-    if path.is_absolute() or spec.startswith((".", "~")) or spec.count("/") > 1:
-        raise ModelError(f"no such folder: {spec}")
-    if not _is_cached_on_disk(spec):
-        _require_hub(spec)
-    return spec
-
-
-def _load_config(source: str, spec: str) -> Any:
-    from transformers import AutoConfig
-
-    try:
-        return AutoConfig.from_pretrained(source, trust_remote_code=False)
-    except (OSError, ValueError, KeyError) as exc:
-        raise ModelError(f"{spec!r} is not a model folder or hub id transformers can read: {_first_line(exc)}") from exc
-
-
-def _is_cached_on_disk(repo_id: str) -> bool:
-    from huggingface_hub import try_to_load_from_cache
-
-    try:
-        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
-    except ValueError:  # not a valid repo id
-        return False
-
-
-def _require_hub(repo_id: str) -> None:
-    from huggingface_hub import constants
-
-    hint = "choose the embedded pair (works offline) or a local folder"
-    if constants.HF_HUB_OFFLINE:
-        raise HubUnreachableError(f"cannot download {repo_id!r}: the hub is switched off (HF_HUB_OFFLINE); {hint}")
-    url = urlparse(constants.ENDPOINT)
-    port = url.port or (443 if url.scheme == "https" else 80)
-    try:
-        socket.create_connection((url.hostname, port), timeout=HUB_TIMEOUT_S).close()
-    except OSError as exc:
-        raise HubUnreachableError(
-            f"cannot download {repo_id!r}: the Hugging Face hub is unreachable ({exc.strerror or exc}); {hint}"
-        ) from exc
-
-
-def estimate_parameters(config: Any) -> int:
-    """Parameter count of the architecture, from its config alone (built on the meta device)."""
-    from transformers import AutoModelForCausalLM
-
-    try:
-        with torch.device("meta"):
-            model = AutoModelForCausalLM.from_config(config, trust_remote_code=False)
-        return sum(p.numel() for p in model.parameters())
-    except (ValueError, KeyError, TypeError, RuntimeError) as exc:
-        raise ModelError(f"cannot build a causal LM from this config: {_first_line(exc)}") from exc
-
-
-def early_exit(target: Any, layers: int) -> Any:
-    """A draft made of the target's first `layers` decoder layers, its final norm and LM head.
-    It shares the target's weight tensors (no copy), so it costs no memory."""
-    total = len(getattr(getattr(target, "model", None), "layers", ()))
-    if total and not 1 <= layers < total:
-        raise ModelError(f"an early-exit draft keeps 1 to {total - 1} of the target's {total} layers; got {layers}")
-    draft = drafts.layer_subset(target, list(range(layers)), copy_layers=False, what="an early-exit draft")
-    draft.lm_head = target.lm_head
-    return draft.eval()
 
 
 def check_vocabularies(target_tok: Any, draft_tok: Any, target_name: str, draft_name: str) -> None:
@@ -398,27 +246,3 @@ def check_vocabularies(target_tok: Any, draft_tok: Any, target_name: str, draft_
     )
 
 
-def resolve_device(device: str) -> torch.device:
-    if device == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        dev = torch.device(device)
-    except RuntimeError as exc:
-        raise ModelError(f"unknown device {device!r}: use auto, cpu or cuda") from exc
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ModelError("device cuda was asked for, but no GPU is available here: use auto or cpu")
-    return dev
-
-
-def resolve_dtype(dtype: str, device: str = "auto") -> torch.dtype:
-    if dtype == "auto":
-        return torch.bfloat16 if resolve_device(device).type == "cuda" else torch.float32
-    choices = {name: getattr(torch, name) for name in ("float32", "float16", "bfloat16", "float64")}
-    if dtype not in choices:
-        raise ModelError(f"unknown dtype {dtype!r}: use auto, {', '.join(choices)}")
-    return choices[dtype]
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,30 @@
+"""Limits every layer shares: the longest draft and the largest tree, the largest model the app loads,
+how many tokens a run may still emit, and whole numbers read from the environment."""
+
+from __future__ import annotations
+
+import os
+
+from specviz.errors import ModelError
+
+MAX_TAU = 64  # draft tokens per step (and levels of a tree)
+MAX_TOPK = 10  # children per expanded tree node
+MAX_TREE_NODES = 64  # nodes a tree step verifies in one pass
+MAX_PARAMS_ENV = "SPECVIZ_MAX_PARAMS"  # the largest model, in parameters, estimated before any weight loads
+DEFAULT_MAX_PARAMS = 2_000_000_000
+
+
+def token_budget(max_new_tokens: int, max_length: int | None, length: int) -> int:
+    """Tokens a run may still emit: its max_new_tokens left, within the target's context length (`length`
+    tokens held)."""
+    return max_new_tokens if max_length is None else min(max_new_tokens, max_length - length)
+
+
+def env_count(name: str, default: int, what: str, minimum: int) -> int:
+    """A whole number from the environment variable `name` (at least `minimum`), else `default`."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    if not value.isdigit() or int(value) < minimum:
+        raise ModelError(f"{name}={value!r}: set it to a whole number of {what}, {minimum} or more, or unset it")
+    return int(value)
