@@ -1,6 +1,6 @@
-"""Evaluate drafts of the embedded target on held-out prompts; see `specviz.drafts.evaluate` (--help)."""
+"""Evaluate drafts of the embedded target on held-out prompts; see `specviz.training.evaluate` (--help)."""
 
-from specviz.drafts.evaluate import main
+from specviz.training.evaluate import main
 
 if __name__ == "__main__":
     main()

@@ -1,6 +1,6 @@
-"""Distil the embedded draft from the embedded target; see `specviz.drafts.pipeline` (--help)."""
+"""Distil the embedded draft from the embedded target; see `specviz.training.pipeline` (--help)."""
 
-from specviz.drafts.pipeline import main
+from specviz.training.pipeline import main
 
 if __name__ == "__main__":
     main()

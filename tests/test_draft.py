@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from specviz import Decoder, HFModel, ModelPair, SpecConfig, drafts, load_pair
-from specviz.drafts import data, prompts, train
-from specviz.drafts.evaluate import evaluate_draft
 from specviz.models.text import IdsCodec
+from specviz.training import data, prompts, train
+from specviz.training.evaluate import evaluate_draft
 from tests.helpers import VOCAB, full_logits, save_tiny, tiny_llama
 
 SEQ = [5, 17, 3, 88, 42, 42, 7, 60, 1, 23]
@@ -236,7 +236,7 @@ def test_evaluation_of_an_unrelated_draft_finds_partial_agreement():
 
 
 def test_the_model_card_has_a_row_per_evaluated_draft_and_a_speedup_per_tau():
-    from specviz.drafts.card import eval_table, speedup_table
+    from specviz.training.card import eval_table, speedup_table
 
     base = {"alpha": 0.0437, "greedy_agreement": 0.043, "mean_acceptance_length": 1.0417, "c": 0.2444, "best_tau": 1}
     reports = [

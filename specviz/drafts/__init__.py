@@ -6,8 +6,7 @@
 - `lora`: the LoRA-copy recipe (copied target layers, low-rank adapted).
 - `feature`: the feature-level recipe (EAGLE-style: one layer reading the target's hidden states).
 - `lookup`: prompt lookup, a model-free drafter.
-- `evaluate`: how good a draft is, measured with the engine (α, greedy agreement, c, speedup).
-- `prompts`, `data`, `train`, `card`: distilling a draft from the target (`scripts/train_draft.py`).
+Distilling a draft and judging it (prompts, data, train, pipeline, card, evaluate) is specviz.training.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ The draft is built from the target at load time; only what training changed is s
 safetensors, see specviz.drafts.files): LoRA factors for every projection of the kept layers, their
 norms, the final norm, and an LM head over a subset of the vocabulary (the token ids are stored with
 it). Tokens outside the subset get logit −inf, so q = 0 there; the engine's rules need nothing else.
-`specviz.drafts.train` makes the files; `load_lora` turns them back into a causal LM.
+`specviz.training.train` makes the files; `load_lora` turns them back into a causal LM.
 """
 
 from __future__ import annotations

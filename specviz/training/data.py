@@ -17,8 +17,8 @@ from typing import Any
 
 import torch
 
-from specviz.drafts.prompts import Prompt
 from specviz.models.text import HFCodec
+from specviz.training.prompts import Prompt
 
 Log = Callable[[str], None]
 

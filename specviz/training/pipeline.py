@@ -23,10 +23,10 @@ from pathlib import Path
 
 import torch
 
-from specviz.drafts import data, prompts
-from specviz.drafts.card import model_card
 from specviz.drafts.files import DEFAULT_DIR, load_trainable
-from specviz.drafts.train import RECIPES, Options, train
+from specviz.training import data, prompts
+from specviz.training.card import model_card
+from specviz.training.train import RECIPES, Options, train
 
 
 def log(msg: str) -> None:

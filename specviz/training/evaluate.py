@@ -28,9 +28,9 @@ from specviz.analysis.measure import PairedStep, paired_run, speedup_of
 from specviz.core.config import SpecConfig
 from specviz.core.engine import Decoder, encode_prompt
 from specviz.core.metrics import Metrics, StepCount, compute_metrics
-from specviz.drafts.prompts import eval_prompts
 from specviz.loading import load_pair
 from specviz.models.pair import ModelPair
+from specviz.training.prompts import eval_prompts
 
 Prompt = tuple[str, bool]  # text, wrap in the chat template
 

@@ -28,10 +28,10 @@ from typing import Any
 
 import torch
 
-from specviz.drafts.data import pad, token_batches
 from specviz.drafts.feature import FeatureDraft
 from specviz.drafts.files import DraftSpec, load_trainable, trainable_state
 from specviz.drafts.lora import Student
+from specviz.training.data import pad, token_batches
 
 Log = Callable[[str], None]
 
