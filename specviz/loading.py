@@ -244,5 +244,3 @@ def check_vocabularies(target_tok: Any, draft_tok: Any, target_name: str, draft_
         f"id {first} is {d_by_id.get(first)!r} in the draft but {t_by_id.get(first)!r} in the target. "
         f"Pick two models from one family."
     )
-
-

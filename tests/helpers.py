@@ -43,6 +43,7 @@ class Wrapped:
         self.inner, self.negate = model, negate
         self.name = f"anti-{model.name}" if negate else model.name
         self.vocab_size, self.max_length = model.vocab_size, model.max_length
+        self.capabilities = model.capabilities
         self.fed: list[int] = []
 
     def new_session(self):

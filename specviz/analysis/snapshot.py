@@ -106,10 +106,5 @@ def runtime_of(pair: Any) -> str:
     """What runs a pair's target, with its thread count: "llama.cpp, 2 threads", "torch, 1 thread"."""
     import torch
 
-    from specviz.models import llamacpp
-
-    if pair.runtime == llamacpp.RUNTIME:
-        threads = getattr(pair.target, "threads", None) or llamacpp.default_threads()
-    else:
-        threads = torch.get_num_threads()
+    threads = pair.target.capabilities.threads or torch.get_num_threads()
     return f"{pair.runtime}, {threads} thread{'s' if threads != 1 else ''}"

@@ -164,7 +164,7 @@ class Decoder:
             text=self.pair.codec.decode(self.new_tokens),
             stop_reason=self.stop_reason,
             prefill_ms=self.prefill_ms,
-            target_top_k=getattr(self.pair.target, "top_k", None) if top_k_only(self.pair) else None,
+            target_top_k=self.pair.target.capabilities.top_k,
         )
 
     # --- one step, as SPEC.md -------------------------------------------------------------------
@@ -173,9 +173,8 @@ class Decoder:
         cfg, context_length = self.config, len(self._ids)
         t0 = time.perf_counter()
         draft, q = self._propose(tau)  # 1. draft τ tokens
-        scorable = getattr(self._target, "scorable_draft", None)
-        if scorable is not None:  # a text-only server cannot score every split (specviz.models.remote)
-            keep = scorable(self._ids, draft)
+        if self.pair.target.capabilities.splits_drafts:  # a text-only server cannot score every split (remote)
+            keep = self._target.scorable_draft(self._ids, draft)
             draft, q = draft[:keep], q[:keep]
         t1 = time.perf_counter()
         feed = self._ids[self._target.length :] + draft  # 2. verify all of them in one pass
@@ -380,22 +379,19 @@ def _top_rows(dists: torch.Tensor, n: int, text) -> tuple[tuple[TokenProb, ...],
     )
 
 
-def top_k_only(pair: ModelPair) -> bool:
-    """Whether the target returns only its top-k probabilities (a remote target, specviz.models.remote)."""
-    return bool(getattr(pair.target, "top_k_only", False))
-
-
 def check_target_supports(pair: ModelPair, config: SpecConfig) -> None:
     """A top-k-only target gives p(ŷ) and argmax p exactly, so textbook and greedy are exact at
-    temperature 1 or 0 with no top-k or top-p; everything that needs p in full is refused."""
-    if config.tree and (top_k_only(pair) or getattr(pair.target, "remote", False)):
+    temperature 1 or 0 with no top-k or top-p; everything that needs p in full is refused. A target that
+    cannot score a token tree in one pass is refused trees."""
+    able = pair.target.capabilities
+    if config.tree and not able.trees:
         raise ConfigError(
             f"the target {pair.target.name} is served remotely: its API scores one sequence per request and cannot "
             "verify a token tree in one pass with a tree attention mask; use a chain (steps = 0) or a local target"
         )
-    if not top_k_only(pair):
+    if able.top_k is None:
         return
-    why = f"the target {pair.target.name} returns only its top {getattr(pair.target, 'top_k', '?')} probabilities"
+    why = f"the target {pair.target.name} returns only its top {able.top_k} probabilities"
     if config.mode == "lossless":
         raise ConfigError(
             f"{why}: lossless mode samples from max(0, p − q) and from p in full, which need all of p; use "
@@ -423,7 +419,7 @@ def encode_prompt(pair: ModelPair, prompt: str | Sequence[int], chat: bool | Non
 
 
 def _resolve_chat(pair: ModelPair, chat: bool | None) -> bool:
-    default = getattr(pair.codec, "chat_default", None)
+    default = pair.codec.chat_default
     if chat and default is None:
         raise PromptError(f"{pair.target.name} has no chat template: turn the chat option off")
     return bool(default) if chat is None else chat

@@ -27,7 +27,7 @@ from torch import nn
 from specviz.drafts.files import TENSORS_FILE, DraftFileError, DraftSpec, write_spec
 from specviz.drafts.lean import LeanFeatureDraft
 from specviz.drafts.subset import SubsetHead, layer_subset
-from specviz.models.lm import HFSession, SessionStats, gather_cache
+from specviz.models.lm import Capabilities, FeatureSession, HFSession, SessionStats, gather_cache
 
 KIND = "feature"
 
@@ -79,7 +79,7 @@ class FeatureDraft(nn.Module):
 class FeatureDraftModel:
     """The draft behind the protocol. Its sessions need the target's session: `new_session(target)`."""
 
-    reads_target = True
+    capabilities = Capabilities(reads_target=True, can_target=False)
 
     def __init__(self, draft: FeatureDraft, name: str, max_length: int | None = None, lean: bool = False) -> None:
         """`lean`: run the draft with specviz.drafts.lean (the same function, less overhead per
@@ -96,7 +96,7 @@ class FeatureDraftModel:
 
     def new_session(self, target: HFSession | None = None) -> FeatureDraftSession:
         """`target`: a session that records its final hidden states (HFSession, LlamaCppSession)."""
-        if target is None or not callable(getattr(target, "record_features", None)):
+        if not isinstance(target, FeatureSession):
             raise TypeError("a feature-level draft reads the target's hidden states: create it with the target session")
         return FeatureDraftSession(self, target)
 

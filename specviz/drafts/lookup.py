@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import torch
 
-from specviz.models.lm import NO_PROPOSAL, ListSession
+from specviz.models.lm import NO_PROPOSAL, Capabilities, ListSession
 
 
 class PromptLookupDrafter:
@@ -21,6 +21,7 @@ class PromptLookupDrafter:
         self.vocab_size = vocab_size
         self.max_length = None
         self.max_ngram = max_ngram
+        self.capabilities = Capabilities(runtime="model-free", can_target=False)
 
     def propose(self, context: Sequence[int]) -> int | None:
         for n in range(min(self.max_ngram, len(context) - 1), 0, -1):

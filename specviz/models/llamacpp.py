@@ -31,7 +31,7 @@ import torch
 
 from specviz.errors import ModelError
 from specviz.limits import MAX_TREE_NODES, env_count
-from specviz.models.lm import SessionStats
+from specviz.models.lm import Capabilities, SessionStats
 
 RUNTIME = "llama.cpp"
 INSTALL_HINT = "run `make llama` (builds llama-cpp-python 0.3.36 into .venv, about 5 minutes) and restart the app"
@@ -72,8 +72,6 @@ def _backend():
 class LlamaCppModel:
     """A GGUF causal LM on llama.cpp behind the NextTokenModel protocol; shared, never mutated."""
 
-    runtime = RUNTIME
-
     def __init__(self, path: Path, name: str = "", context: int = DEFAULT_CONTEXT, threads: int | None = None) -> None:
         lib = _backend()
         self._lib = lib
@@ -92,6 +90,7 @@ class LlamaCppModel:
         self.context = min(context, int(lib.llama_model_n_ctx_train(model)))
         self.max_length = self.context
         self.threads = threads  # None: default_threads() when a session opens
+        self.capabilities = Capabilities(runtime=RUNTIME, threads=threads or default_threads())
 
     def new_session(self) -> LlamaCppSession:
         return LlamaCppSession(self)

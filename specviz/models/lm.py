@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import torch
@@ -55,10 +56,35 @@ class TreeSession(Session, Protocol):
 
 
 @runtime_checkable
+class FeatureSession(Session, Protocol):
+    """A target session that can keep the final hidden state of every token it scores (for a draft that
+    reads them: specviz.drafts.feature)."""
+
+    def record_features(self) -> None: ...
+
+    def features(self, start: int, stop: int) -> torch.Tensor: ...
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a model can do beyond the protocol's minimum, declared by its class: the engine and the pair
+    read this, never an attribute they probe for."""
+
+    runtime: str = "torch"  # what runs it: torch, torch-kernels, llama.cpp, "vllm server", table, …
+    threads: int | None = None  # the threads it runs on, where it sets them itself (llama.cpp)
+    top_k: int | None = None  # it returns only its top-k probabilities (a served target); None: all of p
+    trees: bool = True  # it scores a token tree in one pass (its sessions are TreeSessions)
+    splits_drafts: bool = False  # it may take only a prefix of a draft (its sessions' scorable_draft)
+    reads_target: bool = False  # a draft whose sessions read the target's session (new_session(target))
+    can_target: bool = True  # it can be a target on its own (a pair's roles can be swapped to it)
+
+
+@runtime_checkable
 class NextTokenModel(Protocol):
     name: str
     vocab_size: int  # width of the logits rows
     max_length: int | None  # longest sequence the model can score, None if unbounded
+    capabilities: Capabilities
 
     def new_session(self) -> Session: ...
 
@@ -151,7 +177,7 @@ class HFModel:
 
     def __init__(self, model: torch.nn.Module, name: str = "", runtime: str = "torch") -> None:
         self.model = model.eval()
-        self.runtime = runtime  # "torch-kernels" when its Linear modules run on chosen kernels
+        self.capabilities = Capabilities(runtime=runtime)  # "torch-kernels": its Linear modules on chosen kernels
         self.name = name or getattr(model.config, "name_or_path", "") or type(model).__name__
         head = model.get_output_embeddings()  # a restricted head reports the full width it fills
         self.vocab_size = int(getattr(head, "full_vocab_size", 0) or head.weight.shape[0])
@@ -284,6 +310,7 @@ class TableModel:
         if (table < 0).any() or not torch.allclose(table.sum(-1), torch.ones(()).double()):
             raise ValueError("every row of a table must be a probability distribution")
         self.name = name
+        self.capabilities = Capabilities(runtime="table")
         self.table = table
         self.vocab_size = int(table.shape[-1])
         self.max_length = None

@@ -26,20 +26,20 @@ class ModelPair:
     @property
     def runtime(self) -> str:
         """What runs the target: "torch", "llama.cpp", or the serving engine of a remote target."""
-        return getattr(self.target, "runtime", type(self.target).__name__)
+        return self.target.capabilities.runtime
 
     def new_sessions(self) -> tuple[Session, Session]:
         """A (target, draft) session pair; a draft that reads the target's hidden states
         (specviz.drafts.feature) gets the target's session."""
         target = self.target.new_session()
-        if getattr(self.draft, "reads_target", False):
+        if self.draft.capabilities.reads_target:
             return target, self.draft.new_session(target)
         return target, self.draft.new_session()
 
     def swapped(self) -> ModelPair:
         """The same two models with their roles exchanged: the draft becomes the target whose output
         the run reproduces, the target drafts for it (a lesson: the big model drafting for the small)."""
-        if getattr(self.draft, "reads_target", False) or not hasattr(self.draft, "new_session"):
+        if not self.draft.capabilities.can_target:
             raise IncompatibleModelsError(f"{self.draft.name!r} cannot be a target on its own")
         return ModelPair(self.draft, self.target, self.codec)
 

@@ -17,7 +17,7 @@ mass, so each row sums to one and the known entries are exact: p(ŷ_t), the rati
 hence the **textbook** and **greedy** modes, are exact at temperature 1 (or 0, argmax). What needs
 the whole of p is not: α and β are marked *approximate (top-k)* in the trace and on the page, and the
 **lossless** mode (its residual max(0, p − q) and its bonus sample from p), temperatures other than 0
-and 1, top-k and top-p are refused with a `ConfigError` (specviz.core.engine checks `top_k_only`).
+and 1, top-k and top-p are refused with a `ConfigError` (specviz.core.engine reads the target's capabilities).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import torch
 
 from specviz.errors import IncompatibleModelsError, ModelError
 from specviz.limits import MAX_TAU
-from specviz.models.lm import ListSession
+from specviz.models.lm import Capabilities, ListSession
 
 KINDS = ("vllm", "sglang", "llamacpp")
 DEFAULT_TOP_K = 20  # vLLM's default --max-logprobs
@@ -448,8 +448,6 @@ class RemoteTarget:
     """A NextTokenModel whose every forward pass is one request to a serving engine. Shared and never
     mutated: a session holds its own token list; the server holds no per-run state we rely on."""
 
-    top_k_only = True  # the engine refuses modes that need p in full (specviz.core.engine)
-
     def __init__(self, spec: str | RemoteSpec, codec: Any, vocab_size: int, top_k: int = DEFAULT_TOP_K,
                  timeout: float | None = None, max_length: int | None = None) -> None:  # fmt: skip
         self.spec = spec if isinstance(spec, RemoteSpec) else parse_spec(spec)
@@ -459,7 +457,10 @@ class RemoteTarget:
         self.top_k = top_k
         self.timeout = timeout_s() if timeout is None else timeout
         self.engine = ENGINES[self.spec.kind](self.spec, codec)
-        self.runtime = f"{self.spec.kind} server"
+        # top-k rows only: the engine refuses modes that need p in full (specviz.core.engine); one sequence per
+        # request: no tree pass; a text-only server may take only a prefix of a draft
+        self.capabilities = Capabilities(runtime=f"{self.spec.kind} server", top_k=top_k, trees=False,
+                                         splits_drafts=True)  # fmt: skip
 
     def check_tokenizer(self, codec: Any) -> None:
         """Before the first step: the server must split the probe strings exactly as the local tokenizer."""

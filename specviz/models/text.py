@@ -12,6 +12,7 @@ from specviz.errors import PromptError
 class Codec(Protocol):
     name: str
     eos_token_id: int | None
+    chat_default: bool | None  # None: no chat template; else whether prompts are wrapped in it by default
 
     def encode(self, text: str) -> list[int]: ...
 
@@ -110,6 +111,8 @@ class HFCodec:
 class WordCodec:
     """A vocabulary of whole words separated by spaces, for table models and the sandbox."""
 
+    chat_default = None  # no chat template
+
     def __init__(self, words: Sequence[str], eos: str | None = None, name: str = "words") -> None:
         if len(set(words)) != len(words) or any(not w or w.split() != [w] for w in words):
             raise ValueError("words must be distinct and contain no whitespace")
@@ -135,6 +138,7 @@ class IdsCodec:
     """Text is space-separated token ids: drives the engine on models that have no tokenizer."""
 
     name = "ids"
+    chat_default = None  # no chat template
 
     def __init__(self, eos_token_id: int | None = None) -> None:
         self.eos_token_id = eos_token_id
