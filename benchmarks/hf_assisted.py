@@ -19,7 +19,7 @@ from transformers import GenerationConfig
 
 import specviz
 from specviz.cli import parse_taus
-from specviz.core.engine import encode_prompt
+from specviz.core.prompt import encode_prompt
 
 PROMPTS = ("The cat sat on the", "Write a Python function that reverses a list.")
 

@@ -78,7 +78,7 @@ def measure(runtime: str, repeats: int, taus: tuple[int, ...]) -> dict:
     import specviz
     from specviz.analysis.diagnosis import pass_times
     from specviz.analysis.race import PRESETS as RACES
-    from specviz.core.engine import encode_prompt
+    from specviz.core.prompt import encode_prompt
 
     pair = specviz.load_pair("embedded", "embedded", runtime=runtime)
     _, ids, _ = encode_prompt(pair, PROMPTS[0] + " " + PROMPTS[1], None)

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import torch
 
 from specviz.core.config import SpecConfig
-from specviz.core.engine import Decoder, encode_prompt
+from specviz.core.engine import Decoder
+from specviz.core.prompt import encode_prompt
 from specviz.core.sampling import logits_to_probs, one_hot
 from specviz.errors import ConfigError
 from specviz.models.lm import TableModel

@@ -5,8 +5,8 @@ was, gave the same trace 0.08× on one visit and 5.11× on the next. So every sp
 cost ratio c the app shows comes from here:
 
 - **Interleaved.** `paired_run` decodes speculatively and, after each step, lets the target alone
-  decode the very tokens that step emitted, at the same context lengths (teacher-forced), alternating
-  which goes first. Both sides see the same load at the same moment, so a load that comes and goes
+  decode the very tokens that step emitted, at the same context lengths (teacher-forced): the two
+  alternate a step at a time. Both sides see the same load at the same moment, so a load that comes and goes
   cancels in their ratio, and v is timed at the run's own context lengths.
 - **With its spread.** A number is a `Spread`: the estimate, and a 95% bootstrap interval over the
   steps it pools (or the interquartile range of repeated passes). Verdicts read the interval: "faster"
@@ -30,7 +30,8 @@ import numpy as np
 import torch
 
 from specviz.core.config import SpecConfig
-from specviz.core.engine import Decoder, encode_prompt
+from specviz.core.engine import Decoder
+from specviz.core.prompt import encode_prompt
 from specviz.core.sampling import logits_to_probs, sample
 from specviz.core.trace import RunTrace
 from specviz.errors import ConfigError, SpecvizError

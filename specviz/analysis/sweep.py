@@ -33,8 +33,8 @@ from specviz.analysis.measure import (
 )
 from specviz.analysis.theory import best_tau, expected_speedup, expected_tokens_per_step, speedup_with_verify_cost
 from specviz.core.config import MODES, Mode, SpecConfig, TauPolicy
-from specviz.core.engine import encode_prompt
 from specviz.core.metrics import Metrics, StepCount, compute_metrics
+from specviz.core.prompt import encode_prompt
 from specviz.errors import ConfigError
 from specviz.models.pair import ModelPair
 

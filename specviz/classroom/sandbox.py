@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 
 from specviz.core.config import MODES
-from specviz.core.engine import record_step
+from specviz.core.record import record_step
 from specviz.core.rules import VERIFICATIONS, Verification, choose
 from specviz.core.sampling import residual, sample_at
 from specviz.core.trace import StepTrace

@@ -26,8 +26,9 @@ from pathlib import Path
 
 from specviz.analysis.measure import PairedStep, paired_run, speedup_of
 from specviz.core.config import SpecConfig
-from specviz.core.engine import Decoder, encode_prompt
+from specviz.core.engine import Decoder
 from specviz.core.metrics import Metrics, StepCount, compute_metrics
+from specviz.core.prompt import encode_prompt
 from specviz.loading import load_pair
 from specviz.models.pair import ModelPair
 from specviz.training.prompts import eval_prompts
