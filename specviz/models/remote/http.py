@@ -1,0 +1,51 @@
+"""One JSON request to a serving engine: every failure a RemoteError, never an endless wait."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+from specviz.models.remote.errors import (
+    LogprobsCappedError,
+    RemoteHTTPError,
+    RemoteProtocolError,
+    RemoteTimeoutError,
+    RemoteUnreachableError,
+)
+from specviz.models.remote.spec import TIMEOUT_ENV
+
+
+def post(url: str, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """POST JSON, return JSON; every failure becomes a RemoteError (never an endless wait)."""
+    request = urllib.request.Request(
+        url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            body = response.read()
+    except urllib.error.HTTPError as exc:
+        detail = exc.read().decode("utf-8", "replace")[:300].strip()
+        if exc.code == 400 and "logprob" in detail.lower():
+            raise LogprobsCappedError(
+                f"{url} refused the log-probabilities asked for ({detail}); "
+                "ask for fewer (top_k) or raise the server's --max-logprobs"
+            ) from exc
+        raise RemoteHTTPError(f"{url} answered HTTP {exc.code}: {detail or exc.reason}") from exc
+    except TimeoutError as exc:
+        raise RemoteTimeoutError(_late(url, timeout)) from exc
+    except urllib.error.URLError as exc:
+        if isinstance(exc.reason, TimeoutError):
+            raise RemoteTimeoutError(_late(url, timeout)) from exc
+        raise RemoteUnreachableError(f"cannot reach {url}: {exc.reason}; is the server running?") from exc
+    except (ConnectionError, OSError) as exc:
+        raise RemoteUnreachableError(f"cannot reach {url}: {exc}; is the server running?") from exc
+    try:
+        return json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise RemoteProtocolError(f"{url} did not answer with JSON: {body[:120]!r}") from exc
+
+
+def _late(url: str, timeout: float) -> str:
+    return f"{url} did not answer within {timeout:g} s (set {TIMEOUT_ENV} to wait longer)"
