@@ -1,0 +1,55 @@
+"""Lessons: a question a class can predict, answered live by the app's own engine and charts.
+
+Each lesson is a module of this package: its question, a few choices (one right), a two-line takeaway
+and a `run` that reproduces the situation (on the embedded pair, or on hand-made tables where exact
+numbers matter) and returns the evidence: figures, a table, a finding in one sentence computed from what
+just ran, and, where the lesson rests on a measurement, its premise checked on that run. The right
+choice and the takeaway are shown only after the run. No Streamlit here: pages/lessons.py draws them.
+To add a lesson: a module with its LESSON here, and its name in the list below (the order on screen).
+"""
+
+from __future__ import annotations
+
+from specviz.classroom.lessons import (
+    broken_draft,
+    choose_tau,
+    fast_but_wrong,
+    how_many_kept,
+    low_speedup,
+    next_token,
+    one_pass,
+    q_above_p,
+    race,
+    slower,
+    step_order,
+    swapped_roles,
+    tau_policy,
+    tree_knobs,
+    verifier_output,
+    verify_budget,
+    why_tree,
+)
+from specviz.classroom.lessons.common import Evidence, Lesson
+
+LESSONS: tuple[Lesson, ...] = tuple(module.LESSON for module in (
+    race,
+    next_token,
+    step_order,
+    how_many_kept,
+    q_above_p,
+    broken_draft,
+    one_pass,
+    verifier_output,
+    slower,
+    swapped_roles,
+    verify_budget,
+    low_speedup,
+    fast_but_wrong,
+    choose_tau,
+    why_tree,
+    tree_knobs,
+    tau_policy,
+))  # fmt: skip
+BY_KEY = {lesson.key: lesson for lesson in LESSONS}
+
+__all__ = ["BY_KEY", "LESSONS", "Evidence", "Lesson"]

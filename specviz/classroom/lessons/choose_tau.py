@@ -1,0 +1,67 @@
+"""Lesson: Choosing τ."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from specviz.analysis.measure import Spread, best_of, pass_times
+from specviz.analysis.theory import best_tau, expected_speedup, speedup_with_verify_cost
+from specviz.classroom.lessons.common import PROMPT, Evidence, Lesson, Load
+from specviz.core.config import SpecConfig
+from specviz.core.engine import Decoder
+from specviz.models.pair import ModelPair
+from specviz.viz import charts
+
+
+def choose_tau(pair: ModelPair | None, load: Load) -> Evidence:
+    alpha, c = 0.8, 0.1
+    taus = list(range(1, 13))
+    figure = go.Figure(
+        go.Scatter(
+            x=taus,
+            y=[expected_speedup(alpha, t, c) for t in taus],
+            mode="lines+markers",
+            name="S(τ): a pass over τ + 1 tokens costs one (v = 1, what a GPU engine sees)",
+        )
+    )
+    best = best_tau(alpha, c)
+    finding = f"S(τ) peaks at τ = {best} ({expected_speedup(alpha, best, c):.2f}×) for α = 0.8, c = 0.1."
+    if pair is None:
+        return Evidence(finding, (charts.sized(figure, charts.FONT["size"]),))
+    # the same α and c with the verify cost v(τ + 1) measured on this runtime's target, its passes interleaved
+    ids = Decoder(pair, PROMPT, SpecConfig()).trace().prompt_ids
+    times = pass_times(pair, ids, [1, *(t + 1 for t in taus)], repeats=3)
+    one = times[1].value
+    s_v = {t: Spread(*(speedup_with_verify_cost(alpha, t, c, x / one) for x in
+                       (times[t + 1].value, times[t + 1].high, times[t + 1].low)), 3, "S_v over the IQR of T(τ + 1)")
+           for t in taus}  # fmt: skip
+    figure.add_scatter(x=taus + taus[::-1], y=[s_v[t].high for t in taus] + [s_v[t].low for t in taus[::-1]],
+                       fill="toself", fillcolor="rgba(142,68,173,0.18)", line={"width": 0}, hoverinfo="skip",
+                       name="S_v: range of the measured passes")  # fmt: skip
+    figure.add_scatter(x=taus, y=[s_v[t].value for t in taus], mode="lines+markers",
+                       name="S_v(τ): v(τ + 1) measured on this runtime")  # fmt: skip
+    top, ties = best_of(s_v)
+    finding += (f" With the verify cost measured here (v({top + 1}) = {times[top + 1].value / one:.2f}), S_v peaks at "
+                f"τ = {top} ({s_v[top].value:.2f}×)")  # fmt: skip
+    if len(ties) > 1:  # the curve is flat at its top: say which τ the measurement cannot tell apart
+        finding += f"; τ = {', '.join(map(str, ties))} are within the range of the measured passes"
+    figure.update_layout(xaxis={"title": "τ", "dtick": 1}, yaxis={"title": "speedup ×"}, legend={"orientation": "h"})
+    held = True if max(ties) <= best else False if min(ties) > best else None  # None: the range straddles S's τ
+    return Evidence(
+        finding + ".", (charts.sized(figure, charts.FONT["size"]),), gates=False,
+        premise=f"where a pass over more tokens costs more, S_v's best τ is no larger than S's (τ = {best})",
+        held=held, why_not=f"S_v peaked at τ = {top}, above S's τ = {best}: on {pair.runtime} a pass over more tokens "
+        "cost no more than one over fewer at these lengths, so v(τ + 1) did not grow with τ.",
+    )  # fmt: skip
+
+
+LESSON = Lesson(
+    key="choose-tau",
+    title="Choosing τ",
+    question="α = 0.8 and c = 0.1. Which τ gives the best speedup?",
+    choices=("1", "3", "6", "12"),
+    right=2,
+    takeaway="Longer drafts help until their cost, τc + v(τ+1), outweighs the shrinking chance late tokens survive.\n"
+    "S(τ) takes v = 1; where a pass over more tokens costs more (a CPU), S_v's best τ is smaller.",
+    run=choose_tau,
+)

@@ -1,0 +1,35 @@
+"""Lesson: A fixed verification budget."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from specviz.classroom.lessons.common import Evidence, Lesson, Load, decode
+from specviz.models.pair import ModelPair
+
+
+def verify_budget(pair: ModelPair, load: Load) -> Evidence:
+    rows = []
+    for tau in (1, 2, 4, 6, 8):
+        dec = decode(pair, count=4, tau=tau, mode="greedy", max_new_tokens=64)
+        rows.append({"τ": tau, "tokens in 4 target passes": len(dec.new_tokens),
+                     "draft forwards": sum(s.tau for s in dec.steps)})  # fmt: skip
+    table = pd.DataFrame(rows)
+    best = table.loc[table["tokens in 4 target passes"].idxmax()]
+    return Evidence(
+        "Four target passes gave " + ", ".join(f"{r['tokens in 4 target passes']} tokens at τ = {r['τ']}" for r in rows)
+        + f": the most at τ = {best['τ']}, paid for in draft forwards only.",
+        (), table,
+    )  # fmt: skip
+
+
+LESSON = Lesson(
+    key="verify-budget",
+    title="A fixed verification budget",
+    question="Your target can afford only 4 passes for this answer (greedy). Which τ gives the most tokens?",
+    choices=("The smallest τ: fewer rejections", "A large τ: a pass keeps up to τ + 1 tokens", "τ does not matter"),
+    right=1,
+    takeaway="When target passes are the scarce resource, draft more per pass: each can keep up to τ + 1 tokens.\n"
+    "The price is draft forwards, which is why c decides how far to go.",
+    run=verify_budget,
+)
