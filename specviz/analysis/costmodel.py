@@ -31,9 +31,9 @@ class Hardware:
     name: str  # what it is
     bandwidth: float  # memory bandwidth, bytes/s (datasheet peak)
     flops: float  # dense matrix throughput at the weight precision, FLOP/s (datasheet peak, no sparsity)
-    overhead: float  # s added to every pass whatever its size: launches the device's work does not hide, sampling, framework
+    overhead: float  # s added to every pass whatever its size: launches its work does not hide, sampling, framework
     source: str  # where the numbers come from: a URL or datasheet, or "fitted on this machine"
-    layer_overhead: float = 0.0  # s added per decoder layer per pass: operator dispatch on a CPU, which nothing overlaps
+    layer_overhead: float = 0.0  # s added per decoder layer per pass: operator dispatch on a CPU, which nothing hides
 
 
 @dataclass(frozen=True)
@@ -59,31 +59,31 @@ def kv_bytes(layers: int, kv_heads: int, head_dim: int, bytes_per_value: int) ->
 # at 3.35 TB/s. The 1.8 ms left (launches, sampling, scheduling, and the bandwidth a GEMV does not reach) is used for
 # every GPU, as a framework's cost more than a chip's; a plain eager-PyTorch loop may pay more, a compiled one less.
 GPU_OVERHEAD = 1.8e-3
-HARDWARE: dict[str, Hardware] = {
-    h.name: h
-    for h in (
-        # Ryzen 7 7840U: dual-channel DDR5-5600 = 2 × 8 B × 5.6 GT/s = 89.6 GB/s; FP32 8 cores × 32 FLOP/cycle (two
-        # 8-wide FMA pipes) × ~4.0 GHz all-core ≈ 1.0 TFLOP/s. Overheads: estimates (~40 PyTorch operators per
-        # decoder layer at a few µs each), not measured; fit_hardware measures them on the machine at hand.
-        Hardware("laptop CPU (Ryzen 7 7840U, fp32)", 89.6e9, 1.02e12, 0.2e-3,
-                 "liliputing.com Ryzen 7040U table; cputronic.com (DDR5-5600); 32 FLOP/cycle: AVX2 FMA", 0.1e-3),
-        Hardware("NVIDIA A100 80GB SXM", 2.039e12, 312e12, GPU_OVERHEAD,
-                 "thundercompute.com/blog/nvidia-a100-specs-full-guide; glennklockwood.com/garden/processors/A100"),
-        Hardware("NVIDIA H100 SXM", 3.35e12, 989.4e12, GPU_OVERHEAD,
-                 "NVIDIA H100 datasheet (archive-lib.hpctech.co.jp copy: 1,979 TFLOP/s with sparsity, dense 1/2)"),
-        Hardware("NVIDIA H200 SXM", 4.8e12, 989e12, GPU_OVERHEAD,
-                 "lzwjava.github.io/nvidia-h200-gpu-specs-en (4.8 TB/s); itkb.uw.cz H200 vs B300 (dense)"),
-        # Apple publishes no GPU TFLOP/s: TechPowerUp's FP32 via HF's hardware table; FP16 taken as the FP32 rate
-        Hardware("Apple M3 Max (40-core GPU)", 400e9, 14.2e12, GPU_OVERHEAD,
-                 "macmegasite.com (400 GB/s); huggingface/huggingface.js packages/tasks/src/hardware.ts"),
-        # 71 TFLOP/s: FP16 tensor with FP32 accumulate, as PyTorch's fp16 GEMMs run (142 with FP16 accumulate)
-        Hardware("NVIDIA RTX 3090", 936e9, 71e12, GPU_OVERHEAD,
-                 "holynerdvana.blogspot.com RTX 3090 specifications (936 GB/s, 142 FP16); GA102 whitepaper (FP32 acc.)"),
-        # Leviathan et al.'s device. XLA compiles a whole pass into one program: no per-kernel launches, so 0.1 ms
-        # (an assumption, consistent with the c ≈ 0.008 their 3.4× implies)
-        Hardware("Google TPU v4", 1.2e12, 275e12, 0.1e-3, "docs.cloud.google.com/tpu/docs/v4 (275 TFLOP/s bf16, 1,200 GBps)"),
-    )
-}
+# fmt: off
+HARDWARE: dict[str, Hardware] = {h.name: h for h in (
+    # Ryzen 7 7840U: dual-channel DDR5-5600 = 2 × 8 B × 5.6 GT/s = 89.6 GB/s; FP32 8 cores × 32 FLOP/cycle (two 8-wide
+    # FMA pipes) × ~4.0 GHz all-core ≈ 1.0 TFLOP/s. Overheads: estimates (~40 PyTorch operators per decoder layer at a
+    # few µs each), not measurements: fit_hardware measures them on the machine at hand.
+    Hardware("laptop CPU (Ryzen 7 7840U, fp32)", 89.6e9, 1.02e12, 0.2e-3,
+             "liliputing.com Ryzen 7040U table; cputronic.com (DDR5-5600); 32 FLOP/cycle: AVX2 FMA", 0.1e-3),
+    Hardware("NVIDIA A100 80GB SXM", 2.039e12, 312e12, GPU_OVERHEAD,
+             "thundercompute.com/blog/nvidia-a100-specs-full-guide; glennklockwood.com/garden/processors/A100"),
+    Hardware("NVIDIA H100 SXM", 3.35e12, 989.4e12, GPU_OVERHEAD,
+             "NVIDIA H100 datasheet (archive-lib.hpctech.co.jp copy: 1,979 TFLOP/s with sparsity, dense 1/2)"),
+    Hardware("NVIDIA H200 SXM", 4.8e12, 989e12, GPU_OVERHEAD,
+             "lzwjava.github.io/nvidia-h200-gpu-specs-en (4.8 TB/s); itkb.uw.cz H200 vs B300 (dense)"),
+    # Apple publishes no GPU TFLOP/s: TechPowerUp's FP32 via HF's hardware table, FP16 taken as the FP32 rate
+    Hardware("Apple M3 Max (40-core GPU)", 400e9, 14.2e12, GPU_OVERHEAD,
+             "macmegasite.com (400 GB/s); huggingface/huggingface.js packages/tasks/src/hardware.ts"),
+    # 71 TFLOP/s: FP16 tensor with FP32 accumulate, as PyTorch's fp16 GEMMs run (142 with FP16 accumulate)
+    Hardware("NVIDIA RTX 3090", 936e9, 71e12, GPU_OVERHEAD,
+             "holynerdvana.blogspot.com RTX 3090 specifications (936 GB/s, 142 FP16); GA102 whitepaper (FP32 acc.)"),
+    # Leviathan et al.'s device. XLA compiles a whole pass into one program, with no per-kernel launches: 0.1 ms is an
+    # assumption (consistent with the c ≈ 0.008 their 3.4× implies)
+    Hardware("Google TPU v4", 1.2e12, 275e12, 0.1e-3,
+             "docs.cloud.google.com/tpu/docs/v4 (275 TFLOP/s bf16, 1,200 GBps)"),
+)}
+# fmt: on
 
 
 def _llama(name: str, params: float, bytes_: int, layers: int, kv_heads: int, head_dim: int, heads: int,
@@ -92,34 +92,33 @@ def _llama(name: str, params: float, bytes_: int, layers: int, kv_heads: int, he
 
 
 HF = "config.json on huggingface.co/"
-MODELS: dict[str, Model] = {
-    m.name: m
-    for m in (
-        # 30 × 3,540,096 (layer) + 49,152 × 576 (tied embedding, read as the head) + 576 = 134,515,008
-        _llama("SmolLM2-135M (fp32)", 134_515_008, 4, 30, 3, 64, 9, HF + "HuggingFaceTB/SmolLM2-135M-Instruct"),
-        # assets/draft: one decoder layer (3,540,096) + norm (576) + fc 2·576→576 (663,552) + the target's LM-head rows
-        # for its 16,384 most generated tokens (9,437,184) = 13,641,408 read per draft token (32.5 M with all 49,152)
-        _llama("SmolLM2-135M embedded draft (fp32)", 13_641_408, 4, 1, 3, 64, 9, "assets/draft/draft.safetensors"),
-        _llama("Llama-3.1-8B", 7_504_924_672, 2, 32, 8, 128, 32, HF + "meta-llama/Llama-3.1-8B (8.03 B in all)"),
-        # EAGLE-1/2 head: a layer (218.1 M) + fc 2h→h (33.6 M), reading the target's 128,256-row LM head (525.3 M)
-        _llama("EAGLE-2 head for Llama-3.1-8B", 777_007_104, 2, 1, 8, 128, 32,
-               "SafeAILab/EAGLE eagle/train/EAGLE-LLaMA3-Instruct-8B.json"),
-        # EAGLE-3: attention over a 2h input (67.1 M) + MLP (176.2 M) + fc 3h→h (50.3 M) + its own 32,000-row head (131.1 M)
-        _llama("EAGLE-3 head for Llama-3.1-8B", 424_689_664, 2, 1, 8, 128, 32, "hemingkx/Spec-Bench model/eagle3/cnets.py"),
-        _llama("Llama-3.1-70B", 69_503_033_344, 2, 80, 8, 128, 64, HF + "meta-llama/Llama-3.1-70B (70.55 B in all)"),
-        _llama("Llama-3.2-1B", 1_235_814_400, 2, 16, 8, 64, 32, HF + "meta-llama/Llama-3.2-1B (tied embedding)"),
-        _llama("Vicuna-7B v1.3", 6_607_343_616, 2, 32, 32, 128, 32, "SafeAILab/EAGLE train/vicuna_7B_config.json"),
-        _llama("Vicuna-13B v1.3", 12_852_024_320, 2, 40, 40, 128, 40, "SafeAILab/EAGLE train/vicuna_13B_config.json"),
-        _llama("Vicuna-33B v1.3", 32_315_951_616, 2, 60, 52, 128, 52, "LLaMA-30B shape: 60 layers, 6656, 52 heads"),
-        # layer (202.4 M) + fc (33.6 M) + the target's 32,000-row LM head (131.1 M)
-        _llama("EAGLE head for Vicuna-7B", 367_013_888, 2, 1, 32, 128, 32, "SafeAILab/EAGLE train/vicuna_7B_config.json"),
-        # LLaMA shape of JackFram/llama-68m: 2 layers, hidden 768, 12 heads, FFN 3072, untied 32,000 vocab (68.0 M in all)
-        _llama("vicuna-68m", 43_454_208, 2, 2, 12, 64, 12, HF + "double7/vicuna-68m"),
-        # T5 v1.1 decoder + LM head (the encoder runs once per request; cross-attention's KV is left out)
-        _llama("T5-XXL v1.1 decoder", 6_373_019_648, 2, 24, 64, 64, 64, "OpenBMB/BMInf bminf/arch/t5/config.py"),
-        _llama("T5-small v1.1 decoder", 41_628_160, 2, 8, 6, 64, 6, "google/t5-v1_1-small: 512 / 1024 / 6 × 64, 8 layers"),
-    )
-}
+# fmt: off
+MODELS: dict[str, Model] = {m.name: m for m in (
+    # 30 × 3,540,096 (layer) + 49,152 × 576 (tied embedding, read as the head) + 576 = 134,515,008
+    _llama("SmolLM2-135M (fp32)", 134_515_008, 4, 30, 3, 64, 9, HF + "HuggingFaceTB/SmolLM2-135M-Instruct"),
+    # assets/draft: one decoder layer (3,540,096) + norm (576) + fc 2·576→576 (663,552) + the target's LM-head rows for
+    # its 16,384 most generated tokens (9,437,184) = 13,641,408 read per draft token (32.5 M with all 49,152 rows)
+    _llama("SmolLM2-135M embedded draft (fp32)", 13_641_408, 4, 1, 3, 64, 9, "assets/draft/draft.safetensors"),
+    _llama("Llama-3.1-8B", 7_504_924_672, 2, 32, 8, 128, 32, HF + "meta-llama/Llama-3.1-8B (8.03 B in all)"),
+    # EAGLE-1/2 head: a layer (218.1 M) + fc 2h→h (33.6 M), reading the target's 128,256-row LM head (525.3 M)
+    _llama("EAGLE-2 head for Llama-3.1-8B", 777_007_104, 2, 1, 8, 128, 32,
+           "SafeAILab/EAGLE eagle/train/EAGLE-LLaMA3-Instruct-8B.json"),
+    # EAGLE-3: attention over a 2h input (67.1 M) + MLP (176.2 M) + fc 3h→h (50.3 M) + own 32,000-row head (131.1 M)
+    _llama("EAGLE-3 head for Llama-3.1-8B", 424_689_664, 2, 1, 8, 128, 32, "hemingkx/Spec-Bench model/eagle3/cnets.py"),
+    _llama("Llama-3.1-70B", 69_503_033_344, 2, 80, 8, 128, 64, HF + "meta-llama/Llama-3.1-70B (70.55 B in all)"),
+    _llama("Llama-3.2-1B", 1_235_814_400, 2, 16, 8, 64, 32, HF + "meta-llama/Llama-3.2-1B (tied embedding)"),
+    _llama("Vicuna-7B v1.3", 6_607_343_616, 2, 32, 32, 128, 32, "SafeAILab/EAGLE train/vicuna_7B_config.json"),
+    _llama("Vicuna-13B v1.3", 12_852_024_320, 2, 40, 40, 128, 40, "SafeAILab/EAGLE train/vicuna_13B_config.json"),
+    _llama("Vicuna-33B v1.3", 32_315_951_616, 2, 60, 52, 128, 52, "LLaMA-30B shape: 60 layers, 6656, 52 heads"),
+    # a layer (202.4 M) + fc (33.6 M) + the target's 32,000-row LM head (131.1 M)
+    _llama("EAGLE head for Vicuna-7B", 367_013_888, 2, 1, 32, 128, 32, "SafeAILab/EAGLE train/vicuna_7B_config.json"),
+    # JackFram/llama-68m's shape: 2 layers, hidden 768, 12 heads, FFN 3072, untied 32,000 vocab (68.0 M in all)
+    _llama("vicuna-68m", 43_454_208, 2, 2, 12, 64, 12, HF + "double7/vicuna-68m"),
+    # T5 v1.1 decoder + LM head (the encoder runs once per request; cross-attention's KV is left out)
+    _llama("T5-XXL v1.1 decoder", 6_373_019_648, 2, 24, 64, 64, 64, "OpenBMB/BMInf bminf/arch/t5/config.py"),
+    _llama("T5-small v1.1 decoder", 41_628_160, 2, 8, 6, 64, 6, "google/t5-v1_1-small: 512 / 1024 / 6 × 64, 8 layers"),
+)}
+# fmt: on
 
 
 def pass_bytes(model: Model, k: int = 1, batch: int = 1, context: int = CONTEXT) -> float:
@@ -228,7 +227,7 @@ def break_even_batch(
 class Fit:
     """Hardware numbers fitted to timed passes."""
 
-    hardware: Hardware  # bandwidth, throughput and overhead that best explain the times; source "fitted on this machine"
+    hardware: Hardware  # the numbers that best explain the times; source "fitted on this machine"
     max_rel_error: float  # the largest |fitted − measured| / measured over the measured k
     compute_bound_from: int | None  # the first k on the compute roof; None: all on the memory roof, where overhead
     # and bandwidth cannot be told apart (the overhead is then 0 and the bandwidth absorbs it: T(k) is still right)
@@ -236,12 +235,13 @@ class Fit:
 
 def fit_hardware(
     ks: Sequence[int], times: Sequence[float], model: Model, context: int = CONTEXT, per_layer: bool = True,
-    name: str = "this machine",
+    name: str = "this machine", flat: float = 0.01,
 ) -> Fit:  # fmt: skip
     """Fit T(k) = max(bytes(k) / bandwidth, FLOPs(k) / throughput) + overhead, at batch 1, to `times` (seconds) of
     one pass over each k in `ks` (pass_times gives milliseconds: its medians / 1000). Least squares on relative
     errors, for each split of the sorted ks into a memory-bound head and a compute-bound tail (at least two k);
-    the split whose max() model fits best wins. `per_layer`: the overhead is charged per decoder layer (so a
+    the split whose max() model fits best wins, unless the memory roof alone explains every time within `flat`
+    (then a compute roof would be fitted to noise). `per_layer`: the overhead is charged per decoder layer (so a
     one-layer draft pays 1/layers of it: right for CPU dispatch), else per pass (a GPU's launches)."""
     order = np.argsort(ks)
     k = np.asarray(ks, dtype=np.int64)[order]
@@ -249,7 +249,7 @@ def fit_hardware(
     mem = np.array([pass_bytes(model, int(x), 1, context) for x in k])
     ops = np.array([pass_flops(model, int(x), 1, context) for x in k])
     best: tuple[float, float, float, float, int | None] | None = None  # (sse, 1/bw, 1/flops, overhead, first)
-    for m in range(1, len(k) + 1):
+    for m in range(len(k), 0, -1):  # all on the memory roof first
         if len(k) - m == 1 or (m < len(k) and len(set(k[m:])) < 2):
             continue
         design = np.zeros((len(k), 3))
@@ -267,10 +267,13 @@ def fit_hardware(
         sse = float(rel @ rel)
         if best is None or sse < best[0]:
             best = (sse, x, y, o, int(k[m]) if m < len(k) else None)
+        if m == len(k) and np.max(np.abs(rel)) <= flat:
+            break
     if best is None:
         raise ValueError("no roofline fits these times")
     _, x, y, o, first = best
+    x, y, o = float(x), float(y), float(o)
     hw = Hardware(name, 1.0 / x, 1.0 / y if y > 0 else float("inf"), 0.0 if per_layer else o,
                   "fitted on this machine", o / model.layers if per_layer else 0.0)  # fmt: skip
-    fitted = np.array([pass_time(model, hw, int(x_), 1, context) for x_ in k])
+    fitted = np.array([pass_time(model, hw, int(n), 1, context) for n in k])
     return Fit(hw, float(np.max(np.abs(fitted - t) / t)), first)
