@@ -45,7 +45,7 @@ MAX_NEW = 48
 
 
 def _alone_tokens_per_s(pair, prompts, config) -> float:
-    from specviz.analysis.race import TargetAlone
+    from specviz.analysis.measure import TargetAlone
 
     seconds, tokens = 0.0, 0
     for prompt in prompts:
@@ -76,13 +76,13 @@ def _spec(pair, prompts, config) -> tuple[float, float, int]:
 def measure(runtime: str, repeats: int, taus: tuple[int, ...]) -> dict:
     """In this process, with the thread count already set."""
     import specviz
-    from specviz.analysis.diagnosis import pass_times
+    from specviz.analysis.passes import pass_times
     from specviz.analysis.race import PRESETS as RACES
     from specviz.core.prompt import encode_prompt
 
     pair = specviz.load_pair("embedded", "embedded", runtime=runtime)
     _, ids, _ = encode_prompt(pair, PROMPTS[0] + " " + PROMPTS[1], None)
-    times = pass_times(pair, ids, list(range(1, 10)), repeats)
+    times = {k: t.value for k, t in pass_times(pair, ids, list(range(1, 10)), repeats).items()}  # medians
     out: dict = {
         "T_ms": {k: round(v, 2) for k, v in times.items()},
         "v": {k: round(times[k] / times[1], 3) for k in times},

@@ -7,7 +7,7 @@ import streamlit as st
 
 import specviz
 from pages._shared import compute_turn
-from specviz.analysis.sweep import verify_timing
+from specviz.analysis.passes import verify_timing
 from specviz.analysis.trees import compare as compare_trees
 from specviz.viz.tree_chart import chain_tree_chart
 

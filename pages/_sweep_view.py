@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from specviz.analysis.sweep import SweepSummary
-from specviz.viz import charts
+from specviz.analysis.sweep_summary import SweepSummary
+from specviz.viz import sweep_charts as charts
 
 
 def draw(summary: SweepSummary, present: bool) -> None:

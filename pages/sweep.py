@@ -18,7 +18,8 @@ from pages._shared import (
     share_link,
 )
 from specviz.analysis.snapshot import freeze, runtime_of
-from specviz.analysis.sweep import Sweep, SweepSettings, SweepSummary
+from specviz.analysis.sweep import Sweep, SweepSettings
+from specviz.analysis.sweep_summary import SweepSummary
 
 ensure_shell()
 with st.sidebar:

@@ -11,11 +11,17 @@ from scipy.stats import chisquare
 
 from specviz import ConfigError, HFCodec, HFModel, ModelPair, PromptError
 from specviz.analysis.measure import PairedStep
-from specviz.analysis.sweep import RunSummary, Sweep, SweepResult, SweepSettings, SweepSummary, histogram
+from specviz.analysis.sweep import RunSummary, Sweep, SweepResult, SweepSettings, histogram
+from specviz.analysis.sweep_summary import SweepSummary
 from specviz.analysis.theory import acceptance_length_pmf, expected_speedup, expected_tokens_per_step
 from specviz.cli import parse_taus
 from specviz.core.metrics import StepCount
-from specviz.viz.charts import sweep_acceptance_chart, sweep_length_chart, sweep_position_chart, sweep_speedup_chart
+from specviz.viz.sweep_charts import (
+    sweep_acceptance_chart,
+    sweep_length_chart,
+    sweep_position_chart,
+    sweep_speedup_chart,
+)
 from tests.helpers import save_tiny, table_pair, tiny_llama, word_tokenizer
 
 
@@ -231,7 +237,7 @@ def test_tau_policies_run_beside_fixed_tau_and_are_compared_with_the_best():
 
 
 def test_verify_timing_scores_the_same_tokens_both_ways(tiny_pair):
-    from specviz.analysis.sweep import verify_timing
+    from specviz.analysis.passes import verify_timing
 
     timing = verify_timing(tiny_pair, "w1 w2 w3 w4 w5 w6 w7", tau=3, repeats=3)
     assert timing.tokens == 4 and timing.parallel_ms.value > 0 and timing.sequential_ms.value > 0

@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import statistics
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -312,36 +312,3 @@ def paired_run(
         steps.append(PairedStep(len(step.emitted), step.nodes, spec * 1000.0, step.draft_ms, step.verify_ms,
                                 alone_s * 1000.0))  # fmt: skip
     return PairedRun(decoder.trace(), tuple(steps))
-
-
-# --- repeated passes -------------------------------------------------------------------------------
-
-
-def pass_times(pair: ModelPair, ids: Sequence[int], ks: Sequence[int], repeats: int = 5) -> dict[int, Spread]:
-    """The target's time (ms) for one pass over k tokens, for each k in `ks`, all at the same cache
-    length: the prompt's `ids` less its last max(ks) tokens, the passes scoring those. Interleaved: each
-    round times every k once (in a rotating order), after one warm-up round; each k's median and
-    interquartile range over the rounds. v(k) = T(k) / T(1)."""
-    if len(ids) < max(ks) + 1:
-        raise ConfigError(f"the prompt needs at least {max(ks) + 1} tokens to time passes of {max(ks)}")
-    head = len(ids) - max(ks)
-    session = pair.target.new_session()
-    session.extend(list(ids[:head]), keep=1)
-    times: dict[int, list[float]] = {k: [] for k in ks}
-    order = list(ks)
-    for round_ in range(repeats + 1):
-        for k in order[round_ % len(order) :] + order[: round_ % len(order)]:
-            start = time.perf_counter()
-            session.extend(list(ids[head : head + k]), keep=k)
-            if round_:  # the first round warms up
-                times[k].append((time.perf_counter() - start) * 1000.0)
-            session.crop(head)
-    how = f"median and interquartile range of {repeats} interleaved rounds"
-    return {k: median_iqr(v, how) for k, v in times.items()}
-
-
-def rounds(items: Sequence[Any], repeats: int) -> Iterator[Any]:
-    """`items` in `repeats` rounds, the order rotating each round (interleaved, never one block after another)."""
-    for r in range(repeats):
-        shift = r % max(len(items), 1)
-        yield from [*items[shift:], *items[:shift]]

@@ -7,6 +7,10 @@ a model-free prompt-lookup drafter are interchangeable on either side of a pair.
 
 Convention: a logits row that is entirely −inf means "no proposal" (the prompt-lookup drafter
 found no match); the engine then stops drafting for that step.
+
+Longer than most modules, for a reason: the protocol and its sessions live together, because the tree
+layout they share (SessionStats: parents, positions, the attention mask of a tree pass) is what keeps a
+transformers model, a table and a model-free drafter scoring a tree the same way.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 Both lists are built from templates × subjects. The held-out list uses subjects, tasks and
 templates that never occur in the training list, so evaluation measures generalisation, not recall.
 Each prompt is (text, chat): chat prompts are wrapped in the target's chat template.
+
+Longer than most modules, for a reason: most of it is the prompts themselves, as data.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from specviz.analysis.measure import Spread, best_of, pass_times
+from specviz.analysis.measure import Spread, best_of
+from specviz.analysis.passes import pass_times
 from specviz.analysis.theory import best_tau, expected_speedup, speedup_with_verify_cost
 from specviz.classroom.lessons.common import PROMPT, Evidence, Lesson, Load
 from specviz.core.config import SpecConfig

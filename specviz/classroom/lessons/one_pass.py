@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from specviz.analysis.sweep import verify_timing
+from specviz.analysis.passes import verify_timing
 from specviz.classroom.lessons.common import PROMPT, Evidence, Lesson, Load
 from specviz.models.pair import ModelPair
 
