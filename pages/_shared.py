@@ -17,11 +17,7 @@ from specviz.classroom.settings import CUSTOM, MODE_HELP, RUNTIME_HELP, runtime_
 from specviz.classroom.turns import Turns, each_in_turn
 from specviz.loading import AUTO, RUNTIMES, resolve_runtime
 from specviz.models import hub
-from specviz.viz import charts
-from specviz.viz.charts import token_label
-from specviz.viz.memo import FigureMemo
-from specviz.viz.render import next_token_source, sentence, step_frame
-from specviz.viz.view import default_step, default_step_note, metric_tiles
+from specviz.viz.render import sentence
 
 SHELL_MARK = "specviz_shell"
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -143,33 +139,6 @@ def share_link(prefix: str, extra: dict | None = None, show: bool = True) -> str
     return url
 
 
-def step_table(view: specviz.StepTrace, greedy: bool, hidden: bool, draws: bool) -> None:
-    """The step's numbers as a plain table: every column whole at 1280 px (a data grid cut `decision`
-    to "deci")."""
-    st.table(step_frame(view, greedy, hidden, draws))
-
-
-def step(dec: specviz.Decoder, turn) -> bool:
-    """One step in a compute turn; a failure (a remote server down mid-run) is a message, the run kept."""
-    try:
-        with turn():
-            dec.step()
-    except specviz.SpecvizError as exc:
-        st.error(
-            f"**The step failed.** {sentence(exc)} The run so far is kept: press **Step** to try again.",
-            icon=":material/error:",
-        )
-        return False
-    return True
-
-
-def metrics_row(m: specviz.Metrics, target_top_k: int | None = None, tree: bool = False) -> None:
-    """The running metrics, one tile each (specviz.viz.view.metric_tiles), in two rows of three: no
-    label is cut at 1280 px."""
-    for column, tile in zip([*st.columns(3), *st.columns(3)], metric_tiles(m, target_top_k, tree), strict=True):
-        column.metric(tile.label, tile.value, help=tile.help)
-
-
 def downloads(prefix: str, stem: str, json_text, csv_text, labels: tuple[str, str]) -> None:
     """A JSON and a CSV download side by side, each made only when clicked (`json_text` and `csv_text`
     are callables returning the text): a rerun then costs nothing for a file nobody asked for.
@@ -179,34 +148,3 @@ def downloads(prefix: str, stem: str, json_text, csv_text, labels: tuple[str, st
         cols, (("json", json_text, "application/json"), ("csv", csv_text, "text/csv")), labels, strict=False
     ):
         col.download_button(label, text, f"{stem}.{kind}", mime, key=f"{prefix}_{kind}", on_click="ignore")
-
-
-def step_picker(steps: tuple[specviz.StepTrace, ...], hidden: bool) -> specviz.StepTrace:
-    """The step the page draws: by default specviz.viz.view.default_step; a slider picks any earlier
-    step. Before a quiz's Reveal: the newest."""
-    if hidden or len(steps) == 1:
-        return steps[-1]
-    pick = st.select_slider(
-        "Step shown (text, chart and metrics run up to it)", options=list(range(1, len(steps) + 1)),
-        value=default_step(steps), key=f"decode_show_{len(steps)}",  # a new run length starts at its default again
-    )  # fmt: skip
-    if note := default_step_note(steps, pick):
-        st.caption(note)
-    return steps[pick - 1]
-
-
-def chart(build, *args, **kwargs):
-    """`build(*args, **kwargs)`, built once per session for the same traces (specviz.viz.memo)."""
-    return st.session_state.setdefault("specviz_figures", FigureMemo())(build, *args, **kwargs)
-
-
-def next_token_panel(step: specviz.StepTrace, brief: bool = False, **size: int) -> None:
-    """The target's token: its rule and probability in a sentence, the distribution it came from
-    (`brief`, on a projector: only in the chart's title), and why, when it is the rejected draft token itself."""
-    source, note = next_token_source(step)
-    label = token_label(step.next_text)
-    where = "" if brief else f" {source}."
-    st.markdown(f"Next token **{label!r}** by rule **{step.next_rule}**, probability {step.next_prob:.4f}.{where}")
-    st.plotly_chart(chart(charts.next_token_chart, step, **size), key="decode_next_chart")
-    if note:  # below the chart: on a projector the chart stays on screen
-        st.info(note, icon=":material/lightbulb:")

@@ -6,6 +6,8 @@ import json
 import streamlit as st
 
 import specviz
+from pages import _decode_sidebar as sidebar
+from pages import _decode_step as parts
 from pages import _quiz as quiz_ui
 from pages import _shared as ui
 from pages import _snapshot as snapshots
@@ -13,12 +15,11 @@ from pages._present import COMPACT_CSS, presentation_toggle
 from pages._reading import trace_reading
 from specviz.classroom import quiz
 from specviz.classroom.replay import replay_for
-from specviz.classroom.settings import BROKEN_HELP, POLICY_HELP, TREE_HELP
+from specviz.classroom.settings import BROKEN_HELP
 from specviz.classroom.stepper import Stepper
 from specviz.viz import charts
 from specviz.viz import view as view_of
 from specviz.viz.render import LEGEND, run_html, sentence
-from specviz.viz.tree_chart import tree_chart, tree_run_chart
 
 ui.ensure_shell()
 upload = st.session_state.get("decode_upload")  # read first: while a trace replays, settings are off
@@ -31,33 +32,7 @@ if upload or frozen:
     st.session_state["decode_replay"] = replay
 off = replay is not None
 with st.sidebar:
-    if off:
-        st.warning("A saved trace is replaying: the settings below are not in use.", icon=":material/pause:")
-    st.header("Models")
-    target, draft = ui.model_picker("decode", disabled=off)
-    st.header("Prompt")
-    prompt = st.text_area("Prompt", key="decode_prompt", height=90, disabled=off)
-    chat = st.toggle("Chat template", key="decode_chat", help="Wrap the prompt as a user message", disabled=off)
-    st.header("Decoding")
-    tau = st.slider("τ — draft tokens per step", *ui.LIMITS["decode_tau"], key="decode_tau", disabled=off)
-    sampling = ui.sampling_widgets("decode", disabled=off)
-    seed = st.number_input("Seed", *ui.LIMITS["decode_seed"], key="decode_seed", disabled=off)
-    max_new = st.number_input("Max new tokens", *ui.LIMITS["decode_max_new"], key="decode_max_new", disabled=off)
-    st.header("Variants")
-    tree_on = st.toggle("Token tree (as SGLang and EAGLE run it)", key="decode_tree", disabled=off,
-                        help="Draft a tree of continuations, verify it in one target pass; τ is unused")  # fmt: skip
-    knobs = [st.number_input(name, *ui.LIMITS[f"decode_tree_{key}"], key=f"decode_tree_{key}", help=TREE_HELP[name],
-                             disabled=off or not tree_on)
-             for name, key in (("topk", "topk"), ("steps", "steps"), ("num_draft_tokens", "nodes"))]  # fmt: skip
-    policy = st.selectbox("τ policy", ui.LIMITS["decode_policy"], key="decode_policy", disabled=off or tree_on,
-                          help=POLICY_HELP)  # fmt: skip
-    threshold = st.slider("Confidence threshold", *ui.LIMITS["decode_threshold"], step=0.05, key="decode_threshold",
-                          disabled=off or tree_on or policy != "confidence")  # fmt: skip
-    broken = st.toggle("Broken draft (a deliberate bug)", key="decode_broken", disabled=off or tree_on,
-                       help=BROKEN_HELP)  # fmt: skip
-    st.header("Replay")
-    st.file_uploader("A saved trace (JSON): replayed without any model", type="json", key="decode_upload")
-
+    target, draft, prompt, chat, config, tau, broken = sidebar.inputs(off)
 present = bool(st.session_state.get("decode_present"))  # a projector: one row of controls, no title
 if present:
     cols = st.columns([1, 1.3, 1, 1, 2.1, 1.4, 2.6], vertical_alignment="bottom")
@@ -74,17 +49,13 @@ kind = where.radio("Quiz", list(quiz.KINDS), key="decode_quiz_kind", format_func
                    quiz.KINDS).get, horizontal=not present) if quiz_on else ""  # fmt: skip
 if upload_error:
     st.error(f"**This file is not a specviz trace that can be replayed:** {upload_error}", icon=":material/error:")
-try:
-    config = view_of.decode_config(tuple(knobs) if tree_on else None, policy, threshold, broken, tau=tau, seed=seed,
-                                   max_new_tokens=max_new, **sampling)  # fmt: skip
-except specviz.ConfigError as exc:
-    st.error(f"**These tree settings do not make a tree.** {sentence(exc)}", icon=":material/error:")
+if isinstance(config, specviz.ConfigError):
+    st.error(f"**These settings do not make a run.** {sentence(config)}", icon=":material/error:")
     st.stop()
-broken = broken and not tree_on
 if broken:
     st.warning(f"**Broken draft, on purpose.** {BROKEN_HELP}", icon=":material/bug_report:")
-settings = (target, draft, prompt, chat, config)
 pair = None if replay else ui.load_pair(target, draft)
+settings = (target, draft, pair.runtime if pair else None, prompt, chat, config)  # a new runtime: a new run
 
 
 def start_run() -> specviz.Decoder | None:
@@ -107,12 +78,12 @@ for col, (action, label, key, icon) in zip(cols, view_of.CONTROLS, strict=False)
                type="primary" if action == "step" else "secondary")  # fmt: skip
 if (autostep := st.session_state.pop("decode_autostep", 0)) and pair is not None:  # opened from a link
     with st.spinner(f"Opening the shared run: {autostep} steps with the link's settings…"):
-        stepper.open_link(settings, autostep, start_run, lambda d: ui.step(d, turn))
+        stepper.open_link(settings, autostep, start_run, lambda d: parts.step(d, turn))
 if len(stepper.queue) > 1:
     st.caption(f"Taking your {len(stepper.queue)} clicks in turn…")
 bar = st.progress(0.0, text="Decoding…") if "run" in stepper.queue else None
 progress = lambda done, limit: bar.progress(min(1.0, done / limit), text=f"{done} / {limit} tokens")  # noqa: E731
-notes = stepper.process(settings, start_run, lambda d: ui.step(d, turn), replay, progress)
+notes = stepper.process(settings, start_run, lambda d: parts.step(d, turn), replay, progress)
 if bar is not None:
     bar.empty()
 for note in notes:
@@ -143,9 +114,8 @@ beside = st.columns([2, 1]) if present and last.tau > 0 else None  # a projector
 with beside[1] if beside and quiz_on else st.container():  # on a projector the quiz sits beside the chart
     hidden = quiz_on and last.tau > 0 and not quiz_ui.panel(last, kind, compact=present)
 draws = hidden and kind == "rule"  # the quiz on the rule shows r and p/q, never the decisions
-shown = run.steps[:-1] if hidden else run.steps  # until Reveal, nothing counts the current step
 with cols[-1] if not (present and quiz_on) else st.container():  # in the row of buttons, where there is room
-    view = ui.step_picker(run.steps, hidden)  # the step drawn: the newest, or one picked
+    view = parts.step_picker(run.steps, hidden)  # the step drawn: the newest, or one picked
 upto = run.steps[: view.index + 1]
 marks = quiz_ui.marks(view) if quiz_on else ()  # after Reveal: the class right or wrong, per token
 text = run_html(run.prompt if run.chat else run.prompt_text, upto, run.chat, hide_last=hidden, show_draws=draws,
@@ -155,41 +125,8 @@ if view.tau == 0:
     st.info(f"No draft at step {view.index + 1} (the drafter found no match, or the end was near): the target "
             f"alone chose '{view.next_text}'.")  # fmt: skip
 else:
-    size = {"height": 390, "font_size": 20} if present else {"height": 420}  # a projector: chart and next token
-    if view.tree is not None and not hidden:  # the whole tree first; the chart below reads its main line
-        tree_size = {"height": 560, "font_size": 18} if present else {"height": 520}
-        st.plotly_chart(ui.chart(tree_chart, view, **tree_size), key="decode_tree_chart")
-        st.caption("Below: the tree's main line, the accepted path, then the first child tried where the walk "
-                   "stopped and its first descendants (hover a node for q, p, r and the tops of q and p).")  # fmt: skip
-    with beside[0] if beside else st.container():
-        figure = ui.chart(charts.step_chart, view, hidden, draws, marks=tuple(marks), **size)
-        st.plotly_chart(figure, key="decode_step_chart")
-    if beside and not hidden:
-        with beside[1]:
-            ui.next_token_panel(view, brief=True, height=330, font_size=18, rows=6)
-    position = st.segmented_control(
-        "Top-10 at draft position", list(range(1, view.tau + 1)), default=1, key="decode_position"
-    )
-    st.plotly_chart(ui.chart(charts.top_chart, view, (position or 1) - 1, hidden), key="decode_top_chart")
-    left, right = st.columns([2, 3]) if not hidden and not present else (None, st.container())
-    if left:  # where the next token came from (SPEC.md step 5); it tells n
-        with left:
-            ui.next_token_panel(view)
-    with right:
-        ui.step_table(view, run.config.mode == "greedy", hidden, draws)
-
-m, upto_text = view_of.metrics_upto(run, shown if hidden else upto)  # the metrics follow the step shown
-st.subheader("Running metrics" + (" (up to the previous step until Reveal)" if hidden else f": {upto_text}"))
-ui.metrics_row(m, run.target_top_k, run.config.tree)
-left, right = st.columns(2)
-left.markdown("**Accepted length per step** (the whole run; the step shown is marked)")
-left.plotly_chart(ui.chart(charts.history_chart, shown, None if hidden else view.index), key="decode_history_chart")
-right.markdown(f"**Per-{'depth' if run.config.tree else 'position'} acceptance rate** ({upto_text})")
-rates = (m.per_position_acceptance_rate, m.conditional_per_position_acceptance_rate, run.config.tree)
-right.plotly_chart(ui.chart(charts.per_position_chart, *rates), key="decode_position_chart")
-if run.config.tree and not hidden:
-    st.markdown("**Tree steps**: the depth each step accepted, against the nodes its one pass verified")
-    st.plotly_chart(ui.chart(tree_run_chart, shown), key="decode_tree_run_chart")
+    parts.draw_step(view, run.config.mode == "greedy", hidden, draws, tuple(marks), present, beside)
+parts.draw_run(run, view, hidden)
 if not hidden:
     trace_reading(run, None if replay else pair, ui.compute_turn, frozen.data["reading"] if frozen else None)
 if quiz_on:

@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from pages._shared import LIMITS, ensure_shell, share_link, step_table
+from pages._decode_step import step_table
+from pages._shared import LIMITS, ensure_shell, share_link
 from specviz import MODES, ConfigError
 from specviz.analysis.theory import expected_accepted
 from specviz.classroom import sandbox as sb

@@ -746,7 +746,7 @@ def test_the_tree_variant_draws_the_tree_and_its_steps(loads):
     # a tree that cannot exist is a message, and the run stays
     at.number_input(key="decode_tree_nodes").set_value(64).run()
     assert not at.exception
-    assert any("do not make a tree" in e.value and "num_draft_tokens" in e.value for e in at.error)
+    assert any("do not make a run" in e.value and "num_draft_tokens" in e.value for e in at.error)
 
 
 def test_sweep_page_compares_chain_and_tree_at_each_budget(loads):

@@ -50,6 +50,12 @@ TREE_HELP = {  # SGLang's names (--speculative-eagle-topk, --speculative-num-ste
     "num_draft_tokens": "nodes the target verifies in its one pass: the tree's budget (the best-scored nodes are kept)",
 }
 BROKEN_HELP = "Each draft token is predicted from the confirmed text alone, not the earlier draft tokens of its step."
+RULE_HELP = (
+    'How lossless mode verifies (docs/algorithm.md, "Verification as serving engines run it").  token: r ≤ p/q, '
+    "then norm(max(0, p − q)) (Leviathan et al.).  one-hot: r ≤ p(ŷ), then p without the rejected token, as vLLM "
+    "and SGLang verify EAGLE, MTP and n-gram drafts.  block: thresholds h from the whole draft; n is the last "
+    "position whose r ≤ h (Sun et al.; vLLM's block method)."
+)
 MODE_HELP = (
     "textbook: greedy draft, accept if r ≤ p/q, else argmax p.  "
     "lossless: sampled draft, resample from norm(max(0, p − q)); output follows p exactly.  "
@@ -118,6 +124,7 @@ SETTINGS: dict[str, Setting] = {
         Setting("decode_chat", True),
         Setting("decode_tau", _SPEC["tau"], (1, 16)),
         *_decoding("decode"),
+        Setting("decode_rule", VERIFICATIONS[0], VERIFICATIONS),  # lossless mode's verification rule
         Setting("decode_seed", _SPEC["seed"], (0, 2**31 - 1)),
         Setting("decode_max_new", _SPEC["max_new_tokens"], (1, 1024)),
         Setting("decode_policy", _SPEC["tau_policy"], TAU_POLICIES),

@@ -1,0 +1,63 @@
+"""The Decode page's sidebar: the models, the prompt and every decoding setting, as one SpecConfig."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import streamlit as st
+
+import specviz
+from pages import _shared as ui
+from specviz.classroom.settings import BROKEN_HELP, POLICY_HELP, RULE_HELP, TREE_HELP
+from specviz.core.config import VERIFICATIONS
+from specviz.viz import view as view_of
+
+
+class Inputs(NamedTuple):
+    target: str
+    draft: str
+    prompt: str
+    chat: bool
+    config: specviz.SpecConfig | specviz.ConfigError  # the settings, or why they do not make a run
+    tau: int
+    broken: bool
+
+
+def inputs(off: bool) -> Inputs:
+    """The sidebar's widgets (`off`: a saved trace replays, so they are not in use)."""
+    if off:
+        st.warning("A saved trace is replaying: the settings below are not in use.", icon=":material/pause:")
+    st.header("Models")
+    target, draft = ui.model_picker("decode", disabled=off)
+    st.header("Prompt")
+    prompt = st.text_area("Prompt", key="decode_prompt", height=90, disabled=off)
+    chat = st.toggle("Chat template", key="decode_chat", help="Wrap the prompt as a user message", disabled=off)
+    st.header("Decoding")
+    tau = st.slider("τ — draft tokens per step", *ui.LIMITS["decode_tau"], key="decode_tau", disabled=off)
+    sampling = ui.sampling_widgets("decode", disabled=off)
+    lossless = sampling["mode"] == "lossless"
+    rule = st.selectbox("Verification (lossless)", VERIFICATIONS, key="decode_rule", disabled=off or not lossless,
+                        help=RULE_HELP)  # fmt: skip
+    seed = st.number_input("Seed", *ui.LIMITS["decode_seed"], key="decode_seed", disabled=off)
+    max_new = st.number_input("Max new tokens", *ui.LIMITS["decode_max_new"], key="decode_max_new", disabled=off)
+    st.header("Variants")
+    tree_on = st.toggle("Token tree (as SGLang and EAGLE run it)", key="decode_tree", disabled=off,
+                        help="Draft a tree of continuations, verify it in one target pass; τ is unused")  # fmt: skip
+    knobs = [st.number_input(name, *ui.LIMITS[f"decode_tree_{key}"], key=f"decode_tree_{key}", help=TREE_HELP[name],
+                             disabled=off or not tree_on)
+             for name, key in (("topk", "topk"), ("steps", "steps"), ("num_draft_tokens", "nodes"))]  # fmt: skip
+    policy = st.selectbox("τ policy", ui.LIMITS["decode_policy"], key="decode_policy", disabled=off or tree_on,
+                          help=POLICY_HELP)  # fmt: skip
+    threshold = st.slider("Confidence threshold", *ui.LIMITS["decode_threshold"], step=0.05, key="decode_threshold",
+                          disabled=off or tree_on or policy != "confidence")  # fmt: skip
+    broken = st.toggle("Broken draft (a deliberate bug)", key="decode_broken", disabled=off or tree_on,
+                       help=BROKEN_HELP)  # fmt: skip
+    st.header("Replay")
+    st.file_uploader("A saved trace (JSON): replayed without any model", type="json", key="decode_upload")
+    try:
+        config = view_of.decode_config(tuple(knobs) if tree_on else None, policy, threshold, broken, tau=tau,
+                                       seed=seed, max_new_tokens=max_new, verification=rule if lossless else "token",
+                                       **sampling)  # fmt: skip
+    except specviz.ConfigError as exc:
+        config = exc
+    return Inputs(target, draft, prompt, chat, config, tau, broken and not tree_on)

@@ -1,0 +1,116 @@
+"""The Decode page's step and run, drawn: the step picked, its charts and table, the target's next token,
+the running metrics and the run's charts. Widgets and calls; what to show is decided in specviz.viz."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import specviz
+from specviz.viz import charts
+from specviz.viz import view as view_of
+from specviz.viz.memo import FigureMemo
+from specviz.viz.render import next_token_source, sentence, step_frame, token_label
+from specviz.viz.tree_chart import tree_chart, tree_run_chart
+
+
+def step_table(view: specviz.StepTrace, greedy: bool, hidden: bool, draws: bool) -> None:
+    """The step's numbers as a plain table: every column whole at 1280 px (a data grid cut `decision`
+    to "deci")."""
+    st.table(step_frame(view, greedy, hidden, draws))
+
+
+def step(dec: specviz.Decoder, turn) -> bool:
+    """One step in a compute turn; a failure (a remote server down mid-run) is a message, the run kept."""
+    try:
+        with turn():
+            dec.step()
+    except specviz.SpecvizError as exc:
+        st.error(
+            f"**The step failed.** {sentence(exc)} The run so far is kept: press **Step** to try again.",
+            icon=":material/error:",
+        )
+        return False
+    return True
+
+
+def metrics_row(m: specviz.Metrics, target_top_k: int | None = None, tree: bool = False) -> None:
+    """The running metrics, one tile each (specviz.viz.view.metric_tiles), in two rows of three: no
+    label is cut at 1280 px."""
+    for column, tile in zip([*st.columns(3), *st.columns(3)], view_of.metric_tiles(m, target_top_k, tree), strict=True):
+        column.metric(tile.label, tile.value, help=tile.help)
+
+
+def step_picker(steps: tuple[specviz.StepTrace, ...], hidden: bool) -> specviz.StepTrace:
+    """The step the page draws: by default specviz.viz.view.default_step; a slider picks any earlier
+    step. Before a quiz's Reveal: the newest."""
+    if hidden or len(steps) == 1:
+        return steps[-1]
+    pick = st.select_slider(
+        "Step shown (text, chart and metrics run up to it)", options=list(range(1, len(steps) + 1)),
+        value=view_of.default_step(steps), key=f"decode_show_{len(steps)}",  # a new run's length: its default again
+    )  # fmt: skip
+    if note := view_of.default_step_note(steps, pick):
+        st.caption(note)
+    return steps[pick - 1]
+
+
+def chart(build, *args, **kwargs):
+    """`build(*args, **kwargs)`, built once per session for the same traces (specviz.viz.memo)."""
+    return st.session_state.setdefault("specviz_figures", FigureMemo())(build, *args, **kwargs)
+
+
+def next_token_panel(step: specviz.StepTrace, brief: bool = False, **size: int) -> None:
+    """The target's token: its rule and probability in a sentence, the distribution it came from
+    (`brief`, on a projector: only in the chart's title), and why, when it is the rejected draft token itself."""
+    source, note = next_token_source(step)
+    label = token_label(step.next_text)
+    where = "" if brief else f" {source}."
+    st.markdown(f"Next token **{label!r}** by rule **{step.next_rule}**, probability {step.next_prob:.4f}.{where}")
+    st.plotly_chart(chart(charts.next_token_chart, step, **size), key="decode_next_chart")
+    if note:  # below the chart: on a projector the chart stays on screen
+        st.info(note, icon=":material/lightbulb:")
+
+
+def draw_step(view: specviz.StepTrace, greedy: bool, hidden: bool, draws: bool, marks: tuple, present: bool,
+              beside: list | None) -> None:  # fmt: skip
+    """The step shown: its tree (a tree step), q against p with every decision, the target's next token,
+    the top-10 of q and p at a position, and the step's numbers. `beside`: a projector's two columns."""
+    size = {"height": 390, "font_size": 20} if present else {"height": 420}  # a projector: chart and next token
+    if view.tree is not None and not hidden:  # the whole tree first; the chart below reads its main line
+        tree_size = {"height": 560, "font_size": 18} if present else {"height": 520}
+        st.plotly_chart(chart(tree_chart, view, **tree_size), key="decode_tree_chart")
+        st.caption("Below: the tree's main line, the accepted path, then the first child tried where the walk "
+                   "stopped and its first descendants (hover a node for q, p, r and the tops of q and p).")  # fmt: skip
+    with beside[0] if beside else st.container():
+        st.plotly_chart(chart(charts.step_chart, view, hidden, draws, marks=marks, **size), key="decode_step_chart")
+    if beside and not hidden:
+        with beside[1]:
+            next_token_panel(view, brief=True, height=330, font_size=18, rows=6)
+    position = st.segmented_control(
+        "Top-10 at draft position", list(range(1, view.tau + 1)), default=1, key="decode_position"
+    )
+    st.plotly_chart(chart(charts.top_chart, view, (position or 1) - 1, hidden), key="decode_top_chart")
+    left, right = st.columns([2, 3]) if not hidden and not present else (None, st.container())
+    if left:  # where the next token came from (docs/algorithm.md, step 5); it tells n
+        with left:
+            next_token_panel(view)
+    with right:
+        step_table(view, greedy, hidden, draws)
+
+
+def draw_run(run: specviz.RunTrace, view: specviz.StepTrace, hidden: bool) -> None:
+    """The running metrics up to the step shown (until a quiz's Reveal, the step before), the accepted length of
+    every step, the per-position (per-depth) rates and, for trees, depth against nodes verified."""
+    shown = run.steps[:-1] if hidden else run.steps  # until Reveal, nothing counts the current step
+    m, upto = view_of.metrics_upto(run, shown if hidden else run.steps[: view.index + 1])
+    st.subheader("Running metrics" + (" (up to the previous step until Reveal)" if hidden else f": {upto}"))
+    metrics_row(m, run.target_top_k, run.config.tree)
+    left, right = st.columns(2)
+    left.markdown("**Accepted length per step** (the whole run; the step shown is marked)")
+    left.plotly_chart(chart(charts.history_chart, shown, None if hidden else view.index), key="decode_history_chart")
+    right.markdown(f"**Per-{'depth' if run.config.tree else 'position'} acceptance rate** ({upto})")
+    rates = (m.per_position_acceptance_rate, m.conditional_per_position_acceptance_rate, run.config.tree)
+    right.plotly_chart(chart(charts.per_position_chart, *rates), key="decode_position_chart")
+    if run.config.tree and not hidden:
+        st.markdown("**Tree steps**: the depth each step accepted, against the nodes its one pass verified")
+        st.plotly_chart(chart(tree_run_chart, shown), key="decode_tree_run_chart")
