@@ -10,9 +10,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import streamlit as st
 import torch
 
-from pages._shared import runtime_picker
-from specviz.analysis import snapshot
-from specviz.classroom import links, sandbox, settings
+from pages._shell import prepare_session, runtime_picker
 
 # One thread per model operation: with passive waiting, a second thread's wake-ups cost more than it
 # saves on this model's small products (a Step: 0.22 CPU-s and 0.18 s with two threads, 0.15 and 0.15 s
@@ -21,35 +19,7 @@ torch.set_num_threads(int(os.environ.get("SPECVIZ_TORCH_THREADS", "1")))
 
 st.set_page_config(page_title="specviz", page_icon=":material/compare_arrows:", layout="wide")
 
-DEFAULTS = settings.defaults()  # every page's widgets, from the one registry
-st.session_state["specviz_shell"] = True  # pages check that they run inside this navigation
-if "specviz_kept" not in st.session_state:  # a session's first run: settings from the link, if any
-    from_link, problems = settings.from_link(st.query_params.to_dict())
-    st.session_state["decode_autostep"] = from_link.pop("decode_steps", 0)
-    st.session_state["lossless_table_link"] = links.table(from_link.pop("lossless_table", ""), problems)
-    worksheet = {k: from_link.pop(k) for k in list(from_link) if k.startswith("sandbox_")}
-    st.session_state["specviz_kept"] = {**DEFAULTS, **from_link}
-    if worksheet:  # the link's sandbox worksheet: its table, τ and draws
-        exercise, case, shown = sandbox.from_link(worksheet, problems)
-        st.session_state["specviz_kept"].update({**worksheet, **shown})
-        st.session_state["specviz_kept"].pop("sandbox_table", None)
-        st.session_state.update(sandbox_loaded=exercise, sandbox_case=case)
-    if packed := st.query_params.get("snapshot"):  # a frozen measurement: the page of its kind shows it
-        try:
-            st.session_state["specviz_snapshot"] = snapshot.from_link_param(packed)
-        except snapshot.SnapshotError as exc:
-            problems.append(str(exc))
-    for problem in problems:
-        st.toast(problem, icon=":material/link_off:")
-
-# Streamlit forgets a widget's value once a run does not draw it (another page), and a value restored
-# in such a run never reaches the browser. So keep a copy under a plain key, and assign every value
-# again on every run: the run that draws the widget then sends it.
-kept = st.session_state.setdefault("specviz_kept", dict(DEFAULTS))
-for key in DEFAULTS:
-    if key in st.session_state:
-        kept[key] = st.session_state[key]
-    st.session_state[key] = kept[key]
+prepare_session()  # the link's settings on a first run; every page's settings kept across pages
 
 PAGES = [
     st.Page("pages/decode.py", title="Decode", icon=":material/play_arrow:", default=True),

@@ -13,9 +13,9 @@ import streamlit as st
 
 import specviz
 from specviz.classroom import links, settings
-from specviz.classroom.settings import CUSTOM, MODE_HELP, RUNTIME_HELP, runtime_line
+from specviz.classroom.settings import CUSTOM, MODE_HELP
 from specviz.classroom.turns import Turns, each_in_turn
-from specviz.loading import AUTO, RUNTIMES, resolve_runtime
+from specviz.loading import AUTO, resolve_runtime
 from specviz.models import hub
 from specviz.viz.render import sentence
 
@@ -75,15 +75,6 @@ def load_pair(target: str, draft: str) -> specviz.ModelPair | None:
 def codec_for(target: str):
     """The tokenizer a replayed trace's texts are checked against, loaded once per process (or None)."""
     return hub.codec_for(target)
-
-
-def runtime_picker() -> None:
-    """The sidebar's runtime choice, and in words what runs the embedded target and how to get faster."""
-    choice = st.selectbox("Runtime", RUNTIMES, key="runtime", help=RUNTIME_HELP)
-    try:
-        st.caption(runtime_line(choice))
-    except specviz.SpecvizError as exc:
-        st.caption(f":red[{sentence(exc)}]")
 
 
 # Every widget's range or choices, by its key, from the one settings registry (links check the same).

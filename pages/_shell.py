@@ -1,0 +1,56 @@
+"""The session every page runs in: on a session's first run, the settings a link carries (a sandbox
+worksheet, a frozen snapshot, the steps to take); on every run, every page's settings kept across pages;
+and the sidebar's runtime choice. app.py calls these; the pages never import app.py."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import specviz
+from specviz.analysis import snapshot
+from specviz.classroom import links, sandbox, settings
+from specviz.classroom.settings import RUNTIME_HELP, runtime_line
+from specviz.loading import RUNTIMES
+from specviz.viz.render import sentence
+
+
+def prepare_session() -> None:
+    """Settings from the link on a session's first run; every page's settings kept on every run."""
+    defaults = settings.defaults()  # every page's widgets, from the one registry
+    st.session_state["specviz_shell"] = True  # pages check that they run inside this navigation
+    if "specviz_kept" not in st.session_state:  # a session's first run: settings from the link, if any
+        from_link, problems = settings.from_link(st.query_params.to_dict())
+        st.session_state["decode_autostep"] = from_link.pop("decode_steps", 0)
+        st.session_state["lossless_table_link"] = links.table(from_link.pop("lossless_table", ""), problems)
+        worksheet = {k: from_link.pop(k) for k in list(from_link) if k.startswith("sandbox_")}
+        st.session_state["specviz_kept"] = {**defaults, **from_link}
+        if worksheet:  # the link's sandbox worksheet: its table, τ and draws
+            exercise, case, shown = sandbox.from_link(worksheet, problems)
+            st.session_state["specviz_kept"].update({**worksheet, **shown})
+            st.session_state["specviz_kept"].pop("sandbox_table", None)
+            st.session_state.update(sandbox_loaded=exercise, sandbox_case=case)
+        if packed := st.query_params.get("snapshot"):  # a frozen measurement: the page of its kind shows it
+            try:
+                st.session_state["specviz_snapshot"] = snapshot.from_link_param(packed)
+            except snapshot.SnapshotError as exc:
+                problems.append(str(exc))
+        for problem in problems:
+            st.toast(problem, icon=":material/link_off:")
+
+    # Streamlit forgets a widget's value once a run does not draw it (another page), and a value restored
+    # in such a run never reaches the browser. So keep a copy under a plain key, and assign every value
+    # again on every run: the run that draws the widget then sends it.
+    kept = st.session_state.setdefault("specviz_kept", dict(defaults))
+    for key in defaults:
+        if key in st.session_state:
+            kept[key] = st.session_state[key]
+        st.session_state[key] = kept[key]
+
+
+def runtime_picker() -> None:
+    """The sidebar's runtime choice, and in words what runs the embedded target and how to get faster."""
+    choice = st.selectbox("Runtime", RUNTIMES, key="runtime", help=RUNTIME_HELP)
+    try:
+        st.caption(runtime_line(choice))
+    except specviz.SpecvizError as exc:
+        st.caption(f":red[{sentence(exc)}]")
