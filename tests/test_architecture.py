@@ -57,3 +57,54 @@ def test_no_private_name_crosses_modules_and_no_streamlit():
             assert target.split(".")[0] != "streamlit", f"{module} imports streamlit"
             private = [n for n in names if n.startswith("_") and target.startswith("specviz")]
             assert not private, f"{module} imports {private} from {target}"
+
+
+# The layers, bottom to top (docs/architecture.md): a module imports only from lower layers or from its own
+# package. Package __init__ files count as their package's modules; the root package's __init__ is the public
+# API, at the top of the library. Nothing is exempt.
+LAYERS = {
+    "specviz.errors": 0,
+    "specviz.limits": 1,
+    "specviz.models": 2,
+    "specviz.core": 3,
+    "specviz.analysis": 4,
+    "specviz.drafts": 5, "specviz.viz": 5,
+    "specviz.loading": 6,
+    "specviz.training": 7, "specviz.classroom": 7,
+    "specviz": 8, "specviz.cli": 8,
+    "specviz.__main__": 9,
+}  # fmt: skip
+
+
+def layer_of(module: str) -> tuple[str, int]:
+    """(the unit a module belongs to, its layer): the longest LAYERS entry that is the module or its package."""
+    parts = module.split(".")
+    for end in range(len(parts), 0, -1):
+        unit = ".".join(parts[:end])
+        if unit in LAYERS and (unit != "specviz" or module == "specviz"):
+            return unit, LAYERS[unit]
+    raise AssertionError(f"{module} is in no layer: add it to LAYERS (and to docs/architecture.md)")
+
+
+def upward(found: dict[str, list[tuple[str, list[str]]]]) -> list[str]:
+    wrong = []
+    for module, targets in found.items():
+        unit, level = layer_of(module.removesuffix(".__init__"))
+        for target, _ in targets:
+            if not target.startswith("specviz"):
+                continue
+            other, other_level = layer_of(target)
+            if other != unit and other_level >= level:
+                wrong.append(f"{module} imports {target} (layer {other_level} ≥ {level})")
+    return wrong
+
+
+def test_imports_run_down_the_layers():
+    assert upward(imports()) == []
+
+
+def test_an_import_up_a_layer_would_be_found():
+    assert upward({"specviz.core.trace": [("specviz.analysis.metrics", [])]}) == [
+        "specviz.core.trace imports specviz.analysis.metrics (layer 4 ≥ 3)"
+    ]
+    assert upward({"specviz.drafts.x": [("specviz.viz.charts", [])]}) != []  # the same layer, another package
