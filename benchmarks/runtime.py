@@ -1,4 +1,4 @@
-"""The runtimes that can run the embedded pair, measured side by side as SPEC.md's cost model reads them.
+"""The runtimes that can run the embedded pair, measured side by side as docs/algorithm.md's cost model reads them.
 
 For each candidate (eager torch, the reference, with 1 and 2 threads; torch with every Linear of the
 target on the kernel timed fastest for its shape and row count, specviz.models.kernels; llama.cpp in

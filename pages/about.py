@@ -1,4 +1,4 @@
-"""About: the algorithm of SPEC.md and the three acceptance modes, for teaching."""
+"""About: the algorithm of docs/algorithm.md and the three acceptance modes, for teaching."""
 
 import streamlit as st
 

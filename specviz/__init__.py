@@ -1,6 +1,6 @@
 """specviz: see speculative decoding token by token.
 
-The library behind the app: an engine that performs speculative decoding exactly as SPEC.md
+The library behind the app: an engine that performs speculative decoding exactly as docs/algorithm.md
 describes (Leviathan et al. 2023; Chen et al. 2023) and records every decision in immutable
 traces, the models it can pair, the metrics and theory it reports, and the charts it draws.
 It never imports Streamlit.

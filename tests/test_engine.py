@@ -1,4 +1,4 @@
-"""Engine invariants on tiny random models and tables, checked against SPEC.md and against
+"""Engine invariants on tiny random models and tables, checked against docs/algorithm.md and against
 Hugging Face's own greedy decoding."""
 
 import pytest

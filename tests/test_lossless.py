@@ -1,4 +1,4 @@
-"""Statistical tests of SPEC.md's central facts, on exact table models:
+"""Statistical tests of docs/algorithm.md's central facts, on exact table models:
 lossless mode emits exactly the target's distribution (first token and whole sequences),
 textbook mode with sampling does not, and the chi-square test is strong enough to tell."""
 
@@ -88,7 +88,7 @@ def test_textbook_with_sampling_is_biased_and_the_test_detects_it():
 
 
 def test_chi_square_has_power_against_the_spec_example_bias():
-    """SPEC.md's sampled-draft example [.6, .2, .2] against p = [.5, .3, .2]: at 20,000 trials
+    """docs/algorithm.md's sampled-draft example [.6, .2, .2] against p = [.5, .3, .2]: at 20,000 trials
     a sample from the biased distribution is rejected."""
     gen = torch.Generator().manual_seed(0)
     biased = torch.multinomial(torch.tensor([0.6, 0.2, 0.2]), TRIALS, replacement=True, generator=gen)

@@ -1,5 +1,5 @@
 """Pure math: the acceptance rule, warping, sampling, residual, overlap and the theory formulas,
-each against values computed by hand from SPEC.md."""
+each against values computed by hand from docs/algorithm.md."""
 
 import math
 
@@ -36,7 +36,7 @@ def test_tokens_after_first_rejection_do_not_count():
 
 
 def test_q_greater_than_p_is_not_automatically_rejected():
-    # p/q = 0.75 < 1, yet r = 0.7 <= 0.75: accepted (SPEC.md step 3)
+    # p/q = 0.75 < 1, yet r = 0.7 <= 0.75: accepted (docs/algorithm.md, step 3)
     assert acceptance_length(r=[0.7], ratio=[0.6 / 0.8]) == 1
     assert acceptance_length(r=[0.76], ratio=[0.6 / 0.8]) == 0
 

@@ -1,4 +1,4 @@
-"""τ policies and the broken draft (SPEC.md, "Variants"): schedules and proposals worked out by
+"""τ policies and the broken draft (docs/algorithm.md, "Variants"): schedules and proposals worked out by
 hand on table models, and every mode's guarantee kept under each of them (greedy output equals
 the target's greedy decoding; lossless output follows p: chi-square)."""
 

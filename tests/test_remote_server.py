@@ -85,7 +85,7 @@ def test_textbook_p_of_each_draft_token_matches_the_local_target(served, median_
         f"median {gaps[len(gaps) // 2]:.2g}, max {gaps[-1]:.3f}"
     )
     assert len(gaps) >= 15 and gaps[len(gaps) // 2] < median_gap and gaps[-1] < max_gap
-    # the decisions follow from the server's p, the draft's q and r, as SPEC.md step 3 says
+    # the decisions follow from the server's p, the draft's q and r, as docs/algorithm.md, step 3 says
     for step in far.steps:
         assert step.ratio == pytest.approx([p / q for p, q in zip(step.p, step.q, strict=True)])
         assert all(

@@ -1,4 +1,4 @@
-"""Token trees (SPEC.md, "Variants" → "Token trees"): the one-pass tree verification against scoring
+"""Token trees (docs/algorithm.md, "Token trees"): the one-pass tree verification against scoring
 each path on its own, compaction against a fresh prefill, greedy equivalence for every draft kind,
 lossless exactness (χ² with the page's check: size and power), the topk = 1 chain, and recursive
 rejection sampling on a hand-made three-child node, computed exactly."""

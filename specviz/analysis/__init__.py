@@ -1,1 +1,1 @@
-"""What the runs measure: SPEC.md's metrics, τ sweeps, the closed-form theory, the lossless check."""
+"""What the runs measure: docs/algorithm.md's metrics, τ sweeps, the closed-form theory, the lossless check."""

@@ -7,7 +7,7 @@ One forward pass of a model over k new tokens for each of `batch` sequences cost
 (the roofline of Williams, Waterman, Patterson, CACM 52(4), 2009). Bytes: the weights, read once per pass, and every
 sequence's KV cache; FLOPs: 2 per weight per token, plus attention. From T come the verify cost v(k) = T(k) / T(1),
 the draft cost c = T_draft(1) / T_target(1) and the speedup S_v(τ) = E / (τc + v(τ + 1)) of
-specviz.analysis.theory (Leviathan, Kalman, Matias 2023, arXiv 2211.17192; v as in SPEC.md, "Verify cost").
+specviz.analysis.theory (Leviathan, Kalman, Matias 2023, arXiv 2211.17192; v as in docs/algorithm.md, "Verify cost").
 `fit_hardware` fits the hardware numbers to the passes timed on this machine (specviz.analysis.measure.pass_times).
 
 Sources: each preset's `source`; published speedups it is checked against (tests/test_costmodel.py): Spec-Bench

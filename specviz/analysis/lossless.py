@@ -1,5 +1,5 @@
 """Is it lossless? Repeat the first step many times and compare the emitted token's empirical
-distribution with the target's own (SPEC.md: lossless and greedy keep it, textbook with sampling
+distribution with the target's own (docs/algorithm.md: lossless and greedy keep it, textbook with sampling
 does not), by a chi-square goodness-of-fit test."""
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ behind takes its next piece (one token for the target alone, one step for specul
 every moment both have had the same compute time, as if each ran on a machine of its own. A lane's
 clock counts only the wall time of its own pieces, sampling and the engine's bookkeeping included
 (the prompt's reading excluded on both sides, as for the sweep's baseline). In greedy mode both
-lanes emit the same tokens (SPEC.md): the race checks it.
+lanes emit the same tokens (docs/algorithm.md): the race checks it.
 
-The result says why the faster lane is faster (SPEC.md, "Verify cost"): tokens per target pass on
+The result says why the faster lane is faster (docs/algorithm.md, "Verify cost"): tokens per target pass on
 one side, and what a target pass over τ + 1 tokens cost in one-token passes on the other.
 """
 

@@ -23,7 +23,7 @@ def expected_speedup(alpha: float, tau: int, c: float) -> float:
 
 
 def speedup_with_verify_cost(alpha: float, tau: int, c: float, v: float) -> float:
-    """S_v(τ) = E / (τ·c + v) (SPEC.md, "Verify cost"): c is a draft forward over a one-token target pass
+    """S_v(τ) = E / (τ·c + v) (docs/algorithm.md, "Verify cost"): c is a draft forward over a one-token target pass
     and v = v(τ + 1) what one target pass over τ + 1 tokens costs in one-token passes. S(τ) is v = 1."""
     return expected_tokens_per_step(alpha, tau) / (tau * c + v)
 
@@ -41,7 +41,7 @@ def acceptance_length_pmf(alpha: float, tau: int) -> list[float]:
 def first_token_distribution(p: Sequence[float], q: Sequence[float], mode: str) -> list[float]:
     """Exact distribution of the first emitted token for context-free p and q.
 
-    "textbook" drafts argmax q; "textbook-sampled" is SPEC.md's example with a sampled draft;
+    "textbook" drafts argmax q; "textbook-sampled" is docs/algorithm.md's example with a sampled draft;
     "lossless" is speculative sampling; "greedy" compares argmaxes."""
     pt, qt = torch.as_tensor(p, dtype=torch.float64), torch.as_tensor(q, dtype=torch.float64)
     if mode == "greedy":

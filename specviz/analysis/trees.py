@@ -1,4 +1,4 @@
-"""Chain against tree at the same verification budget (SPEC.md, "Token trees"): for each budget B
+"""Chain against tree at the same verification budget (docs/algorithm.md, "Token trees"): for each budget B
 (nodes the target verifies per pass), a chain of τ = B and a tree of num_draft_tokens = B, on the
 same prompts, seeds and settings, with the target alone as the reference on the same runtime.
 Reports tokens per step (counted), the measured speedup and the verify cost v(B + 1) of each (timed

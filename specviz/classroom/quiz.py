@@ -2,7 +2,7 @@
 
 Two kinds of question:
 - `predict`: q and p are shown, r is not: will the target keep each token?
-- `rule`: r and p/q are shown too (greedy mode: the target's argmax): apply SPEC.md's rule, say
+- `rule`: r and p/q are shown too (greedy mode: the target's argmax): apply docs/algorithm.md's rule, say
   each token's fate and how many tokens are kept.
 
 Each draft token's fate is one of three answers; a token after the first rejection is "not

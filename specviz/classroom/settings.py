@@ -130,7 +130,7 @@ SETTINGS: dict[str, Setting] = {
         Setting("decode_policy", _SPEC["tau_policy"], TAU_POLICIES),
         Setting("decode_threshold", _SPEC["confidence"], (0.05, 0.95)),
         Setting("decode_broken", _SPEC["broken_draft"]),
-        Setting("decode_tree", False),  # token trees (SPEC.md "Token trees"): SGLang's three knobs below
+        Setting("decode_tree", False),  # token trees (docs/algorithm.md, "Token trees"): SGLang's three knobs below
         Setting("decode_tree_topk", 3, (1, 10)),
         Setting("decode_tree_steps", 4, (1, 8)),
         Setting("decode_tree_nodes", 8, (1, 64)),

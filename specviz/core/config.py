@@ -1,4 +1,4 @@
-"""Settings of one speculative decoding run (SPEC.md, "Three acceptance modes")."""
+"""Settings of one speculative decoding run (docs/algorithm.md, "Three acceptance modes")."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any, Literal, get_args
 from specviz.errors import ConfigError
 from specviz.limits import MAX_TAU, MAX_TOPK, MAX_TREE_NODES
 
-Mode = Literal["textbook", "lossless", "greedy"]  # SPEC.md, "Three acceptance modes"
+Mode = Literal["textbook", "lossless", "greedy"]  # docs/algorithm.md, "Three acceptance modes"
 MODES: tuple[Mode, ...] = get_args(Mode)
-TauPolicy = Literal["fixed", "heuristic", "confidence"]  # SPEC.md, "Variants"
+TauPolicy = Literal["fixed", "heuristic", "confidence"]  # docs/algorithm.md, "Variants"
 TAU_POLICIES: tuple[TauPolicy, ...] = get_args(TauPolicy)
 # how a lossless step is verified (docs/algorithm.md, "Verification as serving engines run it")
 Verification = Literal["token", "one-hot", "block"]
@@ -22,20 +22,20 @@ VERIFICATIONS: tuple[Verification, ...] = get_args(Verification)
 @dataclass(frozen=True)
 class SpecConfig:
     tau: int = 4  # τ: draft tokens proposed per step
-    mode: Mode = "textbook"  # SPEC.md table
+    mode: Mode = "textbook"  # docs/algorithm.md table
     temperature: float = 1.0  # applied to p and q alike; 0 means argmax (one-hot)
     top_k: int = 0  # keep the k most likely tokens of p and of q; 0 keeps all
     top_p: float = 1.0  # nucleus: smallest set with mass >= top_p; 1.0 keeps all
     seed: int = 0  # seeds the run's torch.Generator: same seed, same trace
     max_new_tokens: int = 32  # hard cap on emitted tokens; never exceeded
     top_n: int = 10  # size of the top-n slices of q, p and the residual kept in traces
-    # τ policy (SPEC.md, "Variants"): fixed τ; heuristic (start at τ, +2 after a fully accepted step,
+    # τ policy (docs/algorithm.md, "Variants"): fixed τ; heuristic (start at τ, +2 after a fully accepted step,
     # −1 after a rejection, never below 1); confidence (at most τ, stop drafting when the draft's top
     # probability at the next position is below `confidence`; the first draft token is always proposed)
     tau_policy: TauPolicy = "fixed"
     confidence: float = 0.4
     broken_draft: bool = False  # a deliberate bug: every draft token conditions on the prefix alone
-    # token trees (SPEC.md, "Token trees"; SGLang's names): children per expanded node, levels drafted,
+    # token trees (docs/algorithm.md, "Token trees"; SGLang's names): children per expanded node, levels drafted,
     # nodes verified. steps = 0 is the chain of τ; topk = 1, steps = num_draft_tokens = τ is the same chain
     # drafted and walked as a tree
     topk: int = 1

@@ -1,4 +1,4 @@
-"""Speculative decoding, one step at a time, exactly as SPEC.md describes it.
+"""Speculative decoding, one step at a time, exactly as docs/algorithm.md describes it.
 
 References: Leviathan, Kalman, Matias, "Fast Inference from Transformers via Speculative
 Decoding" (ICML 2023); Chen et al., "Accelerating Large Language Model Decoding with Speculative
@@ -115,7 +115,7 @@ class Decoder:
         return trace
 
     def planned_tau(self) -> int:
-        """The τ the policy plans for the next step, from the earlier steps alone (SPEC.md,
+        """The τ the policy plans for the next step, from the earlier steps alone (docs/algorithm.md,
         "Variants"): fixed and confidence, config τ (confidence may stop earlier); heuristic, config
         τ first, then +2 after a step that accepted all it planned and −1 (never below 1) after any
         other, as assisted generation schedules it."""
@@ -165,7 +165,7 @@ class Decoder:
             target_top_k=self.pair.target.capabilities.top_k,
         )
 
-    # --- one step, as SPEC.md -------------------------------------------------------------------
+    # --- one step, as docs/algorithm.md -------------------------------------------------------------------
 
     def _step(self, index: int, tau: int) -> StepTrace:
         cfg, context_length = self.config, len(self._ids)
@@ -186,7 +186,7 @@ class Decoder:
         )
 
     def _tree_step(self, index: int, steps: int) -> StepTrace:
-        """SPEC.md "Token trees": draft a tree, verify every node in one target pass, walk, emit."""
+        """docs/algorithm.md, "Token trees": draft a tree, verify every node in one target pass, walk, emit."""
         cfg, context_length, ids = self.config, len(self._ids), self._ids
         t0 = time.perf_counter()
         if steps < 1:  # no room for a draft token: the target's token alone, as a chain of τ = 0 would

@@ -1,4 +1,4 @@
-"""The metrics of SPEC.md, computed from step traces (names as serving engines report them).
+"""The metrics of docs/algorithm.md, computed from step traces (names as serving engines report them).
 
 `compute_metrics` is the one place they are computed: for one run, or pooled over many runs (the
 sweep per τ, a draft's evaluation) by passing all their steps. `StepCount` keeps just what it reads

@@ -40,7 +40,7 @@ NODE_DECISIONS: tuple[NodeDecision, ...] = get_args(NodeDecision)
 
 @dataclass(frozen=True)
 class TreeNode:
-    """One drafted node of a token tree (SPEC.md, "Token trees")."""
+    """One drafted node of a token tree (docs/algorithm.md, "Token trees")."""
 
     parent: int  # index of the parent node in TreeTrace.nodes; −1: the root (the last confirmed token)
     depth: int  # 1 for the root's children
@@ -137,7 +137,7 @@ class StepTrace:
     residual_top: TopN | None  # top-n of norm(max(0, p − q)) when lossless mode resampled
     draft_ms: float  # wall time of the draft phase
     verify_ms: float  # wall time of the verification phase
-    # a tree step (SPEC.md, "Token trees"): every node; the fields above then read the main line (the
+    # a tree step (docs/algorithm.md, "Token trees"): every node; the fields above then read the main line (the
     # accepted path, then the first child tried where the walk stopped and its first descendants)
     tree: TreeTrace | None = None
     verify: VerifyTrace | None = None  # a lossless step under the one-hot or block rule; None: token-wise
@@ -394,7 +394,7 @@ def _step(raw: Any, i: int, config: SpecConfig) -> None:
 
 
 def _tree(tree: Any, raw: dict, config: SpecConfig, where: str) -> str:
-    """A tree step's nodes, checked as the walk of SPEC.md makes them: each tested node against its
+    """A tree step's nodes, checked as the walk of docs/algorithm.md makes them: each tested node against its
     own r and ratio (p/q; lossless: p′/q′; greedy: the target's argmax at its parent), the path a
     chain of accepted nodes from the root, and the step's tokens its tokens. Returns the next rule."""
     _need(isinstance(tree, dict), f"{where}: its tree is not an object")
@@ -485,7 +485,7 @@ def _verify(verify: Any, raw: dict, rule: str, where: str) -> None:
 
 
 def _check_rule(raw: dict, t: int, kept: bool, mode: str, at: str) -> None:
-    """A kept token passed its test and the first rejected one failed it (SPEC.md step 3)."""
+    """A kept token passed its test and the first rejected one failed it (docs/algorithm.md, step 3)."""
     if mode == "greedy":
         top = raw["p_top"][t]
         if top and _top_entry(top[0]):

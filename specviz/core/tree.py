@@ -1,4 +1,4 @@
-"""Token trees, as SPEC.md "Variants" → "Token trees" describes them: draft a tree of continuations,
+"""Token trees, as docs/algorithm.md, "Token trees" describes them: draft a tree of continuations,
 verify every node in one target pass, walk down from the root, emit the path and one target token.
 
 The chain of "One speculative step" is the tree with topk = 1 and steps = num_draft_tokens = τ, and
@@ -86,7 +86,7 @@ def draft_tree(
     session, pending: Sequence[int], config: SpecConfig, steps: int, warp: Warp, gen: torch.Generator,
     eos: int | None,
 ) -> DraftTree:  # fmt: skip
-    """SPEC.md step 1: one draft forward per level, every node of a level in one pass. Textbook and
+    """docs/algorithm.md, step 1: one draft forward per level, every node of a level in one pass. Textbook and
     greedy: EAGLE-2's dynamic tree (children = the topk most likely tokens of q, the topk best nodes of
     each level expanded, the num_draft_tokens best kept). Lossless: children drawn from q without
     replacement, the shape fixed by rank paths before any draw. Returns the kept nodes only."""
@@ -185,7 +185,7 @@ def children(parent: Sequence[int], rank: Sequence[int], node: int) -> list[int]
 
 @dataclass(frozen=True)
 class Walk:
-    """SPEC.md steps 3–4 on a verified tree."""
+    """docs/algorithm.md, steps 3–4 on a verified tree."""
 
     path: tuple[int, ...]  # accepted nodes, root to deepest
     stop: int  # node where the walk stopped (−1: root)

@@ -11,7 +11,7 @@ verifies, positions that were drafted on predicted features are recomputed on th
 The target session records f for every token it scores, from its own forward outputs (nothing is
 attached to the shared model). The draft session reads them, so a Decoder must create the draft
 session with the target session (`ModelPair.new_sessions`). q is exactly the distribution the
-draft token is drawn from, so every acceptance rule of SPEC.md applies unchanged.
+draft token is drawn from, so every acceptance rule of docs/algorithm.md applies unchanged.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The next-token model protocol (DESIGN.md, "The seams") and its three implementations.
+"""The next-token model protocol (docs/architecture.md, "The seams") and its sessions.
 
 A `NextTokenModel` is shared and never mutated; each run opens its own `Session`, which owns
 the KV cache (or whatever state the model keeps) and can be cropped back to a prefix. The
@@ -45,7 +45,7 @@ class Session(Protocol):
 
 @runtime_checkable
 class TreeSession(Session, Protocol):
-    """A session that can also score a token tree in one pass (SPEC.md, "Token trees")."""
+    """A session that can also score a token tree in one pass (docs/algorithm.md, "Token trees")."""
 
     def extend_tree(self, ids: Sequence[int], parents: Sequence[int]) -> torch.Tensor:
         """Append `ids` as tree nodes in one forward pass: node j's parent is the held token (or the

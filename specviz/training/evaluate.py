@@ -1,11 +1,11 @@
 """How good is a draft? The numbers of the trained-draft issue, measured with the engine itself.
 
-- α: SPEC's α (mean β = Σ min(p, q) over draft positions) of textbook runs at temperature 1, τ = 4.
+- α: the algorithm's α (mean β = Σ min(p, q) over draft positions) of textbook runs at temperature 1, τ = 4.
 - mean acceptance length: of greedy runs at τ = 4 (and of the textbook runs).
 - greedy agreement: the draft acceptance rate of greedy runs at τ = 1, where every draft token
   extends the confirmed (target's own) sequence: how often argmax q = argmax p. At larger τ the
   rate also counts tokens drafted after a miss; τ = 4's is reported beside it.
-- c: SPEC.md's, one draft forward over one target forward (a verify pass), pooled over the greedy
+- c: docs/algorithm.md's, one draft forward over one target forward (a verify pass), pooled over the greedy
   runs at τ = 4; beside it, single-token forwards with a warm KV cache (medians).
 - speedup: greedy speculative tokens/s over target-only greedy tokens/s, per τ, same process.
 """
@@ -46,7 +46,7 @@ class DraftReport:
     mean_acceptance_length_textbook: float | None  # textbook, temperature 1, τ = 4
     greedy_agreement: float | None  # greedy draft acceptance rate, τ = 1
     greedy_acceptance_rate_tau4: float | None  # greedy draft acceptance rate, τ = 4
-    c: float | None  # SPEC.md's c, pooled over the greedy runs at τ = 4: draft forward / verify pass
+    c: float | None  # docs/algorithm.md's c, pooled over the greedy runs at τ = 4: draft forward / verify pass
     draft_ms: float  # median single-token forward with a warm cache
     target_ms: float
     c_single_token: float  # draft_ms / target_ms
@@ -87,7 +87,7 @@ class DraftReport:
 def pooled_runs(
     pair: ModelPair, prompts: Sequence[Prompt], config: SpecConfig, tick: Callable[[], None] = lambda: None
 ) -> Metrics:
-    """SPEC.md's metrics pooled over one run per prompt."""
+    """docs/algorithm.md's metrics pooled over one run per prompt."""
     steps: list[StepCount] = []
     for text, chat in prompts:
         steps += [StepCount.of(s) for s in Decoder(pair, text, config, chat=chat).run().steps]

@@ -90,7 +90,7 @@ def soft_cross_entropy(logq: torch.Tensor, logp: torch.Tensor) -> torch.Tensor:
 
 
 def overlap(logq: torch.Tensor, t: Teacher) -> tuple[float, int]:
-    """Summed over positions: Σ_v min(p(v), q(v)) (SPEC.md's β, exact: q is 0 outside the draft's
+    """Summed over positions: Σ_v min(p(v), q(v)) (docs/algorithm.md's β, exact: q is 0 outside the draft's
     vocabulary) and how often argmax q is the target's argmax."""
     beta = torch.minimum(logq.exp(), t.logp.exp()).sum().item()
     return beta, int((logq.argmax(-1) == t.best).sum())

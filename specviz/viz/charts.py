@@ -137,7 +137,7 @@ def step_chart(
             text = "<b>?</b>" if step.tau > WORDY_TAU else "<b>accept or reject?</b>"
         elif step.tau > WORDY_TAU:  # too many positions for sentences: a symbol, the sentence on hover
             text = f"<b>{DECISION_SYMBOLS[step.decision[t]]}</b>"
-        else:  # why (SPEC.md step 3) in words, then the decision
+        else:  # why (docs/algorithm.md, step 3) in words, then the decision
             why, outcome = decision_parts(step, t)
             text = f"{why}<br><b>→ {outcome}</b>" if why else "<b>{}</b><br>({}".format(*outcome.split(" (", 1))
         mark = marks[t] if t < len(marks) else None
@@ -201,7 +201,7 @@ def top_chart(step: StepTrace, position: int, hide_decisions: bool = False) -> g
 
 
 def next_token_chart(step: StepTrace, height: int = 360, font_size: int = 16, rows: int = 10) -> go.Figure:
-    """Where the next token came from (SPEC.md step 5): the top `rows` of the distribution it was
+    """Where the next token came from (docs/algorithm.md, step 5): the top `rows` of the distribution it was
     chosen from (p at position n+1, the residual norm(max(0, p − q)) there, or p at τ+1 when all were
     accepted; the chosen token always among them), the chosen token highlighted, the rule in the title."""
     residual = step.next_rule == "residual"
@@ -269,7 +269,7 @@ def per_position_chart(
     rates: Sequence[float | None], conditional: Sequence[float | None] = (), tree: bool = False
 ) -> go.Figure:
     """Per-position acceptance rate, two kinds side by side, each defined in its legend: of all
-    steps (SPEC.md: never increases with i) and, if given, of the steps that reached position i
+    steps (docs/algorithm.md: never increases with i) and, if given, of the steps that reached position i
     (tokens 1..i−1 accepted), as serving engines log it. For a token tree (`tree`) the positions are
     depths. A position no step drafted has no bar, and says so."""
     x = list(range(1, len(rates) + 1))

@@ -95,7 +95,7 @@ def decision_reason(step: StepTrace, t: int) -> str:
 
 def next_token_source(step: StepTrace) -> tuple[str, str | None]:
     """(where the target's token came from and by which rule, a note when it equals the rejected
-    draft token) for SPEC.md step 5."""
+    draft token) for docs/algorithm.md, step 5."""
     n = step.n_accepted
     if step.next_rule == "bonus":
         source = (f"All {step.tau} draft tokens accepted: a free token from p at position {step.tau + 1} (bonus; "

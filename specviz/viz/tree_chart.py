@@ -1,4 +1,4 @@
-"""A token tree drawn with Plotly (SPEC.md, "Token trees"): the nodes of one tree step by depth,
+"""A token tree drawn with Plotly (docs/algorithm.md, "Token trees"): the nodes of one tree step by depth,
 each with its token, q and p, coloured by the walk's decision; the accepted path and the target's
 next token highlighted; hover for the top of q and p at each node and, in lossless mode, p′ and q′
 after a rejection. Past `MAX_SHOWN` nodes, subtrees the walk never tested are folded into "+k"."""

@@ -27,7 +27,7 @@ class Tile:
 
 
 def metric_tiles(m: Metrics, target_top_k: int | None = None, tree: bool = False) -> list[Tile]:
-    """The running metrics of SPEC.md, one tile each, each defined in its help. With a remote target
+    """The running metrics of docs/algorithm.md, one tile each, each defined in its help. With a remote target
     (`target_top_k`), α is marked approximate: the server returned only its top-k probabilities. For
     token trees (`tree`) each tile names what it counts: nodes verified, or depth accepted."""
     approx = f" — approximate (top-{target_top_k}): p beyond the server's top {target_top_k} is spread evenly"
@@ -53,7 +53,7 @@ def metric_tiles(m: Metrics, target_top_k: int | None = None, tree: bool = False
              "emitted tokens per second of drafting and verifying (the prompt's reading not counted)"),
         Tile("time: draft / verify", f"{share:.0%} / {1 - share:.0%}",
              f"share of the decoding time spent drafting and verifying. c = {m.c or 0:.2f}: the time of one draft "
-             "forward over one target forward (SPEC.md); speculation can pay only where α > c"),
+             "forward over one target forward (docs/algorithm.md); speculation can pay only where α > c"),
     ]  # fmt: skip
 
 
