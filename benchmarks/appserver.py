@@ -16,9 +16,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
-]  # fmt: skip
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def niced_chromium(folder: Path, niceness: int = 19) -> str:
@@ -62,8 +67,17 @@ def serve(log: Path, env: dict[str, str] | None = None, procs: list | None = Non
     yields its URL and stops it on exit. Its output goes to `log`; `procs`, if given, receives the
     server's Popen (benchmarks read its CPU time)."""
     port = free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.address", "127.0.0.1",
-           "--server.port", str(port)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(ROOT / "app.py"),
+        "--server.address",
+        "127.0.0.1",
+        "--server.port",
+        str(port),
+    ]
     environment = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, cwd=ROOT, env=environment, stdout=out, stderr=subprocess.STDOUT)

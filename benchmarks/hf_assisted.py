@@ -39,9 +39,13 @@ def hf_generate(pair, ids: list[int], tau: int, n: int) -> tuple[tuple[int, ...]
     draft.generation_config.num_assistant_tokens_schedule = "constant"
     draft.generation_config.assistant_confidence_threshold = 0.0
     config = GenerationConfig(
-        do_sample=False, max_new_tokens=n, num_assistant_tokens=tau, num_assistant_tokens_schedule="constant",
-        eos_token_id=pair.codec.eos_token_id, pad_token_id=pair.codec.eos_token_id,
-    )  # fmt: skip
+        do_sample=False,
+        max_new_tokens=n,
+        num_assistant_tokens=tau,
+        num_assistant_tokens_schedule="constant",
+        eos_token_id=pair.codec.eos_token_id,
+        pad_token_id=pair.codec.eos_token_id,
+    )
     start = time.perf_counter()
     out = target.generate(torch.tensor([ids]), assistant_model=draft, generation_config=config)
     return tuple(out[0, len(ids) :].tolist()), time.perf_counter() - start

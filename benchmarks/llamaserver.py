@@ -43,8 +43,23 @@ def llama_server(model: Path | None = None, n_ctx: int = 2048, timeout: float = 
 
     model = model or embedded.gguf_path()
     port = free_port()
-    cmd = [str(server_python()), "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-           "--port", str(port), "--logits_all", "true", "--n_ctx", str(n_ctx), "--verbose", "false"]  # fmt: skip
+    cmd = [
+        str(server_python()),
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--logits_all",
+        "true",
+        "--n_ctx",
+        str(n_ctx),
+        "--verbose",
+        "false",
+    ]
     if _is_f32(model):
         cmd += ["--type_k", str(GGML_F32), "--type_v", str(GGML_F32)]
     log = open(os.devnull, "wb")  # noqa: SIM115

@@ -99,8 +99,11 @@ def measure(runtime: str, repeats: int, taus: tuple[int, ...]) -> dict:
             speedups[tau] = round(rate / alone, 3)
             draft_ms, drafted = draft_ms + ms, drafted + n
         best = max(speedups, key=speedups.get)
-        out[mode] = {"target_alone_tokens_per_s": round(alone, 2), "speedup_by_tau": speedups,
-                     "best": {"tau": best, "speedup": speedups[best]}}  # fmt: skip
+        out[mode] = {
+            "target_alone_tokens_per_s": round(alone, 2),
+            "speedup_by_tau": speedups,
+            "best": {"tau": best, "speedup": speedups[best]},
+        }
     out["target_alone_tokens_per_s"] = out["greedy"]["target_alone_tokens_per_s"]
     out["draft_ms_per_token"] = round(draft_ms / drafted, 2)
     lookup = specviz.load_pair("embedded", "prompt-lookup", runtime=runtime)
@@ -149,16 +152,26 @@ def main(argv: list[str] | None = None) -> int:
             continue
         results[name] = json.loads(done.stdout.strip().splitlines()[-1])
     print(f"Runtime candidates, {date.today()}, {os.cpu_count()} cores ({platform.machine()}), embedded pair")
-    print("| runtime | T(1) ms | T(5) ms | v(5) | draft ms/token | target alone tok/s | greedy best | textbook best |"
-          " prompt lookup: repeat / quote / code | max |Δp| |")  # fmt: skip
+    print(
+        "| runtime | T(1) ms | T(5) ms | v(5) | draft ms/token | target alone tok/s | greedy best | textbook best |"
+        " prompt lookup: repeat / quote / code | max |Δp| |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name, r in results.items():
         t, v = r["T_ms"], r["v"]
         g, b, pl = r["greedy"]["best"], r["textbook"]["best"], r["prompt_lookup"]
         dp = f"{r['max_abs_dp']:.1e}" if "max_abs_dp" in r else "(reference)"
-        cells = [f"{t['1']:.1f}", f"{t['5']:.1f}", f"{v['5']:.2f}", f"{r['draft_ms_per_token']:.1f}",
-                 f"{r['target_alone_tokens_per_s']:.1f}", f"{g['speedup']:.2f}× (τ = {g['tau']})",
-                 f"{b['speedup']:.2f}× (τ = {b['tau']})", " / ".join(f"{x:.2f}×" for x in pl.values()), dp]  # fmt: skip
+        cells = [
+            f"{t['1']:.1f}",
+            f"{t['5']:.1f}",
+            f"{v['5']:.2f}",
+            f"{r['draft_ms_per_token']:.1f}",
+            f"{r['target_alone_tokens_per_s']:.1f}",
+            f"{g['speedup']:.2f}× (τ = {g['tau']})",
+            f"{b['speedup']:.2f}× (τ = {b['tau']})",
+            " / ".join(f"{x:.2f}×" for x in pl.values()),
+            dp,
+        ]
         print(f"| {name} | " + " | ".join(cells) + " |")
     print(json.dumps(results))
     return 0

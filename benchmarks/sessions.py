@@ -127,22 +127,36 @@ def main(argv: list[str] | None = None) -> int:
                 for r in results
             )
             errors = sum(r["errors"] for r in results)
-            rows.append({"sessions": n, "steps": len(latencies), "first_step_median_s": statistics.median(first),
-                         "first_step_max_s": max(first), "median_s": statistics.median(latencies),
-                         "p95_s": p95(latencies), "max_s": max(latencies), "identical_traces": same,
-                         "errors_on_page": errors, "round_s": wall})  # fmt: skip
+            rows.append(
+                {
+                    "sessions": n,
+                    "steps": len(latencies),
+                    "first_step_median_s": statistics.median(first),
+                    "first_step_max_s": max(first),
+                    "median_s": statistics.median(latencies),
+                    "p95_s": p95(latencies),
+                    "max_s": max(latencies),
+                    "identical_traces": same,
+                    "errors_on_page": errors,
+                    "round_s": wall,
+                }
+            )
             ok = ok and same == n and errors == 0
             print(json.dumps(rows[-1]), file=sys.stderr)
             seed += n
     single = rows[0]["median_s"] if rows and rows[0]["sessions"] == 1 else None
-    print("| sessions | first step: median / max (s) | later steps: median (s) | p95 (s) | p95 / (N × single median) "
-          "| identical traces | errors |")  # fmt: skip
+    print(
+        "| sessions | first step: median / max (s) | later steps: median (s) | p95 (s) | p95 / (N × single median) "
+        "| identical traces | errors |"
+    )
     print("|---|---|---|---|---|---|---|")
     for row in rows:
         budget = f"{row['p95_s'] / (row['sessions'] * single):.2f}" if single else "–"
-        print(f"| {row['sessions']} | {row['first_step_median_s']:.2f} / {row['first_step_max_s']:.2f} | "
-              f"{row['median_s']:.2f} | {row['p95_s']:.2f} | {budget} | "
-              f"{row['identical_traces']} of {row['sessions']} | {row['errors_on_page']} |")  # fmt: skip
+        print(
+            f"| {row['sessions']} | {row['first_step_median_s']:.2f} / {row['first_step_max_s']:.2f} | "
+            f"{row['median_s']:.2f} | {row['p95_s']:.2f} | {budget} | "
+            f"{row['identical_traces']} of {row['sessions']} | {row['errors_on_page']} |"
+        )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0 if ok else 1

@@ -36,28 +36,55 @@ def inputs(off: bool) -> Inputs:
     tau = st.slider("τ — draft tokens per step", *ui.LIMITS["decode_tau"], key="decode_tau", disabled=off)
     sampling = ui.sampling_widgets("decode", disabled=off)
     lossless = sampling["mode"] == "lossless"
-    rule = st.selectbox("Verification (lossless)", VERIFICATIONS, key="decode_rule", disabled=off or not lossless,
-                        help=RULE_HELP)  # fmt: skip
+    rule = st.selectbox(
+        "Verification (lossless)", VERIFICATIONS, key="decode_rule", disabled=off or not lossless, help=RULE_HELP
+    )
     seed = st.number_input("Seed", *ui.LIMITS["decode_seed"], key="decode_seed", disabled=off)
     max_new = st.number_input("Max new tokens", *ui.LIMITS["decode_max_new"], key="decode_max_new", disabled=off)
     st.header("Variants")
-    tree_on = st.toggle("Token tree (as SGLang and EAGLE run it)", key="decode_tree", disabled=off,
-                        help="Draft a tree of continuations, verify it in one target pass; τ is unused")  # fmt: skip
-    knobs = [st.number_input(name, *ui.LIMITS[f"decode_tree_{key}"], key=f"decode_tree_{key}", help=TREE_HELP[name],
-                             disabled=off or not tree_on)
-             for name, key in (("topk", "topk"), ("steps", "steps"), ("num_draft_tokens", "nodes"))]  # fmt: skip
-    policy = st.selectbox("τ policy", ui.LIMITS["decode_policy"], key="decode_policy", disabled=off or tree_on,
-                          help=POLICY_HELP)  # fmt: skip
-    threshold = st.slider("Confidence threshold", *ui.LIMITS["decode_threshold"], step=0.05, key="decode_threshold",
-                          disabled=off or tree_on or policy != "confidence")  # fmt: skip
-    broken = st.toggle("Broken draft (a deliberate bug)", key="decode_broken", disabled=off or tree_on,
-                       help=BROKEN_HELP)  # fmt: skip
+    tree_on = st.toggle(
+        "Token tree (as SGLang and EAGLE run it)",
+        key="decode_tree",
+        disabled=off,
+        help="Draft a tree of continuations, verify it in one target pass; τ is unused",
+    )
+    knobs = [
+        st.number_input(
+            name,
+            *ui.LIMITS[f"decode_tree_{key}"],
+            key=f"decode_tree_{key}",
+            help=TREE_HELP[name],
+            disabled=off or not tree_on,
+        )
+        for name, key in (("topk", "topk"), ("steps", "steps"), ("num_draft_tokens", "nodes"))
+    ]
+    policy = st.selectbox(
+        "τ policy", ui.LIMITS["decode_policy"], key="decode_policy", disabled=off or tree_on, help=POLICY_HELP
+    )
+    threshold = st.slider(
+        "Confidence threshold",
+        *ui.LIMITS["decode_threshold"],
+        step=0.05,
+        key="decode_threshold",
+        disabled=off or tree_on or policy != "confidence",
+    )
+    broken = st.toggle(
+        "Broken draft (a deliberate bug)", key="decode_broken", disabled=off or tree_on, help=BROKEN_HELP
+    )
     st.header("Replay")
     st.file_uploader("A saved trace (JSON): replayed without any model", type="json", key="decode_upload")
     try:
-        config = view_of.decode_config(tuple(knobs) if tree_on else None, policy, threshold, broken, tau=tau,
-                                       seed=seed, max_new_tokens=max_new, verification=rule if lossless else "token",
-                                       **sampling)  # fmt: skip
+        config = view_of.decode_config(
+            tuple(knobs) if tree_on else None,
+            policy,
+            threshold,
+            broken,
+            tau=tau,
+            seed=seed,
+            max_new_tokens=max_new,
+            verification=rule if lossless else "token",
+            **sampling,
+        )
     except specviz.ConfigError as exc:
         config = exc
     return Inputs(target, draft, prompt, chat, config, tau, broken and not tree_on)

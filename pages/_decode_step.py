@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 import specviz
-from specviz.viz import charts
+from specviz.viz import charts, run_charts
 from specviz.viz import view as view_of
 from specviz.viz.memo import FigureMemo
 from specviz.viz.render import next_token_source, sentence, step_frame, token_label
@@ -46,9 +46,11 @@ def step_picker(steps: tuple[specviz.StepTrace, ...], hidden: bool) -> specviz.S
     if hidden or len(steps) == 1:
         return steps[-1]
     pick = st.select_slider(
-        "Step shown (text, chart and metrics run up to it)", options=list(range(1, len(steps) + 1)),
-        value=view_of.default_step(steps), key=f"decode_show_{len(steps)}",  # a new run's length: its default again
-    )  # fmt: skip
+        "Step shown (text, chart and metrics run up to it)",
+        options=list(range(1, len(steps) + 1)),
+        value=view_of.default_step(steps),
+        key=f"decode_show_{len(steps)}",  # a new run's length: its default again
+    )
     if note := view_of.default_step_note(steps, pick):
         st.caption(note)
     return steps[pick - 1]
@@ -71,16 +73,19 @@ def next_token_panel(step: specviz.StepTrace, brief: bool = False, **size: int) 
         st.info(note, icon=":material/lightbulb:")
 
 
-def draw_step(view: specviz.StepTrace, greedy: bool, hidden: bool, draws: bool, marks: tuple, present: bool,
-              beside: list | None) -> None:  # fmt: skip
+def draw_step(
+    view: specviz.StepTrace, greedy: bool, hidden: bool, draws: bool, marks: tuple, present: bool, beside: list | None
+) -> None:
     """The step shown: its tree (a tree step), q against p with every decision, the target's next token,
     the top-10 of q and p at a position, and the step's numbers. `beside`: a projector's two columns."""
     size = {"height": 390, "font_size": 20} if present else {"height": 420}  # a projector: chart and next token
     if view.tree is not None and not hidden:  # the whole tree first; the chart below reads its main line
         tree_size = {"height": 560, "font_size": 18} if present else {"height": 520}
         st.plotly_chart(chart(tree_chart, view, **tree_size), key="decode_tree_chart")
-        st.caption("Below: the tree's main line, the accepted path, then the first child tried where the walk "
-                   "stopped and its first descendants (hover a node for q, p, r and the tops of q and p).")  # fmt: skip
+        st.caption(
+            "Below: the tree's main line, the accepted path, then the first child tried where the walk "
+            "stopped and its first descendants (hover a node for q, p, r and the tops of q and p)."
+        )
     with beside[0] if beside else st.container():
         st.plotly_chart(chart(charts.step_chart, view, hidden, draws, marks=marks, **size), key="decode_step_chart")
     if beside and not hidden:
@@ -107,10 +112,12 @@ def draw_run(run: specviz.RunTrace, view: specviz.StepTrace, hidden: bool) -> No
     metrics_row(m, run.target_top_k, run.config.tree)
     left, right = st.columns(2)
     left.markdown("**Accepted length per step** (the whole run; the step shown is marked)")
-    left.plotly_chart(chart(charts.history_chart, shown, None if hidden else view.index), key="decode_history_chart")
+    left.plotly_chart(
+        chart(run_charts.history_chart, shown, None if hidden else view.index), key="decode_history_chart"
+    )
     right.markdown(f"**Per-{'depth' if run.config.tree else 'position'} acceptance rate** ({upto})")
     rates = (m.per_position_acceptance_rate, m.conditional_per_position_acceptance_rate, run.config.tree)
-    right.plotly_chart(chart(charts.per_position_chart, *rates), key="decode_position_chart")
+    right.plotly_chart(chart(run_charts.per_position_chart, *rates), key="decode_position_chart")
     if run.config.tree and not hidden:
         st.markdown("**Tree steps**: the depth each step accepted, against the nodes its one pass verified")
         st.plotly_chart(chart(tree_run_chart, shown), key="decode_tree_run_chart")

@@ -38,8 +38,9 @@ def panel(step: specviz.StepTrace, kind: str, compact: bool = False) -> bool:
         for t in range(row, min(row + per_row, step.tau)):
             label = f"{t + 1}. {token_label(step.draft_text[t])}"
             widget = f"decode_guess_{wid}_{t}"
-            guesses.append(cols[t - row].radio(label, quiz.ANSWERS, index=None, key=widget, disabled=done,
-                                               horizontal=compact))  # fmt: skip
+            guesses.append(
+                cols[t - row].radio(label, quiz.ANSWERS, index=None, key=widget, disabled=done, horizontal=compact)
+            )
     cols = st.columns([1, 1] if compact else [1, 1, 2])
     kept = None
     if kind == "rule":
@@ -67,3 +68,11 @@ def reset_button() -> None:
     if st.session_state.get(BOOK) and st.button("Reset score", key="decode_quiz_reset", icon=":material/replay:"):
         st.session_state[BOOK] = {}
         st.rerun()
+
+
+def kind_picker(where, on: bool, present: bool) -> str:
+    """What the class guesses (quiz mode on), in `where`: a column of the projector's row or the page."""
+    if not on:
+        return ""
+    labels = (quiz.SHORT if present else quiz.KINDS).get
+    return where.radio("Quiz", list(quiz.KINDS), key="decode_quiz_kind", format_func=labels, horizontal=not present)

@@ -26,8 +26,9 @@ def trace_reading(run: RunTrace, pair: specviz.ModelPair | None = None, turn=Non
     with st.expander(title, icon=":material/troubleshoot:", expanded=frozen is not None):
         cache = st.session_state.setdefault(CACHE, {})
         key = measure_key(run, pair) if pair is not None and run.steps else None
-        if key is not None and st.button("Time this run beside the target alone", key="decode_measure",
-                                         icon=":material/timer:"):  # fmt: skip
+        if key is not None and st.button(
+            "Time this run beside the target alone", key="decode_measure", icon=":material/timer:"
+        ):
             with st.spinner(f"Decoding the {len(run.steps)} steps again, each beside the target alone on its tokens…"):
                 measured = paired_run(pair, list(run.prompt_ids), run.config, turn=turn, max_steps=len(run.steps))
             cache[key] = diagnose(run, measured)
@@ -44,27 +45,43 @@ def _tiles(d: Diagnosis, run: RunTrace, runtime: str | None) -> None:
     cols[1].metric("verifying", f"{shares['verify']:.0%}", help=f"{d.verify_ms:.0f} ms, all target passes")
     cols[2].metric("reading the prompt", f"{shares['prefill']:.0%}", help=f"{d.prefill_ms:.0f} ms, both models")
     cols = st.columns(3)
-    cols[0].metric(f"S(τ = {d.tau}), v = 1", "–" if d.predicted_speedup is None else f"{d.predicted_speedup:.2f}×",
-                   help="(1 − α^(τ+1)) / ((1 − α)(τc + 1)): Leviathan et al., who take a pass over τ + 1 tokens "
-                   "to cost one over a single token (what a GPU engine sees)")  # fmt: skip
-    cols[1].metric(f"S_v(τ = {d.tau}), measured v", "–" if d.predicted_speedup_v is None else
-                   d.predicted_speedup_v.text(), help="E / (τc + v(τ+1)), with v measured on this runtime, at this "
-                   "run's context lengths (docs/algorithm.md)")  # fmt: skip
-    cols[2].metric("this run vs the target alone", "–" if d.run_speedup is None else d.run_speedup.text(),
-                   help="measured: each step timed beside the target alone decoding the same tokens, the two "
-                   "alternating; 95% bootstrap interval over the steps")  # fmt: skip
+    cols[0].metric(
+        f"S(τ = {d.tau}), v = 1",
+        "–" if d.predicted_speedup is None else f"{d.predicted_speedup:.2f}×",
+        help="(1 − α^(τ+1)) / ((1 − α)(τc + 1)): Leviathan et al., who take a pass over τ + 1 tokens "
+        "to cost one over a single token (what a GPU engine sees)",
+    )
+    cols[1].metric(
+        f"S_v(τ = {d.tau}), measured v",
+        "–" if d.predicted_speedup_v is None else d.predicted_speedup_v.text(),
+        help="E / (τc + v(τ+1)), with v measured on this runtime, at this run's context lengths (docs/algorithm.md)",
+    )
+    cols[2].metric(
+        "this run vs the target alone",
+        "–" if d.run_speedup is None else d.run_speedup.text(),
+        help="measured: each step timed beside the target alone decoding the same tokens, the two "
+        "alternating; 95% bootstrap interval over the steps",
+    )
     st.markdown(f"**Bottleneck.** {d.bottleneck}")
     alpha = "–" if d.alpha is None else f"{d.alpha:.3f}"
-    approx = (f" — approximate (top-{run.target_top_k}): the remote target returned only its top "
-              f"{run.target_top_k} probabilities" if run.target_top_k else "")  # fmt: skip
+    approx = (
+        f" — approximate (top-{run.target_top_k}): the remote target returned only its top "
+        f"{run.target_top_k} probabilities"
+        if run.target_top_k
+        else ""
+    )
     if d.verify_cost is None:
-        timing = ("c = one draft forward over one verify pass, as recorded in this trace. Press **Time this run** to "
-                  "measure it beside the target alone: then v and the run's speedup are known (a replayed trace has "
-                  "no model to time).")  # fmt: skip
+        timing = (
+            "c = one draft forward over one verify pass, as recorded in this trace. Press **Time this run** to "
+            "measure it beside the target alone: then v and the run's speedup are known (a replayed trace has "
+            "no model to time)."
+        )
     else:
-        timing = (f"c = {d.c_one_token.text(3, '')}: one draft forward over one token of the target alone; "
-                  f"v(τ + 1) = {d.verify_cost.text(2, '')}: this run's verify passes over it, both measured at this "
-                  "run's context lengths, the two alternating step by step (timed on "
-                  f"{runtime or 'the runtime that ran'}).")  # fmt: skip
+        timing = (
+            f"c = {d.c_one_token.text(3, '')}: one draft forward over one token of the target alone; "
+            f"v(τ + 1) = {d.verify_cost.text(2, '')}: this run's verify passes over it, both measured at this "
+            "run's context lengths, the two alternating step by step (timed on "
+            f"{runtime or 'the runtime that ran'})."
+        )
     c = "–" if d.c is None else f"{d.c:.3f}"
     st.caption(f"α = {alpha} (mean Σ min(p, q) over draft positions{approx}); c = {c}. {timing}")

@@ -63,8 +63,9 @@ def load_pair(target: str, draft: str) -> specviz.ModelPair | None:
     on the page) when it fails."""
     try:
         runtime = resolve_runtime(target, st.session_state.get("runtime", AUTO))
-        with st.spinner(f"Loading {target} and draft {draft} on {runtime} (the very first start converts the "
-                        f"model: ~30 s)…"):  # fmt: skip
+        with st.spinner(
+            f"Loading {target} and draft {draft} on {runtime} (the very first start converts the model: ~30 s)…"
+        ):
             return cached_pair(target, draft, runtime)
     except specviz.SpecvizError as exc:
         st.error(f"**Could not load the models.** {sentence(exc)}", icon=":material/error:")

@@ -26,12 +26,19 @@ def opened(kind: str) -> Snapshot | None:
 
 def panel(kind: str, snap: Snapshot | None) -> None:
     """Freeze what the page shows (a file and, when short enough, a link), or open a frozen one."""
-    with st.expander("Snapshot for slides: freeze these measurements, or open a frozen one",
-                     icon=":material/photo_camera:"):  # fmt: skip
+    with st.expander(
+        "Snapshot for slides: freeze these measurements, or open a frozen one", icon=":material/photo_camera:"
+    ):
         if snap is not None:
             st.caption(snap.describe().replace("The numbers below are that measurement, not a new one.", ""))
-            st.download_button("Download the snapshot (JSON)", snap.to_json(), f"specviz-{kind}-snapshot.json",
-                               "application/json", key=f"{kind}_snapshot_json", on_click="ignore")  # fmt: skip
+            st.download_button(
+                "Download the snapshot (JSON)",
+                snap.to_json(),
+                f"specviz-{kind}-snapshot.json",
+                "application/json",
+                key=f"{kind}_snapshot_json",
+                on_click="ignore",
+            )
             param = snap.link_param()
             if param is None:
                 st.caption("Too large for a link: reopen it from the file.")

@@ -46,9 +46,12 @@ def chain_tree_panel(pair: specviz.ModelPair, prompts: tuple[str, ...], max_new:
             bar = st.progress(0.0, text="Starting…")
             with compute_turn():
                 st.session_state["sweep_trees_result"] = compare_trees(
-                    pair, prompts, max_new_tokens=max_new, chat=chat,
+                    pair,
+                    prompts,
+                    max_new_tokens=max_new,
+                    chat=chat,
                     progress=lambda done, total, what: bar.progress(done / total, text=f"{done} / {total}: {what}"),
-                )  # fmt: skip
+                )
             bar.empty()
         trees = st.session_state.get("sweep_trees_result")
         if trees is None:

@@ -19,8 +19,9 @@ def draw(summary: SweepSummary, present: bool) -> None:
         st.plotly_chart(charts.sweep_acceptance_chart(summary, **size), key="sweep_acceptance_chart")
         return
     left, right = st.columns(2)
-    left.markdown("**Speedup over the target alone: measured (95% intervals), S(τ) with v = 1, S_v(τ) with the "
-                  "measured v**")  # fmt: skip
+    left.markdown(
+        "**Speedup over the target alone: measured (95% intervals), S(τ) with v = 1, S_v(τ) with the measured v**"
+    )
     left.plotly_chart(charts.sweep_speedup_chart(summary), key="sweep_speedup_chart")
     right.markdown("**Mean acceptance length: measured and (1 − α^(τ+1)) / (1 − α)**")
     right.plotly_chart(charts.sweep_acceptance_chart(summary), key="sweep_acceptance_chart")

@@ -5,7 +5,7 @@ import streamlit as st
 import specviz
 from pages._shared import ensure_shell
 from specviz.analysis.theory import first_token_distribution
-from specviz.viz import charts
+from specviz.viz import charts, run_charts
 
 ensure_shell()
 st.title("How speculative decoding works")
@@ -74,4 +74,4 @@ st.markdown(
     "With c = draft cost / target cost, the speedup is E / (τ·c + 1): speculation pays off for "
     "some τ exactly when α > c."
 )
-st.plotly_chart(charts.theory_chart([0.5, 0.7, 0.8, 0.9]), key="about_theory_chart")
+st.plotly_chart(run_charts.theory_chart([0.5, 0.7, 0.8, 0.9]), key="about_theory_chart")

@@ -13,11 +13,10 @@ from pages import _shared as ui
 from pages import _snapshot as snapshots
 from pages._present import COMPACT_CSS, presentation_toggle
 from pages._reading import trace_reading
-from specviz.classroom import quiz
 from specviz.classroom.replay import replay_for
 from specviz.classroom.settings import BROKEN_HELP
 from specviz.classroom.stepper import Stepper
-from specviz.viz import charts
+from specviz.viz import run_charts
 from specviz.viz import view as view_of
 from specviz.viz.render import LEGEND, run_html, sentence
 
@@ -26,8 +25,11 @@ upload = st.session_state.get("decode_upload")  # read first: while a trace repl
 frozen = snapshots.opened("reading")  # a snapshot for slides: its run replays, its reading is shown as it was
 replay, upload_error = None, None
 if upload or frozen:
-    data, name = (upload.getvalue(), upload.file_id) if upload else (json.dumps(frozen.data["trace"]).encode(),
-                                                                      f"snapshot {frozen.created}")  # fmt: skip
+    data, name = (
+        (upload.getvalue(), upload.file_id)
+        if upload
+        else (json.dumps(frozen.data["trace"]).encode(), f"snapshot {frozen.created}")
+    )
     replay, upload_error = replay_for(data, name, st.session_state.get("decode_replay"), ui.codec_for)
     st.session_state["decode_replay"] = replay
 off = replay is not None
@@ -44,9 +46,7 @@ else:  # the title shares its row with the toggles; on a short screen it shrinks
 with toggles[1]:
     presentation_toggle("decode_present")
 quiz_on = toggles[2].toggle("Quiz mode", key="decode_quiz", help="Hide r and the decisions until the class has guessed")
-where = cols[-1] if present else st.container()
-kind = where.radio("Quiz", list(quiz.KINDS), key="decode_quiz_kind", format_func=(quiz.SHORT if present else
-                   quiz.KINDS).get, horizontal=not present) if quiz_on else ""  # fmt: skip
+kind = quiz_ui.kind_picker(cols[-1] if present else st.container(), quiz_on, present)
 if upload_error:
     st.error(f"**This file is not a specviz trace that can be replayed:** {upload_error}", icon=":material/error:")
 if isinstance(config, specviz.ConfigError):
@@ -74,8 +74,14 @@ turn = contextlib.nullcontext if replay else ui.compute_turn  # a replay compute
 stepper = st.session_state.setdefault("decode_stepper", Stepper())  # every click queued (on_click), none lost
 cols = cols if present else st.columns([1, 1.3, 1, 1, 4], vertical_alignment="bottom")
 for col, (action, label, key, icon) in zip(cols, view_of.CONTROLS, strict=False):
-    col.button(label, key=key, icon=icon, on_click=stepper.press, args=(action,),
-               type="primary" if action == "step" else "secondary")  # fmt: skip
+    col.button(
+        label,
+        key=key,
+        icon=icon,
+        on_click=stepper.press,
+        args=(action,),
+        type="primary" if action == "step" else "secondary",
+    )
 if (autostep := st.session_state.pop("decode_autostep", 0)) and pair is not None:  # opened from a link
     with st.spinner(f"Opening the shared run: {autostep} steps with the link's settings…"):
         stepper.open_link(settings, autostep, start_run, lambda d: parts.step(d, turn))
@@ -100,7 +106,7 @@ if dec is None or not dec.steps:
     # What a step can yield, drawn before the first Step: it also loads the browser's chart code now,
     # which made the first Step take seconds longer than the next ones.
     st.markdown(view_of.expectation(tau))
-    st.plotly_chart(charts.theory_chart([0.5, 0.7, 0.9], max_tau=max(8, tau)), key="decode_expect_chart")
+    st.plotly_chart(run_charts.theory_chart([0.5, 0.7, 0.9], max_tau=max(8, tau)), key="decode_expect_chart")
     st.stop()
 if stale:
     st.warning("Settings changed: the next **Step** starts a new run with them. The run below used the old ones.")
@@ -118,12 +124,15 @@ with cols[-1] if not (present and quiz_on) else st.container():  # in the row of
     view = parts.step_picker(run.steps, hidden)  # the step drawn: the newest, or one picked
 upto = run.steps[: view.index + 1]
 marks = quiz_ui.marks(view) if quiz_on else ()  # after Reveal: the class right or wrong, per token
-text = run_html(run.prompt if run.chat else run.prompt_text, upto, run.chat, hide_last=hidden, show_draws=draws,
-                marks=marks)  # fmt: skip
+text = run_html(
+    run.prompt if run.chat else run.prompt_text, upto, run.chat, hide_last=hidden, show_draws=draws, marks=marks
+)
 text_box.html(f'{"" if hidden else LEGEND}<div class="sv-box">{text}</div>')  # on short screens: the newest lines
 if view.tau == 0:
-    st.info(f"No draft at step {view.index + 1} (the drafter found no match, or the end was near): the target "
-            f"alone chose '{view.next_text}'.")  # fmt: skip
+    st.info(
+        f"No draft at step {view.index + 1} (the drafter found no match, or the end was near): the target "
+        f"alone chose '{view.next_text}'."
+    )
 else:
     parts.draw_step(view, run.config.mode == "greedy", hidden, draws, tuple(marks), present, beside)
 parts.draw_run(run, view, hidden)

@@ -17,8 +17,13 @@ lesson = BY_KEY[key]
 number = [item.key for item in LESSONS].index(key) + 1
 st.title(f"Lesson {number} of {len(LESSONS)}: {lesson.title}")
 st.markdown(f"#### {lesson.question}")
-guess = st.radio("Your prediction", range(len(lesson.choices)), index=None, key=f"lessons_guess_{key}",
-                 format_func=lambda i: lesson.choices[i])  # fmt: skip
+guess = st.radio(
+    "Your prediction",
+    range(len(lesson.choices)),
+    index=None,
+    key=f"lessons_guess_{key}",
+    format_func=lambda i: lesson.choices[i],
+)
 results = st.session_state.setdefault("lessons_results", {})
 if st.button("Run it", type="primary", key="lessons_run", icon=":material/play_arrow:"):
     pair = ui.load_pair("embedded", "embedded")
@@ -38,8 +43,11 @@ if evidence is None:
     st.stop()
 right = lesson.choices[lesson.right]
 if evidence.held is False and evidence.gates:  # the run did not show what the question rests on: no Right / Not quite
-    st.warning(f"**This run did not show the premise** — {evidence.premise}: {evidence.why_not} The answer, in "
-               f"general: {right}", icon=":material/help:")  # fmt: skip
+    st.warning(
+        f"**This run did not show the premise** — {evidence.premise}: {evidence.why_not} The answer, in "
+        f"general: {right}",
+        icon=":material/help:",
+    )
 elif guess is None:
     st.info(f"**Answer:** {right}", icon=":material/lightbulb:")
 elif guess == lesson.right:

@@ -12,7 +12,7 @@ from pages._shared import LIMITS, ensure_shell, in_turns, load_pair, model_picke
 from specviz.analysis.lossless import METHOD, VARIANTS, check, first_tokens, reference, table_pair, variant_config
 from specviz.classroom import links
 from specviz.classroom.settings import LOSSLESS_SOURCES
-from specviz.viz import charts
+from specviz.viz import run_charts
 
 ensure_shell()
 top = st.columns([3, 1.4], vertical_alignment="bottom")
@@ -43,8 +43,9 @@ if source == TABLES:
         st.error(f"**Check the table**: {exc}", icon=":material/error:")
         st.stop()
 else:
-    trials = cols[3].number_input("Trials per mode", *LIMITS["lossless_trials_real"], step=50,
-                                  key="lossless_trials_real")  # fmt: skip
+    trials = cols[3].number_input(
+        "Trials per mode", *LIMITS["lossless_trials_real"], step=50, key="lossless_trials_real"
+    )
     with st.sidebar:
         target, draft = model_picker("lossless")
     prompt = st.text_input("Prompt", key="lossless_prompt")
@@ -52,8 +53,11 @@ else:
     if pair is None:
         st.stop()
 
-share_link("lossless", {"lossless_table": links.table_text(table.to_dict(orient="list"))} if source == TABLES else {},
-           show=not present)  # fmt: skip
+share_link(
+    "lossless",
+    {"lossless_table": links.table_text(table.to_dict(orient="list"))} if source == TABLES else {},
+    show=not present,
+)
 settings = (source, tau, temperature, trials, prompt, repr(pair.target.name), repr(pair.draft.name))
 if source == TABLES:
     settings += (tuple(map(tuple, table.values.tolist())),)
@@ -61,8 +65,13 @@ results = st.session_state.setdefault("lossless_results", {})
 checks = results.get(settings, {})  # filled variant by variant: Stop keeps every finished one
 missing = [label for label in VARIANTS if label not in checks]
 cols = st.columns([1.4, 1, 4])
-run_clicked = cols[0].button("Run the check" if missing else "All modes finished", type="primary",
-                             key="lossless_run", icon=":material/play_arrow:", disabled=not missing)  # fmt: skip
+run_clicked = cols[0].button(
+    "Run the check" if missing else "All modes finished",
+    type="primary",
+    key="lossless_run",
+    icon=":material/play_arrow:",
+    disabled=not missing,
+)
 cols[1].button("Stop", key="lossless_stop", icon=":material/stop:", help="Keeps every finished mode")
 if run_clicked:
     bar, started = st.progress(0.0, text="Starting…"), time.perf_counter()
@@ -76,8 +85,10 @@ if run_clicked:
                 if i % max(1, trials // 50) == 0 or i == 1:
                     done = m * trials + i  # trials so far; the time left from the measured time per trial
                     left = (time.perf_counter() - started) / done * (len(missing) * trials - done)
-                    bar.progress((m + i / trials) / len(missing),
-                                 text=f"{label}: {i:,} / {trials:,} trials — about {left:,.0f} s left")  # fmt: skip
+                    bar.progress(
+                        (m + i / trials) / len(missing),
+                        text=f"{label}: {i:,} / {trials:,} trials — about {left:,.0f} s left",
+                    )
             checks[label] = check(label, samples, reference(pair, prompt, config))
     except specviz.SpecvizError as exc:
         st.error(f"**Cannot run.** {exc}")
@@ -93,8 +104,9 @@ if not checks:
     )
     st.stop()
 if missing:
-    st.warning(f"Stopped with {len(missing)} of {len(VARIANTS)} modes left ({', '.join(missing)}): **Run the check** "
-               "to go on.")  # fmt: skip
+    st.warning(
+        f"Stopped with {len(missing)} of {len(VARIANTS)} modes left ({', '.join(missing)}): **Run the check** to go on."
+    )
 done = [checks[label] for label in VARIANTS if label in checks]  # one order, however they ran
 if present:  # a projector: every verdict in one row, then the charts in large type
     for column, result in zip(st.columns(len(done)), done, strict=True):
@@ -103,4 +115,6 @@ for result in done:
     if not present:
         (st.success if result.consistent else st.error)(result.verdict())
     size = {"font_size": 20, "height": 420} if present else {}
-    st.plotly_chart(charts.lossless_chart(result, pair.codec.token_text, **size), key=f"lossless_chart_{result.mode}")
+    st.plotly_chart(
+        run_charts.lossless_chart(result, pair.codec.token_text, **size), key=f"lossless_chart_{result.mode}"
+    )

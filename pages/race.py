@@ -22,8 +22,10 @@ start = cols[2].button("Start", type="primary", key="race_start", icon=":materia
 with cols[3]:
     presentation_toggle("race_present")
 preset = BY_LABEL[label]
-st.caption(f"{preset.note} Greedy decoding, so both sides must write the same text. Draft: `{preset.draft}`, "
-           f"τ = {preset.tau}; each side's clock counts only its own work, as if on two machines.")  # fmt: skip
+st.caption(
+    f"{preset.note} Greedy decoding, so both sides must write the same text. Draft: `{preset.draft}`, "
+    f"τ = {preset.tau}; each side's clock counts only its own work, as if on two machines."
+)
 
 lanes = st.columns(2)
 with lanes[0]:
@@ -35,8 +37,10 @@ with lanes[1]:
 
 
 def lane_words(lane) -> str:
-    return (f"**{lane.seconds:.1f} s** · {len(lane.tokens)} tokens · **{lane.tokens_per_second:.1f} tokens/s** · "
-            f"{lane.passes} target passes" + (" · done" if lane.done else ""))  # fmt: skip
+    return (
+        f"**{lane.seconds:.1f} s** · {len(lane.tokens)} tokens · **{lane.tokens_per_second:.1f} tokens/s** · "
+        f"{lane.passes} target passes" + (" · done" if lane.done else "")
+    )
 
 
 def draw(pair: specviz.ModelPair, alone, spec) -> None:
@@ -53,8 +57,10 @@ def verdict(result: RaceResult) -> None:
         result.summary(), icon=":material/sports_score:"
     )
     if result.same_text:
-        st.markdown("**The same text, token for token**: greedy speculative decoding emits the target's own greedy "
-                    "decoding, whatever the draft (docs/algorithm.md).")  # fmt: skip
+        st.markdown(
+            "**The same text, token for token**: greedy speculative decoding emits the target's own greedy "
+            "decoding, whatever the draft (docs/algorithm.md)."
+        )
     else:  # never in greedy mode: a bug to report, not a result
         st.error("The two texts differ: greedy speculative decoding must equal the target's greedy decoding.")
 
@@ -64,8 +70,9 @@ results = st.session_state.setdefault("race_results", {})
 key = (label, max_new)
 if frozen := snapshots.opened("race"):  # a snapshot for slides: the race as it ran then
     result, texts = RaceResult.from_dict(frozen.data["result"]), frozen.data["texts"]
-    for lane, box, line, text in zip((result.alone, result.speculative), (alone_box, spec_box),
-                                     (alone_line, spec_line), texts, strict=True):  # fmt: skip
+    for lane, box, line, text in zip(
+        (result.alone, result.speculative), (alone_box, spec_box), (alone_line, spec_line), texts, strict=True
+    ):
         box.html(lane_html(text))
         line.markdown(lane_words(lane))
     verdict(result)

@@ -35,15 +35,26 @@ with st.sidebar:
     sampling = sampling_widgets("sweep")
     st.header("τ policies")
     policies = tuple(
-        name for name, on in (
+        name
+        for name, on in (
             ("heuristic", st.toggle("Heuristic: +2 after all accepted, −1 after a rejection", key="sweep_heuristic")),
             ("confidence", st.toggle("Confidence: stop drafting when the draft is unsure", key="sweep_confidence")),
-        ) if on
-    )  # fmt: skip
-    policy_tau = st.number_input("Policy τ: the start (heuristic) or the cap (confidence)", *LIMITS["sweep_policy_tau"],
-                                 key="sweep_policy_tau", disabled=not policies)  # fmt: skip
-    threshold = st.slider("Confidence threshold (top probability of q)", *LIMITS["sweep_threshold"], step=0.05,
-                          key="sweep_threshold", disabled="confidence" not in policies)  # fmt: skip
+        )
+        if on
+    )
+    policy_tau = st.number_input(
+        "Policy τ: the start (heuristic) or the cap (confidence)",
+        *LIMITS["sweep_policy_tau"],
+        key="sweep_policy_tau",
+        disabled=not policies,
+    )
+    threshold = st.slider(
+        "Confidence threshold (top probability of q)",
+        *LIMITS["sweep_threshold"],
+        step=0.05,
+        key="sweep_threshold",
+        disabled="confidence" not in policies,
+    )
 
 top = st.columns([3, 1.4], vertical_alignment="bottom")
 top[0].html(COMPACT_CSS)
@@ -60,9 +71,16 @@ if pair is None:
     st.stop()
 try:
     settings = SweepSettings(
-        taus=tuple(range(low, high + 1)), prompts=prompts, seeds=tuple(range(seeds)), max_new_tokens=max_new,
-        chat=None if chat else False, policies=policies, policy_tau=policy_tau, confidence=threshold, **sampling,
-    )  # fmt: skip
+        taus=tuple(range(low, high + 1)),
+        prompts=prompts,
+        seeds=tuple(range(seeds)),
+        max_new_tokens=max_new,
+        chat=None if chat else False,
+        policies=policies,
+        policy_tau=policy_tau,
+        confidence=threshold,
+        **sampling,
+    )
     sweep = Sweep(pair, settings, st.session_state.setdefault("sweep_cache", {}))
 except specviz.SpecvizError as exc:
     st.error(f"**Cannot sweep.** {exc}", icon=":material/error:")
@@ -71,9 +89,12 @@ except specviz.SpecvizError as exc:
 total, pending = len(sweep.units()), len(sweep.pending())
 cols = st.columns([1.6, 1, 4])
 run_clicked = cols[0].button(
-    f"Run {pending} of {total} units" if pending else "All finished", type="primary", key="sweep_run",
-    disabled=not pending, icon=":material/play_arrow:",
-)  # fmt: skip
+    f"Run {pending} of {total} units" if pending else "All finished",
+    type="primary",
+    key="sweep_run",
+    disabled=not pending,
+    icon=":material/play_arrow:",
+)
 cols[1].button("Stop", key="sweep_stop", icon=":material/stop:", help="Keeps every finished run")
 if not present:
     cols[2].caption(
@@ -83,8 +104,9 @@ if not present:
 if run_clicked:
     bar = st.progress(0.0, text="Starting…")
     for done, _, unit in in_turns(sweep.advance()):
-        bar.progress(done / total, text=f"{done} / {total}: τ = {unit.tau}, seed {unit.seed}, prompt "
-                     f"{unit.prompt_index + 1}")  # fmt: skip
+        bar.progress(
+            done / total, text=f"{done} / {total}: τ = {unit.tau}, seed {unit.seed}, prompt {unit.prompt_index + 1}"
+        )
     st.rerun()  # redraw the buttons and results from the finished cache
 if not present:
     extras.verify_timing_panel(pair, prompts, high, settings.chat)
@@ -99,7 +121,12 @@ if not result.complete:
     st.warning(f"Stopped with {result.pending} of {total} units left; the charts show what finished. Run to go on.")
 summary = result.summary()
 view.draw(summary, present)
-downloads("sweep", "specviz-sweep", lambda: result.to_json(indent=1), lambda: summary.to_frame().to_csv(index=False),
-          ("Download JSON", "Download CSV"))  # fmt: skip
+downloads(
+    "sweep",
+    "specviz-sweep",
+    lambda: result.to_json(indent=1),
+    lambda: summary.to_frame().to_csv(index=False),
+    ("Download JSON", "Download CSV"),
+)
 snapshots.panel("sweep", freeze("sweep", runtime_of(pair), summary.to_dict()))
 share_link("sweep", show=not present)

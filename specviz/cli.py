@@ -101,16 +101,25 @@ def _say_conversion(message: str) -> None:
 def _pair(args: argparse.Namespace) -> ModelPair:
     _quiet_transformers()
     return load_pair(
-        args.target, args.draft, device=args.device, dtype=args.dtype, max_params=args.max_params,
+        args.target,
+        args.draft,
+        device=args.device,
+        dtype=args.dtype,
+        max_params=args.max_params,
         progress=_say_conversion,
-    )  # fmt: skip
+    )
 
 
 def _run(args: argparse.Namespace) -> None:
     config = SpecConfig(
-        tau=args.tau, mode=args.mode, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
-        seed=args.seed, max_new_tokens=args.max_new_tokens,
-    )  # fmt: skip
+        tau=args.tau,
+        mode=args.mode,
+        temperature=args.temperature,
+        top_k=args.top_k,
+        top_p=args.top_p,
+        seed=args.seed,
+        max_new_tokens=args.max_new_tokens,
+    )
     if not args.prompt.strip():
         raise PromptError("the prompt is empty: give some text with --prompt")
     run = Decoder(_pair(args), args.prompt, config, chat=args.chat).run()
@@ -129,10 +138,16 @@ def _sweep(args: argparse.Namespace) -> None:
     if args.seeds < 1:
         raise PromptError("--seeds must be at least 1")
     settings = SweepSettings(
-        taus=parse_taus(args.taus), prompts=tuple(args.prompt), seeds=tuple(range(args.seeds)), mode=args.mode,
-        temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, max_new_tokens=args.max_new_tokens,
+        taus=parse_taus(args.taus),
+        prompts=tuple(args.prompt),
+        seeds=tuple(range(args.seeds)),
+        mode=args.mode,
+        temperature=args.temperature,
+        top_k=args.top_k,
+        top_p=args.top_p,
+        max_new_tokens=args.max_new_tokens,
         chat=args.chat,
-    )  # fmt: skip
+    )
     sweep = Sweep(_pair(args), settings)
     for done, total, unit in sweep.advance():
         print(f"specviz: {done}/{total} τ = {unit.tau}, prompt {unit.prompt_index + 1}", file=sys.stderr)

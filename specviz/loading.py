@@ -149,8 +149,9 @@ def load_pair(
     return ModelPair(runner, draft_lm, HFCodec(tokenizer, target_lm.name))
 
 
-def resolve_runtime(target: str, runtime: str = AUTO, device: torch.device | None = None,
-                    dtype: torch.dtype = torch.float32) -> str:  # fmt: skip
+def resolve_runtime(
+    target: str, runtime: str = AUTO, device: torch.device | None = None, dtype: torch.dtype = torch.float32
+) -> str:
     """The runtime that will run `target`. "auto" ($SPECVIZ_RUNTIME when set), for the embedded target
     on a CPU in float32: llama.cpp when llama-cpp-python is installed, else torch on per-shape kernels;
     any other target: torch. Asking for a runtime where it cannot run is a ModelError that says why."""
@@ -176,9 +177,13 @@ def resolve_runtime(target: str, runtime: str = AUTO, device: torch.device | Non
 
 
 def _remote_pair(
-    target: str, draft: str, limit: int, dev: torch.device, torch_dtype: torch.dtype,
+    target: str,
+    draft: str,
+    limit: int,
+    dev: torch.device,
+    torch_dtype: torch.dtype,
     progress: embedded.Progress | None,
-) -> ModelPair:  # fmt: skip
+) -> ModelPair:
     """A served target (specviz.models.remote) and a local draft model, whose tokenizer must be the
     server's: checked on probe strings before the first step."""
     spec = remote.parse_spec(target)
@@ -199,9 +204,16 @@ def _remote_pair(
 
 
 def _draft(
-    spec: str, target_spec: str, target: HFModel, tokenizer: Any, limit: int, dev: torch.device,
-    torch_dtype: torch.dtype, progress: embedded.Progress | None, lean: bool = False,
-) -> NextTokenModel:  # fmt: skip
+    spec: str,
+    target_spec: str,
+    target: HFModel,
+    tokenizer: Any,
+    limit: int,
+    dev: torch.device,
+    torch_dtype: torch.dtype,
+    progress: embedded.Progress | None,
+    lean: bool = False,
+) -> NextTokenModel:
     if spec == SELF or (spec == target_spec and spec != EMBEDDED):
         return target
     if spec == PROMPT_LOOKUP:

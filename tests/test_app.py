@@ -497,8 +497,11 @@ def test_quiz_shows_nothing_derived_from_r_or_the_decisions_before_reveal(loads)
     answer_all(at, step, answers)
     at.button(key="decode_reveal").click().run()
     assert not at.exception
-    assert any(c.value == f"#### This step: {step.tau} of {step.tau} answered tokens right. Running score: "
-               f"{step.tau} / {step.tau}." for c in at.markdown)  # fmt: skip
+    assert any(
+        c.value == f"#### This step: {step.tau} of {step.tau} answered tokens right. Running score: "
+        f"{step.tau} / {step.tau}."
+        for c in at.markdown
+    )
     assert "decision" in step_table(at).columns  # revealed: r and the decisions are back
     assert any(t["name"].startswith("r ") for t in figure(at, 0)["data"])
     assert history_bars(figure(at, 3)) == [step.n_accepted]  # history, after the next-token chart
@@ -540,8 +543,10 @@ def test_quiz_on_the_rule_shows_r_and_asks_how_many_are_kept(loads):
     answer_all(at, step, [quiz.answer(step, t) for t in range(step.tau)])
     at.number_input(key=f"decode_kept_{widget_id(step)}").set_value(step.n_accepted)
     at.button(key="decode_reveal").click().run()
-    assert any(c.value.startswith(f"#### This step: {step.tau} of {step.tau} answered tokens right, tokens kept: "
-                                  "right") for c in at.markdown)  # fmt: skip
+    assert any(
+        c.value.startswith(f"#### This step: {step.tau} of {step.tau} answered tokens right, tokens kept: right")
+        for c in at.markdown
+    )
 
 
 def test_quiz_marks_each_answered_token_right_or_wrong_on_the_chart_and_in_the_text(loads):

@@ -11,8 +11,9 @@ LIBRARY = Path(__file__).resolve().parents[1] / "specviz"
 
 def imports() -> dict[str, list[tuple[str, list[str]]]]:
     """Module name → [(imported module, names imported from it)], from every import statement."""
-    modules = {p.relative_to(LIBRARY.parent).with_suffix("").as_posix().replace("/", "."): p
-               for p in LIBRARY.rglob("*.py")}  # fmt: skip
+    modules = {
+        p.relative_to(LIBRARY.parent).with_suffix("").as_posix().replace("/", "."): p for p in LIBRARY.rglob("*.py")
+    }
     found: dict[str, list[tuple[str, list[str]]]] = {m: [] for m in modules}
     for module, path in modules.items():
         for node in ast.walk(ast.parse(path.read_text())):
@@ -68,12 +69,15 @@ LAYERS = {
     "specviz.models": 2,
     "specviz.core": 3,
     "specviz.analysis": 4,
-    "specviz.drafts": 5, "specviz.viz": 5,
+    "specviz.drafts": 5,
+    "specviz.viz": 5,
     "specviz.loading": 6,
-    "specviz.training": 7, "specviz.classroom": 7,
-    "specviz": 8, "specviz.cli": 8,
+    "specviz.training": 7,
+    "specviz.classroom": 7,
+    "specviz": 8,
+    "specviz.cli": 8,
     "specviz.__main__": 9,
-}  # fmt: skip
+}
 
 
 def layer_of(module: str) -> tuple[str, int]:

@@ -160,9 +160,14 @@ def overlapping(texts: list[dict], tolerance: float = 1.0) -> list[tuple[str, st
 def clipped(plot: dict, tolerance: float = 2.0) -> list[str]:
     """Texts that reach outside their chart's box (cut off on screen)."""
     box = plot["box"]
-    return [t["text"] for t in plot["texts"] if t["x"] < box["x"] - tolerance or t["y"] < box["y"] - tolerance
-            or t["x"] + t["w"] > box["x"] + box["width"] + tolerance
-            or t["y"] + t["h"] > box["y"] + box["height"] + tolerance]  # fmt: skip
+    return [
+        t["text"]
+        for t in plot["texts"]
+        if t["x"] < box["x"] - tolerance
+        or t["y"] < box["y"] - tolerance
+        or t["x"] + t["w"] > box["x"] + box["width"] + tolerance
+        or t["y"] + t["h"] > box["y"] + box["height"] + tolerance
+    ]
 
 
 def inside(box: dict | None, width: int, height: int) -> bool:
@@ -258,11 +263,19 @@ def test_presentation_views_read_on_a_projector(server):
     prompt = "sweep_prompts=Write+a+Python+function+that+reverses+a+list."
     pages = (
         ("?decode_steps=2&decode_present=true&decode_tau=16", None, "Step 2:", 1),
-        (f"sweep?sweep_taus=1-3&sweep_max_new=12&sweep_present=true&{prompt}", re.compile(r"^Run \d+ of \d+ units"),
-         re.compile("^Measured: "), 2),
-        ("lossless?lossless_source=Real+models+%28first+step%29&lossless_trials_real=20&lossless_present=true",
-         re.compile("^Run the check"), re.compile("^lossless, block: "), 5),
-    )  # fmt: skip
+        (
+            f"sweep?sweep_taus=1-3&sweep_max_new=12&sweep_present=true&{prompt}",
+            re.compile(r"^Run \d+ of \d+ units"),
+            re.compile("^Measured: "),
+            2,
+        ),
+        (
+            "lossless?lossless_source=Real+models+%28first+step%29&lossless_trials_real=20&lossless_present=true",
+            re.compile("^Run the check"),
+            re.compile("^lossless, block: "),
+            5,
+        ),
+    )
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         for query, press, wait, charts in pages:

@@ -5,16 +5,9 @@ import re
 import pytest
 
 from specviz.analysis.theory import expected_tokens_per_step
-from specviz.viz.charts import (
-    DECISION_COLORS,
-    history_chart,
-    per_position_chart,
-    step_chart,
-    theory_chart,
-    token_label,
-    top_chart,
-)
+from specviz.viz.charts import DECISION_COLORS, step_chart, token_label, top_chart
 from specviz.viz.render import run_html
+from specviz.viz.run_charts import history_chart, per_position_chart, theory_chart
 from tests.helpers import runs_by_mode
 
 
@@ -299,8 +292,14 @@ def test_small_probabilities_stay_readable_as_percentages():
     from specviz.viz.charts import prob_text
 
     assert [prob_text(x) for x in (0.8, 0.473, 0.0473, 0.000473, 3e-6, 2e-9, 0.0)] == [
-        "80%", "47.3%", "4.73%", "0.0473%", "0.0003%", "<0.0001%", "0%",
-    ]  # fmt: skip
+        "80%",
+        "47.3%",
+        "4.73%",
+        "0.0473%",
+        "0.0003%",
+        "<0.0001%",
+        "0%",
+    ]
 
 
 def test_step_chart_labels_bars_with_percentages(runs):

@@ -29,8 +29,9 @@ from specviz.analysis.costmodel import (
 )
 from specviz.analysis.theory import speedup_with_verify_cost
 
-H100, A100, RTX3090, TPU = (HARDWARE[n] for n in ("NVIDIA H100 SXM", "NVIDIA A100 80GB SXM", "NVIDIA RTX 3090",
-                                                   "Google TPU v4"))  # fmt: skip
+H100, A100, RTX3090, TPU = (
+    HARDWARE[n] for n in ("NVIDIA H100 SXM", "NVIDIA A100 80GB SXM", "NVIDIA RTX 3090", "Google TPU v4")
+)
 LLAMA8, VICUNA7 = MODELS["Llama-3.1-8B"], MODELS["Vicuna-7B v1.3"]
 # 8e9 two-byte weights, Llama-3.1-8B's KV (32 layers × 2 × 8 KV heads × 128 × 2 B = 131,072 B) and attention width
 ROUND = Model("round 8B", 8e9, 2, 32, 131_072, 4096)
@@ -144,8 +145,10 @@ def test_best_tau_with_rates_stops_at_the_measured_positions():
 def test_break_even_batch_moves_down_as_the_draft_gets_more_expensive():
     # at a short context (128 tokens), where a big batch makes the verify pass compute-bound
     draft = MODELS["EAGLE-3 head for Llama-3.1-8B"]
-    batches = [break_even_batch(LLAMA8, dataclasses.replace(draft, params=p), H100, alpha=0.7, context=128)
-               for p in (0.1e9, 0.42e9, 1.2e9, 3e9)]  # fmt: skip
+    batches = [
+        break_even_batch(LLAMA8, dataclasses.replace(draft, params=p), H100, alpha=0.7, context=128)
+        for p in (0.1e9, 0.42e9, 1.2e9, 3e9)
+    ]
     assert all(b is not None for b in batches)
     assert batches == sorted(batches, reverse=True) and batches[0] > batches[-1]
     at = batches[1]

@@ -59,8 +59,9 @@ def test_few_accepted_tokens_and_slow_drafting_are_named():
 def paired(tokens: list[int], drafted: int, spec_ms: float, draft_ms: float, verify_ms: float, alone_per_token: float):
     from specviz.analysis.measure import PairedRun, PairedStep
 
-    return PairedRun(None, tuple(PairedStep(t, drafted, spec_ms, draft_ms, verify_ms, alone_per_token * t)
-                                 for t in tokens))  # fmt: skip
+    return PairedRun(
+        None, tuple(PairedStep(t, drafted, spec_ms, draft_ms, verify_ms, alone_per_token * t) for t in tokens)
+    )
 
 
 def test_measured_beside_the_target_alone_the_verify_cost_is_read_and_named():
@@ -93,5 +94,7 @@ def test_a_speedup_no_step_could_make_is_refused():
     """Steps recorded as faster (100 ms) than their own verify pass (250 ms): 700 / 300 = 2.33× for 2.33 tokens
     per step at v = 2.5, above the 2.33 / 2.5 = 0.93× a step that costs at least its verify pass allows."""
     with pytest.raises(MeasurementError, match=r"above what 2\.33 tokens per step at v = 2\.50 allow"):
-        diagnose(run_with(4, [1, 1, 2], beta=0.6, draft_ms=8.0, verify_ms=250.0),
-                 paired([2, 2, 3], 4, 100.0, 8.0, 250.0, 100.0))  # fmt: skip
+        diagnose(
+            run_with(4, [1, 1, 2], beta=0.6, draft_ms=8.0, verify_ms=250.0),
+            paired([2, 2, 3], 4, 100.0, 8.0, 250.0, 100.0),
+        )

@@ -174,8 +174,18 @@ def test_a_few_training_steps_move_the_draft_towards_the_teacher(kind, tmp_path)
     with torch.no_grad():
         target.lm_head.weight.mul_(20)  # a peaked teacher (random tiny models are near uniform)
     records = teacher_data(target)
-    opts = train.Options(kind=kind, vocab=VOCAB, layers=[0], rank=4, epochs=30, lr=1e-2, batch_tokens=60,
-                         precision="fp32", unrolls=2, noise=0.0)  # fmt: skip
+    opts = train.Options(
+        kind=kind,
+        vocab=VOCAB,
+        layers=[0],
+        rank=4,
+        epochs=30,
+        lr=1e-2,
+        batch_tokens=60,
+        precision="fp32",
+        unrolls=2,
+        noise=0.0,
+    )
     recipe = train.train(target, records, records, torch.arange(VOCAB), opts, tmp_path / "ckpt", log=lambda m: None)
     first, last = recipe.history[0], recipe.history[-1]
     assert len(recipe.history) == 31 and last["step"] == 30 * 2  # two batches of three records per epoch
@@ -240,12 +250,25 @@ def test_the_model_card_has_a_row_per_evaluated_draft_and_a_speedup_per_tau():
 
     base = {"alpha": 0.0437, "greedy_agreement": 0.043, "mean_acceptance_length": 1.0417, "c": 0.2444, "best_tau": 1}
     reports = [
-        {**base, "spec": "embedded", "draft": "distilled", "alpha": 0.4504, "mean_acceptance_length": 1.8667,
-         "best_tau": 3, "best_speedup": 0.8249, "baseline_tokens_per_second": 16.63,
-         "speedup": {"1": 0.72, "3": 0.8249}},
-        {**base, "draft": "first 8 layers", "best_speedup": 0.4512, "baseline_tokens_per_second": 16.2,
-         "speedup": {"1": 0.4512, "2": 0.3158}},  # an older report: no spec
-    ]  # fmt: skip
+        {
+            **base,
+            "spec": "embedded",
+            "draft": "distilled",
+            "alpha": 0.4504,
+            "mean_acceptance_length": 1.8667,
+            "best_tau": 3,
+            "best_speedup": 0.8249,
+            "baseline_tokens_per_second": 16.63,
+            "speedup": {"1": 0.72, "3": 0.8249},
+        },
+        {
+            **base,
+            "draft": "first 8 layers",
+            "best_speedup": 0.4512,
+            "baseline_tokens_per_second": 16.2,
+            "speedup": {"1": 0.4512, "2": 0.3158},
+        },  # an older report: no spec
+    ]
     assert speedup_table(reports).splitlines() == [
         "| draft | spec | target alone | τ = 1 | τ = 2 | τ = 3 |",
         "|---|---|---|---|---|---|",

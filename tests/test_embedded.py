@@ -94,8 +94,11 @@ def test_command_line_decodes_with_the_embedded_pair_offline(cache):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", embedded.CACHE_ENV: str(cache["root"])}
     out = subprocess.run(
         [sys.executable, "-m", "specviz", "--prompt", PROMPT, "--json"],
-        capture_output=True, text=True, env=env, timeout=600,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr
     trace = json.loads(out.stdout)
     assert trace["target_name"] == embedded.NAME and len(trace["new_tokens"]) == 32
@@ -125,8 +128,13 @@ def test_the_first_page_shows_speculation_at_its_best(pair, mode):
     from specviz.classroom.settings import defaults
 
     d = defaults()
-    config = SpecConfig(tau=d["decode_tau"], mode=mode, temperature=d["decode_temperature"], seed=d["decode_seed"],
-                        max_new_tokens=d["decode_max_new"])  # fmt: skip
+    config = SpecConfig(
+        tau=d["decode_tau"],
+        mode=mode,
+        temperature=d["decode_temperature"],
+        seed=d["decode_seed"],
+        max_new_tokens=d["decode_max_new"],
+    )
     run = Decoder(pair, d["decode_prompt"], config, chat=None if d["decode_chat"] else False).run()
     assert run.metrics.mean_acceptance_length >= 2.5
     tokens = list(run.new_tokens)

@@ -16,8 +16,14 @@ DEFAULTS = {"a_tau": 4, "a_mode": "textbook", "a_temperature": 1.0, "a_chat": Tr
 
 
 def test_encode_decode_round_trip_by_type():
-    settings = {"a_tau": 7, "a_mode": "lossless", "a_temperature": 0.35, "a_chat": False, "a_taus": (2, 5),
-                "a_prompt": "The cat & the hat?"}  # fmt: skip
+    settings = {
+        "a_tau": 7,
+        "a_mode": "lossless",
+        "a_temperature": 0.35,
+        "a_chat": False,
+        "a_taus": (2, 5),
+        "a_prompt": "The cat & the hat?",
+    }
     values, problems = links.decode(links.encode(settings), DEFAULTS)
     assert values == settings and problems == []
     url = links.share_url("http://localhost:8501/decode?old=1", settings)
@@ -49,9 +55,13 @@ def tiny(monkeypatch):
 def test_a_link_reopens_the_same_settings_and_trace(tiny):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.query_params.update(
-        decode_tau="3", decode_mode="lossless", decode_seed="11", decode_max_new="12", decode_prompt="w4 w5 w6",
+        decode_tau="3",
+        decode_mode="lossless",
+        decode_seed="11",
+        decode_max_new="12",
+        decode_prompt="w4 w5 w6",
         decode_steps="2",
-    )  # fmt: skip
+    )
     at.run()
     assert not at.exception
     dec = at.session_state["decode_stepper"].decoder
@@ -131,8 +141,14 @@ def test_a_lossless_link_carries_its_table_and_a_broken_one_is_a_message(tiny):
 
 def test_a_tree_link_reopens_the_same_tree_run(tiny):
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    for key, value in {"decode_tree": "true", "decode_tree_topk": "2", "decode_tree_steps": "3",
-                       "decode_tree_nodes": "5", "decode_steps": "2", "decode_seed": "4"}.items():  # fmt: skip
+    for key, value in {
+        "decode_tree": "true",
+        "decode_tree_topk": "2",
+        "decode_tree_steps": "3",
+        "decode_tree_nodes": "5",
+        "decode_steps": "2",
+        "decode_seed": "4",
+    }.items():
         at.query_params[key] = value
     at.run()
     assert not at.exception

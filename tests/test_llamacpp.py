@@ -174,9 +174,11 @@ def test_a_tree_pass_equals_each_path_alone_and_retain_leaves_a_fresh_prefill(pa
         # a crop back into the prefix, then new text: again a fresh prefill
         session.crop(cut)
         torch.testing.assert_close(
-            session.extend([7, 8]).softmax(-1), fast.target.new_session().extend([*ids[:cut], 7, 8])[-2:].softmax(-1),
-            rtol=0, atol=1e-5,
-        )  # fmt: skip
+            session.extend([7, 8]).softmax(-1),
+            fast.target.new_session().extend([*ids[:cut], 7, 8])[-2:].softmax(-1),
+            rtol=0,
+            atol=1e-5,
+        )
 
 
 def _features(pair, ids):
@@ -196,15 +198,20 @@ def test_the_lean_draft_computes_the_transformers_drafts_numbers(pairs):
     slow = reference_pair.draft.new_session(target)
     ids = list(Decoder(fast, PROMPTS[0], SpecConfig()).prompt_ids)
     target.extend(ids)
-    for a, b in ((lean.extend(ids), slow.extend(ids)), (lean.extend([42]), slow.extend([42])),
-                 (lean.extend([43]), slow.extend([43]))):  # fmt: skip
+    for a, b in (
+        (lean.extend(ids), slow.extend(ids)),
+        (lean.extend([42]), slow.extend([42])),
+        (lean.extend([43]), slow.extend([43])),
+    ):
         torch.testing.assert_close(a.softmax(-1), b.softmax(-1), rtol=0, atol=1e-4)
     n = lean.length
     parents = [n - 1, n - 1, n - 1]
     torch.testing.assert_close(
-        lean.extend_tree([7, 8, 9], parents).softmax(-1), slow.extend_tree([7, 8, 9], parents).softmax(-1), rtol=0,
+        lean.extend_tree([7, 8, 9], parents).softmax(-1),
+        slow.extend_tree([7, 8, 9], parents).softmax(-1),
+        rtol=0,
         atol=1e-4,
-    )  # fmt: skip
+    )
     lean.retain([n + 1])
     slow.retain([n + 1])
     torch.testing.assert_close(lean.extend([5]).softmax(-1), slow.extend([5]).softmax(-1), rtol=0, atol=1e-4)
@@ -216,8 +223,11 @@ def test_lossless_on_the_fast_runtimes_passes_the_pages_check_chain_and_tree(pai
     fast = pairs[runtime]
     tree = SpecConfig(topk=3, steps=2, num_draft_tokens=6, mode="lossless")
     for config in (SpecConfig(tau=3, mode="lossless"), tree):
-        result = check("lossless", list(first_tokens(fast, "The cat sat on the", config, 300)),
-                       reference(fast, "The cat sat on the", config))  # fmt: skip
+        result = check(
+            "lossless",
+            list(first_tokens(fast, "The cat sat on the", config, 300)),
+            reference(fast, "The cat sat on the", config),
+        )
         assert result.consistent, result.verdict()
 
 
@@ -225,8 +235,10 @@ def test_lossless_on_the_fast_runtimes_passes_the_pages_check_chain_and_tree(pai
 def test_sessions_sharing_the_model_never_see_each_other(pairs):
     """Two runs interleaved step by step give the traces each gives alone (own contexts, own caches)."""
     fast = pairs["llama.cpp"]
-    configs = [SpecConfig(tau=3, mode="lossless", seed=4, max_new_tokens=20),
-               SpecConfig(topk=2, steps=3, num_draft_tokens=6, mode="textbook", seed=5, max_new_tokens=20)]  # fmt: skip
+    configs = [
+        SpecConfig(tau=3, mode="lossless", seed=4, max_new_tokens=20),
+        SpecConfig(topk=2, steps=3, num_draft_tokens=6, mode="textbook", seed=5, max_new_tokens=20),
+    ]
     alone = [Decoder(fast, p, c).run() for p, c in zip(PROMPTS[:2], configs, strict=True)]
     together = [Decoder(fast, p, c) for p, c in zip(PROMPTS[:2], configs, strict=True)]
     while not all(d.done for d in together):

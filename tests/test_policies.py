@@ -35,8 +35,9 @@ def test_heuristic_shrinks_by_one_after_a_rejection_never_below_one():
 def test_heuristic_schedule_follows_the_outcomes_and_undo_restores_it():
     # target cycle 0→1→2→0; the draft knows 0→1 and 1→2 but after 2 predicts 1 (wrong)
     draft = [[0.05, 0.9, 0.05], [0.05, 0.05, 0.9], [0.05, 0.9, 0.05]]
-    dec = Decoder(table_pair(CYCLE, draft), [0], SpecConfig(tau=1, mode="greedy", tau_policy="heuristic",
-                                                              max_new_tokens=1000))  # fmt: skip
+    dec = Decoder(
+        table_pair(CYCLE, draft), [0], SpecConfig(tau=1, mode="greedy", tau_policy="heuristic", max_new_tokens=1000)
+    )
     # step 1 from 0: drafts 1 (accepted, 1 of 1) → next 2; τ 3: from 2 drafts 1 → rejected (target 0)
     first, second = dec.step(), dec.step()
     assert (first.tau, first.n_accepted, second.tau, second.n_accepted) == (1, 1, 3, 0)

@@ -60,9 +60,19 @@ def vllm_answer(ids: list[int], k: int) -> dict:
         prompt.append({str(t): {"logprob": v, "rank": 1, "decoded_token": f"w{t}"} for t, v in row.items()})
     last = top(P[ids[-1]], k)
     best = max(last, key=last.get)
-    return {"choices": [{"text": f"w{best}", "prompt_logprobs": prompt,
-                         "logprobs": {"tokens": [f"token_id:{best}"], "token_logprobs": [last[best]],
-                                      "top_logprobs": [{f"token_id:{t}": v for t, v in last.items()}]}}]}  # fmt: skip
+    return {
+        "choices": [
+            {
+                "text": f"w{best}",
+                "prompt_logprobs": prompt,
+                "logprobs": {
+                    "tokens": [f"token_id:{best}"],
+                    "token_logprobs": [last[best]],
+                    "top_logprobs": [{f"token_id:{t}": v for t, v in last.items()}],
+                },
+            }
+        ]
+    }
 
 
 def sglang_answer(ids: list[int], k: int, start: int) -> dict:
@@ -75,9 +85,15 @@ def sglang_answer(ids: list[int], k: int, start: int) -> dict:
     ]
     last = top(P[ids[-1]], k)
     best = max(last, key=last.get)
-    return {"text": "", "meta_info": {"input_token_logprobs": actual, "input_top_logprobs": tops,
+    return {
+        "text": "",
+        "meta_info": {
+            "input_token_logprobs": actual,
+            "input_top_logprobs": tops,
             "output_token_logprobs": [[last[best], best, None]],
-            "output_top_logprobs": [[[v, t, None] for t, v in last.items()]]}}  # fmt: skip
+            "output_top_logprobs": [[[v, t, None] for t, v in last.items()]],
+        },
+    }
 
 
 class Server:
@@ -253,12 +269,16 @@ def test_timeout_is_bounded():
     ("status", "payload", "error", "match"),
     [
         (500, {"error": "out of memory"}, remote.RemoteHTTPError, "HTTP 500"),
-        (400, {"message": "Requested prompt logprobs of 20, which is greater than max allowed: 5"},
-         remote.LogprobsCappedError, "max-logprobs"),
+        (
+            400,
+            {"message": "Requested prompt logprobs of 20, which is greater than max allowed: 5"},
+            remote.LogprobsCappedError,
+            "max-logprobs",
+        ),
         (200, {"choices": [{"text": "x", "logprobs": None}]}, remote.RemoteProtocolError, "prompt_logprobs"),
         (200, "not json", remote.RemoteProtocolError, "JSON"),
     ],
-)  # fmt: skip
+)
 def test_server_errors_are_typed(status, payload, error, match):
     with Server(lambda path, body: (status, payload)) as server, pytest.raises(error, match=match):
         Decoder(remote_pair(f"vllm:http://127.0.0.1:{server.port}/v1"), [0, 1], SpecConfig())

@@ -50,8 +50,9 @@ GREEDY = [("f32_pair", 0.99, 1e-3, True), ("q4_pair", 0.95, NEAR_TIE, False)]
 
 
 @pytest.mark.parametrize(("served", "min_agreement", "near_tie", "eos"), GREEDY)
-def test_greedy_through_the_server_agrees_with_the_local_target(served, min_agreement, near_tie, eos, request,
-                                                                local_target):  # fmt: skip
+def test_greedy_through_the_server_agrees_with_the_local_target(
+    served, min_agreement, near_tie, eos, request, local_target
+):
     """Each greedy step through the server against the local target at the same context: the same
     accepted length and the same next token. Where the server's argmax differs from the local one,
     the two tokens are a near-tie for the local target (the untrained draft's wrong tokens make

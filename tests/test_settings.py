@@ -11,8 +11,25 @@ from specviz.classroom import links, settings
 
 PAGES = Path(__file__).resolve().parents[1] / "pages"
 # widgets whose value is an action or a view, not a setting to keep or share
-ACTIONS = {"run", "step", "back", "reset", "reveal", "clear", "upload", "show", "position", "chart", "table", "answer",
-           "draw", "stop", "verify", "start", "measure"}  # fmt: skip
+ACTIONS = {
+    "run",
+    "step",
+    "back",
+    "reset",
+    "reveal",
+    "clear",
+    "upload",
+    "show",
+    "position",
+    "chart",
+    "table",
+    "answer",
+    "draw",
+    "stop",
+    "verify",
+    "start",
+    "measure",
+}
 
 
 def widget_keys() -> set[str]:
@@ -67,7 +84,10 @@ def test_a_link_made_before_the_custom_pair_named_servers_still_opens_it():
     old = "Custom: hub id or local folder"
     back, problems = settings.from_link({"decode_preset": old, "sweep_preset": old, "decode_prompt": old})
     assert problems == []
-    assert back == {"decode_preset": "Custom: hub id, folder or server", "sweep_preset": settings.CUSTOM,
-                    "decode_prompt": old}  # fmt: skip
+    assert back == {
+        "decode_preset": "Custom: hub id, folder or server",
+        "sweep_preset": settings.CUSTOM,
+        "decode_prompt": old,
+    }
     _, problems = settings.from_link({"decode_preset": "Custom: something else"})
     assert len(problems) == 1 and "'Custom: hub id, folder or server'" in problems[0]

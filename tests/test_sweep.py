@@ -66,8 +66,10 @@ def test_pooled_metrics_and_the_measured_timing_by_hand():
     for each of the same tokens (15, 5, 10 ms)."""
     counts = [StepCount(2, n, (0.5, 0.7), (1,) * (n + 1), draft_ms=4.0, verify_ms=8.0) for n in (2, 0, 1)]
     timed = [PairedStep(n + 1, 2, 12.0, 4.0, 8.0, 5.0 * (n + 1)) for n in (2, 0, 1)]
-    runs = (RunSummary(2, 0, 0, tuple(counts[:2]), "fixed", tuple(timed[:2])),
-            RunSummary(2, 0, 1, (counts[2],), "fixed", (timed[2],)))  # fmt: skip
+    runs = (
+        RunSummary(2, 0, 0, tuple(counts[:2]), "fixed", tuple(timed[:2])),
+        RunSummary(2, 0, 1, (counts[2],), "fixed", (timed[2],)),
+    )
     result = SweepResult(SweepSettings(taus=(2,), prompts=("x",), seeds=(0, 1)), runs, pending=0)
     assert result.c.value == pytest.approx(2 / 5)  # c: 2 ms per draft forward / 5 ms per target-alone token
     assert result.alpha == pytest.approx(0.6)
@@ -202,8 +204,27 @@ def test_sweep_charts_show_the_summaries(result):
 def test_sweep_command_line_prints_one_json_document(tmp_path):
     target, draft = save_tiny(tmp_path / "t", seed=0), save_tiny(tmp_path / "d", seed=1, layers=1)
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    cmd = [sys.executable, "-m", "specviz", "sweep", "--taus", "1-3", "--prompt", "w1 w2", "--prompt", "w3",
-           "--max-new-tokens", "8", "--seeds", "1", "--json", "--target", target, "--draft", draft]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "specviz",
+        "sweep",
+        "--taus",
+        "1-3",
+        "--prompt",
+        "w1 w2",
+        "--prompt",
+        "w3",
+        "--max-new-tokens",
+        "8",
+        "--seeds",
+        "1",
+        "--json",
+        "--target",
+        target,
+        "--draft",
+        draft,
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
@@ -221,8 +242,14 @@ def test_tau_policies_run_beside_fixed_tau_and_are_compared_with_the_best():
     """Draft = target (every token accepted, greedy): the heuristic policy grows τ from 2 by 2 per
     step (2, 4, 6, …) and the confidence policy keeps τ = 2 (the draft is sure); fixed rows ignore them."""
     cycle = [[0.05, 0.9, 0.05], [0.05, 0.05, 0.9], [0.9, 0.05, 0.05]]
-    settings = SweepSettings(taus=(1, 2), prompts=("0",), mode="greedy", max_new_tokens=30,
-                             policies=("heuristic", "confidence"), policy_tau=2)  # fmt: skip
+    settings = SweepSettings(
+        taus=(1, 2),
+        prompts=("0",),
+        mode="greedy",
+        max_new_tokens=30,
+        policies=("heuristic", "confidence"),
+        policy_tau=2,
+    )
     pair = table_pair(cycle, cycle)
     pair.codec.encode = lambda text: [int(w) for w in text.split()]  # the prompt "0" is token 0
     result = Sweep(pair, settings).run()

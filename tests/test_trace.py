@@ -10,9 +10,24 @@ from specviz.core.metrics import Metrics, compute_metrics
 from tests.helpers import runs_by_mode, table_pair
 
 REQUIRED_STEP_FIELDS = {
-    "draft_tokens", "draft_text", "q", "p", "ratio", "r", "accepted", "n_accepted", "next_token",
-    "next_rule", "beta", "q_top", "p_top", "next_top", "residual_top", "draft_ms", "verify_ms",
-}  # fmt: skip
+    "draft_tokens",
+    "draft_text",
+    "q",
+    "p",
+    "ratio",
+    "r",
+    "accepted",
+    "n_accepted",
+    "next_token",
+    "next_rule",
+    "beta",
+    "q_top",
+    "p_top",
+    "next_top",
+    "residual_top",
+    "draft_ms",
+    "verify_ms",
+}
 
 
 @pytest.fixture(scope="module")

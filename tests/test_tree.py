@@ -373,8 +373,10 @@ def test_chain_against_tree_numbers_worked_by_hand():
     assert (chain.tokens_per_step, tree.tokens_per_step, chain.target_passes, tree.emitted) == (2.0, 3.0, 10, 24)
     assert chain.speedup().value == pytest.approx(2.0) and tree.speedup().value == pytest.approx(2.0)
     assert chain.verify_cost().value == pytest.approx(0.8) and tree.verify_cost().value == pytest.approx(1.2)
-    assert result.verdict() == ("At 4 nodes per pass the tree emits 3.00 tokens per step against the chain's 2.00, "
-                                "speedups within noise of each other (2.00× against 2.00×).")  # fmt: skip
+    assert result.verdict() == (
+        "At 4 nodes per pass the tree emits 3.00 tokens per step against the chain's 2.00, "
+        "speedups within noise of each other (2.00× against 2.00×)."
+    )
     frame = result.to_frame()
     assert list(frame["shape"]) == ["chain", "tree: topk 2, steps 3"] and list(frame["v(budget + 1)"]) == [
         "0.80",
@@ -384,9 +386,12 @@ def test_chain_against_tree_numbers_worked_by_hand():
     fig = chain_tree_chart(result, "tokens per step")
     assert [list(t.y) for t in fig.data] == [[2.0], [3.0]] and [t.name for t in fig.data] == ["chain", "tree"]
     assert [list(t.y) for t in chain_tree_chart(result, "speedup").data] == [[2.0], [2.0]]
-    faster = ChainTreeResult((ShapeResult(4, "chain", 1, 4, chain_steps),
-                              ShapeResult(4, "tree", 2, 3, tuple(PairedStep(3, 4, 50.0, 10.0, 40.0, 150.0)
-                                                                 for _ in range(8)))))  # fmt: skip
+    faster = ChainTreeResult(
+        (
+            ShapeResult(4, "chain", 1, 4, chain_steps),
+            ShapeResult(4, "tree", 2, 3, tuple(PairedStep(3, 4, 50.0, 10.0, 40.0, 150.0) for _ in range(8))),
+        )
+    )
     assert "the tree faster (3.00× against 2.00×)" in faster.verdict()  # separated intervals: a side named
 
 
@@ -430,6 +435,9 @@ def test_on_the_real_pair_trees_are_exact(embedded_cache):
         run = Decoder(drafted, ids, tree_config(3, 4, 10, mode="greedy", max_new_tokens=24)).run()
         assert list(run.new_tokens) == expected, draft
     config = tree_config(3, 2, 6, mode="lossless")
-    result = check("lossless", list(first_tokens(pair, "The cat sat on the", config, 200)),
-                   reference(pair, "The cat sat on the", config))  # fmt: skip
+    result = check(
+        "lossless",
+        list(first_tokens(pair, "The cat sat on the", config, 200)),
+        reference(pair, "The cat sat on the", config),
+    )
     assert result.consistent, result.verdict()

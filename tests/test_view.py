@@ -39,15 +39,31 @@ def test_the_metrics_follow_the_steps_counted(run):
 
 def test_metric_tiles_from_numbers_worked_by_hand():
     # 12 drafted, 9 accepted over 4 steps: length 1 + 9/4 = 3.25; 30 ms drafting of 120: 25% / 75%
-    m = Metrics(steps=4, drafted_tokens=12, accepted_tokens=9, emitted_tokens=13, draft_acceptance_rate=0.75,
-                mean_acceptance_length=3.25, per_position_acceptance_rate=(), alpha=0.6125, c=0.05,
-                target_forward_passes=4, draft_ms=30.0, verify_ms=90.0, tokens_per_second=108.3,
-                mean_accepted_draft_tokens=2.25)  # fmt: skip
+    m = Metrics(
+        steps=4,
+        drafted_tokens=12,
+        accepted_tokens=9,
+        emitted_tokens=13,
+        draft_acceptance_rate=0.75,
+        mean_acceptance_length=3.25,
+        per_position_acceptance_rate=(),
+        alpha=0.6125,
+        c=0.05,
+        target_forward_passes=4,
+        draft_ms=30.0,
+        verify_ms=90.0,
+        tokens_per_second=108.3,
+        mean_accepted_draft_tokens=2.25,
+    )
     tiles = {t.label: t for t in view.metric_tiles(m)}
     assert [(t.label, t.value) for t in tiles.values()] == [
-        ("mean acceptance length", "3.25"), ("draft acceptance rate", "75%"), ("α", "0.613"),
-        ("target forward passes", "4"), ("tokens/s", "108.3"), ("time: draft / verify", "25% / 75%"),
-    ]  # fmt: skip
+        ("mean acceptance length", "3.25"),
+        ("draft acceptance rate", "75%"),
+        ("α", "0.613"),
+        ("target forward passes", "4"),
+        ("tokens/s", "108.3"),
+        ("time: draft / verify", "25% / 75%"),
+    ]
     assert "(mean accepted draft tokens, accepted / steps): 2.25" in tiles["mean acceptance length"].help
     assert tiles["target forward passes"].help == "for 13 tokens" and "c = 0.05" in tiles["time: draft / verify"].help
     remote = view.metric_tiles(m, target_top_k=5)[2]
@@ -63,8 +79,9 @@ def test_metric_tiles_from_numbers_worked_by_hand():
 def test_a_depth_no_tree_step_drafted_is_absent_not_zero():
     """A lossless tree of 8 nodes, topk 3 and steps 4 keeps rank paths of depth 3 at most (docs/algorithm.md):
     depth 4 is never drafted, so its rates are None (drawn as "not drafted"), never 0.00."""
-    run = Decoder(hf_pair(), [5, 17, 42], SpecConfig(mode="lossless", topk=3, steps=4, num_draft_tokens=8,
-                                                     max_new_tokens=12)).run()  # fmt: skip
+    run = Decoder(
+        hf_pair(), [5, 17, 42], SpecConfig(mode="lossless", topk=3, steps=4, num_draft_tokens=8, max_new_tokens=12)
+    ).run()
     assert {s.depth for s in run.steps} <= {1, 2, 3} and max(s.depth for s in run.steps) == 3
     assert run.metrics.per_position_acceptance_rate[3] is None
     assert run.metrics.conditional_per_position_acceptance_rate[3] is None

@@ -86,8 +86,9 @@ HARDWARE: dict[str, Hardware] = {h.name: h for h in (
 # fmt: on
 
 
-def _llama(name: str, params: float, bytes_: int, layers: int, kv_heads: int, head_dim: int, heads: int,
-           source: str) -> Model:  # fmt: skip
+def _llama(
+    name: str, params: float, bytes_: int, layers: int, kv_heads: int, head_dim: int, heads: int, source: str
+) -> Model:
     return Model(name, params, bytes_, layers, kv_bytes(layers, kv_heads, head_dim, bytes_), heads * head_dim, source)
 
 
@@ -161,9 +162,16 @@ def tokens_per_step(tau: int, alpha: float | None = None, rates: Sequence[float]
 
 
 def predicted_speedup(
-    target: Model, draft: Model, hw: Hardware, tokens: float, draft_passes: int, verify_tokens: int,
-    batch: int = 1, context: int = CONTEXT, draft_width: int = 1,
-) -> float:  # fmt: skip
+    target: Model,
+    draft: Model,
+    hw: Hardware,
+    tokens: float,
+    draft_passes: int,
+    verify_tokens: int,
+    batch: int = 1,
+    context: int = CONTEXT,
+    draft_width: int = 1,
+) -> float:
     """Tokens per step over a step's time in target-alone steps: E · T(1) / (passes · T_draft(width) + T(verify)).
     A chain is passes = τ, verify = τ + 1, width 1: S_v(τ) = E / (τc + v(τ + 1))."""
     step = draft_passes * pass_time(draft, hw, draft_width, batch, context)
@@ -172,17 +180,30 @@ def predicted_speedup(
 
 
 def chain_speedup(
-    target: Model, draft: Model, hw: Hardware, tau: int, alpha: float | None = None,
-    rates: Sequence[float] | None = None, batch: int = 1, context: int = CONTEXT,
-) -> float:  # fmt: skip
+    target: Model,
+    draft: Model,
+    hw: Hardware,
+    tau: int,
+    alpha: float | None = None,
+    rates: Sequence[float] | None = None,
+    batch: int = 1,
+    context: int = CONTEXT,
+) -> float:
     """S_v(τ) of a chain of τ drafted tokens, E from α or from measured per-position rates."""
     return predicted_speedup(target, draft, hw, tokens_per_step(tau, alpha, rates), tau, tau + 1, batch, context)
 
 
 def tree_speedup(
-    target: Model, draft: Model, hw: Hardware, num_draft_tokens: int, depth: int, tokens: float, topk: int = 1,
-    batch: int = 1, context: int = CONTEXT,
-) -> float:  # fmt: skip
+    target: Model,
+    draft: Model,
+    hw: Hardware,
+    num_draft_tokens: int,
+    depth: int,
+    tokens: float,
+    topk: int = 1,
+    batch: int = 1,
+    context: int = CONTEXT,
+) -> float:
     """A tree of `num_draft_tokens` nodes grown in `depth` draft passes over `topk` tokens each (the app's trees of
     4/8/16 nodes: specviz.analysis.trees.TREE_SHAPES), verified in one pass over num_draft_tokens + 1 tokens; E is
     the measured tokens per step."""
@@ -190,9 +211,15 @@ def tree_speedup(
 
 
 def best_tau(
-    target: Model, draft: Model, hw: Hardware, alpha: float | None = None, rates: Sequence[float] | None = None,
-    batch: int = 1, context: int = CONTEXT, max_tau: int = 16,
-) -> tuple[int, float]:  # fmt: skip
+    target: Model,
+    draft: Model,
+    hw: Hardware,
+    alpha: float | None = None,
+    rates: Sequence[float] | None = None,
+    batch: int = 1,
+    context: int = CONTEXT,
+    max_tau: int = 16,
+) -> tuple[int, float]:
     """(τ, S_v(τ)) for the chain length in 1..max_tau (at most as many as there are rates) that is fastest."""
     top = min(max_tau, len(rates)) if rates is not None else max_tau
     speeds = {t: chain_speedup(target, draft, hw, t, alpha, rates, batch, context) for t in range(1, top + 1)}
@@ -201,9 +228,15 @@ def best_tau(
 
 
 def break_even_batch(
-    target: Model, draft: Model, hw: Hardware, alpha: float | None = None, rates: Sequence[float] | None = None,
-    context: int = CONTEXT, max_tau: int = 16, max_batch: int = 4096,
-) -> int | None:  # fmt: skip
+    target: Model,
+    draft: Model,
+    hw: Hardware,
+    alpha: float | None = None,
+    rates: Sequence[float] | None = None,
+    context: int = CONTEXT,
+    max_tau: int = 16,
+    max_batch: int = 4096,
+) -> int | None:
     """The smallest batch at which even the best τ is slower than the target alone (None: none up to max_batch).
     The best speedup is taken to fall with the batch (weights shared, compute not): doubling, then bisection."""
 
@@ -234,9 +267,14 @@ class Fit:
 
 
 def fit_hardware(
-    ks: Sequence[int], times: Sequence[float], model: Model, context: int = CONTEXT, per_layer: bool = True,
-    name: str = "this machine", flat: float = 0.01,
-) -> Fit:  # fmt: skip
+    ks: Sequence[int],
+    times: Sequence[float],
+    model: Model,
+    context: int = CONTEXT,
+    per_layer: bool = True,
+    name: str = "this machine",
+    flat: float = 0.01,
+) -> Fit:
     """Fit T(k) = max(bytes(k) / bandwidth, FLOPs(k) / throughput) + overhead, at batch 1, to `times` (seconds) of
     one pass over each k in `ks` (pass_times gives milliseconds: its medians / 1000). Least squares on relative
     errors, for each split of the sorted ks into a memory-bound head and a compute-bound tail (at least two k);
@@ -273,7 +311,13 @@ def fit_hardware(
         raise ValueError("no roofline fits these times")
     _, x, y, o, first = best
     x, y, o = float(x), float(y), float(o)
-    hw = Hardware(name, 1.0 / x, 1.0 / y if y > 0 else float("inf"), 0.0 if per_layer else o,
-                  "fitted on this machine", o / model.layers if per_layer else 0.0)  # fmt: skip
+    hw = Hardware(
+        name,
+        1.0 / x,
+        1.0 / y if y > 0 else float("inf"),
+        0.0 if per_layer else o,
+        "fitted on this machine",
+        o / model.layers if per_layer else 0.0,
+    )
     fitted = np.array([pass_time(model, hw, int(n), 1, context) for n in k])
     return Fit(hw, float(np.max(np.abs(fitted - t) / t)), first)

@@ -53,8 +53,9 @@ def table_pair(words: Sequence[str], p: Sequence[float], q: Sequence[float]) -> 
         p, q = [float(x) for x in p], [float(x) for x in q]
         if min(p + q) < 0 or not sum(p) or not sum(q):
             raise ValueError("non-negative numbers, not all zero")
-        return ModelPair(TableModel([x / sum(p) for x in p], "p"), TableModel([x / sum(q) for x in q], "q"),
-                         WordCodec(words))  # fmt: skip
+        return ModelPair(
+            TableModel([x / sum(p) for x in p], "p"), TableModel([x / sum(q) for x in q], "q"), WordCodec(words)
+        )
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"distinct tokens with no spaces, non-negative numbers, not all zero ({exc})") from exc
 
@@ -152,7 +153,13 @@ def check(mode: str, samples: list[int], probs: torch.Tensor) -> LosslessCheck:
     shown = sorted({*likely, *counts}, key=lambda t: -max(float(expected[t]), counts.get(t, 0)))[:SHOWN]
     shown.sort(key=lambda t: (-float(probs[t]), -counts.get(t, 0), t))  # one order in every mode: the target's
     return LosslessCheck(
-        mode=mode, trials=n, tokens=tuple(shown), observed=tuple(counts.get(t, 0) for t in shown),
-        expected=tuple(float(probs[t]) for t in shown), chi2=chi2, dof=dof, p_value=p_value,
+        mode=mode,
+        trials=n,
+        tokens=tuple(shown),
+        observed=tuple(counts.get(t, 0) for t in shown),
+        expected=tuple(float(probs[t]) for t in shown),
+        chi2=chi2,
+        dof=dof,
+        p_value=p_value,
         pooled=int((probs > 0).sum()) - len(big),
-    )  # fmt: skip
+    )

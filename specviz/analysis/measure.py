@@ -89,7 +89,7 @@ class Spread:
 
 def rate_ratio(
     fast: Sequence[tuple[float, int]], slow: Sequence[tuple[float, int]], resamples: int = RESAMPLES, seed: int = 0
-) -> Spread:  # fmt: skip
+) -> Spread:
     """(tokens / seconds of `fast`) over (tokens / seconds of `slow`), each a list of (seconds, tokens)
     pieces: a race's two lanes, timed piece by piece in turn. The interval resamples each lane's pieces."""
     if not fast or not slow:
@@ -102,8 +102,13 @@ def rate_ratio(
         s[rng.integers(0, len(s), (resamples, len(s)))]
     )
     low, high = np.quantile(values, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
-    return Spread(value, min(float(low), value), max(float(high), value), len(f) + len(s),
-                  "bootstrap 95% interval over each lane's pieces")  # fmt: skip
+    return Spread(
+        value,
+        min(float(low), value),
+        max(float(high), value),
+        len(f) + len(s),
+        "bootstrap 95% interval over each lane's pieces",
+    )
 
 
 def point(value: float, n: int = 1, how: str = "one number") -> Spread:
@@ -111,9 +116,12 @@ def point(value: float, n: int = 1, how: str = "one number") -> Spread:
 
 
 def bootstrap(
-    columns: Mapping[str, Sequence[float]], statistic: Callable[[Mapping[str, np.ndarray]], np.ndarray],
-    resamples: int = RESAMPLES, seed: int = 0, how: str = "bootstrap 95% interval over steps",
-) -> Spread:  # fmt: skip
+    columns: Mapping[str, Sequence[float]],
+    statistic: Callable[[Mapping[str, np.ndarray]], np.ndarray],
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    how: str = "bootstrap 95% interval over steps",
+) -> Spread:
     """`statistic` of the column sums, with a 95% percentile-bootstrap interval: the items (rows, e.g.
     steps) resampled with replacement `resamples` times, the statistic recomputed from each resample's
     sums. Deterministic for a seed."""
@@ -178,8 +186,9 @@ class TargetAlone:
     reference every speedup is measured against, on the same runtime. `feed` instead decodes given
     tokens (teacher-forced): the target alone's cost for the same tokens at the same context lengths."""
 
-    def __init__(self, pair: ModelPair, prompt: str | Sequence[int], config: SpecConfig,
-                 chat: bool | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, pair: ModelPair, prompt: str | Sequence[int], config: SpecConfig, chat: bool | None = None
+    ) -> None:
         _, ids, _ = encode_prompt(pair, prompt, chat)
         self.config, self.eos = config, pair.codec.eos_token_id
         self.session, self.gen = pair.target.new_session(), torch.Generator().manual_seed(config.seed)
@@ -280,20 +289,26 @@ def speedup_of(steps: Sequence[PairedStep], seed: int = 0) -> Spread:
 def verify_cost_of(steps: Sequence[PairedStep], seed: int = 0) -> Spread:
     """v(k): the mean verify pass (Σ verify / steps) over the target alone's mean one-token time
     (Σ alone / Σ tokens), both at the run's own context lengths."""
-    return bootstrap(columns_of(steps), lambda s: (s["verify_ms"] * s["tokens"]) / (s["steps"] * s["alone_ms"]),
-                     seed=seed)  # fmt: skip
+    return bootstrap(
+        columns_of(steps), lambda s: (s["verify_ms"] * s["tokens"]) / (s["steps"] * s["alone_ms"]), seed=seed
+    )
 
 
 def draft_cost_of(steps: Sequence[PairedStep], seed: int = 0) -> Spread:
     """c: one draft forward over one target-alone token, both measured here."""
-    return bootstrap(columns_of(steps), lambda s: (s["draft_ms"] * s["tokens"]) / (s["alone_ms"] * s["drafted"]),
-                     seed=seed)  # fmt: skip
+    return bootstrap(
+        columns_of(steps), lambda s: (s["draft_ms"] * s["tokens"]) / (s["alone_ms"] * s["drafted"]), seed=seed
+    )
 
 
 def paired_run(
-    pair: ModelPair, prompt: str | Sequence[int], config: SpecConfig, chat: bool | None = None,
-    turn: Callable[[], contextlib.AbstractContextManager] | None = None, max_steps: int | None = None,
-) -> PairedRun:  # fmt: skip
+    pair: ModelPair,
+    prompt: str | Sequence[int],
+    config: SpecConfig,
+    chat: bool | None = None,
+    turn: Callable[[], contextlib.AbstractContextManager] | None = None,
+    max_steps: int | None = None,
+) -> PairedRun:
     """Decode speculatively, and right after each step let the target alone decode the tokens that step
     emitted, at the same context lengths: the two alternate a step at a time (tens of milliseconds
     apart), so a load that comes and goes falls on both. `turn` wraps each step and its counterpart
@@ -309,6 +324,7 @@ def paired_run(
             step = decoder.step()
             spec = time.perf_counter() - start
             alone_s = alone.feed(step.emitted)
-        steps.append(PairedStep(len(step.emitted), step.nodes, spec * 1000.0, step.draft_ms, step.verify_ms,
-                                alone_s * 1000.0))  # fmt: skip
+        steps.append(
+            PairedStep(len(step.emitted), step.nodes, spec * 1000.0, step.draft_ms, step.verify_ms, alone_s * 1000.0)
+        )
     return PairedRun(decoder.trace(), tuple(steps))

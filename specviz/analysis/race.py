@@ -36,39 +36,49 @@ class RacePreset:
 
 PRESETS: tuple[RacePreset, ...] = (
     RacePreset(
-        "Prompt lookup: repeat a text", "prompt-lookup",
+        "Prompt lookup: repeat a text",
+        "prompt-lookup",
         "Repeat the text below.\n\nThe quick brown fox jumps over the lazy dog. It was a sunny day and the fox was "
         "very happy. The dog did not mind, because it was sleeping under a big tree.",
-        6, "Where it pays on a CPU: the answer copies long runs of the prompt (not all of it: the 135M target drops "
+        6,
+        "Where it pays on a CPU: the answer copies long runs of the prompt (not all of it: the 135M target drops "
         "a clause), so a draft that copies runs of it is often right for several tokens at once.",
     ),
     RacePreset(
-        "Prompt lookup: answer with a quote", "prompt-lookup",
+        "Prompt lookup: answer with a quote",
+        "prompt-lookup",
         "Read the text and answer with a quote from it. Text: The Eiffel Tower was built for the 1889 World's Fair in "
         "Paris. It was designed by the engineer Gustave Eiffel's company and is 330 metres tall. Question: Why was "
         "the Eiffel Tower built?",
-        4, "Quote and answer: the answer is a sentence of the prompt, so a draft that copies it is right for runs "
+        4,
+        "Quote and answer: the answer is a sentence of the prompt, so a draft that copies it is right for runs "
         "of tokens.",
     ),
     RacePreset(
-        "Prompt lookup: edit code", "prompt-lookup",
+        "Prompt lookup: edit code",
+        "prompt-lookup",
         "Add type hints to this function:\n\n```python\ndef scale(values, factor):\n    result = []\n"
         "    for value in values:\n        result.append(value * factor)\n    return result\n```",
-        4, "Editing code: a small target rewrites the code in its own words, so only some runs can be copied, and a "
+        4,
+        "Editing code: a small target rewrites the code in its own words, so only some runs can be copied, and a "
         "step that finds nothing to copy is a target pass for one token.",
     ),
     RacePreset(
-        "The learned draft on predictable text", "embedded",
-        "Write a Python function that reverses a list.", 3,
+        "The learned draft on predictable text",
+        "embedded",
+        "Write a Python function that reverses a list.",
+        3,
         "The shipped one-layer draft on a short coding answer: right about half the time, and cheap.",
     ),
     RacePreset(
-        "An untrained draft: where it does not pay", "early-exit:8",
-        "Write a Python function that reverses a list.", 3,
+        "An untrained draft: where it does not pay",
+        "early-exit:8",
+        "Write a Python function that reverses a list.",
+        3,
         "The target's own first 8 layers, untrained (they run on torch): rarely right, so nearly every step "
         "wastes its drafts and a target pass for one token.",
     ),
-)  # fmt: skip
+)
 BY_LABEL = {p.label: p for p in PRESETS}
 
 
@@ -86,8 +96,13 @@ class Lane:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Lane:
-        return cls(tuple(data["tokens"]), float(data["seconds"]), int(data["passes"]), bool(data["done"]),
-                   tuple((float(a), int(b)) for a, b in data["pieces"]))  # fmt: skip
+        return cls(
+            tuple(data["tokens"]),
+            float(data["seconds"]),
+            int(data["passes"]),
+            bool(data["done"]),
+            tuple((float(a), int(b)) for a, b in data["pieces"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -169,10 +184,20 @@ class Race:
 
     def _lane(self, speculative: bool) -> Lane:
         if speculative:
-            return Lane(tuple(self.spec.new_tokens), self.spec_seconds, len(self.spec.steps), self.spec.done,
-                        tuple(self.spec_pieces))  # fmt: skip
-        return Lane(tuple(self.alone.tokens), self.alone.seconds, len(self.alone.tokens), self.alone.done,
-                    tuple((t, 1) for t in self.alone.times))  # fmt: skip
+            return Lane(
+                tuple(self.spec.new_tokens),
+                self.spec_seconds,
+                len(self.spec.steps),
+                self.spec.done,
+                tuple(self.spec_pieces),
+            )
+        return Lane(
+            tuple(self.alone.tokens),
+            self.alone.seconds,
+            len(self.alone.tokens),
+            self.alone.done,
+            tuple((t, 1) for t in self.alone.times),
+        )
 
     def frames(self) -> Iterator[tuple[Lane, Lane]]:
         """(target alone, speculative) after every piece of work, until both are done."""
@@ -190,11 +215,14 @@ class Race:
         steps = self.spec.steps
         drafted = sum(s.tau for s in steps)
         return RaceResult(
-            alone=alone, speculative=spec, tau=self.config.tau, mode=self.config.mode,
+            alone=alone,
+            speculative=spec,
+            tau=self.config.tau,
+            mode=self.config.mode,
             verify_ms=sum(s.verify_ms for s in steps) / max(len(steps), 1),
             draft_ms_per_token=sum(s.draft_ms for s in steps) / max(drafted, 1),
             same_text=alone.tokens == spec.tokens,
-        )  # fmt: skip
+        )
 
     def run(self) -> RaceResult:
         for _ in self.frames():

@@ -30,8 +30,14 @@ def machine() -> str:
     name = ""
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.exists():
-        name = next((line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
-                     if line.startswith("model name")), "")  # fmt: skip
+        name = next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in cpuinfo.read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            "",
+        )
     return f"{name or platform.processor() or platform.machine()}, {os.cpu_count()} cores"
 
 
@@ -55,8 +61,10 @@ class Snapshot:
 
     def describe(self) -> str:
         when = self.created.replace("T", " at ")
-        return (f"Frozen measurement: {self.kind}, taken {when} on {self.machine}, runtime {self.runtime}, "
-                f"{self.load}. The numbers below are that measurement, not a new one.")  # fmt: skip
+        return (
+            f"Frozen measurement: {self.kind}, taken {when} on {self.machine}, runtime {self.runtime}, "
+            f"{self.load}. The numbers below are that measurement, not a new one."
+        )
 
     def to_json(self, indent: int | None = 1) -> str:
         return json.dumps(asdict(self), indent=indent, allow_nan=False)

@@ -71,10 +71,17 @@ class SweepSettings:
 
     def config(self, tau: int, seed: int, policy: TauPolicy = "fixed") -> SpecConfig:
         return SpecConfig(
-            tau=tau, mode=self.mode, temperature=self.temperature, top_k=self.top_k, top_p=self.top_p,
-            seed=seed, max_new_tokens=self.max_new_tokens, tau_policy=policy, confidence=self.confidence,
+            tau=tau,
+            mode=self.mode,
+            temperature=self.temperature,
+            top_k=self.top_k,
+            top_p=self.top_p,
+            seed=seed,
+            max_new_tokens=self.max_new_tokens,
+            tau_policy=policy,
+            confidence=self.confidence,
             verification=self.verification,
-        )  # fmt: skip
+        )
 
 
 @dataclass(frozen=True)
@@ -126,16 +133,25 @@ class Sweep:
         runs = [Unit(i, tau, seed) for tau in s.taus for i in range(len(s.prompts)) for seed in s.seeds]
         policies = [
             Unit(i, s.policy_tau, seed, policy)
-            for policy in s.policies for i in range(len(s.prompts)) for seed in s.seeds
-        ]  # fmt: skip
+            for policy in s.policies
+            for i in range(len(s.prompts))
+            for seed in s.seeds
+        ]
         return runs + policies
 
     def key(self, unit: Unit) -> tuple:
         """What a unit measures: the models, their runtime, the prompt and every setting."""
         s = self.settings
         config = s.config(unit.tau, unit.seed, unit.policy)
-        return ("run", self.pair.target.name, self.pair.draft.name, self.pair.runtime, s.prompts[unit.prompt_index],
-                s.chat, config)  # fmt: skip
+        return (
+            "run",
+            self.pair.target.name,
+            self.pair.draft.name,
+            self.pair.runtime,
+            s.prompts[unit.prompt_index],
+            s.chat,
+            config,
+        )
 
     def pending(self) -> list[Unit]:
         return [u for u in self.units() if self.key(u) not in self.cache]
@@ -237,19 +253,28 @@ class SweepResult:
         for n in (s.n_accepted for r in runs for s in r.steps):
             lengths[min(n, tau)] += 1
         return TauSummary(
-            tau=tau, runs=len(runs), steps=m.steps, drafted=m.drafted_tokens, accepted=m.accepted_tokens,
-            emitted=m.emitted_tokens, mean_acceptance_length=m.mean_acceptance_length or 1.0,
-            mean_acceptance_length_low=min(per_seed), mean_acceptance_length_high=max(per_seed),
+            tau=tau,
+            runs=len(runs),
+            steps=m.steps,
+            drafted=m.drafted_tokens,
+            accepted=m.accepted_tokens,
+            emitted=m.emitted_tokens,
+            mean_acceptance_length=m.mean_acceptance_length or 1.0,
+            mean_acceptance_length_low=min(per_seed),
+            mean_acceptance_length_high=max(per_seed),
             draft_acceptance_rate=m.draft_acceptance_rate or 0.0,
             per_position_acceptance_rate=m.per_position_acceptance_rate,
             conditional_per_position_acceptance_rate=m.conditional_per_position_acceptance_rate,
-            alpha=alpha, lengths=tuple(lengths), speedup=speedup,
+            alpha=alpha,
+            lengths=tuple(lengths),
+            speedup=speedup,
             expected_tokens_per_step=None if alpha is None else expected_tokens_per_step(alpha, tau),
             predicted_speedup=None if alpha is None or c is None else expected_speedup(alpha, tau, c.value),
             expected_tokens_per_step_measured=None if a is None else expected_tokens_per_step(a, tau),
             predicted_speedup_measured=None if a is None or c is None else expected_speedup(a, tau, c.value),
-            verify_cost=v, predicted_speedup_v=s_v,
-        )  # fmt: skip
+            verify_cost=v,
+            predicted_speedup_v=s_v,
+        )
 
     def by_policy(self) -> list[PolicySummary]:
         """Each τ policy that ran."""
@@ -259,22 +284,32 @@ class SweepResult:
             if not runs:
                 continue
             m, paired = self.pooled(policy=policy), self.paired(policy=policy)
-            out.append(PolicySummary(
-                policy=policy, tau=self.settings.policy_tau, runs=len(runs), steps=m.steps,
-                mean_tau=m.drafted_tokens / m.steps if m.steps else 0.0,
-                mean_acceptance_length=m.mean_acceptance_length or 1.0,
-                speedup=speedup_of(paired) if paired else None,
-            ))  # fmt: skip
+            out.append(
+                PolicySummary(
+                    policy=policy,
+                    tau=self.settings.policy_tau,
+                    runs=len(runs),
+                    steps=m.steps,
+                    mean_tau=m.drafted_tokens / m.steps if m.steps else 0.0,
+                    mean_acceptance_length=m.mean_acceptance_length or 1.0,
+                    speedup=speedup_of(paired) if paired else None,
+                )
+            )
         return out
 
     def summary(self) -> SweepSummary:
         """Everything the page draws, as plain data (what a snapshot freezes)."""
         rows, c = self.by_tau(), self.c
         return SweepSummary(
-            settings=json.loads(json.dumps(dataclasses.asdict(self.settings))), runtime=self.runtime, rows=tuple(rows),
-            policies=tuple(self.by_policy()), alpha=self.alpha, acceptance_probability=self.acceptance_probability,
-            c=c, pending=self.pending,
-        )  # fmt: skip
+            settings=json.loads(json.dumps(dataclasses.asdict(self.settings))),
+            runtime=self.runtime,
+            rows=tuple(rows),
+            policies=tuple(self.by_policy()),
+            alpha=self.alpha,
+            acceptance_probability=self.acceptance_probability,
+            c=c,
+            pending=self.pending,
+        )
 
     def verdict(self) -> str:
         return self.summary().verdict()

@@ -135,12 +135,18 @@ class SweepSummary:
             high = max(self.row(t).speedup.high for t in ties)
             above = [t for t in ties if self.row(t).speedup.above(1.0)]
             below = [t for t in ties if self.row(t).speedup.below(1.0)]
-            sides = [f"τ = {_list(group)} {'is' if len(group) == 1 else 'are'} {word} than the target alone (the whole "
-                     f"interval{'' if len(group) == 1 else 's'} {side} 1)" for group, word, side in
-                     ((above, "faster", "above"), (below, "slower", "below")) if group]  # fmt: skip
-            head = (f"Measured: τ = {_list(ties)} are within noise of each other here ({low:.2f}–{high:.2f}× the "
-                    f"target alone), so no τ is best; "
-                    + ("; ".join(sides) if sides else "each is within noise of the target alone") + ".")  # fmt: skip
+            sides = [
+                f"τ = {_list(group)} {'is' if len(group) == 1 else 'are'} {word} than the target alone (the whole "
+                f"interval{'' if len(group) == 1 else 's'} {side} 1)"
+                for group, word, side in ((above, "faster", "above"), (below, "slower", "below"))
+                if group
+            ]
+            head = (
+                f"Measured: τ = {_list(ties)} are within noise of each other here ({low:.2f}–{high:.2f}× the "
+                f"target alone), so no τ is best; "
+                + ("; ".join(sides) if sides else "each is within noise of the target alone")
+                + "."
+            )
         else:
             head = f"Measured: best τ = {measured}, {best.speedup.text()} the target alone: {outcome}."
         with_v, v_ties = self.best_tau_predicted_v()
@@ -167,42 +173,62 @@ class SweepSummary:
         """The results table: one row per τ, each measured number with its interval."""
         rows = []
         for r in self.rows:
-            rows.append({
-                "τ": r.tau, "runs": r.runs, "steps": r.steps,
-                "mean acceptance length": round(r.mean_acceptance_length, 2),
-                "draft acceptance rate": round(r.draft_acceptance_rate, 3),
-                "speedup (95% interval)": r.speedup.text() if r.speedup else "–",
-                "v(τ + 1)": r.verify_cost.text(unit="") if r.verify_cost else "–",
-                "S(τ), v = 1": _times(r.predicted_speedup),
-                "S_v(τ)": r.predicted_speedup_v.text() if r.predicted_speedup_v else "–",
-            })  # fmt: skip
+            rows.append(
+                {
+                    "τ": r.tau,
+                    "runs": r.runs,
+                    "steps": r.steps,
+                    "mean acceptance length": round(r.mean_acceptance_length, 2),
+                    "draft acceptance rate": round(r.draft_acceptance_rate, 3),
+                    "speedup (95% interval)": r.speedup.text() if r.speedup else "–",
+                    "v(τ + 1)": r.verify_cost.text(unit="") if r.verify_cost else "–",
+                    "S(τ), v = 1": _times(r.predicted_speedup),
+                    "S_v(τ)": r.predicted_speedup_v.text() if r.predicted_speedup_v else "–",
+                }
+            )
         return pd.DataFrame(rows)
 
     def policy_frame(self) -> pd.DataFrame:
         """The τ policies' rows, every number as text."""
-        return pd.DataFrame([
-            {"policy": p.policy, "τ (start or cap)": p.tau, "runs": p.runs, "steps": p.steps,
-             "mean τ": f"{p.mean_tau:.2f}", "mean acceptance length": f"{p.mean_acceptance_length:.2f}",
-             "speedup (95% interval)": p.speedup.text() if p.speedup else "–"}
-            for p in self.policies
-        ])  # fmt: skip
+        return pd.DataFrame(
+            [
+                {
+                    "policy": p.policy,
+                    "τ (start or cap)": p.tau,
+                    "runs": p.runs,
+                    "steps": p.steps,
+                    "mean τ": f"{p.mean_tau:.2f}",
+                    "mean acceptance length": f"{p.mean_acceptance_length:.2f}",
+                    "speedup (95% interval)": p.speedup.text() if p.speedup else "–",
+                }
+                for p in self.policies
+            ]
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "settings": self.settings, "runtime": self.runtime, "taus": [r.to_dict() for r in self.rows],
-            "policies": [dataclasses.asdict(p) for p in self.policies], "alpha": self.alpha,
-            "acceptance_probability": self.acceptance_probability, "c": None if self.c is None else self.c.to_dict(),
+            "settings": self.settings,
+            "runtime": self.runtime,
+            "taus": [r.to_dict() for r in self.rows],
+            "policies": [dataclasses.asdict(p) for p in self.policies],
+            "alpha": self.alpha,
+            "acceptance_probability": self.acceptance_probability,
+            "c": None if self.c is None else self.c.to_dict(),
             "pending": self.pending,
-        }  # fmt: skip
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SweepSummary:
         return cls(
-            settings=dict(data["settings"]), runtime=str(data["runtime"]),
+            settings=dict(data["settings"]),
+            runtime=str(data["runtime"]),
             rows=tuple(TauSummary.from_dict(r) for r in data["taus"]),
-            policies=tuple(PolicySummary.from_dict(p) for p in data["policies"]), alpha=data["alpha"],
-            acceptance_probability=data["acceptance_probability"], c=_spread(data["c"]), pending=int(data["pending"]),
-        )  # fmt: skip
+            policies=tuple(PolicySummary.from_dict(p) for p in data["policies"]),
+            alpha=data["alpha"],
+            acceptance_probability=data["acceptance_probability"],
+            c=_spread(data["c"]),
+            pending=int(data["pending"]),
+        )
 
 
 def _list(values: Sequence[int]) -> str:

@@ -59,9 +59,11 @@ def first_token_distribution(p: Sequence[float], q: Sequence[float], mode: str) 
 
 
 def expected_accepted(
-    q_rows: Sequence[Sequence[float]], p_rows: Sequence[Sequence[float]], verification: str = "token",
+    q_rows: Sequence[Sequence[float]],
+    p_rows: Sequence[Sequence[float]],
+    verification: str = "token",
     limit: int = 200_000,
-) -> float | None:  # fmt: skip
+) -> float | None:
     """E[n], the expected accepted draft tokens of one lossless step with a draft sampled from q, computed
     exactly (over every draft and every draw), for tables whose q and p at position t do not depend on
     the draft tokens before it (a sandbox table): q has τ rows, p τ + 1. Token-wise and one-hot: positions

@@ -57,12 +57,18 @@ class ChainTreeResult:
 
     def to_frame(self) -> pd.DataFrame:
         """The table as a room reads it: every number as text, with its interval."""
-        return pd.DataFrame([
-            {"budget (nodes per pass)": r.budget, "shape": r.shape if r.shape == "chain" else
-             f"tree: topk {r.topk}, steps {r.steps}", "tokens per step": f"{r.tokens_per_step:.2f}",
-             "speedup (95% interval)": _text(r.speedup()), "v(budget + 1)": _text(r.verify_cost(), unit="")}
-            for r in self.rows
-        ])  # fmt: skip
+        return pd.DataFrame(
+            [
+                {
+                    "budget (nodes per pass)": r.budget,
+                    "shape": r.shape if r.shape == "chain" else f"tree: topk {r.topk}, steps {r.steps}",
+                    "tokens per step": f"{r.tokens_per_step:.2f}",
+                    "speedup (95% interval)": _text(r.speedup()),
+                    "v(budget + 1)": _text(r.verify_cost(), unit=""),
+                }
+                for r in self.rows
+            ]
+        )
 
     def verdict(self) -> str:
         """What the comparison shows, in words: tokens per step are counted (exact); speedups are
@@ -91,10 +97,16 @@ def _text(x: Spread | None, unit: str = "×") -> str:
 
 
 def compare(
-    pair: ModelPair, prompts: Sequence[str], budgets: Sequence[int] = BUDGETS, mode: Mode = "greedy",
-    max_new_tokens: int = 48, seeds: Sequence[int] = (0,), chat: bool | None = None, temperature: float = 1.0,
+    pair: ModelPair,
+    prompts: Sequence[str],
+    budgets: Sequence[int] = BUDGETS,
+    mode: Mode = "greedy",
+    max_new_tokens: int = 48,
+    seeds: Sequence[int] = (0,),
+    chat: bool | None = None,
+    temperature: float = 1.0,
     progress: Callable[[int, int, str], None] | None = None,
-) -> ChainTreeResult:  # fmt: skip
+) -> ChainTreeResult:
     """Chain (τ = B) and tree (TREE_SHAPES[B], num_draft_tokens = B) for every budget B, pooled over
     prompts and seeds, each run timed step by step beside the target alone on the same tokens."""
     unknown = [b for b in budgets if b not in TREE_SHAPES]
@@ -116,6 +128,9 @@ def compare(
                     done += 1
                     if progress:
                         progress(done, total, f"{shape} at {budget} nodes, prompt {i + 1}, seed {seed}")
-            rows.append(ShapeResult(budget, shape, topk if shape == "tree" else 1, steps if shape == "tree" else budget,
-                                    tuple(paired)))  # fmt: skip
+            rows.append(
+                ShapeResult(
+                    budget, shape, topk if shape == "tree" else 1, steps if shape == "tree" else budget, tuple(paired)
+                )
+            )
     return ChainTreeResult(tuple(rows))

@@ -71,10 +71,16 @@ class Replay:
         text = "".join(_emitted_text(s) for s in steps)
         fields = {k: getattr(self.run_trace, k) for k in ("config", "target_name", "draft_name", "prompt", "chat")}
         return build_run_trace(
-            **fields, prompt_text=self.run_trace.prompt_text, prompt_ids=self.run_trace.prompt_ids, steps=steps,
-            new_tokens=new_tokens, text=text, stop_reason=None, prefill_ms=self.run_trace.prefill_ms,
+            **fields,
+            prompt_text=self.run_trace.prompt_text,
+            prompt_ids=self.run_trace.prompt_ids,
+            steps=steps,
+            new_tokens=new_tokens,
+            text=text,
+            stop_reason=None,
+            prefill_ms=self.run_trace.prefill_ms,
             target_top_k=self.run_trace.target_top_k,
-        )  # fmt: skip
+        )
 
 
 def _emitted_text(step: StepTrace) -> str:
@@ -117,11 +123,15 @@ def check_texts(run: RunTrace, codec: Codec | None = None) -> str:
         return "Its texts agree with each other; no tokenizer for its target is here to check them against."
     _need(run.text == codec.decode(run.new_tokens), "its text is not what the tokenizer makes of new_tokens")
     if run.chat:
-        _need(codec.encode_chat(run.prompt) == (run.prompt_text, list(run.prompt_ids)),
-              "its prompt is not what the chat template and tokenizer make of prompt_ids")  # fmt: skip
+        _need(
+            codec.encode_chat(run.prompt) == (run.prompt_text, list(run.prompt_ids)),
+            "its prompt is not what the chat template and tokenizer make of prompt_ids",
+        )
     elif run.prompt:
-        _need(run.prompt_text == run.prompt and codec.encode(run.prompt) == list(run.prompt_ids),
-              "its prompt is not what the tokenizer makes of prompt_ids")  # fmt: skip
+        _need(
+            run.prompt_text == run.prompt and codec.encode(run.prompt) == list(run.prompt_ids),
+            "its prompt is not what the tokenizer makes of prompt_ids",
+        )
     else:
         _need(run.prompt_text == codec.decode(run.prompt_ids), "its prompt is not the text of prompt_ids")
     return f"Its texts were checked against the tokenizer of {run.target_name}."

@@ -203,8 +203,9 @@ def from_link(values: dict, problems: list[str]) -> tuple[str, SandboxCase, dict
     case = resize(case, tau)
     shown = {**draw_values(case), **{k: v for k, v in values.items() if k in draw_keys(tau)}}
     u = [shown[f"sandbox_u{t}"] for t in range(tau)]
-    case = SandboxCase(case.words, case.q, case.p, tuple(shown[f"sandbox_r{t}"] for t in range(tau)), tuple(u),
-                       shown["sandbox_s"])  # fmt: skip
+    case = SandboxCase(
+        case.words, case.q, case.p, tuple(shown[f"sandbox_r{t}"] for t in range(tau)), tuple(u), shown["sandbox_s"]
+    )
     return exercise, case, {"sandbox_tau": tau, **shown}
 
 
@@ -278,8 +279,9 @@ def explain(step: StepTrace, case: SandboxCase | None = None, mode: str = "textb
     rule = step.verify.rule if step.verify else "token"
     if case is not None and mode == "lossless":
         held = zip(case.draft_draws, step.draft_tokens, _intervals(case, step), strict=True)
-        picks = ", ".join(f"u{t + 1} = {u:.3f} → '{case.words[y]}' [{lo:.2f}, {hi:.2f})" for t, (u, y, (lo, hi))
-                          in enumerate(held))  # fmt: skip
+        picks = ", ".join(
+            f"u{t + 1} = {u:.3f} → '{case.words[y]}' [{lo:.2f}, {hi:.2f})" for t, (u, y, (lo, hi)) in enumerate(held)
+        )
         notes.append(f"The draft sampled each token from q: the token whose interval of q holds u ({picks}).")
     if rule == "token":
         for t in range(n):
@@ -302,23 +304,32 @@ def explain(step: StepTrace, case: SandboxCase | None = None, mode: str = "textb
         passing = [t for t in range(n + 1, tau) if step.p_top[t] and step.p_top[t][0].token == step.draft_tokens[t]]
         test = "equal the target's argmax there"
     else:
-        passing = [t for t in range(n + 1, tau) if (step.verify and step.verify.passed[t])
-                   or (not step.verify and step.r[t] is not None and step.r[t] <= step.ratio[t])]  # fmt: skip
+        passing = [
+            t
+            for t in range(n + 1, tau)
+            if (step.verify and step.verify.passed[t])
+            or (not step.verify and step.r[t] is not None and step.r[t] <= step.ratio[t])
+        ]
         own = "r ≤ p(ŷ)" if rule == "one-hot" else "r ≤ p/q"
         test = f"pass {'their' if len(passing) > 1 else 'its'} own test ({own})"
     if rule != "block" and passing:
         come = "come" if len(passing) > 1 else "comes"
-        notes.append(f"{_positions(passing)} would {test} but {come} after the rejection at position {n + 1}: "
-                     "not reached, discarded.")  # fmt: skip
+        notes.append(
+            f"{_positions(passing)} would {test} but {come} after the rejection at position {n + 1}: "
+            "not reached, discarded."
+        )
     if n < tau:
         why = {
-            "residual": {"token": "lossless samples norm(max(0, p − q)), what p has and q lacks",
-                         "one-hot": "one-hot samples p without the rejected token",
-                         "block": f"block samples norm(max(0, w{n} p − q)) there" if n else
-                         "block samples norm(max(0, p − q)) there"}[rule],
+            "residual": {
+                "token": "lossless samples norm(max(0, p − q)), what p has and q lacks",
+                "one-hot": "one-hot samples p without the rejected token",
+                "block": f"block samples norm(max(0, w{n} p − q)) there"
+                if n
+                else "block samples norm(max(0, p − q)) there",
+            }[rule],
             "argmax": "textbook takes p's most likely token",
             "greedy": "greedy takes p's most likely token",
-        }.get(step.next_rule, f"the rule is {step.next_rule}")  # fmt: skip
+        }.get(step.next_rule, f"the rule is {step.next_rule}")
         notes.append(
             f"'{step.draft_text[n]}' is rejected at position {n + 1}, so the target chooses the next token from its "
             f"distribution there: {why}: '{step.next_text}'."

@@ -80,14 +80,18 @@ def runtime_line(choice: str) -> str:
     runs = resolve_runtime(EMBEDDED, choice)
     if runs == llamacpp.RUNTIME:
         threads = llamacpp.default_threads()
-        return (f"The embedded target runs on **llama.cpp** (float32, in process, {threads} "
-                f"thread{'s' if threads > 1 else ''}; `SPECVIZ_LLAMA_THREADS` sets it): the fastest here. "
-                "Speculation pays most on **torch-kernels**, where a pass over five tokens costs about one over "
-                "a single token, as on a GPU.")  # fmt: skip
+        return (
+            f"The embedded target runs on **llama.cpp** (float32, in process, {threads} "
+            f"thread{'s' if threads > 1 else ''}; `SPECVIZ_LLAMA_THREADS` sets it): the fastest here. "
+            "Speculation pays most on **torch-kernels**, where a pass over five tokens costs about one over "
+            "a single token, as on a GPU."
+        )
     faster = "" if llamacpp.available() else f" For the faster llama.cpp runtime, {llamacpp.INSTALL_HINT}."
     if runs == KERNELS:
-        return ("The target runs on **torch with per-shape kernels**: a pass over several tokens costs about one "
-                "over a single token." + faster)  # fmt: skip
+        return (
+            "The target runs on **torch with per-shape kernels**: a pass over several tokens costs about one "
+            "over a single token." + faster
+        )
     return "The target runs on **torch** (eager): the reference, slower than the other runtimes." + faster
 
 
@@ -111,8 +115,11 @@ def _decoding(page: str, **overrides: Any) -> list[Setting]:
 
 
 def _pair(page: str) -> list[Setting]:
-    return [Setting(f"{page}_preset", PRESETS[0].label, PAIRS), Setting(f"{page}_target", "embedded"),
-            Setting(f"{page}_draft", "embedded")]  # fmt: skip
+    return [
+        Setting(f"{page}_preset", PRESETS[0].label, PAIRS),
+        Setting(f"{page}_target", "embedded"),
+        Setting(f"{page}_draft", "embedded"),
+    ]
 
 
 SETTINGS: dict[str, Setting] = {

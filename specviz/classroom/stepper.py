@@ -47,9 +47,13 @@ class Stepper:
         return self.decoder is not None and self.settings != settings
 
     def process(
-        self, settings: Hashable, start: Callable[[], Any], step: Callable[[Any], bool], replay: Any = None,
+        self,
+        settings: Hashable,
+        start: Callable[[], Any],
+        step: Callable[[Any], bool],
+        replay: Any = None,
         progress: Callable[[int, int], None] | None = None,
-    ) -> list[Note]:  # fmt: skip
+    ) -> list[Note]:
         """Take every queued action in order, on the replay if one is loaded, else on the live run."""
         notes: list[Note] = []
         while self.queue:

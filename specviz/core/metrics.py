@@ -47,9 +47,15 @@ class StepCount:
     @classmethod
     def of(cls, step: StepCounts) -> StepCount:
         return cls(
-            step.tau, step.n_accepted, tuple(step.beta), tuple(step.emitted), step.draft_ms, step.verify_ms, step.nodes,
+            step.tau,
+            step.n_accepted,
+            tuple(step.beta),
+            tuple(step.emitted),
+            step.draft_ms,
+            step.verify_ms,
+            step.nodes,
             step.depth,
-        )  # fmt: skip
+        )
 
 
 @dataclass(frozen=True)

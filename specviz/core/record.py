@@ -16,17 +16,30 @@ from specviz.core.trace import StepTrace, TokenProb, TreeNode, TreeTrace, Verify
 
 
 def record_step(
-    index: int, context_length: int, draft: list[int], q: torch.Tensor, p: torch.Tensor, choice: Choice,
-    emitted: tuple[int, ...], timing: tuple[float, float], text: Callable[[int], str], top_n: int = 10,
-) -> StepTrace:  # fmt: skip
+    index: int,
+    context_length: int,
+    draft: list[int],
+    q: torch.Tensor,
+    p: torch.Tensor,
+    choice: Choice,
+    emitted: tuple[int, ...],
+    timing: tuple[float, float],
+    text: Callable[[int], str],
+    top_n: int = 10,
+) -> StepTrace:
     """The immutable record of one step: every number a chart or a student needs."""
     k, n = len(draft), choice.n
     extra = [] if choice.residual is None else [choice.residual[None]]
     verify = None
     if choice.verification != "token":
         block = choice.block
-        verify = VerifyTrace(choice.verification, choice.threshold, choice.passed, block.w if block else (),
-                             block.residual_mass if block else ())  # fmt: skip
+        verify = VerifyTrace(
+            choice.verification,
+            choice.threshold,
+            choice.passed,
+            block.w if block else (),
+            block.residual_mass if block else (),
+        )
     after = "rejected" if verify is not None and verify.rule == "block" else "not reached"  # block: each failed
     tops = top_rows(torch.cat([q, p[:k], p[n : n + 1], *extra]), top_n, text)
     return StepTrace(
@@ -59,10 +72,17 @@ def record_step(
 
 
 def record_tree_step(
-    index: int, context_length: int, cfg: SpecConfig, tree: tree_mod.DraftTree, p: torch.Tensor,
-    r: Sequence[float | None], walked: tree_mod.Walk, emitted: tuple[int, ...], timing: tuple[float, float],
+    index: int,
+    context_length: int,
+    cfg: SpecConfig,
+    tree: tree_mod.DraftTree,
+    p: torch.Tensor,
+    r: Sequence[float | None],
+    walked: tree_mod.Walk,
+    emitted: tuple[int, ...],
+    timing: tuple[float, float],
     text: Callable[[int], str],
-) -> StepTrace:  # fmt: skip
+) -> StepTrace:
     """A tree step's record: every node, and the chain fields read along the main line
     (`tree.main_line`), so that a topk = 1 tree's record is the chain's, field for field."""
     n_top = cfg.top_n
@@ -73,14 +93,25 @@ def record_tree_step(
     for i in range(len(tree)):
         up, x = tree.parent[i], tree.token[i]
         residual_p, residual_q = walked.residuals.get(i, (None, None))
-        nodes.append(TreeNode(
-            parent=up, depth=tree.depth[i], token=x, text=text(x), q=tree.q[i], p=float(p_at(up)[x]),
-            score=tree.score[i], rank=tree.rank[i], r=r[i] if walked.decision[i] != "not tested" else None,
-            ratio=walked.ratio[i], decision=walked.decision[i], p_top=tree_mod.top(p_at(i), n_top, text),
-            q_top=tree_mod.top(q_at(i), n_top, text) if i in q_rows else (),
-            residual_top=tree_mod.top(residual_p, n_top, text) if residual_p is not None else (),
-            q_residual_top=tree_mod.top(residual_q, n_top, text) if residual_q is not None else (),
-        ))  # fmt: skip
+        nodes.append(
+            TreeNode(
+                parent=up,
+                depth=tree.depth[i],
+                token=x,
+                text=text(x),
+                q=tree.q[i],
+                p=float(p_at(up)[x]),
+                score=tree.score[i],
+                rank=tree.rank[i],
+                r=r[i] if walked.decision[i] != "not tested" else None,
+                ratio=walked.ratio[i],
+                decision=walked.decision[i],
+                p_top=tree_mod.top(p_at(i), n_top, text),
+                q_top=tree_mod.top(q_at(i), n_top, text) if i in q_rows else (),
+                residual_top=tree_mod.top(residual_p, n_top, text) if residual_p is not None else (),
+                q_residual_top=tree_mod.top(residual_q, n_top, text) if residual_q is not None else (),
+            )
+        )
     line = tree_mod.main_line(tree, walked)
     n = len(walked.path)
     if line:
@@ -93,16 +124,24 @@ def record_tree_step(
     choice = Choice(
         r=tuple(r[i] for i in line),
         ratio=ratio_of(at(p_line, draft), at(q_line, draft)) if line else torch.empty(0, dtype=torch.float64),
-        n=n, token=walked.token, rule=walked.rule, dist=walked.dist,
+        n=n,
+        token=walked.token,
+        rule=walked.rule,
+        dist=walked.dist,
         residual=walked.dist if walked.rule == "residual" else None,
-    )  # fmt: skip
+    )
     rows = torch.cat([p_line, p_at(walked.stop)[None]])
     step = record_step(index, context_length, draft, q_line, rows, choice, emitted, timing, text, n_top)
     tree_trace = TreeTrace(
-        topk=cfg.topk, steps=cfg.steps, num_draft_tokens=cfg.num_draft_tokens, nodes=tuple(nodes), path=walked.path,
-        stop=walked.stop, root_p_top=tree_mod.top(p_at(-1), n_top, text),
+        topk=cfg.topk,
+        steps=cfg.steps,
+        num_draft_tokens=cfg.num_draft_tokens,
+        nodes=tuple(nodes),
+        path=walked.path,
+        stop=walked.stop,
+        root_p_top=tree_mod.top(p_at(-1), n_top, text),
         root_q_top=tree_mod.top(q_at(-1), n_top, text),
-    )  # fmt: skip
+    )
     return dataclasses.replace(step, tree=tree_trace)
 
 

@@ -110,16 +110,27 @@ def choose(
         best = p[:k].argmax(-1).tolist()
         n = greedy_match_length(draft, best)
         passed = tuple(y == b for y, b in zip(draft, best, strict=True))
-        return Choice((None,) * k, ratio, n, int(p[n].argmax()), "bonus" if n == k else "greedy", p[n], None,
-                      passed=passed)  # fmt: skip
+        return Choice(
+            (None,) * k, ratio, n, int(p[n].argmax()), "bonus" if n == k else "greedy", p[n], None, passed=passed
+        )
     draws = list(given_r) if given_r is not None else torch.rand(k, generator=gen, dtype=torch.float64).tolist()
     if mode == "textbook":
         threshold = ratio.clamp(max=1.0).tolist()
         n = acceptance_length(draws, ratio.tolist())
         passed = tuple(r <= t for r, t in zip(draws, threshold, strict=True))
         token = int(p[n].argmax())
-        return Choice(tuple(draws), ratio, n, token, "bonus" if n == k else "argmax", p[n], None, "token",
-                      tuple(threshold), passed)  # fmt: skip
+        return Choice(
+            tuple(draws),
+            ratio,
+            n,
+            token,
+            "bonus" if n == k else "argmax",
+            p[n],
+            None,
+            "token",
+            tuple(threshold),
+            passed,
+        )
     block = None
     if verification == "token":
         threshold = ratio.clamp(max=1.0).tolist()
@@ -140,15 +151,37 @@ def choose(
     draw = torch.rand((), generator=gen, dtype=torch.float64) if next_draw is None else next_draw
     if n == k:  # every draft token accepted: the target's free token from position τ+1
         dist = p[k]
-        return Choice(tuple(draws), ratio, n, sample_at(dist, draw), "bonus", dist, None, verification,
-                      tuple(threshold), passed, block)  # fmt: skip
+        return Choice(
+            tuple(draws),
+            ratio,
+            n,
+            sample_at(dist, draw),
+            "bonus",
+            dist,
+            None,
+            verification,
+            tuple(threshold),
+            passed,
+            block,
+        )
     if block is not None:  # what w_n p has beyond q at position n + 1 (n = 0: the ordinary residual)
         weight = block.w[n - 1] if n else 1.0
         dist = residual(weight * p[n], q[n])
     else:  # resample from what p has and q lacks: keeps the output ~ p
         dist = residual(p[n], rows[n])
-    return Choice(tuple(draws), ratio, n, sample_at(dist, draw), "residual", dist, dist, verification,
-                  tuple(threshold), passed, block)  # fmt: skip
+    return Choice(
+        tuple(draws),
+        ratio,
+        n,
+        sample_at(dist, draw),
+        "residual",
+        dist,
+        dist,
+        verification,
+        tuple(threshold),
+        passed,
+        block,
+    )
 
 
 def at(dists: torch.Tensor, tokens: Sequence[int]) -> torch.Tensor:

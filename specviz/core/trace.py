@@ -81,9 +81,14 @@ class TreeTrace:
                 node[name] = _top(node.get(name, ()))
             nodes.append(TreeNode(**node))
         return cls(
-            **{**data, "nodes": tuple(nodes), "path": tuple(data["path"]), "root_p_top": _top(data["root_p_top"]),
-               "root_q_top": _top(data["root_q_top"])}
-        )  # fmt: skip
+            **{
+                **data,
+                "nodes": tuple(nodes),
+                "path": tuple(data["path"]),
+                "root_p_top": _top(data["root_p_top"]),
+                "root_q_top": _top(data["root_q_top"]),
+            }
+        )
 
     def children(self, node: int) -> list[int]:
         """Kept children of `node` (−1: the root), in the order the walk tries them."""
@@ -199,11 +204,19 @@ class StepTrace:
 
 
 _POSITION_FIELDS = (
-    "draft_tokens", "draft_text", "q", "p", "ratio", "r", "decision", "accepted", "beta",
-    "q_top", "p_top",
-)  # fmt: skip
-_TUPLE_FIELDS = ("draft_tokens", "draft_text", "q", "p", "ratio", "r", "accepted", "decision",
-                 "beta", "emitted")  # fmt: skip
+    "draft_tokens",
+    "draft_text",
+    "q",
+    "p",
+    "ratio",
+    "r",
+    "decision",
+    "accepted",
+    "beta",
+    "q_top",
+    "p_top",
+)
+_TUPLE_FIELDS = ("draft_tokens", "draft_text", "q", "p", "ratio", "r", "accepted", "decision", "beta", "emitted")
 
 
 def _top(entries: Any) -> TopN:
@@ -248,8 +261,12 @@ class RunTrace:
         recomputed from its steps."""
         config = check_run(data)
         fields = {k: v for k, v in data.items() if k != "metrics"}
-        fields.update(config=config, steps=tuple(StepTrace.from_dict(s) for s in data["steps"]),
-                      prompt_ids=tuple(data["prompt_ids"]), new_tokens=tuple(data["new_tokens"]))  # fmt: skip
+        fields.update(
+            config=config,
+            steps=tuple(StepTrace.from_dict(s) for s in data["steps"]),
+            prompt_ids=tuple(data["prompt_ids"]),
+            new_tokens=tuple(data["new_tokens"]),
+        )
         return build_run_trace(**fields)
 
     def to_json(self, indent: int | None = None) -> str:
@@ -338,8 +355,10 @@ def _step(raw: Any, i: int, config: SpecConfig) -> None:
     _fields(raw, _STEP_FIELDS, where, optional={"tree", "verify"})
     _need(raw["index"] == i, f"{where} has index {raw['index']!r}")
     tree = raw.get("tree")
-    _need((tree is not None) is config.tree, f"{where}: {'a tree' if tree else 'a chain'} step in a run of "
-          f"{'trees' if config.tree else 'chains'}")  # fmt: skip
+    _need(
+        (tree is not None) is config.tree,
+        f"{where}: {'a tree' if tree else 'a chain'} step in a run of {'trees' if config.tree else 'chains'}",
+    )
     tau = raw["tau"]
     _need(_integer(tau) and 0 <= tau <= config.depth, f"{where}: τ = {tau!r} is not between 0 and {config.depth}")
     for name in _PER_POSITION:
@@ -354,8 +373,10 @@ def _step(raw: Any, i: int, config: SpecConfig) -> None:
     _need(_integer(n) and 0 <= n <= tau, f"{where}: n_accepted = {n!r} is not between 0 and τ = {tau}")
     rule = config.verification if config.mode == "lossless" else "token"
     verify = raw.get("verify")
-    _need((verify is not None) is (rule != "token" and tree is None),
-          f"{where}: its verification record does not match the run's rule ({rule})")  # fmt: skip
+    _need(
+        (verify is not None) is (rule != "token" and tree is None),
+        f"{where}: its verification record does not match the run's rule ({rule})",
+    )
     if verify is not None:
         _verify(verify, raw, rule, where)
     for t in range(tau):
@@ -363,15 +384,19 @@ def _step(raw: Any, i: int, config: SpecConfig) -> None:
         for name in ("q", "p", "beta"):
             _need(_probability(raw[name][t]), f"{at}: {name} = {raw[name][t]!r} is not a probability in [0, 1]")
         q, p, ratio, r = raw["q"][t], raw["p"][t], raw["ratio"][t], raw["r"][t]
-        _need(_number(ratio) and q > 0 and math.isclose(ratio, p / q, rel_tol=1e-6, abs_tol=1e-12),
-              f"{at}: p/q = {ratio!r} is not p / q = {p!r} / {q!r}")  # fmt: skip
+        _need(
+            _number(ratio) and q > 0 and math.isclose(ratio, p / q, rel_tol=1e-6, abs_tol=1e-12),
+            f"{at}: p/q = {ratio!r} is not p / q = {p!r} / {q!r}",
+        )
         if config.mode == "greedy":
             _need(r is None, f"{at}: greedy mode makes no draw, yet r = {r!r}")
         else:
             _need(_number(r) and 0 <= r < 1, f"{at}: r = {r!r} is not a draw in [0, 1)")
         decision = "accepted" if t < n else "rejected" if t == n or rule == "block" else "not reached"
-        _need(raw["decision"][t] == decision and raw["accepted"][t] is (t < n),
-              f"{at}: recorded as {raw['decision'][t]!r} but n_accepted = {n} makes it {decision!r}")  # fmt: skip
+        _need(
+            raw["decision"][t] == decision and raw["accepted"][t] is (t < n),
+            f"{at}: recorded as {raw['decision'][t]!r} but n_accepted = {n} makes it {decision!r}",
+        )
         if t <= n and tree is None and verify is None:  # the kept tokens and the first rejected: their own test
             _check_rule(raw, t, t < n, config.mode, at)
         _ints([raw["draft_tokens"][t]], f"{at}: the token")
@@ -382,13 +407,18 @@ def _step(raw: Any, i: int, config: SpecConfig) -> None:
     rule = "bonus" if n == tau else {"lossless": "residual", "greedy": "greedy"}.get(config.mode, "argmax")
     if tree is not None:
         rule = _tree(tree, raw, config, where)
-    _need(raw["next_rule"] == rule, f"{where}: the next token's rule is {raw['next_rule']!r}; with n = {n} of "
-          f"τ = {tau} in {config.mode} mode it is {rule!r}")  # fmt: skip
+    _need(
+        raw["next_rule"] == rule,
+        f"{where}: the next token's rule is {raw['next_rule']!r}; with n = {n} of "
+        f"τ = {tau} in {config.mode} mode it is {rule!r}",
+    )
     _need(_probability(raw["next_prob"]), f"{where}: next_prob = {raw['next_prob']!r} is not a probability")
     made = [*raw["draft_tokens"][:n], raw["next_token"]]
     emitted = _ints(raw["emitted"], f"{where}: emitted")
-    _need(emitted and emitted == made[: len(emitted)], f"{where}: emitted {emitted} is not the accepted run "
-          f"and the target's token {made}")  # fmt: skip
+    _need(
+        emitted and emitted == made[: len(emitted)],
+        f"{where}: emitted {emitted} is not the accepted run and the target's token {made}",
+    )
     for name in ("draft_ms", "verify_ms"):
         _need(_number(raw[name]) and raw[name] >= 0, f"{where}: {name} = {raw[name]!r} is not a time")
 
@@ -400,8 +430,10 @@ def _tree(tree: Any, raw: dict, config: SpecConfig, where: str) -> str:
     _need(isinstance(tree, dict), f"{where}: its tree is not an object")
     _fields(tree, {f.name for f in dataclasses.fields(TreeTrace)}, f"{where}: its tree")
     nodes = tree["nodes"]
-    _need(isinstance(nodes, (list, tuple)) and len(nodes) <= config.num_draft_tokens,
-          f"{where}: the tree holds more than num_draft_tokens = {config.num_draft_tokens} nodes")  # fmt: skip
+    _need(
+        isinstance(nodes, (list, tuple)) and len(nodes) <= config.num_draft_tokens,
+        f"{where}: the tree holds more than num_draft_tokens = {config.num_draft_tokens} nodes",
+    )
     fields = {f.name for f in dataclasses.fields(TreeNode)}
     for j, node in enumerate(nodes):
         at = f"{where}, tree node {j + 1}"
@@ -420,15 +452,19 @@ def _tree(tree: Any, raw: dict, config: SpecConfig, where: str) -> str:
         if config.mode == "greedy":
             top = nodes[up]["p_top"] if up >= 0 else tree["root_p_top"]
             best = top[0][0] if top and _top_entry(top[0]) else None
-            _need((node["token"] == best) is (node["decision"] == "accepted"),
-                  f"{at}: greedy keeps a token only if it is the target's argmax ({best})")  # fmt: skip
+            _need(
+                (node["token"] == best) is (node["decision"] == "accepted"),
+                f"{at}: greedy keeps a token only if it is the target's argmax ({best})",
+            )
             continue
         r, ratio = node["r"], node["ratio"]
         _need(_number(r) and 0 <= r < 1 and isinstance(ratio, (int, float)), f"{at}: no valid r and ratio")
         if config.mode == "textbook" and node["q"] > 0:
             _need(math.isclose(ratio, node["p"] / node["q"], rel_tol=1e-6, abs_tol=1e-12), f"{at}: ratio is not p/q")
-        _need((r <= ratio) is (node["decision"] == "accepted"), f"{at}: r = {r} against {ratio:.6g} cannot make it "
-              f"{node['decision']!r}")  # fmt: skip
+        _need(
+            (r <= ratio) is (node["decision"] == "accepted"),
+            f"{at}: r = {r} against {ratio:.6g} cannot make it {node['decision']!r}",
+        )
     path, previous = tree["path"], -1
     for j in path:
         chained = _integer(j) and 0 <= j < len(nodes) and nodes[j]["parent"] == previous
@@ -462,12 +498,17 @@ def _verify(verify: Any, raw: dict, rule: str, where: str) -> None:
     threshold, passed = verify["threshold"], verify["passed"]
     for t in range(tau):
         _need(_probability(threshold[t]) and isinstance(passed[t], bool), f"{at}: position {t + 1} is malformed")
-        _need(passed[t] is (raw["r"][t] <= threshold[t]), f"{at}: position {t + 1}: r = {raw['r'][t]} against "
-              f"{threshold[t]:.6g} cannot be {'a pass' if passed[t] else 'a failure'}")  # fmt: skip
+        _need(
+            passed[t] is (raw["r"][t] <= threshold[t]),
+            f"{at}: position {t + 1}: r = {raw['r'][t]} against "
+            f"{threshold[t]:.6g} cannot be {'a pass' if passed[t] else 'a failure'}",
+        )
     if rule == "one-hot":
         for t in range(tau):
-            _need(math.isclose(threshold[t], raw["p"][t], rel_tol=1e-9, abs_tol=1e-12),
-                  f"{at}: position {t + 1} was not compared with p(ŷ) = {raw['p'][t]}")  # fmt: skip
+            _need(
+                math.isclose(threshold[t], raw["p"][t], rel_tol=1e-9, abs_tol=1e-12),
+                f"{at}: position {t + 1} was not compared with p(ŷ) = {raw['p'][t]}",
+            )
         first = next((t for t in range(tau) if not passed[t]), tau)
         _need(n == first, f"{at}: n_accepted = {n}, but the first failure is at position {first + 1}")
         return
@@ -475,8 +516,10 @@ def _verify(verify: Any, raw: dict, rule: str, where: str) -> None:
     for t in range(tau):
         weight = min(1.0, weight * raw["ratio"][t])
         w, mass = verify["w"][t], verify["residual_mass"][t]
-        _need(_number(w) and math.isclose(w, weight, rel_tol=1e-9, abs_tol=1e-12), f"{at}: w{t + 1} is not "
-              f"min(1, w{t} p/q) = {weight:.6g}")  # fmt: skip
+        _need(
+            _number(w) and math.isclose(w, weight, rel_tol=1e-9, abs_tol=1e-12),
+            f"{at}: w{t + 1} is not min(1, w{t} p/q) = {weight:.6g}",
+        )
         _need(_number(mass) and mass >= 0, f"{at}: R{t + 1} is not a mass")
         h = w if t == tau - 1 else (mass / (mass + 1 - w) if mass + 1 - w > 0 else 1.0)
         _need(math.isclose(threshold[t], h, rel_tol=1e-9, abs_tol=1e-12), f"{at}: h{t + 1} is not R/(R + 1 − w)")
@@ -490,12 +533,18 @@ def _check_rule(raw: dict, t: int, kept: bool, mode: str, at: str) -> None:
         top = raw["p_top"][t]
         if top and _top_entry(top[0]):
             best = top[0][0]
-            _need((raw["draft_tokens"][t] == best) is kept, f"{at}: greedy keeps a token only if it is the "
-                  f"target's argmax ({best}); it was {'kept' if kept else 'rejected'}")  # fmt: skip
+            _need(
+                (raw["draft_tokens"][t] == best) is kept,
+                f"{at}: greedy keeps a token only if it is the "
+                f"target's argmax ({best}); it was {'kept' if kept else 'rejected'}",
+            )
         return
     r, ratio = raw["r"][t], raw["ratio"][t]
-    _need((r <= ratio) is kept, f"{at}: r = {r} {'>' if r > ratio else '≤'} p/q = {ratio:.6g}, so it cannot be "
-          f"{'accepted' if kept else 'rejected'}")  # fmt: skip
+    _need(
+        (r <= ratio) is kept,
+        f"{at}: r = {r} {'>' if r > ratio else '≤'} p/q = {ratio:.6g}, so it cannot be "
+        f"{'accepted' if kept else 'rejected'}",
+    )
 
 
 def _need(condition: Any, message: str) -> None:
@@ -529,6 +578,9 @@ def _ints(values: Any, what: str) -> list[int]:
 
 def _top_entry(entry: Any) -> bool:
     return (
-        isinstance(entry, (list, tuple)) and len(entry) == 3 and _integer(entry[0]) and isinstance(entry[1], str)
+        isinstance(entry, (list, tuple))
+        and len(entry) == 3
+        and _integer(entry[0])
+        and isinstance(entry[1], str)
         and _probability(entry[2])
-    )  # fmt: skip
+    )

@@ -83,9 +83,14 @@ class DraftTree:
 
 
 def draft_tree(
-    session, pending: Sequence[int], config: SpecConfig, steps: int, warp: Warp, gen: torch.Generator,
+    session,
+    pending: Sequence[int],
+    config: SpecConfig,
+    steps: int,
+    warp: Warp,
+    gen: torch.Generator,
     eos: int | None,
-) -> DraftTree:  # fmt: skip
+) -> DraftTree:
     """docs/algorithm.md, step 1: one draft forward per level, every node of a level in one pass. Textbook and
     greedy: EAGLE-2's dynamic tree (children = the topk most likely tokens of q, the topk best nodes of
     each level expanded, the num_draft_tokens best kept). Lossless: children drawn from q without
@@ -198,9 +203,13 @@ class Walk:
 
 
 def walk(
-    mode: Mode, tree: DraftTree, p: torch.Tensor, r: Sequence[float | None], gen: torch.Generator,
+    mode: Mode,
+    tree: DraftTree,
+    p: torch.Tensor,
+    r: Sequence[float | None],
+    gen: torch.Generator,
     verification: str = "token",
-) -> Walk:  # fmt: skip
+) -> Walk:
     """Walk down from the root. `p` has the root's row first, then one row per node; `r` one
     pre-drawn uniform per node (None in greedy mode), used only if that node is tested. Lossless with
     verification "one-hot" walks as SGLang's target-only tree sampling: child x is kept when r ≤ p′(x),
@@ -243,8 +252,9 @@ def walk(
                 residuals[kid] = (p_now, q_now)
         if taken is None:  # every kept child rejected
             if mode == "lossless":
-                return Walk(tuple(path), node, tuple(decision), tuple(ratio), sample(p_now, gen), "residual", p_now,
-                            residuals)  # fmt: skip
+                return Walk(
+                    tuple(path), node, tuple(decision), tuple(ratio), sample(p_now, gen), "residual", p_now, residuals
+                )
             rule: NextRule = "greedy" if mode == "greedy" else "argmax"
             return Walk(tuple(path), node, tuple(decision), tuple(ratio), best, rule, here, residuals)
         path.append(taken)

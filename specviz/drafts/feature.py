@@ -63,16 +63,23 @@ class FeatureDraft(nn.Module):
         return DynamicCache(config=self.body.config)
 
     def features(
-        self, ids: torch.Tensor, prev: torch.Tensor, attention_mask: torch.Tensor | None = None, cache: Any = None,
+        self,
+        ids: torch.Tensor,
+        prev: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        cache: Any = None,
         position_ids: torch.Tensor | None = None,
-    ) -> torch.Tensor:  # fmt: skip
+    ) -> torch.Tensor:
         """g for every position of `ids` (B, T) given the previous positions' features (B, T, H)."""
         embeds = self.body.embed_tokens(ids)
         x = self.fc(torch.cat([embeds, prev.to(embeds.dtype)], dim=-1))
         out = self.body(
-            inputs_embeds=x, attention_mask=attention_mask, past_key_values=cache, use_cache=cache is not None,
+            inputs_embeds=x,
+            attention_mask=attention_mask,
+            past_key_values=cache,
+            use_cache=cache is not None,
             position_ids=position_ids,
-        )  # fmt: skip
+        )
         return out.last_hidden_state
 
 

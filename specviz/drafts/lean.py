@@ -100,9 +100,13 @@ class LeanFeatureDraft:
         return x * cos + rotated * sin
 
     def features(
-        self, ids: torch.Tensor, prev: torch.Tensor, attention_mask: torch.Tensor | None = None, cache: Any = None,
+        self,
+        ids: torch.Tensor,
+        prev: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        cache: Any = None,
         position_ids: torch.Tensor | None = None,
-    ) -> torch.Tensor:  # fmt: skip
+    ) -> torch.Tensor:
         """g for every position of `ids` (1, n) given the previous positions' features (1, n, H), as
         FeatureDraft.features: the cache grows by n; `attention_mask` (additive, 1×1×n×total) and
         `position_ids` (1, n) shape a tree pass, else the n tokens continue the cached ones causally."""

@@ -22,8 +22,15 @@ from torch import nn
 from specviz.drafts.files import TENSORS_FILE, DraftFileError, DraftSpec, trainable_state, write_spec
 from specviz.drafts.subset import SubsetHead, layer_subset
 
-PROJECTIONS = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
-               "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")  # fmt: skip
+PROJECTIONS = (
+    "self_attn.q_proj",
+    "self_attn.k_proj",
+    "self_attn.v_proj",
+    "self_attn.o_proj",
+    "mlp.gate_proj",
+    "mlp.up_proj",
+    "mlp.down_proj",
+)
 NORMS = ("input_layernorm", "post_attention_layernorm")
 
 

@@ -30,9 +30,12 @@ class HubUnreachableError(ModelError):
 
 
 def load_model(
-    spec: str, max_params: int, device: torch.device, dtype: torch.dtype,
+    spec: str,
+    max_params: int,
+    device: torch.device,
+    dtype: torch.dtype,
     progress: embedded.Progress | None = None,
-) -> tuple[Any, Any]:  # fmt: skip
+) -> tuple[Any, Any]:
     """(model, tokenizer) for "embedded", a local directory or a hub id."""
     from transformers import AutoTokenizer
 

@@ -36,9 +36,13 @@ class ChosenLinear:
     count; `choice` (rows → kind) may be given to skip the timing (a shape already timed)."""
 
     def __init__(
-        self, weight: torch.Tensor, bias: torch.Tensor | None = None, repeats: int = 7,
-        choice: dict[int, str] | None = None, kinds: tuple[str, ...] = KINDS,
-    ) -> None:  # fmt: skip
+        self,
+        weight: torch.Tensor,
+        bias: torch.Tensor | None = None,
+        repeats: int = 7,
+        choice: dict[int, str] | None = None,
+        kinds: tuple[str, ...] = KINDS,
+    ) -> None:
         self.weight = weight.detach()
         self.bias = None if bias is None else bias.detach()
         kinds = tuple(k for k in kinds if k != "onednn" or (onednn_available() and weight.dtype == torch.float32))

@@ -46,9 +46,14 @@ def generate(
     sampling = {"temperature": temperature, "top_k": 0, "top_p": 1.0} if temperature else {}
     with torch.inference_mode():
         out = model.generate(
-            input_ids=input_ids.to(device), attention_mask=mask.to(device), max_new_tokens=new_tokens,
-            pad_token_id=pad, eos_token_id=eos, do_sample=bool(temperature), **sampling,
-        )  # fmt: skip
+            input_ids=input_ids.to(device),
+            attention_mask=mask.to(device),
+            max_new_tokens=new_tokens,
+            pad_token_id=pad,
+            eos_token_id=eos,
+            do_sample=bool(temperature),
+            **sampling,
+        )
     records = []
     for i, ids in enumerate(prompts):
         gen = out[i, width:].tolist()
@@ -59,9 +64,18 @@ def generate(
 
 
 def make_split(
-    model: Any, tokenizer: Any, prompts: Sequence[Prompt], temperatures: Sequence[float], out: Path, *,
-    batch: int, new_tokens: int, seed: int, deadline: float | None = None, log: Log = print,
-) -> int:  # fmt: skip
+    model: Any,
+    tokenizer: Any,
+    prompts: Sequence[Prompt],
+    temperatures: Sequence[float],
+    out: Path,
+    *,
+    batch: int,
+    new_tokens: int,
+    seed: int,
+    deadline: float | None = None,
+    log: Log = print,
+) -> int:
     """Every prompt continued once per temperature, in shards of `batch` under `out`; returns the
     number of generated tokens written now. Stops cleanly (resumable) at `deadline` (perf_counter)."""
     codec = HFCodec(tokenizer)

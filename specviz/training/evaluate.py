@@ -152,14 +152,24 @@ def evaluate_draft(
     tps = {t: p.tokens_per_second or 0.0 for t, p in by_tau.items()}
     best = max(speedup, key=speedup.get)
     return DraftReport(
-        draft=pair.draft.name, prompts=len(prompts), new_tokens=new_tokens, alpha=textbook.alpha,
+        draft=pair.draft.name,
+        prompts=len(prompts),
+        new_tokens=new_tokens,
+        alpha=textbook.alpha,
         mean_acceptance_length=by_tau[4].mean_acceptance_length,
         mean_acceptance_length_textbook=textbook.mean_acceptance_length,
-        greedy_agreement=by_tau[1].draft_acceptance_rate, greedy_acceptance_rate_tau4=by_tau[4].draft_acceptance_rate,
-        c=by_tau[4].c, draft_ms=draft_ms, target_ms=target_ms, c_single_token=draft_ms / target_ms,
+        greedy_agreement=by_tau[1].draft_acceptance_rate,
+        greedy_acceptance_rate_tau4=by_tau[4].draft_acceptance_rate,
+        c=by_tau[4].c,
+        draft_ms=draft_ms,
+        target_ms=target_ms,
+        c_single_token=draft_ms / target_ms,
         baseline_tokens_per_second=baseline,
-        greedy_tokens_per_second=tps, speedup=speedup, best_tau=best, best_speedup=speedup[best],
-    )  # fmt: skip
+        greedy_tokens_per_second=tps,
+        speedup=speedup,
+        best_tau=best,
+        best_speedup=speedup[best],
+    )
 
 
 USAGE = """Evaluate drafts of the embedded target on held-out prompts (never used in training).

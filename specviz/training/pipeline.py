@@ -53,8 +53,11 @@ def build_prompts(work: Path, args: argparse.Namespace) -> dict:
             args.corpus
         ),
     }
-    out = {"train": [p for ps in sources.values() for p in ps], "eval": prompts.eval_prompts(),
-           "sources": {name: len(ps) for name, ps in sources.items()}}  # fmt: skip
+    out = {
+        "train": [p for ps in sources.values() for p in ps],
+        "eval": prompts.eval_prompts(),
+        "sources": {name: len(ps) for name, ps in sources.items()},
+    }
     work.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=0))
     return out
@@ -67,9 +70,17 @@ def make_data(work: Path, args: argparse.Namespace) -> None:
     temps = [float(t) for t in args.temperatures.split(",")]
     for split, items, ts in (("eval", listing["eval"], [1.0]), ("train", listing["train"], temps)):
         data.make_split(
-            model, tokenizer, [tuple(p) for p in items], ts, work / "data" / split, batch=args.batch,
-            new_tokens=args.new_tokens, seed=args.seed + (split == "eval"), deadline=deadline, log=log,
-        )  # fmt: skip
+            model,
+            tokenizer,
+            [tuple(p) for p in items],
+            ts,
+            work / "data" / split,
+            batch=args.batch,
+            new_tokens=args.new_tokens,
+            seed=args.seed + (split == "eval"),
+            deadline=deadline,
+            log=log,
+        )
 
 
 def options(args: argparse.Namespace) -> Options:
@@ -103,16 +114,23 @@ def export(work: Path, args: argparse.Namespace) -> None:
     train_records, eval_records = data.load_split(work, "train"), data.load_split(work, "eval")
     made = json.loads((work / "made.json").read_text()) if (work / "made.json").exists() else {}
     meta = {
-        "target": "SmolLM2-135M-Instruct", "history": state["history"], "options": vars(opts),
-        "vocab_size": len(state["vocab"]), "command": made.get("command", "python scripts/train_draft.py all"),
+        "target": "SmolLM2-135M-Instruct",
+        "history": state["history"],
+        "options": vars(opts),
+        "vocab_size": len(state["vocab"]),
+        "command": made.get("command", "python scripts/train_draft.py all"),
         "hardware": made.get("hardware", "see the command"),
         "data": {
-            "prompts": len(listing["train"]), "prompt_sources": listing["sources"], "new_tokens": args.new_tokens,
-            "temperatures": made.get("temperatures", args.temperatures), "train_sequences": len(train_records),
-            "train_tokens": data.labelled_tokens(train_records), "eval_sequences": len(eval_records),
+            "prompts": len(listing["train"]),
+            "prompt_sources": listing["sources"],
+            "new_tokens": args.new_tokens,
+            "temperatures": made.get("temperatures", args.temperatures),
+            "train_sequences": len(train_records),
+            "train_tokens": data.labelled_tokens(train_records),
+            "eval_sequences": len(eval_records),
             "eval_tokens": data.labelled_tokens(eval_records),
         },
-    }  # fmt: skip
+    }
     out = Path(args.out)
     recipe.save(out, meta)
     write_card(out, args)
@@ -173,11 +191,15 @@ def main(argv: list[str] | None = None) -> None:
         make_data(work, args)
     if args.stage in ("train", "all"):
         run_training(work, args)
-        (work / "made.json").write_text(json.dumps({
-            "command": "python scripts/train_draft.py " + " ".join(map(shlex.quote, argv or sys.argv[1:])),
-            "hardware": f"trained on {torch.cuda.get_device_name() if args.device != 'cpu' else 'the CPU'}",
-            "temperatures": args.temperatures,
-        }))  # fmt: skip
+        (work / "made.json").write_text(
+            json.dumps(
+                {
+                    "command": "python scripts/train_draft.py " + " ".join(map(shlex.quote, argv or sys.argv[1:])),
+                    "hardware": f"trained on {torch.cuda.get_device_name() if args.device != 'cpu' else 'the CPU'}",
+                    "temperatures": args.temperatures,
+                }
+            )
+        )
     if args.stage in ("export", "all"):
         export(work, args)
     if args.stage == "card":

@@ -193,9 +193,14 @@ def evaluate(recipe: Any, target: Any, records: Sequence[dict], vocab: torch.Ten
 
 
 def train(
-    target: Any, records: Sequence[dict], held_out: Sequence[dict], vocab: torch.Tensor, opts: Options,
-    ckpt_dir: Path, log: Log = print,
-) -> Any:  # fmt: skip
+    target: Any,
+    records: Sequence[dict],
+    held_out: Sequence[dict],
+    vocab: torch.Tensor,
+    opts: Options,
+    ckpt_dir: Path,
+    log: Log = print,
+) -> Any:
     """Train a draft of kind `opts.kind` for `target`; returns the recipe (its `.model` trained
     and its `.history`: held-out numbers after every epoch)."""
     torch.manual_seed(opts.seed)
@@ -225,8 +230,15 @@ def train(
     log(f"train {opts.kind}: {len(plan)} steps, {sum(p.numel() for p in params)} trainable parameters")
 
     def save() -> None:
-        blob = {"student": trainable_state(recipe.model), "opt": opt.state_dict(), "sched": sched.state_dict(),
-                "step": step, "history": history, "vocab": vocab, "opts": vars(opts)}  # fmt: skip
+        blob = {
+            "student": trainable_state(recipe.model),
+            "opt": opt.state_dict(),
+            "sched": sched.state_dict(),
+            "step": step,
+            "history": history,
+            "vocab": vocab,
+            "opts": vars(opts),
+        }
         torch.save(blob, ckpt_dir / "latest.tmp")
         os.replace(ckpt_dir / "latest.tmp", latest)
 

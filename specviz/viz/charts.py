@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from specviz.analysis.lossless import LosslessCheck
-from specviz.analysis.theory import expected_tokens_per_step
 from specviz.core.trace import StepTrace, TokenProb
 from specviz.viz.render import decision_parts, decision_reason, token_label
 
@@ -60,8 +58,10 @@ def legend_below(height: int, font_size: int, top: int = 50, rows: int = 3) -> d
     (A vertical legend to the right is drawn horizontal again by Streamlit's chart theme.)"""
     bottom = 3 * font_size + 14 + rows * (font_size + 10)
     plot = max(height - top - bottom, 50)
-    return {"legend": {"orientation": "h", "yanchor": "top", "y": -(3 * font_size + 14) / plot, "x": 0},
-            "margin": {"t": top, "b": bottom, "r": 60}}  # fmt: skip
+    return {
+        "legend": {"orientation": "h", "yanchor": "top", "y": -(3 * font_size + 14) / plot, "x": 0},
+        "margin": {"t": top, "b": bottom, "r": 60},
+    }
 
 
 def prob_text(x: float) -> str:
@@ -75,9 +75,13 @@ def prob_text(x: float) -> str:
 
 
 def step_chart(
-    step: StepTrace, hide_decisions: bool = False, show_draws: bool = False, height: int = 460, font_size: int = 16,
+    step: StepTrace,
+    hide_decisions: bool = False,
+    show_draws: bool = False,
+    height: int = 460,
+    font_size: int = 16,
     marks: Sequence[bool | None] = (),
-) -> go.Figure:  # fmt: skip
+) -> go.Figure:
     """The centrepiece: per draft position, bars of q and p for the draft token, a marker for the
     acceptance probability min(1, p/q) and one for the draw r, coloured by the decision. With
     `hide_decisions` (quiz mode) only q, p and min(1, p/q) are drawn, in a neutral colour, and r
@@ -85,51 +89,96 @@ def step_chart(
     draft token, the class right, wrong, or None where it gave no answer) heads each column with
     ✓ or ✗ in large type."""
     many = step.tau > MANY_TAU  # a long draft: each column narrow, so two short tick lines and no bar labels
-    x = [f"{t + 1}<br>{token_label(s, SHORT_CHARS)}" if many else f"{t + 1}. {token_label(s, LABEL_CHARS)}"
-         for t, s in enumerate(step.draft_text)]  # fmt: skip
+    x = [
+        f"{t + 1}<br>{token_label(s, SHORT_CHARS)}" if many else f"{t + 1}. {token_label(s, LABEL_CHARS)}"
+        for t, s in enumerate(step.draft_text)
+    ]
     whole = [f"{t + 1}. {token_label(s)}" for t, s in enumerate(step.draft_text)]
     colors = ["#777777"] * step.tau if hide_decisions else [DECISION_COLORS[d] for d in step.decision]
     accept_prob = [min(1.0, ratio) for ratio in step.ratio]
     data = [
-        {"type": "bar", "name": name, "x": x, "y": list(values), "marker": {"color": color},
-         "text": [] if many else [prob_text(v) for v in values], "textposition": "outside", "cliponaxis": False,
-         "customdata": whole,
-         "hovertemplate": f"%{{customdata}}: {name[0]} = %{{y:.4g}}<extra></extra>"}
+        {
+            "type": "bar",
+            "name": name,
+            "x": x,
+            "y": list(values),
+            "marker": {"color": color},
+            "text": [] if many else [prob_text(v) for v in values],
+            "textposition": "outside",
+            "cliponaxis": False,
+            "customdata": whole,
+            "hovertemplate": f"%{{customdata}}: {name[0]} = %{{y:.4g}}<extra></extra>",
+        }
         for name, values, color in (("q (draft)", step.q, Q_COLOR), ("p (target)", step.p, P_COLOR))
-    ]  # fmt: skip
+    ]
     greedy = bool(step.r) and all(r is None for r in step.r)
     if greedy:  # kept iff it is p's most likely token: p's argmax marked, no chance that does not apply
         if show_draws or not hide_decisions:
             best = [top[0] if top else TokenProb(-1, "?", 0.0) for top in step.p_top]
-            data.append({
-                "type": "scatter", "name": "max p: the target's most likely token (greedy keeps ŷ only if ŷ is it)",
-                "x": x, "y": [b.prob for b in best], "mode": "markers",
-                "customdata": [token_label(b.text) for b in best],
-                "marker": {"symbol": "star", "size": 22, "color": colors, "line": {"width": 2, "color": "black"}},
-                "hovertemplate": "argmax p: %{customdata} (p = %{y:.3f})<extra></extra>",
-            })  # fmt: skip
+            data.append(
+                {
+                    "type": "scatter",
+                    "name": "max p: the target's most likely token (greedy keeps ŷ only if ŷ is it)",
+                    "x": x,
+                    "y": [b.prob for b in best],
+                    "mode": "markers",
+                    "customdata": [token_label(b.text) for b in best],
+                    "marker": {"symbol": "star", "size": 22, "color": colors, "line": {"width": 2, "color": "black"}},
+                    "hovertemplate": "argmax p: %{customdata} (p = %{y:.3f})<extra></extra>",
+                }
+            )
     elif step.verify is not None:  # the engines' rules: r against the rule's own threshold
         one_hot = step.verify.rule == "one-hot"
-        name = "p(ŷ): kept while r ≤ p(ŷ) (q taken as one-hot)" if one_hot else (
-            "h: pass while r ≤ h (not the chance to keep: n is the last pass)")  # fmt: skip
-        data.append({
-            "type": "scatter", "name": name, "x": x, "y": list(step.verify.threshold), "mode": "markers",
-            "marker": {"symbol": "line-ew-open" if one_hot else "triangle-down", "size": 26, "color": colors,
-                       "line": {"width": 4, "color": colors}},
-            "hovertemplate": ("p(ŷ)" if one_hot else "h") + " = %{y:.3f}<extra></extra>",
-        })  # fmt: skip
+        name = (
+            "p(ŷ): kept while r ≤ p(ŷ) (q taken as one-hot)"
+            if one_hot
+            else ("h: pass while r ≤ h (not the chance to keep: n is the last pass)")
+        )
+        data.append(
+            {
+                "type": "scatter",
+                "name": name,
+                "x": x,
+                "y": list(step.verify.threshold),
+                "mode": "markers",
+                "marker": {
+                    "symbol": "line-ew-open" if one_hot else "triangle-down",
+                    "size": 26,
+                    "color": colors,
+                    "line": {"width": 4, "color": colors},
+                },
+                "hovertemplate": ("p(ŷ)" if one_hot else "h") + " = %{y:.3f}<extra></extra>",
+            }
+        )
     else:
-        data.append({
-            "type": "scatter", "name": "min(1, p/q): chance to accept", "x": x, "y": accept_prob, "mode": "markers",
-            "marker": {"symbol": "diamond-wide", "size": 22, "color": colors, "line": {"width": 2, "color": "black"}},
-            "hovertemplate": "min(1, p/q) = %{y:.3f}<extra></extra>",
-        })  # fmt: skip
+        data.append(
+            {
+                "type": "scatter",
+                "name": "min(1, p/q): chance to accept",
+                "x": x,
+                "y": accept_prob,
+                "mode": "markers",
+                "marker": {
+                    "symbol": "diamond-wide",
+                    "size": 22,
+                    "color": colors,
+                    "line": {"width": 2, "color": "black"},
+                },
+                "hovertemplate": "min(1, p/q) = %{y:.3f}<extra></extra>",
+            }
+        )
     if any(r is not None for r in step.r) and (show_draws or not hide_decisions):
-        data.append({
-            "type": "scatter", "name": "r (uniform draw)", "x": x, "y": list(step.r), "mode": "markers",
-            "marker": {"symbol": "x-thin", "size": 20, "color": colors, "line": {"width": 4, "color": colors}},
-            "hovertemplate": "r = %{y:.3f}<extra></extra>",
-        })  # fmt: skip
+        data.append(
+            {
+                "type": "scatter",
+                "name": "r (uniform draw)",
+                "x": x,
+                "y": list(step.r),
+                "mode": "markers",
+                "marker": {"symbol": "x-thin", "size": 20, "color": colors, "line": {"width": 4, "color": colors}},
+                "hovertemplate": "r = %{y:.3f}<extra></extra>",
+            }
+        )
     annotations = []
     for t, (label, color) in enumerate(zip(x, colors, strict=True)):
         reason = None if hide_decisions else decision_reason(step, t)
@@ -145,10 +194,18 @@ def step_chart(
             sign = "✓ class right" if mark else "✗ class wrong"
             colour = DECISION_COLORS["accepted" if mark else "rejected"]
             text = f"<span style='font-size:{font_size + 4}px;color:{colour}'><b>{sign}</b></span><br>{text}"
-        annotations.append({  # above the plot area, clear of the markers at 1.0
-            "x": label, "y": 1.0, "yref": "paper", "yanchor": "bottom", "text": text, "hovertext": reason,
-            "showarrow": False, "font": {"color": color, "size": font_size - 2},
-        })  # fmt: skip
+        annotations.append(
+            {  # above the plot area, clear of the markers at 1.0
+                "x": label,
+                "y": 1.0,
+                "yref": "paper",
+                "yanchor": "bottom",
+                "text": text,
+                "hovertext": reason,
+                "showarrow": False,
+                "font": {"color": color, "size": font_size - 2},
+            }
+        )
     title = (
         f"Step {step.index + 1}: {step.tau} draft tokens: which will the target accept?"
         if hide_decisions
@@ -157,13 +214,15 @@ def step_chart(
     )
     top = 110 + (font_size + 14 if any(m is not None for m in marks) else 0)
     layout = {
-        "barmode": "group", "annotations": annotations,
+        "barmode": "group",
+        "annotations": annotations,
         "title": {"text": title, "y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 10}},  # above all
         "yaxis": {"range": [0, 1.22], "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1], "title": "probability"},
         "xaxis": {"type": "category", "tickangle": 0},  # labels such as "4. ," would otherwise read as numbers
         "legend": {"orientation": "h", "y": -0.34 if many else -0.2, "yanchor": "top"},
-        "margin": {"t": top, "b": 40, "l": 80}, "height": height,
-    }  # fmt: skip
+        "margin": {"t": top, "b": 40, "l": 80},
+        "height": height,
+    }
     return built(data, layout, font_size)
 
 
@@ -183,20 +242,45 @@ def top_chart(step: StepTrace, position: int, hide_decisions: bool = False) -> g
     for col, (title, top, color) in enumerate(panels, start=1):
         entries = list(reversed(top))  # most likely at the top
         left, suffix = (col - 1) * (width + gap), "" if col == 1 else str(col)
-        data.append({
-            "type": "bar", "x": [e.prob for e in entries], "orientation": "h", "name": title, "showlegend": False,
-            "y": [f"{token_label(e.text, LABEL_CHARS)} #{e.token}" for e in entries],
-            "text": [prob_text(e.prob) for e in entries], "customdata": [token_label(e.text) for e in entries],
-            "hovertemplate": "%{customdata}: %{x:.4g}<extra></extra>", "xaxis": f"x{suffix}", "yaxis": f"y{suffix}",
-            "marker": {"color": [TARGET_COLOR if e.token == chosen else color for e in entries]},
-            "textposition": "outside", "cliponaxis": False, "constraintext": "none",
-        })  # fmt: skip
-        layout[f"xaxis{suffix}"] = {"domain": [left, left + width], "anchor": f"y{suffix}", "range": [0, 1.45],
-                                    "tickvals": [0, 0.5, 1]}  # room right of a bar at 1 for its label  # fmt: skip
+        data.append(
+            {
+                "type": "bar",
+                "x": [e.prob for e in entries],
+                "orientation": "h",
+                "name": title,
+                "showlegend": False,
+                "y": [f"{token_label(e.text, LABEL_CHARS)} #{e.token}" for e in entries],
+                "text": [prob_text(e.prob) for e in entries],
+                "customdata": [token_label(e.text) for e in entries],
+                "hovertemplate": "%{customdata}: %{x:.4g}<extra></extra>",
+                "xaxis": f"x{suffix}",
+                "yaxis": f"y{suffix}",
+                "marker": {"color": [TARGET_COLOR if e.token == chosen else color for e in entries]},
+                "textposition": "outside",
+                "cliponaxis": False,
+                "constraintext": "none",
+            }
+        )
+        layout[f"xaxis{suffix}"] = {
+            "domain": [left, left + width],
+            "anchor": f"y{suffix}",
+            "range": [0, 1.45],
+            "tickvals": [0, 0.5, 1],
+        }  # room right of a bar at 1 for its label
         layout[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "type": "category"}
-        layout["annotations"].append({"text": title, "x": left + width / 2, "y": 1.0, "xref": "paper", "yref": "paper",
-                                      "xanchor": "center", "yanchor": "bottom", "showarrow": False,
-                                      "font": {"size": FONT["size"]}})  # fmt: skip
+        layout["annotations"].append(
+            {
+                "text": title,
+                "x": left + width / 2,
+                "y": 1.0,
+                "xref": "paper",
+                "yref": "paper",
+                "xanchor": "center",
+                "yanchor": "bottom",
+                "showarrow": False,
+                "font": {"size": FONT["size"]},
+            }
+        )
     return built(data, layout, FONT["size"])
 
 
@@ -215,124 +299,23 @@ def next_token_chart(step: StepTrace, height: int = 360, font_size: int = 16, ro
         "bonus": f"p at position {where}: the bonus token",
     }.get(step.next_rule, f"p at position {where}, the first rejected")
     bar = {
-        "type": "bar", "x": [e.prob for e in entries], "orientation": "h",
+        "type": "bar",
+        "x": [e.prob for e in entries],
+        "orientation": "h",
         "y": [f"{token_label(e.text, LABEL_CHARS)} #{e.token}" for e in entries],
-        "customdata": [token_label(e.text) for e in entries], "text": [prob_text(e.prob) for e in entries],
+        "customdata": [token_label(e.text) for e in entries],
+        "text": [prob_text(e.prob) for e in entries],
         "marker": {"color": [TARGET_COLOR if e.token == step.next_token else base for e in entries]},
         "hovertemplate": "%{customdata}: %{x:.4g}<extra></extra>",
-        "textposition": "outside", "cliponaxis": False, "constraintext": "none",  # beside the bar, never shrunk
-    }  # fmt: skip
+        "textposition": "outside",
+        "cliponaxis": False,
+        "constraintext": "none",  # beside the bar, never shrunk
+    }
     layout = {
-        "height": height, "margin": {"t": 2 * font_size + 40, "l": 10, "r": 10, "b": 10},
+        "height": height,
+        "margin": {"t": 2 * font_size + 40, "l": 10, "r": 10, "b": 10},
         "title": f"{title}<br>chosen: '{token_label(step.next_text)}' ({step.next_rule})",
-        "xaxis": {"range": [0, 1.3], "visible": False}, "yaxis": {"type": "category"},  # each bar carries its p
-    }  # fmt: skip
+        "xaxis": {"range": [0, 1.3], "visible": False},
+        "yaxis": {"type": "category"},  # each bar carries its p
+    }
     return built([bar], layout, font_size)
-
-
-def history_chart(steps: Sequence[StepTrace], shown: int | None = None) -> go.Figure:
-    """Accepted length per step over the whole run, with τ of each step for reference: green where
-    every draft token was accepted, red where the step stopped at a rejection. `shown` (a step
-    index) marks the step the page draws."""
-    x = [s.index + 1 for s in steps]
-    data: list[dict] = []
-    for name, full, color in (
-        ("n: all τ accepted", True, DECISION_COLORS["accepted"]),
-        ("n: stopped at a rejection", False, DECISION_COLORS["rejected"]),
-    ):
-        part = [s for s in steps if (s.n_accepted == s.tau) == full]
-        data.append({
-            "type": "bar", "name": name, "x": [s.index + 1 for s in part], "y": [s.n_accepted for s in part],
-            "marker": {"color": color}, "hovertemplate": "step %{x}: n = %{y}<extra></extra>", "showlegend": bool(part),
-        })  # fmt: skip
-    shapes = []
-    picked = next((s for s in steps if s.index == shown), None)
-    if picked is not None:
-        shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": picked.index + 0.5, "x1": picked.index + 1.5,
-                       "y0": 0, "y1": 1, "fillcolor": "#ffd54f", "opacity": 0.35, "line": {"width": 0}})  # fmt: skip
-        data.append({
-            "type": "scatter", "name": f"step shown ({picked.index + 1})", "x": [picked.index + 1],
-            "y": [picked.tau + 0.6], "mode": "markers", "hoverinfo": "skip",
-            "marker": {"symbol": "triangle-down", "size": 16, "color": "#f9a825"},
-        })  # fmt: skip
-    data.append({"type": "scatter", "name": "τ (drafted)", "x": x, "y": [s.tau for s in steps], "mode": "lines+markers",
-                 "line": {"dash": "dot", "color": "black"}})  # fmt: skip
-    layout = {
-        "height": 370, "xaxis": {"title": "step", "dtick": 1 if len(steps) <= 30 else None}, "barmode": "overlay",
-        "yaxis": {"title": "accepted", "rangemode": "tozero"}, "shapes": shapes,
-        "legend": {"orientation": "h", "y": -0.45, "yanchor": "top"}, "margin": {"t": 30, "b": 130},
-    }  # fmt: skip
-    return built(data, layout, FONT["size"])
-
-
-def per_position_chart(
-    rates: Sequence[float | None], conditional: Sequence[float | None] = (), tree: bool = False
-) -> go.Figure:
-    """Per-position acceptance rate, two kinds side by side, each defined in its legend: of all
-    steps (docs/algorithm.md: never increases with i) and, if given, of the steps that reached position i
-    (tokens 1..i−1 accepted), as serving engines log it. For a token tree (`tree`) the positions are
-    depths. A position no step drafted has no bar, and says so."""
-    x = list(range(1, len(rates) + 1))
-    where = "depth" if tree else "position"
-    shared = {"type": "bar", "x": x, "texttemplate": "%{y:.2f}", "textposition": "outside", "constraintext": "none",
-              "cliponaxis": False}  # fmt: skip
-    data = [
-        {**shared, "y": list(rates), "marker": {"color": DECISION_COLORS["accepted"]},
-         "name": "accepted / all steps" if not tree else "accepted path reached depth i / all steps"}
-    ]  # fmt: skip
-    if conditional:
-        data.append({**shared, "y": list(conditional), "marker": {"color": "#9ecae1"},
-                     "name": f"accepted / steps that reached {where} i (engines' rate)"})  # fmt: skip
-    absent = [{"x": i, "y": 0.04, "text": "not drafted", "showarrow": False, "yanchor": "bottom", "textangle": -90,
-               "font": {"color": DECISION_COLORS["not reached"], "size": FONT["size"]}}
-              for i, rate in zip(x, rates, strict=True) if rate is None]  # fmt: skip
-    layout = {
-        "height": 360, "xaxis": {"title": f"draft {where} i", "dtick": 1}, "barmode": "group",
-        "yaxis": {"title": "acceptance rate", "range": [0, 1.18]}, "margin": {"t": 30, "b": 110},
-        "legend": {"orientation": "h", "y": -0.3, "x": 0}, "showlegend": bool(conditional), "annotations": absent,
-    }  # fmt: skip
-    return built(data, layout, FONT["size"])
-
-
-def theory_chart(alphas: Sequence[float], max_tau: int = 12) -> go.Figure:
-    """Expected tokens per step (1 − α^{τ+1}) / (1 − α) against τ, one curve per α."""
-    taus = list(range(1, max_tau + 1))
-    fig = go.Figure()
-    for alpha in alphas:
-        fig.add_scatter(
-            x=taus,
-            y=[expected_tokens_per_step(alpha, t) for t in taus],
-            mode="lines+markers",
-            name=f"α = {alpha}",
-        )
-    fig.update_layout(
-        height=380, xaxis={"title": "τ (draft tokens per step)", "dtick": 1},
-        yaxis={"title": "expected tokens per step"}, margin={"t": 30},
-    )  # fmt: skip
-    return sized(fig, FONT["size"])
-
-
-def lossless_chart(
-    check: LosslessCheck, text: Callable[[int], str], font_size: int = 16, height: int = 340
-) -> go.Figure:
-    """Empirical frequency of the first emitted token beside the target's probability. With more than a
-    few tokens each bar is narrow, so its label stands upright beside it (never over its neighbour's)."""
-    labels = [token_label(text(t), LABEL_CHARS) for t in check.tokens]
-    observed = [o / check.trials for o in check.observed]
-    upright = len(labels) > 4
-    bar = {"type": "bar", "x": labels, "textposition": "outside", "constraintext": "none", "cliponaxis": False,
-           "textangle": -90 if upright else 0}  # fmt: skip
-    data = [
-        {**bar, "name": "target", "y": list(check.expected), "marker": {"color": P_COLOR},
-         "text": [prob_text(v) for v in check.expected]},
-        {**bar, "name": f"emitted ({check.mode})", "y": observed, "text": [prob_text(v) for v in observed],
-         "marker": {"color": DECISION_COLORS["accepted" if check.consistent else "rejected"]}},
-    ]  # fmt: skip
-    top = max([*check.expected, *observed, 0.01])
-    layout = {
-        "barmode": "group", "height": height, "xaxis": {"type": "category"},
-        "yaxis": {"title": "probability", "range": [0, top * (1.45 if upright else 1.2)]},
-        "title": f"{check.mode}: chi-square p-value {check.p_value_text}", "margin": {"t": 2 * font_size + 30},
-        "legend": {"orientation": "h", "y": -0.25},
-    }  # fmt: skip
-    return built(data, layout, font_size)

@@ -98,12 +98,15 @@ def next_token_source(step: StepTrace) -> tuple[str, str | None]:
     draft token) for docs/algorithm.md, step 5."""
     n = step.n_accepted
     if step.next_rule == "bonus":
-        source = (f"All {step.tau} draft tokens accepted: a free token from p at position {step.tau + 1} (bonus; "
-                  "argmax in textbook and greedy, sampled in lossless)")  # fmt: skip
+        source = (
+            f"All {step.tau} draft tokens accepted: a free token from p at position {step.tau + 1} (bonus; "
+            "argmax in textbook and greedy, sampled in lossless)"
+        )
         source = source if step.tau else "No draft: the target's own token from p (bonus)"
     elif step.next_rule == "residual":
-        source = (f"Rejected at position {n + 1}: sampled from norm(max(0, p − q)) there, what p has and q "
-                  "lacks (lossless)")  # fmt: skip
+        source = (
+            f"Rejected at position {n + 1}: sampled from norm(max(0, p − q)) there, what p has and q lacks (lossless)"
+        )
     else:
         source = f"Rejected at position {n + 1}: the target's most likely token there, argmax p ({step.next_rule})"
     note = None
@@ -183,9 +186,10 @@ def _prompt_span(prompt: str) -> str:
         return _span(prompt, "sv-prompt")
     cut = len(prompt) - 400
     return (
-        _span(prompt[:100], "sv-prompt") + f'<span class="sv-cut"> … {cut:,} characters not shown … </span>'
+        _span(prompt[:100], "sv-prompt")
+        + f'<span class="sv-cut"> … {cut:,} characters not shown … </span>'
         + _span(prompt[-300:], "sv-prompt")
-    )  # fmt: skip
+    )
 
 
 LEGEND = (
@@ -196,9 +200,15 @@ LEGEND = (
 
 
 def run_html(
-    prompt: str, steps: Sequence[StepTrace], chat: bool = False, words: bool = False, hide_last: bool = False,
-    show_draws: bool = False, legend: bool = False, marks: Sequence[bool | None] = (),
-) -> str:  # fmt: skip
+    prompt: str,
+    steps: Sequence[StepTrace],
+    chat: bool = False,
+    words: bool = False,
+    hide_last: bool = False,
+    show_draws: bool = False,
+    legend: bool = False,
+    marks: Sequence[bool | None] = (),
+) -> str:
     """The prompt, then every step's emitted tokens; the last step fully marked. With `chat`, the
     prompt and the reply are labelled as the user's and the assistant's turns; with `words`, tokens
     are whole words and get a space between them; with `hide_last`, the last step shows its draft

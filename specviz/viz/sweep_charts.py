@@ -13,8 +13,14 @@ from specviz.viz.charts import DECISION_COLORS, FONT, P_COLOR, RESIDUAL_COLOR, b
 
 def _bars(spreads: Sequence) -> dict:
     """Error bars from each Spread's interval (asymmetric)."""
-    return {"type": "data", "symmetric": False, "array": [s.high - s.value for s in spreads],
-            "arrayminus": [s.value - s.low for s in spreads], "thickness": 2, "width": 8}  # fmt: skip
+    return {
+        "type": "data",
+        "symmetric": False,
+        "array": [s.high - s.value for s in spreads],
+        "arrayminus": [s.value - s.low for s in spreads],
+        "thickness": 2,
+        "width": 8,
+    }
 
 
 def sweep_length_chart(summary: SweepSummary, font_size: int = FONT["size"], height: int = 380) -> go.Figure:
@@ -22,10 +28,21 @@ def sweep_length_chart(summary: SweepSummary, font_size: int = FONT["size"], hei
     data = []
     for row in summary.rows:
         lengths = [n for n, count in enumerate(row.lengths) for _ in range(count)]
-        data.append({"type": "box", "y": lengths, "name": f"τ = {row.tau}", "boxmean": True,
-                     "marker": {"color": P_COLOR}, "showlegend": False})  # fmt: skip
-    layout = {"height": height, "yaxis": {"title": "accepted draft tokens per step", "rangemode": "tozero"},
-              "margin": {"t": 30}}  # fmt: skip
+        data.append(
+            {
+                "type": "box",
+                "y": lengths,
+                "name": f"τ = {row.tau}",
+                "boxmean": True,
+                "marker": {"color": P_COLOR},
+                "showlegend": False,
+            }
+        )
+    layout = {
+        "height": height,
+        "yaxis": {"title": "accepted draft tokens per step", "rangemode": "tozero"},
+        "margin": {"t": 30},
+    }
     return built(data, layout, font_size)
 
 
@@ -44,13 +61,28 @@ def _theory_lines(
     data: list, taus: list[int], alpha_y: list, measured_y: list, summary: SweepSummary, suffix: str = ""
 ) -> None:
     if summary.alpha is not None:
-        data.append({"type": "scatter", "x": taus, "y": alpha_y, "mode": "lines", "line": {"color": "black",
-                     "dash": "dash"}, "name": f"theory, α = {summary.alpha:.2f}{suffix}"})  # fmt: skip
+        data.append(
+            {
+                "type": "scatter",
+                "x": taus,
+                "y": alpha_y,
+                "mode": "lines",
+                "line": {"color": "black", "dash": "dash"},
+                "name": f"theory, α = {summary.alpha:.2f}{suffix}",
+            }
+        )
     a = summary.acceptance_probability
     if a is not None:
-        data.append({"type": "scatter", "x": taus, "y": measured_y, "mode": "lines", "name":
-                     f"theory, a = {a:.2f} (this mode){suffix}", "line": {"color": "#6c757d", "dash": "dot",
-                     "width": 3}})  # fmt: skip
+        data.append(
+            {
+                "type": "scatter",
+                "x": taus,
+                "y": measured_y,
+                "mode": "lines",
+                "name": f"theory, a = {a:.2f} (this mode){suffix}",
+                "line": {"color": "#6c757d", "dash": "dot", "width": 3},
+            }
+        )
 
 
 def sweep_acceptance_chart(summary: SweepSummary, font_size: int = FONT["size"], height: int = 420) -> go.Figure:
@@ -60,15 +92,33 @@ def sweep_acceptance_chart(summary: SweepSummary, font_size: int = FONT["size"],
     taus = [s.tau for s in rows]
     high, low = [s.mean_acceptance_length_high for s in rows], [s.mean_acceptance_length_low for s in rows]
     data = [
-        {"type": "scatter", "x": taus + taus[::-1], "y": high + low[::-1], "fill": "toself", "hoverinfo": "skip",
-         "fillcolor": "rgba(69,123,157,0.2)", "line": {"width": 0}, "name": "range across seeds"},
-        {"type": "scatter", "x": taus, "y": [s.mean_acceptance_length for s in rows], "mode": "lines+markers",
-         "name": "measured", "line": {"color": P_COLOR, "width": 3}},
-    ]  # fmt: skip
+        {
+            "type": "scatter",
+            "x": taus + taus[::-1],
+            "y": high + low[::-1],
+            "fill": "toself",
+            "hoverinfo": "skip",
+            "fillcolor": "rgba(69,123,157,0.2)",
+            "line": {"width": 0},
+            "name": "range across seeds",
+        },
+        {
+            "type": "scatter",
+            "x": taus,
+            "y": [s.mean_acceptance_length for s in rows],
+            "mode": "lines+markers",
+            "name": "measured",
+            "line": {"color": P_COLOR, "width": 3},
+        },
+    ]
     alpha_y = [s.expected_tokens_per_step for s in rows]
     _theory_lines(data, taus, alpha_y, [s.expected_tokens_per_step_measured for s in rows], summary)
-    layout = {"height": height, "xaxis": {"title": "τ", "dtick": 1}, "yaxis": {"title": "mean acceptance length"},
-              **legend_below(height, font_size, top=30)}  # fmt: skip
+    layout = {
+        "height": height,
+        "xaxis": {"title": "τ", "dtick": 1},
+        "yaxis": {"title": "mean acceptance length"},
+        **legend_below(height, font_size, top=30),
+    }
     return built(data, layout, font_size)
 
 
@@ -76,15 +126,34 @@ def sweep_position_chart(summary: SweepSummary, font_size: int = FONT["size"], h
     """Per-position acceptance rate (unconditional), one line per τ, against a^i: what the i.i.d.
     model predicts from the acceptance probability these runs had (docs/algorithm.md)."""
     rows = summary.rows
-    data = [{"type": "scatter", "x": list(range(1, s.tau + 1)), "y": list(s.per_position_acceptance_rate),
-             "mode": "lines+markers", "name": f"τ = {s.tau}"} for s in rows]  # fmt: skip
+    data = [
+        {
+            "type": "scatter",
+            "x": list(range(1, s.tau + 1)),
+            "y": list(s.per_position_acceptance_rate),
+            "mode": "lines+markers",
+            "name": f"τ = {s.tau}",
+        }
+        for s in rows
+    ]
     a, longest = summary.acceptance_probability, max((s.tau for s in rows), default=0)
     if a is not None and longest:
-        data.append({"type": "scatter", "x": list(range(1, longest + 1)), "y": [a**i for i in range(1, longest + 1)],
-                     "mode": "lines", "name": f"a^i, a = {a:.2f} (i.i.d. model)",
-                     "line": {"color": "black", "dash": "dash"}})  # fmt: skip
-    layout = {"height": height, "xaxis": {"title": "draft position i", "dtick": 1},
-              "yaxis": {"title": "acceptance rate", "range": [0, 1.05]}, "margin": {"t": 30}}  # fmt: skip
+        data.append(
+            {
+                "type": "scatter",
+                "x": list(range(1, longest + 1)),
+                "y": [a**i for i in range(1, longest + 1)],
+                "mode": "lines",
+                "name": f"a^i, a = {a:.2f} (i.i.d. model)",
+                "line": {"color": "black", "dash": "dash"},
+            }
+        )
+    layout = {
+        "height": height,
+        "xaxis": {"title": "draft position i", "dtick": 1},
+        "yaxis": {"title": "acceptance rate", "range": [0, 1.05]},
+        "margin": {"t": 30},
+    }
     return built(data, layout, font_size)
 
 
@@ -94,10 +163,17 @@ def sweep_speedup_chart(summary: SweepSummary, font_size: int = FONT["size"], he
     within noise of it named."""
     rows = [s for s in summary.rows if s.speedup is not None]
     taus = [s.tau for s in rows]
-    data: list[dict] = [{
-        "type": "scatter", "x": taus, "y": [s.speedup.value for s in rows], "mode": "lines+markers",
-        "name": "measured (95% interval)", "line": {"width": 3}, "error_y": _bars([s.speedup for s in rows]),
-    }]  # fmt: skip
+    data: list[dict] = [
+        {
+            "type": "scatter",
+            "x": taus,
+            "y": [s.speedup.value for s in rows],
+            "mode": "lines+markers",
+            "name": "measured (95% interval)",
+            "line": {"width": 3},
+            "error_y": _bars([s.speedup for s in rows]),
+        }
+    ]
     if summary.c is not None:
         predicted = [s.predicted_speedup for s in rows], [s.predicted_speedup_measured for s in rows]
         _theory_lines(data, taus, *predicted, summary, suffix=f", c = {summary.c.value:.2f}, v = 1")
@@ -105,28 +181,64 @@ def sweep_speedup_chart(summary: SweepSummary, font_size: int = FONT["size"], he
     if with_v:  # docs/algorithm.md "Verify cost": the same theory with v(τ + 1) measured in these runs
         x = [s.tau for s in with_v]
         band_high, band_low = [s.predicted_speedup_v.high for s in with_v], [s.predicted_speedup_v.low for s in with_v]
-        data.append({"type": "scatter", "x": x + x[::-1], "y": band_high + band_low[::-1], "fill": "toself",
-                     "fillcolor": "rgba(142,68,173,0.18)", "line": {"width": 0}, "hoverinfo": "skip",
-                     "name": "S_v: range of the measured v"})  # fmt: skip
-        data.append({
-            "type": "scatter", "x": x, "y": [s.predicted_speedup_v.value for s in with_v], "mode": "lines+markers",
-            "name": "S_v: theory with v(τ+1) measured", "line": {"color": RESIDUAL_COLOR, "width": 3},
-            "marker": {"symbol": "square"}, "customdata": [s.verify_cost.value for s in with_v],
-            "hovertemplate": "τ = %{x}: S_v = %{y:.2f}× (v = %{customdata:.2f})<extra></extra>",
-        })  # fmt: skip
+        data.append(
+            {
+                "type": "scatter",
+                "x": x + x[::-1],
+                "y": band_high + band_low[::-1],
+                "fill": "toself",
+                "fillcolor": "rgba(142,68,173,0.18)",
+                "line": {"width": 0},
+                "hoverinfo": "skip",
+                "name": "S_v: range of the measured v",
+            }
+        )
+        data.append(
+            {
+                "type": "scatter",
+                "x": x,
+                "y": [s.predicted_speedup_v.value for s in with_v],
+                "mode": "lines+markers",
+                "name": "S_v: theory with v(τ+1) measured",
+                "line": {"color": RESIDUAL_COLOR, "width": 3},
+                "marker": {"symbol": "square"},
+                "customdata": [s.verify_cost.value for s in with_v],
+                "hovertemplate": "τ = %{x}: S_v = %{y:.2f}× (v = %{customdata:.2f})<extra></extra>",
+            }
+        )
     best, ties = summary.best_tau_measured(), summary.within_noise_of_best()
     if best is not None:
         top = summary.row(best).speedup
-        name = (f"best τ = {best} (measured, {top.text()})" if len(ties) == 1 else
-                f"τ = {', '.join(map(str, ties))}: within noise of each other")  # fmt: skip
-        data.append({"type": "scatter", "x": ties, "y": [summary.row(t).speedup.value for t in ties],
-                     "mode": "markers", "name": name, "cliponaxis": False,
-                     "marker": {"symbol": "star", "size": 20, "color": DECISION_COLORS["accepted"]}})  # fmt: skip
+        name = (
+            f"best τ = {best} (measured, {top.text()})"
+            if len(ties) == 1
+            else f"τ = {', '.join(map(str, ties))}: within noise of each other"
+        )
+        data.append(
+            {
+                "type": "scatter",
+                "x": ties,
+                "y": [summary.row(t).speedup.value for t in ties],
+                "mode": "markers",
+                "name": name,
+                "cliponaxis": False,
+                "marker": {"symbol": "star", "size": 20, "color": DECISION_COLORS["accepted"]},
+            }
+        )
     for policy in summary.policies:  # τ policies beside fixed τ, at the mean τ they chose
         if policy.speedup is not None:
-            data.append({"type": "scatter", "x": [policy.mean_tau], "y": [policy.speedup.value], "mode": "markers",
-                         "name": f"{policy.policy} policy", "error_y": _bars([policy.speedup]), "cliponaxis": False,
-                         "marker": {"symbol": "diamond", "size": 16}})  # fmt: skip
+            data.append(
+                {
+                    "type": "scatter",
+                    "x": [policy.mean_tau],
+                    "y": [policy.speedup.value],
+                    "mode": "markers",
+                    "name": f"{policy.policy} policy",
+                    "error_y": _bars([policy.speedup]),
+                    "cliponaxis": False,
+                    "marker": {"symbol": "diamond", "size": 16},
+                }
+            )
     if taus:
         data.append(
             {

@@ -90,39 +90,81 @@ def tree_chart(step: StepTrace, height: int = 520, font_size: int = 16) -> go.Fi
         xs += [tree.nodes[up].depth if up >= 0 else 0, tree.nodes[i].depth, None]
         ys += [row[up], row[i], None]
     data: list[dict] = [
-        {"type": "scatter", "mode": "lines", "x": xs, "y": ys, "hoverinfo": "skip", "showlegend": False,
-         "line": {"color": DECISION_COLORS["accepted"] if path else "#9e9e9e", "width": 6 if path else 2}}
-        for path, (xs, ys) in edges.items() if xs
-    ]  # fmt: skip
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": xs,
+            "y": ys,
+            "hoverinfo": "skip",
+            "showlegend": False,
+            "line": {"color": DECISION_COLORS["accepted"] if path else "#9e9e9e", "width": 6 if path else 2},
+        }
+        for path, (xs, ys) in edges.items()
+        if xs
+    ]
     root_hover = (
         f"root (last confirmed token)<br>q next: {_top_text(tree.root_q_top)}<br>p next: {_top_text(tree.root_p_top)}"
     )
-    data.append({
-        "type": "scatter", "mode": "markers+text", "x": [0], "y": [row[-1]], "name": "root", "showlegend": False,
-        "marker": {"size": 20, "color": "black", "symbol": "square"}, "text": ["root"], "textposition": "middle left",
-        "hovertext": [root_hover], "hoverinfo": "text",
-    })  # fmt: skip
+    data.append(
+        {
+            "type": "scatter",
+            "mode": "markers+text",
+            "x": [0],
+            "y": [row[-1]],
+            "name": "root",
+            "showlegend": False,
+            "marker": {"size": 20, "color": "black", "symbol": "square"},
+            "text": ["root"],
+            "textposition": "middle left",
+            "hovertext": [root_hover],
+            "hoverinfo": "text",
+        }
+    )
     for decision, color in NODE_COLORS.items():
         nodes = [i for i in drawn if tree.nodes[i].decision == decision]
-        data.append({
-            "type": "scatter", "mode": "markers+text", "name": decision, "showlegend": True,
-            "x": [tree.nodes[i].depth for i in nodes], "y": [row[i] for i in nodes],
-            "text": [_label(tree, i, folded.get(i, 0)) for i in nodes], "textposition": "top center",
-            "hovertext": [_hover(tree, i, step) for i in nodes], "hoverinfo": "text",
-            "marker": {"size": 18, "color": color, "line": {"width": 3, "color": _rims(nodes, on_path)}},
-        })  # fmt: skip
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "markers+text",
+                "name": decision,
+                "showlegend": True,
+                "x": [tree.nodes[i].depth for i in nodes],
+                "y": [row[i] for i in nodes],
+                "text": [_label(tree, i, folded.get(i, 0)) for i in nodes],
+                "textposition": "top center",
+                "hovertext": [_hover(tree, i, step) for i in nodes],
+                "hoverinfo": "text",
+                "marker": {"size": 18, "color": color, "line": {"width": 3, "color": _rims(nodes, on_path)}},
+            }
+        )
     stop_depth = tree.nodes[tree.stop].depth if tree.stop >= 0 else 0
-    data.append({
-        "type": "scatter", "mode": "markers+text", "name": f"next token ({step.next_rule})",
-        "x": [stop_depth + 1], "y": [row[NEXT]], "text": [f"<b>{token_label(step.next_text, LABEL)}</b>"],
-        "textposition": "middle right", "marker": {"size": 24, "symbol": "star", "color": TARGET_COLOR},
-        "hovertext": [f"the target's token: {token_label(step.next_text)} ({step.next_rule}, "
-                      f"{prob_text(step.next_prob)})"], "hoverinfo": "text",
-    })  # fmt: skip
-    data.append({
-        "type": "scatter", "mode": "lines", "x": [stop_depth, stop_depth + 1], "y": [row[tree.stop], row[NEXT]],
-        "line": {"color": TARGET_COLOR, "width": 4, "dash": "dot"}, "hoverinfo": "skip", "showlegend": False,
-    })  # fmt: skip
+    data.append(
+        {
+            "type": "scatter",
+            "mode": "markers+text",
+            "name": f"next token ({step.next_rule})",
+            "x": [stop_depth + 1],
+            "y": [row[NEXT]],
+            "text": [f"<b>{token_label(step.next_text, LABEL)}</b>"],
+            "textposition": "middle right",
+            "marker": {"size": 24, "symbol": "star", "color": TARGET_COLOR},
+            "hovertext": [
+                f"the target's token: {token_label(step.next_text)} ({step.next_rule}, {prob_text(step.next_prob)})"
+            ],
+            "hoverinfo": "text",
+        }
+    )
+    data.append(
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": [stop_depth, stop_depth + 1],
+            "y": [row[tree.stop], row[NEXT]],
+            "line": {"color": TARGET_COLOR, "width": 4, "dash": "dot"},
+            "hoverinfo": "skip",
+            "showlegend": False,
+        }
+    )
     slots = max(row.values()) + 1 if row else 1
     deepest = max([n.depth for n in tree.nodes] + [stop_depth + 1])
     title = (
@@ -131,12 +173,17 @@ def tree_chart(step: StepTrace, height: int = 520, font_size: int = 16) -> go.Fi
     )
     layout = {
         "title": {"text": title, "y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 10}},
-        "xaxis": {"title": "depth (0 = the last confirmed token)", "range": [-0.6, deepest + 0.9], "dtick": 1,
-                  "zeroline": False},
+        "xaxis": {
+            "title": "depth (0 = the last confirmed token)",
+            "range": [-0.6, deepest + 0.9],
+            "dtick": 1,
+            "zeroline": False,
+        },
         "yaxis": {"visible": False, "range": [slots - 0.4, -0.9]},
         "legend": {"orientation": "h", "y": -0.14, "yanchor": "top"},
-        "height": height, "margin": {"t": 60, "b": 110, "l": 70, "r": 20},
-    }  # fmt: skip
+        "height": height,
+        "margin": {"t": 60, "b": 110, "l": 70, "r": 20},
+    }
     return built(data, layout, font_size)
 
 
@@ -177,16 +224,29 @@ def tree_run_chart(steps: Sequence[StepTrace]) -> go.Figure:
     """Per tree step: the accepted depth (bars) and the nodes verified in its one pass (line)."""
     x = [s.index + 1 for s in steps]
     data = [
-        {"type": "bar", "name": "accepted depth", "x": x, "y": [s.n_accepted for s in steps],
-         "marker": {"color": DECISION_COLORS["accepted"]}},
-        {"type": "scatter", "name": "nodes verified", "x": x, "y": [s.nodes for s in steps], "mode": "lines+markers",
-         "line": {"dash": "dot", "color": "black"}},
-    ]  # fmt: skip
+        {
+            "type": "bar",
+            "name": "accepted depth",
+            "x": x,
+            "y": [s.n_accepted for s in steps],
+            "marker": {"color": DECISION_COLORS["accepted"]},
+        },
+        {
+            "type": "scatter",
+            "name": "nodes verified",
+            "x": x,
+            "y": [s.nodes for s in steps],
+            "mode": "lines+markers",
+            "line": {"dash": "dot", "color": "black"},
+        },
+    ]
     layout = {
-        "height": 340, "xaxis": {"title": "step", "dtick": 1 if len(steps) <= 30 else None},
-        "yaxis": {"title": "tokens", "rangemode": "tozero"}, "legend": {"orientation": "h", "y": -0.35},
+        "height": 340,
+        "xaxis": {"title": "step", "dtick": 1 if len(steps) <= 30 else None},
+        "yaxis": {"title": "tokens", "rangemode": "tozero"},
+        "legend": {"orientation": "h", "y": -0.35},
         "margin": {"t": 20, "b": 110},
-    }  # fmt: skip
+    }
     return built(data, layout, FONT["size"])
 
 
@@ -199,22 +259,44 @@ def chain_tree_chart(result: ChainTreeResult, what: str = "tokens per step") -> 
         spreads = [r.speedup() for r in rows] if what == "speedup" else []
         values = [s.value for s in spreads] if spreads else [r.tokens_per_step for r in rows]
         bar = {
-            "type": "bar", "name": shape, "x": [f"{r.budget} nodes" for r in rows], "y": values,
-            "marker": {"color": color}, "text": [f"{v:.2f}" for v in values], "textposition": "outside",
+            "type": "bar",
+            "name": shape,
+            "x": [f"{r.budget} nodes" for r in rows],
+            "y": values,
+            "marker": {"color": color},
+            "text": [f"{v:.2f}" for v in values],
+            "textposition": "outside",
             "cliponaxis": False,
-        }  # fmt: skip
+        }
         if spreads:  # the interval as an error bar; the label moves inside the bar, clear of it
-            error = {"type": "data", "symmetric": False, "array": [s.high - s.value for s in spreads],
-                     "arrayminus": [s.value - s.low for s in spreads]}  # fmt: skip
+            error = {
+                "type": "data",
+                "symmetric": False,
+                "array": [s.high - s.value for s in spreads],
+                "arrayminus": [s.value - s.low for s in spreads],
+            }
             bar |= {"error_y": error, "textposition": "inside"}
         data.append(bar)
     shapes = []
     if what == "speedup":
-        shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
-                       "line": {"dash": "dot", "color": "black"}})  # fmt: skip
+        shapes.append(
+            {
+                "type": "line",
+                "xref": "paper",
+                "x0": 0,
+                "x1": 1,
+                "y0": 1,
+                "y1": 1,
+                "line": {"dash": "dot", "color": "black"},
+            }
+        )
     layout = {
-        "barmode": "group", "height": 360, "shapes": shapes, "xaxis": {"title": "verification budget per pass"},
+        "barmode": "group",
+        "height": 360,
+        "shapes": shapes,
+        "xaxis": {"title": "verification budget per pass"},
         "yaxis": {"title": what + (" (× the target alone)" if what == "speedup" else ""), "rangemode": "tozero"},
-        "legend": {"orientation": "h", "y": -0.3}, "margin": {"t": 30, "b": 100},
-    }  # fmt: skip
+        "legend": {"orientation": "h", "y": -0.3},
+        "margin": {"t": 30, "b": 100},
+    }
     return built(data, layout, FONT["size"])

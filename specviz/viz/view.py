@@ -34,27 +34,46 @@ def metric_tiles(m: Metrics, target_top_k: int | None = None, tree: bool = False
     share = m.draft_ms / (m.draft_ms + m.verify_ms) if m.draft_ms + m.verify_ms else 0
     accepted = "accepted depth" if tree else "accepted"
     rate = (
-        Tile("node acceptance rate", f"{(m.draft_acceptance_rate or 0):.0%}",
-             "accepted depth / nodes verified: a tree verifies alternatives of which at most one per depth can be "
-             "accepted, so this reads lower than a chain's rate for the same tokens per step (SGLang divides by "
-             "the nodes too)")
-        if tree else Tile("draft acceptance rate", f"{(m.draft_acceptance_rate or 0):.0%}", "accepted / drafted")
-    )  # fmt: skip
+        Tile(
+            "node acceptance rate",
+            f"{(m.draft_acceptance_rate or 0):.0%}",
+            "accepted depth / nodes verified: a tree verifies alternatives of which at most one per depth can be "
+            "accepted, so this reads lower than a chain's rate for the same tokens per step (SGLang divides by "
+            "the nodes too)",
+        )
+        if tree
+        else Tile("draft acceptance rate", f"{(m.draft_acceptance_rate or 0):.0%}", "accepted / drafted")
+    )
     return [
-        Tile("mean acceptance length", f"{m.mean_acceptance_length or 0:.2f}",
-             f"1 + {accepted} / steps: tokens per step, the target's token counted. Without it (mean accepted draft "
-             f"tokens, {accepted} / steps): {m.mean_accepted_draft_tokens or 0:.2f}"),
+        Tile(
+            "mean acceptance length",
+            f"{m.mean_acceptance_length or 0:.2f}",
+            f"1 + {accepted} / steps: tokens per step, the target's token counted. Without it (mean accepted draft "
+            f"tokens, {accepted} / steps): {m.mean_accepted_draft_tokens or 0:.2f}",
+        ),
         rate,
-        Tile("α ≈ (top-k)" if target_top_k else "α", f"{(m.alpha or 0):.3f}",
-             "mean over draft positions of Σ min(p, q)" + (approx if target_top_k else "")),
-        Tile("target forward passes", str(m.target_forward_passes),
-             f"for {m.emitted_tokens} tokens" + (f"; {m.drafted_tokens} nodes verified in them" if tree else "")),
-        Tile("tokens/s", f"{(m.tokens_per_second or 0):.1f}",
-             "emitted tokens per second of drafting and verifying (the prompt's reading not counted)"),
-        Tile("time: draft / verify", f"{share:.0%} / {1 - share:.0%}",
-             f"share of the decoding time spent drafting and verifying. c = {m.c or 0:.2f}: the time of one draft "
-             "forward over one target forward (docs/algorithm.md); speculation can pay only where α > c"),
-    ]  # fmt: skip
+        Tile(
+            "α ≈ (top-k)" if target_top_k else "α",
+            f"{(m.alpha or 0):.3f}",
+            "mean over draft positions of Σ min(p, q)" + (approx if target_top_k else ""),
+        ),
+        Tile(
+            "target forward passes",
+            str(m.target_forward_passes),
+            f"for {m.emitted_tokens} tokens" + (f"; {m.drafted_tokens} nodes verified in them" if tree else ""),
+        ),
+        Tile(
+            "tokens/s",
+            f"{(m.tokens_per_second or 0):.1f}",
+            "emitted tokens per second of drafting and verifying (the prompt's reading not counted)",
+        ),
+        Tile(
+            "time: draft / verify",
+            f"{share:.0%} / {1 - share:.0%}",
+            f"share of the decoding time spent drafting and verifying. c = {m.c or 0:.2f}: the time of one draft "
+            "forward over one target forward (docs/algorithm.md); speculation can pay only where α > c",
+        ),
+    ]
 
 
 def default_step(steps: Sequence[StepTrace]) -> int:
@@ -80,12 +99,15 @@ def metrics_upto(run: RunTrace, counted: Sequence[StepTrace]) -> tuple[Metrics, 
 
 def expectation(tau: int) -> str:
     """Before the first Step: what a step can yield at τ (Markdown)."""
-    return (f"**What to expect** at τ = {tau}: a step emits 1 to {tau + 1} tokens for one target pass; on average "
-            "(1 − α^(τ+1)) / (1 − α) when each draft token is accepted with probability α.")  # fmt: skip
+    return (
+        f"**What to expect** at τ = {tau}: a step emits 1 to {tau + 1} tokens for one target pass; on average "
+        "(1 − α^(τ+1)) / (1 − α) when each draft token is accepted with probability α."
+    )
 
 
-def decode_config(tree: tuple[int, int, int] | None, policy: str, confidence: float, broken: bool,
-                  **settings) -> SpecConfig:  # fmt: skip
+def decode_config(
+    tree: tuple[int, int, int] | None, policy: str, confidence: float, broken: bool, **settings
+) -> SpecConfig:
     """The Decode page's settings as a SpecConfig. With a tree, (topk, steps, num_draft_tokens): τ's
     policy and the broken draft are chain variants and are not used. Raises ConfigError."""
     if tree is not None:

@@ -31,25 +31,28 @@ from specviz.classroom.lessons import (
 )
 from specviz.classroom.lessons.common import Evidence, Lesson
 
-LESSONS: tuple[Lesson, ...] = tuple(module.LESSON for module in (
-    race,
-    next_token,
-    step_order,
-    how_many_kept,
-    q_above_p,
-    broken_draft,
-    one_pass,
-    verifier_output,
-    slower,
-    swapped_roles,
-    verify_budget,
-    low_speedup,
-    fast_but_wrong,
-    choose_tau,
-    why_tree,
-    tree_knobs,
-    tau_policy,
-))  # fmt: skip
+LESSONS: tuple[Lesson, ...] = tuple(
+    module.LESSON
+    for module in (
+        race,
+        next_token,
+        step_order,
+        how_many_kept,
+        q_above_p,
+        broken_draft,
+        one_pass,
+        verifier_output,
+        slower,
+        swapped_roles,
+        verify_budget,
+        low_speedup,
+        fast_but_wrong,
+        choose_tau,
+        why_tree,
+        tree_knobs,
+        tau_policy,
+    )
+)
 BY_KEY = {lesson.key: lesson for lesson in LESSONS}
 
 __all__ = ["BY_KEY", "LESSONS", "Evidence", "Lesson"]

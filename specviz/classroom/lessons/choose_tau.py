@@ -33,27 +33,47 @@ def choose_tau(pair: ModelPair | None, load: Load) -> Evidence:
     ids = Decoder(pair, PROMPT, SpecConfig()).trace().prompt_ids
     times = pass_times(pair, ids, [1, *(t + 1 for t in taus)], repeats=3)
     one = times[1].value
-    s_v = {t: Spread(*(speedup_with_verify_cost(alpha, t, c, x / one) for x in
-                       (times[t + 1].value, times[t + 1].high, times[t + 1].low)), 3, "S_v over the IQR of T(τ + 1)")
-           for t in taus}  # fmt: skip
-    figure.add_scatter(x=taus + taus[::-1], y=[s_v[t].high for t in taus] + [s_v[t].low for t in taus[::-1]],
-                       fill="toself", fillcolor="rgba(142,68,173,0.18)", line={"width": 0}, hoverinfo="skip",
-                       name="S_v: range of the measured passes")  # fmt: skip
-    figure.add_scatter(x=taus, y=[s_v[t].value for t in taus], mode="lines+markers",
-                       name="S_v(τ): v(τ + 1) measured on this runtime")  # fmt: skip
+    s_v = {
+        t: Spread(
+            *(
+                speedup_with_verify_cost(alpha, t, c, x / one)
+                for x in (times[t + 1].value, times[t + 1].high, times[t + 1].low)
+            ),
+            3,
+            "S_v over the IQR of T(τ + 1)",
+        )
+        for t in taus
+    }
+    figure.add_scatter(
+        x=taus + taus[::-1],
+        y=[s_v[t].high for t in taus] + [s_v[t].low for t in taus[::-1]],
+        fill="toself",
+        fillcolor="rgba(142,68,173,0.18)",
+        line={"width": 0},
+        hoverinfo="skip",
+        name="S_v: range of the measured passes",
+    )
+    figure.add_scatter(
+        x=taus, y=[s_v[t].value for t in taus], mode="lines+markers", name="S_v(τ): v(τ + 1) measured on this runtime"
+    )
     top, ties = best_of(s_v)
-    finding += (f" With the verify cost measured here (v({top + 1}) = {times[top + 1].value / one:.2f}), S_v peaks at "
-                f"τ = {top} ({s_v[top].value:.2f}×)")  # fmt: skip
+    finding += (
+        f" With the verify cost measured here (v({top + 1}) = {times[top + 1].value / one:.2f}), S_v peaks at "
+        f"τ = {top} ({s_v[top].value:.2f}×)"
+    )
     if len(ties) > 1:  # the curve is flat at its top: say which τ the measurement cannot tell apart
         finding += f"; τ = {', '.join(map(str, ties))} are within the range of the measured passes"
     figure.update_layout(xaxis={"title": "τ", "dtick": 1}, yaxis={"title": "speedup ×"}, legend={"orientation": "h"})
     held = True if max(ties) <= best else False if min(ties) > best else None  # None: the range straddles S's τ
     return Evidence(
-        finding + ".", (charts.sized(figure, charts.FONT["size"]),), gates=False,
+        finding + ".",
+        (charts.sized(figure, charts.FONT["size"]),),
+        gates=False,
         premise=f"where a pass over more tokens costs more, S_v's best τ is no larger than S's (τ = {best})",
-        held=held, why_not=f"S_v peaked at τ = {top}, above S's τ = {best}: on {pair.runtime} a pass over more tokens "
+        held=held,
+        why_not=f"S_v peaked at τ = {top}, above S's τ = {best}: on {pair.runtime} a pass over more tokens "
         "cost no more than one over fewer at these lengths, so v(τ + 1) did not grow with τ.",
-    )  # fmt: skip
+    )
 
 
 LESSON = Lesson(

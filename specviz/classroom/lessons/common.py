@@ -67,10 +67,18 @@ def time_chart(measured: PairedRun) -> go.Figure:
     m, alone = measured.trace.metrics, measured.one_token_ms
     figure = go.Figure()
     figure.add_bar(name="target alone", x=["target alone", "speculative"], y=[alone, 0], marker_color=charts.P_COLOR)
-    figure.add_bar(name="drafting", x=["target alone", "speculative"], y=[0, m.draft_ms / m.emitted_tokens],
-                   marker_color=charts.Q_COLOR)  # fmt: skip
-    figure.add_bar(name="verifying", x=["target alone", "speculative"], y=[0, m.verify_ms / m.emitted_tokens],
-                   marker_color="#2a9d8f")  # fmt: skip
+    figure.add_bar(
+        name="drafting",
+        x=["target alone", "speculative"],
+        y=[0, m.draft_ms / m.emitted_tokens],
+        marker_color=charts.Q_COLOR,
+    )
+    figure.add_bar(
+        name="verifying",
+        x=["target alone", "speculative"],
+        y=[0, m.verify_ms / m.emitted_tokens],
+        marker_color="#2a9d8f",
+    )
     figure.update_layout(barmode="stack", yaxis={"title": "ms per emitted token"}, legend={"orientation": "h"})
     return charts.sized(figure, charts.FONT["size"])
 

@@ -8,7 +8,7 @@ from specviz.core.config import SpecConfig
 from specviz.models.lm import TableModel
 from specviz.models.pair import ModelPair
 from specviz.models.text import WordCodec
-from specviz.viz import charts
+from specviz.viz import run_charts
 
 
 def fast_but_wrong(pair: ModelPair, load: Load) -> Evidence:
@@ -20,7 +20,7 @@ def fast_but_wrong(pair: ModelPair, load: Load) -> Evidence:
         checks.append(check(mode, list(first_tokens(table, "a", config, 3000)), reference(table, "a", config)))
     return Evidence(
         " ".join(c.verdict() for c in checks),
-        tuple(charts.lossless_chart(c, lambda t: words[t]) for c in checks),
+        tuple(run_charts.lossless_chart(c, lambda t: words[t]) for c in checks),
     )
 
 

@@ -17,8 +17,9 @@ def how_many_kept(pair: ModelPair, load: Load) -> Evidence:
     return Evidence(
         f"n = {step.n_accepted}: position {first} fails its test (r = {step.r[first - 1]:.2f} > p/q = "
         f"{step.ratio[first - 1]:.2f}); later positions would pass theirs but come after it: discarded.",
-        (charts.step_chart(step),), table.rename(columns={"draft_text": "token", "ratio": "p/q"}),
-    )  # fmt: skip
+        (charts.step_chart(step),),
+        table.rename(columns={"draft_text": "token", "ratio": "p/q"}),
+    )
 
 
 LESSON = Lesson(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from specviz.classroom.lessons.common import Evidence, Lesson, Load, measured_run, time_chart
 from specviz.models.pair import ModelPair
-from specviz.viz import charts
+from specviz.viz import run_charts
 
 
 def low_speedup(pair: ModelPair, load: Load) -> Evidence:
@@ -14,12 +14,13 @@ def low_speedup(pair: ModelPair, load: Load) -> Evidence:
     return Evidence(
         f"The trace says: {d.bottleneck} (α = {d.alpha:.2f}, c = {d.c:.2f}; S_v = {d.predicted_speedup_v.text()}; S(τ) "
         f"with v = 1, what a GPU engine would see: {d.predicted_speedup:.2f}×.)",
-        (charts.history_chart(run.steps), time_chart(measured)),
-        premise=f"the speedup stays below what S(τ) promises with v = 1 ({d.predicted_speedup:.2f}×)", held=held,
+        (run_charts.history_chart(run.steps), time_chart(measured)),
+        premise=f"the speedup stays below what S(τ) promises with v = 1 ({d.predicted_speedup:.2f}×)",
+        held=held,
         why_not=f"this run reached {speed.text()}: on {pair.runtime} a pass over 5 tokens cost v = "
         f"{d.verify_cost.text(unit='')} one-token passes and the draft was cheap, so the slowdown the question "
         "describes did not arise here; on a runtime or a load where v is large it does.",
-    )  # fmt: skip
+    )
 
 
 LESSON = Lesson(

@@ -11,17 +11,26 @@ from specviz.models.pair import ModelPair
 
 def one_pass(pair: ModelPair, load: Load) -> Evidence:
     timing = verify_timing(pair, PROMPT, 4, repeats=5)
-    table = pd.DataFrame({"how": [f"one pass over {timing.tokens} tokens", f"{timing.tokens} one-token passes"],
-                          "ms (median, interquartile range)": [timing.parallel_ms.text(0, " ms"),
-                                                               timing.sequential_ms.text(0, " ms")]})  # fmt: skip
+    table = pd.DataFrame(
+        {
+            "how": [f"one pass over {timing.tokens} tokens", f"{timing.tokens} one-token passes"],
+            "ms (median, interquartile range)": [
+                timing.parallel_ms.text(0, " ms"),
+                timing.sequential_ms.text(0, " ms"),
+            ],
+        }
+    )
     return Evidence(
         f"Scoring {timing.tokens} tokens in one pass took {timing.parallel_ms.text(0, ' ms')} against "
         f"{timing.sequential_ms.text(0, ' ms')} one at a time (the two alternating, {timing.ratio.n} rounds): the pass "
         f"costs {timing.ratio.text(2, '')} one-token passes.",
-        (), table, premise=f"one pass over {timing.tokens} tokens costs less than {timing.tokens} one-token passes",
-        held=timing.ratio.below(timing.tokens), why_not="the one pass cost as much as the separate passes in some "
+        (),
+        table,
+        premise=f"one pass over {timing.tokens} tokens costs less than {timing.tokens} one-token passes",
+        held=timing.ratio.below(timing.tokens),
+        why_not="the one pass cost as much as the separate passes in some "
         "rounds: the machine was busy while they were timed; run it again.",
-    )  # fmt: skip
+    )
 
 
 LESSON = Lesson(

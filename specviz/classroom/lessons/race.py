@@ -16,22 +16,28 @@ def race(pair: ModelPair, load: Load) -> Evidence:
     preset = RACES[0]  # prompt lookup on "repeat the text below"
     lookup = load("embedded", preset.draft)
     result = Race(lookup, preset.prompt, SpecConfig(tau=preset.tau, mode="greedy", max_new_tokens=48)).run()
-    figure = go.Figure(go.Bar(
-        x=["target alone", f"speculative, τ = {preset.tau}"],
-        marker_color=[charts.P_COLOR, charts.DECISION_COLORS["accepted"]],
-        y=[result.alone.tokens_per_second, result.speculative.tokens_per_second], texttemplate="%{y:.1f} tokens/s",
-        textposition="outside", cliponaxis=False,
-    ))  # fmt: skip
+    figure = go.Figure(
+        go.Bar(
+            x=["target alone", f"speculative, τ = {preset.tau}"],
+            marker_color=[charts.P_COLOR, charts.DECISION_COLORS["accepted"]],
+            y=[result.alone.tokens_per_second, result.speculative.tokens_per_second],
+            texttemplate="%{y:.1f} tokens/s",
+            textposition="outside",
+            cliponaxis=False,
+        )
+    )
     figure.update_layout(yaxis={"title": "tokens per second", "rangemode": "tozero"})
     same = "the same text, token for token" if result.same_text else "DIFFERENT texts (a bug)"
     speed = result.speedup_spread()
     return Evidence(
-        f"{result.summary()} Both wrote {same}.", (charts.sized(figure, charts.FONT["size"]),),
-        premise="the copying draft is faster than the target alone", held=speed.above(1.0),
+        f"{result.summary()} Both wrote {same}.",
+        (charts.sized(figure, charts.FONT["size"]),),
+        premise="the copying draft is faster than the target alone",
+        held=speed.above(1.0),
         why_not=f"its speedup, {speed.text()}, {'reaches' if not speed.below(1.0) else 'is below'} 1: each target pass "
         f"cost {result.verify_cost:.1f} single-token passes on {lookup.runtime} with the "
         "load of the moment; run it again on a quieter machine.",
-    )  # fmt: skip
+    )
 
 
 LESSON = Lesson(

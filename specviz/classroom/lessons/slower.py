@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from specviz.classroom.lessons.common import Evidence, Lesson, Load, measured_run, time_chart
 from specviz.models.pair import ModelPair
-from specviz.viz import charts
+from specviz.viz import run_charts
 
 
 def slower(pair: ModelPair, load: Load) -> Evidence:
@@ -16,11 +16,12 @@ def slower(pair: ModelPair, load: Load) -> Evidence:
         f"{run.metrics.mean_acceptance_length:.2f} tokens per step, but c = {d.c:.2f} (a draft forward costs a target "
         f"forward) and the verify pass costs v = {d.verify_cost.text(unit='')} one-token passes: a step costs "
         f"τc + v = {4 * d.c + d.verify_cost.value:.2f} one-token passes, so {speed.text()} the target alone.",
-        (time_chart(measured), charts.history_chart(run.steps)),
-        premise="a draft that is always right but as slow as the target makes decoding slower", held=speed.below(1.0),
+        (time_chart(measured), run_charts.history_chart(run.steps)),
+        premise="a draft that is always right but as slow as the target makes decoding slower",
+        held=speed.below(1.0),
         why_not=f"this run measured {speed.text()}, an interval that reaches 1: the load on the machine moved the "
         "timings while it ran; run it again on a quieter machine.",
-    )  # fmt: skip
+    )
 
 
 LESSON = Lesson(

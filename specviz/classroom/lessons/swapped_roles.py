@@ -17,9 +17,16 @@ def swapped_roles(pair: ModelPair, load: Load) -> Evidence:
     for name, roles in (("8 layers draft for 30", small), ("30 layers draft for 8", small.swapped())):
         measured, d = measured_run(roles, tau=4, mode="greedy", max_new_tokens=24)
         speeds[name] = d.run_speedup
-        rows.append({"roles": name, "α": d.alpha, "c": d.c, "v(5)": d.verify_cost.value,
-                     "mean acceptance length": measured.trace.metrics.mean_acceptance_length,
-                     "speedup (95% interval)": d.run_speedup.text()})  # fmt: skip
+        rows.append(
+            {
+                "roles": name,
+                "α": d.alpha,
+                "c": d.c,
+                "v(5)": d.verify_cost.value,
+                "mean acceptance length": measured.trace.metrics.mean_acceptance_length,
+                "speedup (95% interval)": d.run_speedup.text(),
+            }
+        )
     table = pd.DataFrame(rows)
     usual, big = rows
     big_speed = speeds["30 layers draft for 8"]
@@ -30,12 +37,19 @@ def swapped_roles(pair: ModelPair, load: Load) -> Evidence:
         f"{usual['c']:.2f}, {speeds['8 layers draft for 30'].text()} the big model alone: "
         f"{against_one(speeds['8 layers draft for 30'])}, because an untrained early exit is rarely right "
         f"(α well below what its cost c = {usual['c']:.2f} needs)."
-        + ("" if pair.runtime == "torch" else " (Both models on torch here: the early exit runs only there, and the "
-           "costs of two sizes compare only on one runtime.)"),
-        (), table, premise="the big model drafting for the small one is slower than the small one alone",
-        held=big_speed.below(1.0), why_not=f"its speedup, {big_speed.text()}, reaches 1: the timings moved with the "
+        + (
+            ""
+            if pair.runtime == "torch"
+            else " (Both models on torch here: the early exit runs only there, and the "
+            "costs of two sizes compare only on one runtime.)"
+        ),
+        (),
+        table,
+        premise="the big model drafting for the small one is slower than the small one alone",
+        held=big_speed.below(1.0),
+        why_not=f"its speedup, {big_speed.text()}, reaches 1: the timings moved with the "
         "load while it ran; run it again on a quieter machine.",
-    )  # fmt: skip
+    )
 
 
 LESSON = Lesson(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from specviz.classroom.lessons.common import Evidence, Lesson, Load, decode
 from specviz.models.pair import ModelPair
-from specviz.viz import charts
+from specviz.viz import run_charts
 
 
 def tau_policy(pair: ModelPair, load: Load) -> Evidence:
@@ -14,7 +14,7 @@ def tau_policy(pair: ModelPair, load: Load) -> Evidence:
     taus = [s.tau for s in heuristic.steps]
     return Evidence(
         f"The same {len(fixed.new_tokens)} tokens: {same}. The heuristic's τ per step: {taus}; fixed: 4 every step.",
-        (charts.history_chart(heuristic.steps),),
+        (run_charts.history_chart(heuristic.steps),),
     )
 
 

@@ -12,17 +12,25 @@ def tree_knobs(pair: ModelPair, load: Load) -> Evidence:
     rows = []
     for topk, steps, num in ((3, 4, 8), (1, 4, 4), (3, 2, 8), (3, 4, 16)):
         run = decode(pair, mode="greedy", max_new_tokens=24, topk=topk, steps=steps, num_draft_tokens=num).trace()
-        rows.append({"topk": topk, "steps": steps, "num_draft_tokens": num,
-                     "nodes verified per pass": sum(s.nodes for s in run.steps) / len(run.steps),
-                     "tokens per pass": run.metrics.mean_acceptance_length,
-                     "deepest accepted": max(s.n_accepted for s in run.steps)})  # fmt: skip
+        rows.append(
+            {
+                "topk": topk,
+                "steps": steps,
+                "num_draft_tokens": num,
+                "nodes verified per pass": sum(s.nodes for s in run.steps) / len(run.steps),
+                "tokens per pass": run.metrics.mean_acceptance_length,
+                "deepest accepted": max(s.n_accepted for s in run.steps),
+            }
+        )
     table = pd.DataFrame(rows).round(2)
     capped = all(r["deepest accepted"] <= r["steps"] for r in rows)
     return Evidence(
-        "Nodes verified per pass: " + ", ".join(f"{r['nodes verified per pass']:.1f} at num_draft_tokens = "
-        f"{r['num_draft_tokens']}" for r in rows) + f"; the deepest accepted path never exceeded steps: {capped}.",
-        (), table,
-    )  # fmt: skip
+        "Nodes verified per pass: "
+        + ", ".join(f"{r['nodes verified per pass']:.1f} at num_draft_tokens = {r['num_draft_tokens']}" for r in rows)
+        + f"; the deepest accepted path never exceeded steps: {capped}.",
+        (),
+        table,
+    )
 
 
 LESSON = Lesson(

@@ -12,15 +12,22 @@ def verify_budget(pair: ModelPair, load: Load) -> Evidence:
     rows = []
     for tau in (1, 2, 4, 6, 8):
         dec = decode(pair, count=4, tau=tau, mode="greedy", max_new_tokens=64)
-        rows.append({"τ": tau, "tokens in 4 target passes": len(dec.new_tokens),
-                     "draft forwards": sum(s.tau for s in dec.steps)})  # fmt: skip
+        rows.append(
+            {
+                "τ": tau,
+                "tokens in 4 target passes": len(dec.new_tokens),
+                "draft forwards": sum(s.tau for s in dec.steps),
+            }
+        )
     table = pd.DataFrame(rows)
     best = table.loc[table["tokens in 4 target passes"].idxmax()]
     return Evidence(
-        "Four target passes gave " + ", ".join(f"{r['tokens in 4 target passes']} tokens at τ = {r['τ']}" for r in rows)
+        "Four target passes gave "
+        + ", ".join(f"{r['tokens in 4 target passes']} tokens at τ = {r['τ']}" for r in rows)
         + f": the most at τ = {best['τ']}, paid for in draft forwards only.",
-        (), table,
-    )  # fmt: skip
+        (),
+        table,
+    )
 
 
 LESSON = Lesson(

@@ -107,8 +107,9 @@ class LlamaCpp(Engine):
             )
         return tops[:n], actual[:n], (tops[n] or {}) if len(tokens) > n else None
 
-    def _row(self, prefix: Sequence[int], entry: dict[str, float] | None, exact: Row, timeout: float,
-             resolve: bool) -> Row:  # fmt: skip
+    def _row(
+        self, prefix: Sequence[int], entry: dict[str, float] | None, exact: Row, timeout: float, resolve: bool
+    ) -> Row:
         """The log-probabilities of the token after `prefix` by id: the top-k entries whose text one id
         alone prints as, and `exact` (the actual token's). The server keys its top-k by text, in rank
         order, and keeps one value per text. When the most likely token prints as a text several ids
@@ -162,8 +163,10 @@ class LlamaCpp(Engine):
     def _largest(self, prefix: Sequence[int], row: Row, top: str, timeout: float) -> float | None:
         """The largest log-probability after `prefix`, exactly: asked for with one top log-probability
         and, in that place, a known token of another text (so the answer keeps the top text's value)."""
-        other = next((i for i in sorted(row, key=row.get, reverse=True)
-                      if self.pieces[i] != top and self._sendable(prefix, i)), None)  # fmt: skip
+        other = next(
+            (i for i in sorted(row, key=row.get, reverse=True) if self.pieces[i] != top and self._sendable(prefix, i)),
+            None,
+        )
         return None if other is None else self._echo(prefix, other, 1, timeout)[1].get(top)
 
     def _by_id(self, entry: dict[str, float] | None) -> Row:

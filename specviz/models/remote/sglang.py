@@ -22,16 +22,25 @@ class SGLang(Engine):
 
     def score(self, ids: Sequence[int], k: int, timeout: float, keep: int | None = None) -> list[Row]:
         start = max(0, len(ids) - 2 - MAX_TAU)  # a verify step reads at most τ + 1 rows
-        info = self._generate({"input_ids": list(ids), "return_logprob": True, "logprob_start_len": start,
-                               "top_logprobs_num": k, "sampling_params": {"max_new_tokens": 1, "temperature": 0}},
-                              timeout)  # fmt: skip
+        info = self._generate(
+            {
+                "input_ids": list(ids),
+                "return_logprob": True,
+                "logprob_start_len": start,
+                "top_logprobs_num": k,
+                "sampling_params": {"max_new_tokens": 1, "temperature": 0},
+            },
+            timeout,
+        )
         actual, tops, out = (
             info.get("input_token_logprobs"),
             info.get("input_top_logprobs"),
             info.get("output_top_logprobs"),
         )
-        self._need(isinstance(actual, list) and isinstance(tops, list) and len(tops) == len(ids) - start,
-                   "input_token_logprobs and input_top_logprobs from logprob_start_len")  # fmt: skip
+        self._need(
+            isinstance(actual, list) and isinstance(tops, list) and len(tops) == len(ids) - start,
+            "input_token_logprobs and input_top_logprobs from logprob_start_len",
+        )
         self._need(isinstance(out, list) and len(out) >= 1 and out[0], "output_top_logprobs")
         rows: list[Row] = [{} for _ in range(start + 1)]  # rows[j] scores ids[j]
         for j in range(start + 1, len(ids)):  # entry j − start scores ids[j]
@@ -46,7 +55,14 @@ class SGLang(Engine):
         return [*rows[1:], last] if len(ids) > 1 else [last]
 
     def tokenize(self, text: str, timeout: float) -> list[int]:
-        info = self._generate({"text": text, "return_logprob": True, "logprob_start_len": 0,
-                               "sampling_params": {"max_new_tokens": 1, "temperature": 0}}, timeout)  # fmt: skip
+        info = self._generate(
+            {
+                "text": text,
+                "return_logprob": True,
+                "logprob_start_len": 0,
+                "sampling_params": {"max_new_tokens": 1, "temperature": 0},
+            },
+            timeout,
+        )
         self._need(isinstance(info.get("input_token_logprobs"), list), "input_token_logprobs")
         return [int(entry[1]) for entry in info["input_token_logprobs"]]

@@ -29,8 +29,15 @@ class RemoteTarget:
     """A NextTokenModel whose every forward pass is one request to a serving engine. Shared and never
     mutated: a session holds its own token list; the server holds no per-run state we rely on."""
 
-    def __init__(self, spec: str | RemoteSpec, codec: Any, vocab_size: int, top_k: int = DEFAULT_TOP_K,
-                 timeout: float | None = None, max_length: int | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        spec: str | RemoteSpec,
+        codec: Any,
+        vocab_size: int,
+        top_k: int = DEFAULT_TOP_K,
+        timeout: float | None = None,
+        max_length: int | None = None,
+    ) -> None:
         self.spec = spec if isinstance(spec, RemoteSpec) else parse_spec(spec)
         self.name = str(self.spec)
         self.vocab_size = vocab_size
@@ -40,8 +47,9 @@ class RemoteTarget:
         self.engine = ENGINES[self.spec.kind](self.spec, codec)
         # top-k rows only: the engine refuses modes that need p in full (specviz.core.engine); one sequence per
         # request: no tree pass; a text-only server may take only a prefix of a draft
-        self.capabilities = Capabilities(runtime=f"{self.spec.kind} server", top_k=top_k, trees=False,
-                                         splits_drafts=True)  # fmt: skip
+        self.capabilities = Capabilities(
+            runtime=f"{self.spec.kind} server", top_k=top_k, trees=False, splits_drafts=True
+        )
 
     def check_tokenizer(self, codec: Any) -> None:
         """Before the first step: the server must split the probe strings exactly as the local tokenizer."""

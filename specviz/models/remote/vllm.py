@@ -14,8 +14,15 @@ class VLLM(Engine):
     `logprobs` with `return_tokens_as_token_ids` for the generated token ("token_id:123" keys)."""
 
     def score(self, ids: Sequence[int], k: int, timeout: float, keep: int | None = None) -> list[Row]:
-        payload = {"prompt": list(ids), "max_tokens": 1, "temperature": 0, "logprobs": k, "prompt_logprobs": k,
-                   "return_tokens_as_token_ids": True, "add_special_tokens": False}  # fmt: skip
+        payload = {
+            "prompt": list(ids),
+            "max_tokens": 1,
+            "temperature": 0,
+            "logprobs": k,
+            "prompt_logprobs": k,
+            "return_tokens_as_token_ids": True,
+            "add_special_tokens": False,
+        }
         if self.spec.model:
             payload["model"] = self.spec.model
         choice = (post(f"{self.spec.url}/completions", payload, timeout).get("choices") or [{}])[0]
