@@ -9,7 +9,7 @@ import specviz
 from specviz.viz import charts, run_charts
 from specviz.viz import view as view_of
 from specviz.viz.memo import FigureMemo
-from specviz.viz.render import next_token_source, sentence, step_frame, token_label
+from specviz.viz.render import next_token_source, rule_sentence, sentence, step_frame, token_label
 from specviz.viz.tree_chart import tree_chart, tree_run_chart
 
 
@@ -121,3 +121,23 @@ def draw_run(run: specviz.RunTrace, view: specviz.StepTrace, hidden: bool) -> No
     if run.config.tree and not hidden:
         st.markdown("**Tree steps**: the depth each step accepted, against the nodes its one pass verified")
         st.plotly_chart(chart(tree_run_chart, shown), key="decode_tree_run_chart")
+
+
+def rules_panel(view: specviz.StepTrace, outcomes, pair: specviz.ModelPair | None, mode: str) -> None:
+    """The same step under each verification rule: the same draft and the same draws r, decided by token-wise,
+    one-hot and block verification (docs/algorithm.md, "Verification as serving engines run it")."""
+    if view.tree is not None or view.tau == 0:
+        return
+    title = "The same step under each rule: token-wise, one-hot q (vLLM's default), block"
+    with st.expander(title):
+        if mode != "lossless":
+            st.caption("The verification rules decide lossless steps: choose **lossless** mode to compare them.")
+        elif outcomes is None:
+            st.caption("A saved trace keeps the rule it ran, not the step's full distributions: step a live run.")
+        else:
+            st.plotly_chart(chart(charts.rules_chart, view, outcomes), key="decode_rules_chart")
+            st.markdown("\n".join(f"- {rule_sentence(view, o, pair.codec.token_text)}" for o in outcomes))
+            st.caption(
+                "The same draft tokens and the same draws r for every rule. h is not the chance that a token "
+                "is kept, and block's passes need not run in a row: it keeps everything up to its last pass."
+            )

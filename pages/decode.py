@@ -64,7 +64,7 @@ def start_run() -> specviz.Decoder | None:
         return None
     try:
         with st.spinner(f"Reading the prompt into both models ({len(prompt):,} characters)…"), ui.compute_turn():
-            return specviz.Decoder(pair, prompt, config, chat=None if chat else False)
+            return specviz.Decoder(pair, prompt, config, chat=None if chat else False, compare_rules=True)
     except specviz.SpecvizError as exc:
         st.error(f"**Cannot start a new run.** {sentence(exc)} The run below is kept.", icon=":material/error:")
         return None
@@ -135,6 +135,8 @@ if view.tau == 0:
     )
 else:
     parts.draw_step(view, run.config.mode == "greedy", hidden, draws, tuple(marks), present, beside)
+    if not hidden:  # what token-wise, one-hot and block make of this step's draft and draws
+        parts.rules_panel(view, None if replay else dec.under_each_rule(view.index), pair, run.config.mode)
 parts.draw_run(run, view, hidden)
 if not hidden:
     trace_reading(run, None if replay else pair, ui.compute_turn, frozen.data["reading"] if frozen else None)

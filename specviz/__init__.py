@@ -9,7 +9,7 @@ It never imports Streamlit.
 from specviz.core.config import MODES, SpecConfig
 from specviz.core.engine import Decoder, DecodingFinished
 from specviz.core.metrics import Metrics
-from specviz.core.rules import acceptance_length, choose
+from specviz.core.rules import RuleOutcome, acceptance_length, choose, each_rule
 from specviz.core.trace import RunTrace, StepTrace, TokenProb
 from specviz.drafts.lookup import PromptLookupDrafter
 from specviz.errors import (
@@ -51,6 +51,7 @@ __all__ = [
     "Preset",
     "PromptError",
     "PromptLookupDrafter",
+    "RuleOutcome",
     "RunTrace",
     "Session",
     "SpecConfig",
@@ -63,5 +64,6 @@ __all__ = [
     "WordCodec",
     "acceptance_length",
     "choose",
+    "each_rule",
     "load_pair",
 ]

@@ -812,3 +812,30 @@ def test_the_runtime_is_chosen_in_the_sidebar_said_in_words_and_missing_ones_are
         assert not at.exception and not at.error
     finally:
         st.cache_resource.clear()
+
+
+def test_the_same_step_under_each_rule_is_drawn_for_a_lossless_step(loads):
+    """Lossless, one-hot rule: the panel shows the step's own draws r against each rule's thresholds, and the
+    run's own rule keeps what the step kept."""
+    at = app()
+    at.radio(key="decode_mode").set_value("lossless").run()
+    at.selectbox(key="decode_rule").set_value("one-hot")
+    at.slider(key="decode_tau").set_value(4)
+    at.button(key="decode_step").click().run()
+    assert not at.exception
+    step = decoder(at).steps[0]
+    (panel,) = [e for e in at.expander if e.label.startswith("The same step under each rule")]
+    (spec,) = [json.loads(c.proto.spec) for c in panel.get("plotly_chart")]
+    bars = {t["name"].split(":")[0]: t for t in spec["data"] if t["type"] == "bar"}
+    assert list(bars) == ["token-wise", "one-hot q", "block"]
+    assert bars["one-hot q"]["name"] == f"one-hot q: keeps {step.n_accepted}"
+    assert list(bars["one-hot q"]["y"]) == pytest.approx(step.p)  # one-hot compares r with p(ŷ)
+    assert list(bars["token-wise"]["y"]) == pytest.approx([min(1.0, x) for x in step.ratio])
+    (draws,) = [t for t in spec["data"] if t["type"] == "scatter"]
+    assert list(draws["y"]) == list(step.r)
+    words = panel.markdown[0].value
+    assert "One-hot q (vLLM's default, SGLang, EAGLE)" in words and "Block verification" in words
+    at.radio(key="decode_mode").set_value("textbook").run()  # another mode: a new run at the next Step
+    at.button(key="decode_step").click().run()
+    (panel,) = [e for e in at.expander if e.label.startswith("The same step under each rule")]
+    assert not panel.get("plotly_chart") and "choose **lossless** mode" in panel.caption[0].value

@@ -343,3 +343,37 @@ def test_the_figure_memo_builds_once_per_step_and_tells_new_steps_apart(runs):
     assert built == [0, 0, 1] and len(memo) == 3
     memo(build, steps[2])  # over the limit: started over
     assert len(memo) == 1
+
+
+def test_the_rules_chart_and_sentences_show_one_step_under_each_rule():
+    """The hand-worked step of tests/test_rules.py: draft ('a', 'b') on p = (1/3, 2/3), q = (2/3, 1/3), r = (0.9,
+    0.5). Thresholds: token-wise (1/2, 1), one-hot (1/3, 2/3), block (0, 1); token-wise and one-hot keep nothing
+    (0.9 fails at once), block keeps both (its last pass is position 2, position 1 failed its own draw)."""
+    import torch
+
+    from specviz import each_rule
+    from specviz.classroom.sandbox import SandboxCase, sandbox_step
+    from specviz.viz.charts import rules_chart
+    from specviz.viz.render import rule_sentence
+
+    q, p = ((2 / 3, 1 / 3),) * 2, ((1 / 3, 2 / 3),) * 3
+    step = sandbox_step(SandboxCase(("a", "b"), q, p, (0.9, 0.5), u=(0.3, 0.8)), "lossless")
+    assert step.draft_tokens == (0, 1)
+    outcomes = each_rule([0, 1], torch.tensor(q, dtype=torch.float64), torch.tensor(p, dtype=torch.float64), step.r)
+    fig = rules_chart(step, outcomes).to_plotly_json()
+    bars = {t["name"]: t for t in fig["data"] if t["type"] == "bar"}
+    assert list(bars) == ["token-wise: keeps 0", "one-hot q: keeps 0", "block: keeps 2"]
+    assert list(bars["token-wise: keeps 0"]["y"]) == pytest.approx([0.5, 1.0])
+    assert list(bars["one-hot q: keeps 0"]["y"]) == pytest.approx([1 / 3, 2 / 3])
+    assert list(bars["block: keeps 2"]["y"]) == pytest.approx([0.0, 1.0])
+    assert list(bars["block: keeps 2"]["text"]) == ["✗ 0.00", "✓ 1.00"]  # passes shown, not kept
+    assert list(bars["block: keeps 2"]["marker"]["opacity"]) == [1.0, 1.0]  # both kept: solid
+    assert list(bars["token-wise: keeps 0"]["marker"]["opacity"]) == [0.3, 0.3]
+    (draws,) = [t for t in fig["data"] if t["type"] == "scatter"]
+    assert list(draws["y"]) == [0.9, 0.5] and list(draws["x"]) == ["1. a", "2. b"]
+    words = [rule_sentence(step, o, ["a", "b"].__getitem__) for o in outcomes]
+    assert "keeps none of 2: position 1 fails: r = 0.900 > 0.500" in words[0]
+    assert "Next token from norm(max(0, p − q)): 'b' 1" in words[0]
+    assert "r = 0.900 > 0.333" in words[1] and "p without the rejected token: 'b' 1" in words[1]
+    assert "keeps 2 of 2 ('a', 'b'): the last pass is at position 2; position 1 failed its own draw" in words[2]
+    assert "p at position τ + 1 (the bonus token): 'b' 0.667, 'a' 0.333" in words[2]

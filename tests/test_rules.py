@@ -22,6 +22,7 @@ from fractions import Fraction
 import pytest
 import torch
 
+import specviz
 from specviz import choose
 from specviz.analysis.theory import expected_accepted
 from specviz.core.rules import Choice
@@ -376,3 +377,52 @@ def test_one_hot_accepts_with_p_of_the_token_and_resamples_p_without_it():
     assert rejected.token == 1  # 0.55 falls in [0, 0.6): token 1
     kept = choose("lossless", [0], q, p, torch.Generator(), [0.5], "one-hot", 0.9)
     assert (kept.n, kept.rule, kept.token) == (1, "bonus", 2)
+
+
+# --- the same step under each rule (the Decode page's panel) ------------------------------------------
+
+
+@pytest.mark.parametrize("rule", ["token", "one-hot", "block"])
+def test_each_rule_outcome_of_a_live_step_matches_what_that_rule_does_and_leaves_the_run_alone(rule):
+    """A run that keeps the comparison makes the same trace as one that does not (no draw taken from the
+    run's generator); the outcome of the run's own rule is the step itself; Back forgets the step's."""
+    from tests.helpers import hf_pair
+
+    pair = hf_pair()
+    config = specviz.SpecConfig(tau=3, mode="lossless", verification=rule, seed=4, max_new_tokens=12)
+    plain = specviz.Decoder(pair, [1, 2, 3], config).run()
+    dec = specviz.Decoder(pair, [1, 2, 3], config, compare_rules=True)
+    untimed = lambda run: [s.to_dict() | {"draft_ms": 0, "verify_ms": 0} for s in run.steps]  # noqa: E731
+    assert untimed(dec.run()) == untimed(plain)
+    for step in dec.steps:
+        if step.tau == 0:  # no draft (the last token of the budget): nothing to compare
+            assert dec.under_each_rule(step.index) is None
+            continue
+        outcomes = {o.rule: o for o in dec.under_each_rule(step.index)}
+        assert list(outcomes) == ["token", "one-hot", "block"]
+        own = outcomes[rule]
+        assert own.n == step.n_accepted
+        if step.verify is not None:
+            assert own.threshold == pytest.approx(step.verify.threshold) and own.passed == step.verify.passed
+        else:
+            assert own.threshold == pytest.approx([min(1.0, x) for x in step.ratio])
+        assert outcomes["one-hot"].threshold == pytest.approx(step.p)  # one-hot compares r with p(ŷ)
+        if own.n < step.tau:
+            assert own.next_rule == "residual" and step.next_rule == "residual"
+    dec.undo()
+    assert dec.under_each_rule(len(dec.steps)) is None
+    assert specviz.Decoder(pair, [1, 2, 3], config).under_each_rule(0) is None
+
+
+def test_the_same_step_under_each_rule_on_the_hand_worked_table():
+    """Draft (0, 1), p = (1/3, 2/3), q = (2/3, 1/3), r = (0.9, 0.5) (worked above): token-wise thresholds
+    (1/2, 1) keep nothing, one-hot (p(ŷ) = 1/3, 2/3) keeps nothing, block (h = 0, 1) keeps both."""
+    q = torch.tensor([[2 / 3, 1 / 3]] * 2, dtype=torch.float64)
+    p = torch.tensor([[1 / 3, 2 / 3]] * 3, dtype=torch.float64)
+    token, one_hot, block = specviz.each_rule([0, 1], q, p, [0.9, 0.5])
+    assert (token.rule, token.n, token.threshold) == ("token", 0, pytest.approx((0.5, 1.0)))
+    assert token.next_top == ((1, pytest.approx(1.0)),)  # max(0, p − q) = (0, 1/3): token 1 only
+    assert (one_hot.n, one_hot.threshold) == (0, pytest.approx((1 / 3, 2 / 3)))
+    assert one_hot.next_top == ((1, pytest.approx(1.0)),)  # p without token 0
+    assert (block.n, block.passed, block.next_rule) == (2, (False, True), "bonus")
+    assert block.next_top == ((1, pytest.approx(2 / 3)), (0, pytest.approx(1 / 3)))  # p3, most likely first

@@ -17,7 +17,7 @@ from specviz.core import tree as tree_mod
 from specviz.core.config import SpecConfig
 from specviz.core.prompt import encode_prompt
 from specviz.core.record import record_step, record_tree_step
-from specviz.core.rules import choose
+from specviz.core.rules import RuleOutcome, choose, each_rule
 from specviz.core.sampling import logits_to_probs, sample
 from specviz.core.trace import (
     RunTrace,
@@ -45,9 +45,11 @@ class Decoder:
         prompt: str | Sequence[int],
         config: SpecConfig | None = None,
         chat: bool | None = None,
+        compare_rules: bool = False,
     ) -> None:
         """`chat`: wrap a text prompt in the target's chat template; None = the model's default
-        (on for Instruct models that have a template)."""
+        (on for Instruct models that have a template). `compare_rules`: keep, for every lossless chain step,
+        what each verification rule makes of its draft and draws (`under_each_rule`); off when timing."""
         self.pair = pair
         self.config = config or SpecConfig()
         check_target_supports(pair, self.config)
@@ -64,6 +66,8 @@ class Decoder:
                     raise ConfigError(f"the {role} {name} cannot score a token tree; use a chain (steps = 0)")
         self._steps: list[StepTrace] = []
         self._history: list[torch.Tensor] = []  # generator state before each step, for undo()
+        self.compare_rules = compare_rules
+        self._outcomes: dict[int, tuple[RuleOutcome, ...]] = {}  # step index → each rule's outcome
         self.prefill_ms = self._prefill()
 
     # --- public ---------------------------------------------------------------------------------
@@ -131,6 +135,7 @@ class Decoder:
         if not self._steps:
             return None
         trace = self._steps.pop()
+        self._outcomes.pop(trace.index, None)
         self._gen.set_state(self._history.pop())
         del self._ids[len(self._ids) - len(trace.emitted) :]
         self._crop_sessions()
@@ -142,6 +147,11 @@ class Decoder:
             pass
         self._gen.manual_seed(seed)
         self.config = dataclasses.replace(self.config, seed=seed)
+
+    def under_each_rule(self, index: int) -> tuple[RuleOutcome, ...] | None:
+        """What token-wise, one-hot and block verification make of step `index`'s draft and draws (kept
+        when the run was started with `compare_rules` and the step is a lossless chain step); else None."""
+        return self._outcomes.get(index)
 
     def run(self) -> RunTrace:
         while not self.done:
@@ -180,6 +190,8 @@ class Decoder:
         t2 = time.perf_counter()
         choice = choose(cfg.mode, draft, q, p, self._gen, verification=cfg.verification)  # 3–5. accept, count, next
         emitted = self._emit([*draft[: choice.n], choice.token])  # 6. new confirmed sequence
+        if self.compare_rules and cfg.mode == "lossless" and draft:  # the same step under each rule, to show
+            self._outcomes[index] = each_rule(draft, q, p, choice.r)
         timing = (t1 - t0, t2 - t1)
         return record_step(
             index, context_length, draft, q, p, choice, emitted, timing, self.pair.codec.token_text, cfg.top_n

@@ -24,7 +24,16 @@ from specviz.core.config import VERIFICATIONS, Mode, Verification
 from specviz.core.sampling import residual, sample_at
 from specviz.core.trace import NextRule
 
-__all__ = ["VERIFICATIONS", "Block", "Choice", "Verification", "acceptance_length", "choose"]
+__all__ = [
+    "VERIFICATIONS",
+    "Block",
+    "Choice",
+    "RuleOutcome",
+    "Verification",
+    "acceptance_length",
+    "choose",
+    "each_rule",
+]
 
 
 def acceptance_length(r: Sequence[float], ratio: Sequence[float]) -> int:
@@ -182,6 +191,36 @@ def choose(
         passed,
         block,
     )
+
+
+@dataclass(frozen=True)
+class RuleOutcome:
+    """What one verification rule makes of a lossless step's draft and draws (the same ŷ, q, p and r for
+    every rule): each position's threshold and pass, the accepted length, and the distribution the next
+    token would be drawn from (its most likely tokens)."""
+
+    rule: Verification
+    threshold: tuple[float, ...]  # min(1, p/q), p(ŷ_t) or h_t
+    passed: tuple[bool, ...]  # r_t ≤ threshold_t
+    n: int
+    next_rule: NextRule  # "bonus" (every position kept) or "residual"
+    next_top: tuple[tuple[int, float], ...]  # (token, probability), most likely first
+    w: tuple[float, ...] = ()  # block only: the running weights w_t
+
+
+def each_rule(
+    draft: Sequence[int], q: torch.Tensor, p: torch.Tensor, r: Sequence[float], top: int = 3
+) -> tuple[RuleOutcome, ...]:
+    """The same lossless step under every verification rule: the same draft and the same draws r, decided
+    by `choose` once per rule (never touching a run's generator: the next token is not drawn, only its
+    distribution kept)."""
+    out = []
+    for rule in VERIFICATIONS:
+        c = choose("lossless", list(draft), q, p, torch.Generator(), r, rule, 0.5)
+        values, tokens = torch.topk(c.dist, min(top, c.dist.numel()))
+        best = tuple((int(t), float(v)) for v, t in zip(values, tokens, strict=True) if v > 0)
+        out.append(RuleOutcome(rule, c.threshold, c.passed, c.n, c.rule, best, c.block.w if c.block else ()))
+    return tuple(out)
 
 
 def at(dists: torch.Tensor, tokens: Sequence[int]) -> torch.Tensor:

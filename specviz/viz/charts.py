@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
+from specviz.core.rules import RuleOutcome
 from specviz.core.trace import StepTrace, TokenProb
 from specviz.viz.render import decision_parts, decision_reason, token_label
 
@@ -319,3 +320,52 @@ def next_token_chart(step: StepTrace, height: int = 360, font_size: int = 16, ro
         "yaxis": {"type": "category"},  # each bar carries its p
     }
     return built([bar], layout, font_size)
+
+
+RULE_COLORS = {"token": P_COLOR, "one-hot": Q_COLOR, "block": RESIDUAL_COLOR}
+RULE_SHORT = {"token": "token-wise", "one-hot": "one-hot q", "block": "block"}
+
+
+def rules_chart(step: StepTrace, outcomes: Sequence[RuleOutcome], height: int = 380, font_size: int = 16) -> go.Figure:
+    """The same draws r against each rule's threshold at every draft position (docs/algorithm.md,
+    "Verification as serving engines run it"): one bar per rule and position, its height the threshold
+    (min(1, p/q), p(ŷ), h), solid where the rule keeps the token and pale where it does not; r as a black
+    diamond. A bar above r passed; block keeps every position up to its last pass, passed or not."""
+    labels = [f"{t + 1}. {token_label(s, LABEL_CHARS)}" for t, s in enumerate(step.draft_text)]
+    data: list[dict] = []
+    for o in outcomes:
+        data.append(
+            {
+                "type": "bar",
+                "name": f"{RULE_SHORT[o.rule]}: keeps {o.n}",
+                "x": labels,
+                "y": list(o.threshold),
+                "marker": {
+                    "color": RULE_COLORS[o.rule],
+                    "opacity": [1.0 if t < o.n else 0.3 for t in range(step.tau)],
+                },
+                "text": [("✓ " if ok else "✗ ") + f"{h:.2f}" for ok, h in zip(o.passed, o.threshold, strict=True)],
+                "textposition": "outside",
+                "cliponaxis": False,
+                "hovertemplate": f"{RULE_SHORT[o.rule]}<br>threshold %{{y:.4f}}<extra></extra>",
+            }
+        )
+    data.append(
+        {
+            "type": "scatter",
+            "name": "r (the same draw for every rule)",
+            "x": labels,
+            "y": list(step.r),
+            "mode": "markers",
+            "marker": {"symbol": "diamond", "size": font_size, "color": "black"},
+            "hovertemplate": "r = %{y:.4f}<extra></extra>",
+        }
+    )
+    layout = {
+        "height": height,
+        "barmode": "group",
+        "yaxis": {"title": "threshold, r", "range": [0, 1.22], "tickvals": [0, 0.5, 1]},
+        "xaxis": {"type": "category"},
+        **legend_below(height, font_size, top=20, rows=2),
+    }
+    return built(data, layout, font_size)

@@ -8,10 +8,11 @@ of the same colours. Hovering a draft token shows its q, p, p/q and r."""
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 
+from specviz.core.rules import RuleOutcome
 from specviz.core.trace import StepTrace
 
 LONG_PROMPT = 600  # characters: a longer prompt is drawn with its middle cut out
@@ -265,6 +266,46 @@ def step_frame(step: StepTrace, greedy: bool, hidden: bool = False, draws: bool 
         if column in table:
             table[column] = ["–" if x is None or x != x else f"{x:.4f}" for x in table[column]]
     return table.set_index("position")
+
+
+RULE_NAMES = {  # each verification rule as the page names it, with who runs it
+    "token": "Token-wise (the textbook's lossless rule)",
+    "one-hot": "One-hot q (vLLM's default, SGLang, EAGLE)",
+    "block": "Block verification (vLLM's block method)",
+}
+RULE_TESTS = {"token": "r ≤ min(1, p/q)", "one-hot": "r ≤ p(ŷ)", "block": "r ≤ h"}
+RULE_NEXT = {  # where the next token comes from after a rejection at position n + 1
+    "token": "norm(max(0, p − q))",
+    "one-hot": "p without the rejected token",
+    "block": "norm(max(0, w·p − q))",
+}
+
+
+def rule_sentence(step: StepTrace, outcome: RuleOutcome, text: Callable[[int], str]) -> str:
+    """What one rule makes of the step, in one sentence from its own numbers: what it keeps and why, and
+    where its next token would come from (`text`: a token's text)."""
+    n, tau = outcome.n, step.tau
+    kept = ", ".join(f"'{token_label(t)}'" for t in step.draft_text[:n])
+    keeps = f"keeps {n} of {tau} ({kept})" if n else f"keeps none of {tau}"
+    if outcome.rule == "block":
+        passes = [t + 1 for t, ok in enumerate(outcome.passed) if ok]
+        why = f"the last pass is at position {n}" if n else "no position passes"
+        failed = [t + 1 for t in range(n) if not outcome.passed[t]]
+        if failed:
+            which = ", ".join(map(str, failed))
+            why += f"; position{'s' if len(failed) > 1 else ''} {which} failed its own draw and is kept all the same"
+        if n:
+            why += f" (passes at {', '.join(map(str, passes))})"
+    elif n < tau:
+        why = f"position {n + 1} fails: r = {step.r[n]:.3f} > {outcome.threshold[n]:.3f}"
+    else:
+        why = "every draft token passes"
+    top = ", ".join(f"'{token_label(text(y))}' {v:.3g}" for y, v in outcome.next_top)
+    source = "p at position τ + 1 (the bonus token)" if n == tau else RULE_NEXT[outcome.rule]
+    source = "norm(max(0, p − q))" if outcome.rule == "block" and n == 0 else source  # w_0 = 1
+    return (
+        f"**{RULE_NAMES[outcome.rule]}** ({RULE_TESTS[outcome.rule]}): {keeps}: {why}. Next token from {source}: {top}."
+    )
 
 
 RACE_STYLE = """<style>.sv-race { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 1.15rem;
