@@ -23,6 +23,7 @@ class Shot:
     press: tuple[str, ...] = ()  # buttons to press, in order, once the page is ready
     wait_text: str = ""  # text that must be on the page before the picture
     full_page: bool = False
+    expand: str = ""  # an expander to open (its label's start); the picture is then of that expander alone
 
 
 SHOTS = (
@@ -38,6 +39,12 @@ SHOTS = (
         "decode-tree-present",
         "?decode_steps=3&decode_tree=true&decode_tree_topk=3&decode_tree_steps=4&decode_tree_nodes=10&decode_present=true",
         wait_text="nodes verified in one pass",
+    ),
+    Shot(
+        "decode-rules",
+        "?decode_steps=1&decode_mode=lossless&decode_rule=one-hot&decode_tau=4&decode_seed=22",
+        wait_text="Step 1:",
+        expand="The same step under each rule",
     ),
     Shot("race", "race", ("Start",), "Speculative decoding was"),
     Shot("sandbox", "sandbox?sandbox_preset=Five-token+draft%2C+the+third+rejected+first", wait_text="accepted"),
@@ -73,9 +80,17 @@ def take(url: str, out: Path, shots: tuple[Shot, ...], width: int, height: int) 
             if shot.wait_text:
                 page.get_by_text(shot.wait_text).first.wait_for(timeout=300_000)
             page.locator(IDLE).wait_for(timeout=300_000)
+            target = page
+            if shot.expand:
+                target = page.locator("[data-testid='stExpander']").filter(has_text=shot.expand).first
+                target.locator("summary").click()
+                target.locator(".js-plotly-plot").first.wait_for(timeout=60_000)
             page.wait_for_timeout(1500)  # charts settle
             path = out / f"{shot.name}.png"
-            page.screenshot(path=str(path), full_page=shot.full_page)
+            if shot.expand:
+                target.screenshot(path=str(path))
+            else:
+                page.screenshot(path=str(path), full_page=shot.full_page)
             small(path)
             written.append(path)
             page.close()
