@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 import specviz
+from specviz.analysis.engine_logs import engine_report
 from specviz.viz import charts, run_charts
 from specviz.viz import view as view_of
 from specviz.viz.memo import FigureMemo
@@ -121,6 +122,8 @@ def draw_run(run: specviz.RunTrace, view: specviz.StepTrace, hidden: bool) -> No
     if run.config.tree and not hidden:
         st.markdown("**Tree steps**: the depth each step accepted, against the nodes its one pass verified")
         st.plotly_chart(chart(tree_run_chart, shown), key="decode_tree_run_chart")
+    if not hidden:
+        engine_logs_panel(run)
 
 
 def rules_panel(view: specviz.StepTrace, outcomes, pair: specviz.ModelPair | None, mode: str) -> None:
@@ -141,3 +144,22 @@ def rules_panel(view: specviz.StepTrace, outcomes, pair: specviz.ModelPair | Non
                 "The same draft tokens and the same draws r for every rule. h is not the chance that a token "
                 "is kept, and block's passes need not run in a row: it keeps everything up to its last pass."
             )
+
+
+def engine_logs_panel(run: specviz.RunTrace) -> None:
+    """The run as vLLM, SGLang and llama.cpp would log it (specviz.analysis.engine_logs), to read beside an
+    engine's own log; the formulas are in docs/algorithm.md, "Glossary: the same numbers in the serving engines"."""
+    with st.expander("This run as vLLM, SGLang and llama.cpp log it"):
+        every = st.number_input(
+            "Steps per vLLM log interval (0: the whole run in one line)", 0, 1000, 0, key="decode_log_every"
+        )
+        report = engine_report(run, int(every))
+        st.code(report, language=None, wrap_lines=True)
+        st.caption(
+            "vLLM's mean acceptance length is specviz's (1 + accepted / steps that drafted); its per-position rate "
+            "is specviz's unconditional rate. SGLang's accept rate counts the bonus token and the tree's root: it "
+            "is not a draft acceptance rate."
+        )
+        st.download_button(
+            "Download as a log", report, "specviz-engine-logs.txt", "text/plain", key="decode_logs", on_click="ignore"
+        )

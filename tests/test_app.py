@@ -839,3 +839,19 @@ def test_the_same_step_under_each_rule_is_drawn_for_a_lossless_step(loads):
     at.button(key="decode_step").click().run()
     (panel,) = [e for e in at.expander if e.label.startswith("The same step under each rule")]
     assert not panel.get("plotly_chart") and "choose **lossless** mode" in panel.caption[0].value
+
+
+def test_the_run_is_shown_as_vllm_logs_it(loads):
+    at = app()
+    for _ in range(3):
+        at.button(key="decode_step").click().run()
+    steps = decoder(at).steps
+    (panel,) = [e for e in at.expander if e.label.startswith("This run as vLLM")]
+    text = panel.code[0].value
+    accepted, drafted = sum(s.n_accepted for s in steps), sum(s.tau for s in steps)
+    assert f"Accepted: {accepted} tokens, Drafted: {drafted} tokens" in text
+    assert f"Mean acceptance length: {1 + accepted / sum(s.tau > 0 for s in steps):.2f}" in text
+    assert f"vllm:spec_decode_num_drafts_total {sum(s.tau > 0 for s in steps)}" in text
+    panel.number_input(key="decode_log_every").set_value(1).run()
+    (panel,) = [e for e in at.expander if e.label.startswith("This run as vLLM")]
+    assert panel.code[0].value.count("SpecDecoding metrics:") == 3  # one log interval per step
