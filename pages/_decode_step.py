@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 import specviz
-from specviz.analysis.engine_logs import engine_report
+from specviz.analysis.engine_logs import GLOSSARY, engine_report
 from specviz.viz import charts, run_charts
 from specviz.viz import view as view_of
 from specviz.viz.memo import FigureMemo
@@ -116,7 +116,8 @@ def draw_run(run: specviz.RunTrace, view: specviz.StepTrace, hidden: bool) -> No
     left.plotly_chart(
         chart(run_charts.history_chart, shown, None if hidden else view.index), key="decode_history_chart"
     )
-    right.markdown(f"**Per-{'depth' if run.config.tree else 'position'} acceptance rate** ({upto})")
+    where = "depth" if run.config.tree else "position"
+    right.markdown(f"**Per-{where} acceptance rate** ({upto})", help=GLOSSARY["per-position acceptance rate"] + ".")
     rates = (m.per_position_acceptance_rate, m.conditional_per_position_acceptance_rate, run.config.tree)
     right.plotly_chart(chart(run_charts.per_position_chart, *rates), key="decode_position_chart")
     if run.config.tree and not hidden:

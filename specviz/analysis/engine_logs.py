@@ -15,6 +15,26 @@ from dataclasses import dataclass
 
 from specviz.core.trace import RunTrace, StepTrace
 
+# Each metric the app shows under the engines' names (the help of every metric tile and chart; the table is
+# docs/algorithm.md, "Glossary: the same numbers in the serving engines").
+GLOSSARY = {
+    "mean acceptance length": "vLLM logs it as 'Mean acceptance length' (1 + accepted / num_drafts); SGLang as "
+    "'accept len' (gauge sglang:spec_accept_length); llama.cpp does not report it",
+    "draft acceptance rate": "vLLM: 'Avg Draft acceptance rate' (100 × accepted / drafted); llama.cpp: 'draft "
+    "acceptance rate = … (accepted / generated)'. SGLang's 'accept rate' is not this: it counts the bonus token "
+    "and divides by the tree's nodes and root",
+    "node acceptance rate": "vLLM counts every verified node as drafted, so its 'Avg Draft acceptance rate' is this; "
+    "SGLang's 'accept rate' is accept len / (nodes + 1), the bonus token counted",
+    "α": "no engine reports it: it needs q in full, which engines do not keep",
+    "target forward passes": "vLLM counts those that drafted as vllm:spec_decode_num_drafts; SGLang counts "
+    "spec_verify_ct per request",
+    "tokens/s": "no engine counterpart: vLLM's 'Accepted throughput' counts accepted draft tokens only, over its "
+    "log interval's wall time",
+    "per-position acceptance rate": "vLLM's 'Per-position acceptance rate' is this unconditional rate (counter "
+    "vllm:spec_decode_num_accepted_tokens_per_pos / num_drafts); EAGLE's old alpha is the conditional one; SGLang "
+    "and llama.cpp do not report either",
+}
+
 
 @dataclass(frozen=True)
 class EngineCounts:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from specviz.analysis.engine_logs import GLOSSARY
 from specviz.core.config import SpecConfig
 from specviz.core.metrics import Metrics, compute_metrics
 from specviz.core.trace import RunTrace, StepTrace
@@ -38,13 +39,12 @@ def metric_tiles(m: Metrics, target_top_k: int | None = None, tree: bool = False
             "node acceptance rate",
             f"{(m.draft_acceptance_rate or 0):.0%}",
             "accepted depth / nodes verified: a tree verifies alternatives of which at most one per depth can be "
-            "accepted, so this reads lower than a chain's rate for the same tokens per step (SGLang divides by "
-            "the nodes too)",
+            "accepted, so this reads lower than a chain's rate for the same tokens per step",
         )
         if tree
         else Tile("draft acceptance rate", f"{(m.draft_acceptance_rate or 0):.0%}", "accepted / drafted")
     )
-    return [
+    tiles = [
         Tile(
             "mean acceptance length",
             f"{m.mean_acceptance_length or 0:.2f}",
@@ -74,6 +74,8 @@ def metric_tiles(m: Metrics, target_top_k: int | None = None, tree: bool = False
             "forward over one target forward (docs/algorithm.md); speculation can pay only where α > c",
         ),
     ]
+    engines = {**GLOSSARY, "α ≈ (top-k)": GLOSSARY["α"]}  # under the engines' names: one glossary
+    return [Tile(t.label, t.value, f"{t.help}. {engines[t.label]}." if t.label in engines else t.help) for t in tiles]
 
 
 def default_step(steps: Sequence[StepTrace]) -> int:
