@@ -8,8 +8,7 @@ import streamlit as st
 
 import specviz
 from pages import _shared as ui
-from specviz.classroom.settings import BROKEN_HELP, POLICY_HELP, RULE_HELP, TREE_HELP
-from specviz.core.config import VERIFICATIONS
+from specviz.classroom.settings import BROKEN_HELP, POLICY_HELP, TREE_HELP
 from specviz.viz import view as view_of
 
 
@@ -36,9 +35,7 @@ def inputs(off: bool) -> Inputs:
     tau = st.slider("τ — draft tokens per step", *ui.LIMITS["decode_tau"], key="decode_tau", disabled=off)
     sampling = ui.sampling_widgets("decode", disabled=off)
     lossless = sampling["mode"] == "lossless"
-    rule = st.selectbox(
-        "Verification (lossless)", VERIFICATIONS, key="decode_rule", disabled=off or not lossless, help=RULE_HELP
-    )
+    rule = ui.rule_widget("decode", sampling["mode"], disabled=off)
     seed = st.number_input("Seed", *ui.LIMITS["decode_seed"], key="decode_seed", disabled=off)
     max_new = st.number_input("Max new tokens", *ui.LIMITS["decode_max_new"], key="decode_max_new", disabled=off)
     st.header("Variants")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 import specviz
+from pages._shared import LIMITS
 from specviz.analysis.engine_logs import GLOSSARY, engine_report
 from specviz.viz import charts, run_charts
 from specviz.viz import view as view_of
@@ -151,9 +152,8 @@ def engine_logs_panel(run: specviz.RunTrace) -> None:
     """The run as vLLM, SGLang and llama.cpp would log it (specviz.analysis.engine_logs), to read beside an
     engine's own log; the formulas are in docs/algorithm.md, "Glossary: the same numbers in the serving engines"."""
     with st.expander("This run as vLLM, SGLang and llama.cpp log it"):
-        every = st.number_input(
-            "Steps per vLLM log interval (0: the whole run in one line)", 0, 1000, 0, key="decode_log_every"
-        )
+        label = "Steps per vLLM log interval (0: the whole run in one line)"
+        every = st.number_input(label, *LIMITS["decode_log_every"], key="decode_log_every")
         report = engine_report(run, int(every))
         st.code(report, language=None, wrap_lines=True)
         st.caption(
@@ -161,6 +161,5 @@ def engine_logs_panel(run: specviz.RunTrace) -> None:
             "is specviz's unconditional rate. SGLang's accept rate counts the bonus token and the tree's root: it "
             "is not a draft acceptance rate."
         )
-        st.download_button(
-            "Download as a log", report, "specviz-engine-logs.txt", "text/plain", key="decode_logs", on_click="ignore"
-        )
+        name, key = "specviz-engine-logs.txt", "decode_logs_download"
+        st.download_button("Download as a log", report, name, "text/plain", key=key, on_click="ignore")

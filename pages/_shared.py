@@ -13,8 +13,9 @@ import streamlit as st
 
 import specviz
 from specviz.classroom import links, settings
-from specviz.classroom.settings import CUSTOM, MODE_HELP
+from specviz.classroom.settings import CUSTOM, MODE_HELP, RULE_HELP
 from specviz.classroom.turns import Turns, each_in_turn
+from specviz.core.config import VERIFICATIONS
 from specviz.loading import AUTO, resolve_runtime
 from specviz.models import hub
 from specviz.viz.render import sentence
@@ -112,6 +113,19 @@ def sampling_widgets(prefix: str, disabled: bool = False) -> dict:
         "top_k": st.number_input("Top-k (0 = all tokens)", *LIMITS[f"{prefix}_top_k"], key=f"{prefix}_top_k", **off),
         "top_p": st.slider("Top-p", *LIMITS[f"{prefix}_top_p"], step=0.05, key=f"{prefix}_top_p", **off),
     }
+
+
+def rule_widget(prefix: str, mode: str, disabled: bool = False) -> str:
+    """Lossless mode's verification rule (docs/algorithm.md, "Verification as serving engines run it"); the
+    other modes keep their own rule, so there it is off and "token" is what the settings get."""
+    rule = st.selectbox(
+        "Verification (lossless)",
+        VERIFICATIONS,
+        key=f"{prefix}_rule",
+        disabled=disabled or mode != "lossless",
+        help=RULE_HELP,
+    )
+    return rule if mode == "lossless" else "token"
 
 
 def share_link(prefix: str, extra: dict | None = None, show: bool = True) -> str:

@@ -1,5 +1,6 @@
-"""The τ sweep's two side questions, each in an expander: one verify pass against τ + 1 one-token passes,
-and chain against tree at the same verification budget (specviz.analysis.sweep, specviz.analysis.trees)."""
+"""The τ sweep's side questions, each in an expander: one verify pass against τ + 1 one-token passes, chain against
+tree at the same verification budget, and what each verification rule keeps (specviz.analysis: passes, trees,
+rules_compare)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import streamlit as st
 import specviz
 from pages._shared import compute_turn
 from specviz.analysis.passes import verify_timing
+from specviz.analysis.rules_compare import compare_rules
 from specviz.analysis.trees import compare as compare_trees
+from specviz.viz.sweep_charts import rules_acceptance_chart
 from specviz.viz.tree_chart import chain_tree_chart
 
 
@@ -62,3 +65,46 @@ def chain_tree_panel(pair: specviz.ModelPair, prompts: tuple[str, ...], max_new:
         right.plotly_chart(chain_tree_chart(trees, "speedup"), key="sweep_trees_speedup_chart")
         st.table(trees.to_frame())
         st.caption("Speedups and v(budget + 1) with their 95% bootstrap intervals over steps; tokens per step counted.")
+
+
+def rules_panel(
+    pair: specviz.ModelPair, prompts: tuple[str, ...], taus: tuple[int, int], max_new: int, chat, sampling: dict
+) -> None:
+    with st.expander("Verification rules: what token-wise, one-hot q (vLLM's default) and block keep at each τ"):
+        low, high = taus
+        st.markdown(
+            f"Lossless runs at τ = {low}–{high} on the prompts above, {max_new} tokens each, every step's draft and "
+            "draws judged by each rule: token-wise (r ≤ min(1, p/q)), one-hot q (r ≤ p(ŷ): what vLLM and SGLang "
+            "run for EAGLE, MTP and n-gram drafts) and block (thresholds from the whole draft, the last pass kept). "
+            "All three keep the target's distribution; they differ in how many draft tokens a target pass keeps."
+        )
+        if st.button("Compare the rules", key="sweep_rules_run", icon=":material/rule:"):
+            bar = st.progress(0.0, text="Starting…")
+            sampled = {k: v for k, v in sampling.items() if k != "mode"}
+            try:
+                with compute_turn():
+                    st.session_state["sweep_rules_result"] = compare_rules(
+                        pair,
+                        prompts,
+                        range(low, high + 1),
+                        max_new_tokens=max_new,
+                        chat=chat,
+                        progress=lambda done, total, what: bar.progress(done / total, text=f"{done} / {total}: {what}"),
+                        **sampled,
+                    )
+            except specviz.SpecvizError as exc:
+                st.error(f"**Cannot compare the rules.** {exc}", icon=":material/error:")
+            bar.empty()
+        result = st.session_state.get("sweep_rules_result")
+        if result is None:
+            return
+        st.success(result.verdict(), icon=":material/rule:")
+        left, right = st.columns(2)
+        left.plotly_chart(rules_acceptance_chart(result), key="sweep_rules_length_chart")
+        right.plotly_chart(rules_acceptance_chart(result, "draft acceptance rate"), key="sweep_rules_rate_chart")
+        st.table(result.to_frame().set_index(["τ", "rule"]))
+        st.caption(
+            "The same steps under each rule (the runs decode token-wise); 95% bootstrap intervals over steps, the "
+            "differences paired. With a sampled draft one-hot keeps p(ŷ) where token-wise keeps min(1, p/q): "
+            "Σ q·p ≤ Σ min(p, q). Block never keeps fewer in expectation, and the same at τ = 1."
+        )

@@ -14,6 +14,7 @@ from pages._shared import (
     in_turns,
     load_pair,
     model_picker,
+    rule_widget,
     sampling_widgets,
     share_link,
 )
@@ -33,6 +34,7 @@ with st.sidebar:
     max_new = st.number_input("Tokens per run", *LIMITS["sweep_max_new"], key="sweep_max_new")
     seeds = st.number_input("Seeds per τ and prompt", *LIMITS["sweep_seeds"], key="sweep_seeds")
     sampling = sampling_widgets("sweep")
+    rule = rule_widget("sweep", sampling["mode"])
     st.header("τ policies")
     policies = tuple(
         name
@@ -79,6 +81,7 @@ try:
         policies=policies,
         policy_tau=policy_tau,
         confidence=threshold,
+        verification=rule,
         **sampling,
     )
     sweep = Sweep(pair, settings, st.session_state.setdefault("sweep_cache", {}))
@@ -111,6 +114,7 @@ if run_clicked:
 if not present:
     extras.verify_timing_panel(pair, prompts, high, settings.chat)
     extras.chain_tree_panel(pair, prompts, max_new, settings.chat)
+    extras.rules_panel(pair, prompts, (low, high), max_new, settings.chat, sampling)
 
 result = sweep.result()
 if not result.runs:

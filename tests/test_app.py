@@ -425,7 +425,7 @@ def test_export_then_replay_without_any_model(loads):
     at.number_input(key="decode_max_new").set_value(10)
     at.button(key="decode_run_all").click().run()
     saved = decoder(at).trace()
-    assert [b.label for b in at.get("download_button")] == ["Trace as JSON", "Steps as CSV"]
+    assert [b.label for b in at.get("download_button")] == ["Download as a log", "Trace as JSON", "Steps as CSV"]
 
     fresh = app()
     calls_before = len(loads)
@@ -505,7 +505,7 @@ def test_quiz_shows_nothing_derived_from_r_or_the_decisions_before_reveal(loads)
     assert "decision" in step_table(at).columns  # revealed: r and the decisions are back
     assert any(t["name"].startswith("r ") for t in figure(at, 0)["data"])
     assert history_bars(figure(at, 3)) == [step.n_accepted]  # history, after the next-token chart
-    assert [b.label for b in at.get("download_button")] == ["Trace as JSON", "Steps as CSV"]
+    assert [b.label for b in at.get("download_button")] == ["Download as a log", "Trace as JSON", "Steps as CSV"]
 
 
 def test_quiz_scores_answered_tokens_and_keeps_the_score_through_back_and_step(loads):
@@ -855,3 +855,27 @@ def test_the_run_is_shown_as_vllm_logs_it(loads):
     panel.number_input(key="decode_log_every").set_value(1).run()
     (panel,) = [e for e in at.expander if e.label.startswith("This run as vLLM")]
     assert panel.code[0].value.count("SpecDecoding metrics:") == 3  # one log interval per step
+
+
+def test_the_sweep_compares_the_verification_rules_and_runs_under_the_chosen_one(loads):
+    at = sweep_page(app())
+    assert at.selectbox(key="sweep_rule").disabled  # greedy: the rules decide lossless steps only
+    at.radio(key="sweep_mode").set_value("lossless").run()
+    assert not at.selectbox(key="sweep_rule").disabled
+    at.selectbox(key="sweep_rule").set_value("block").run()
+    at.button(key="sweep_rules_run").click().run(timeout=300)
+    assert not at.exception
+    result = at.session_state["sweep_rules_result"]
+    (panel,) = [e for e in at.expander if e.label.startswith("Verification rules")]
+    length, rate = (json.loads(c.proto.spec) for c in panel.get("plotly_chart"))
+    assert [t["name"] for t in length["data"]] == ["token-wise", "one-hot q", "block"]
+    for line in length["data"]:
+        rule = {"token-wise": "token", "one-hot q": "one-hot", "block": "block"}[line["name"]]
+        expected = [result.row(tau, rule) for tau in result.taus]
+        assert line["y"] == pytest.approx([1 + sum(r.accepted) / r.steps for r in expected])
+    tokenwise = [result.row(tau, "token") for tau in result.taus]
+    assert rate["data"][0]["y"] == pytest.approx([sum(r.accepted) / sum(r.drafted) for r in tokenwise])
+    assert panel.success[0].value.startswith("Mean acceptance length at τ = ")
+    at.button(key="sweep_run").click().run(timeout=300)  # the sweep itself runs under the rule chosen
+    configs = [key[-1] for key in at.session_state["sweep_cache"] if key[0] == "run"]
+    assert configs and {(c.mode, c.verification) for c in configs} == {("lossless", "block")}

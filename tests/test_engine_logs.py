@@ -1,5 +1,5 @@
-"""A run as the serving engines log it, on runs whose numbers are set by hand (docs/algorithm.md, "A run
-as vLLM logs it": the worked example there is the first test)."""
+"""A run as the serving engines log it, on runs whose numbers are set by hand (docs/algorithm.md, "Glossary:
+the same numbers in the serving engines": the worked example there is the first test)."""
 
 from __future__ import annotations
 

@@ -426,3 +426,29 @@ def test_the_same_step_under_each_rule_on_the_hand_worked_table():
     assert one_hot.next_top == ((1, pytest.approx(1.0)),)  # p without token 0
     assert (block.n, block.passed, block.next_rule) == (2, (False, True), "bonus")
     assert block.next_top == ((1, pytest.approx(2 / 3)), (0, pytest.approx(1 / 3)))  # p3, most likely first
+
+
+# --- the sweep's comparison of the rules ---------------------------------------------------------------
+
+
+def test_the_rules_comparison_finds_the_exact_expectations_of_the_spec_example():
+    """The SPEC table at every position (p = (1/3, 2/3), q = (2/3, 1/3), τ = 2): E[n] = 10/9 token-wise,
+    11/9 block and 4/9 + (4/9)² = 52/81 one-hot, so mean acceptance lengths 19/9, 20/9 and 133/81. Each
+    measured interval holds its exact value; the paired differences find block above token-wise and one-hot
+    below; at τ = 1 block and token-wise are the same rule, step for step."""
+    from specviz.analysis.rules_compare import compare_rules
+    from tests.helpers import table_pair
+
+    pair = table_pair([1 / 3, 2 / 3], [2 / 3, 1 / 3])
+    result = compare_rules(pair, ["0"], [1, 2], seeds=(0, 1), max_new_tokens=400)
+    exact = {"token": 19 / 9, "block": 20 / 9, "one-hot": 133 / 81}
+    for rule, value in exact.items():
+        spread = result.row(2, rule).mean_acceptance_length
+        assert spread.low <= value <= spread.high, (rule, spread)
+    assert result.difference(2, "block").low > 0 and result.difference(2, "one-hot").high < 0
+    assert result.row(1, "block").accepted == result.row(1, "token").accepted
+    assert result.row(2, "token").steps > 300
+    words = result.verdict()
+    assert words.startswith("Mean acceptance length at τ = 2, the same steps under each rule: token-wise ")
+    assert "one-hot q kept" in words and "fewer per step" in words
+    assert "block kept" in words and "more per step" in words

@@ -29,6 +29,7 @@ ACTIONS = {
     "verify",
     "start",
     "measure",
+    "download",
 }
 
 

@@ -145,10 +145,12 @@ SETTINGS: dict[str, Setting] = {
         Setting("decode_quiz", False),
         Setting("decode_quiz_kind", "predict", tuple(KINDS)),
         Setting("decode_steps", 0, (0, 10_000)),  # link only: steps to take on opening
+        Setting("decode_log_every", 0, (0, 1000)),  # steps per vLLM log interval in the engines' log (0: the run)
         *_pair("sweep"),
         Setting("sweep_prompts", "The cat sat on the\nWrite a Python function that reverses a list."),
         Setting("sweep_chat", True),
         *_decoding("sweep", mode="greedy"),
+        Setting("sweep_rule", VERIFICATIONS[0], VERIFICATIONS),  # lossless mode's verification rule
         Setting("sweep_taus", (1, 8), (1, 16)),
         Setting("sweep_max_new", 48, (4, 512)),
         Setting("sweep_seeds", 1, (1, 10)),

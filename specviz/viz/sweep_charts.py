@@ -7,8 +7,10 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
+from specviz.analysis.rules_compare import RULE_WORDS, RuleComparison
 from specviz.analysis.sweep_summary import SweepSummary
-from specviz.viz.charts import DECISION_COLORS, FONT, P_COLOR, RESIDUAL_COLOR, built, legend_below
+from specviz.core.config import VERIFICATIONS
+from specviz.viz.charts import DECISION_COLORS, FONT, P_COLOR, RESIDUAL_COLOR, RULE_COLORS, built, legend_below
 
 
 def _bars(spreads: Sequence) -> dict:
@@ -257,5 +259,35 @@ def sweep_speedup_chart(summary: SweepSummary, font_size: int = FONT["size"], he
         "legend": {"orientation": "h", "y": -0.22},
         "yaxis": {"title": "speedup ×", "rangemode": "tozero"},
         "margin": {"t": 50, "b": 110, "r": 60},
+    }
+    return built(data, layout, font_size)
+
+
+def rules_acceptance_chart(
+    comparison: RuleComparison, metric: str = "mean acceptance length", font_size: int = FONT["size"], height: int = 380
+) -> go.Figure:
+    """Each verification rule's mean acceptance length (or draft acceptance rate) against τ, one line per rule,
+    with its 95% interval (specviz.analysis.rules_compare)."""
+    length = metric == "mean acceptance length"
+    data = []
+    for rule in VERIFICATIONS:
+        rows = [comparison.row(tau, rule) for tau in comparison.taus]
+        spreads = [r.mean_acceptance_length if length else r.draft_acceptance_rate for r in rows]
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": RULE_WORDS[rule],
+                "x": comparison.taus,
+                "y": [s.value for s in spreads],
+                "error_y": _bars(spreads),
+                "line": {"color": RULE_COLORS[rule]},
+            }
+        )
+    layout = {
+        "height": height,
+        "xaxis": {"title": "τ", "dtick": 1},
+        "yaxis": {"title": metric, "rangemode": "tozero", **({} if length else {"range": [0, 1.05]})},
+        **legend_below(height, font_size, top=30, rows=1),
     }
     return built(data, layout, font_size)
