@@ -99,3 +99,37 @@ def test_the_roles_swapped_lesson_compares_both_sizes_on_one_runtime():
     with pytest.raises(Loaded):
         BY_KEY["swapped-roles"].run(SimpleNamespace(runtime="llama.cpp"), load)
     assert asked == [("embedded", "early-exit:8", "torch")]
+
+
+def test_accepting_after_a_failure_on_the_worked_example():
+    """docs/algorithm.md's example: E[n] = 10/9 token-wise and 11/9 block with a sampled draft; with a greedy draft
+    (q one-hot at 'a', p('a') = 1/3) both are 1/3 + 1/9 = 4/9. On the step drawn (r = 0.9, 0.5; h = 0, 1) block keeps
+    both tokens and token-wise none."""
+    lesson = BY_KEY["after-failure"]
+    evidence = lesson.run(None, None)
+    assert lesson.choices[lesson.right].startswith("3")
+    assert evidence.table["E[n] token-wise"].tolist() == pytest.approx([10 / 9, 4 / 9], abs=1e-4)
+    assert evidence.table["E[n] block"].tolist() == pytest.approx([11 / 9, 4 / 9], abs=1e-4)
+    assert evidence.finding.startswith("On this step block keeps 2 tokens although position 1 failed its own draw")
+    assert "token-wise keeps 0" in evidence.finding
+    bars = [t for t in evidence.figures[0].to_plotly_json()["data"] if t["type"] == "bar"]
+    assert [b["name"] for b in bars] == ["token-wise: keeps 0", "one-hot q: keeps 0", "block: keeps 2"]
+
+
+def test_what_your_engine_does_on_a_tiny_pair():
+    """One-hot with a sampled draft keeps Σ q·p ≤ Σ min(p, q) at every position; the greedy draft's p(argmax q) is
+    the target's probability of the draft's argmax. Checked against the rows of one cache-free forward pass."""
+    import torch
+
+    from specviz.classroom.lessons.your_engine import acceptance_by_rule
+    from tests.helpers import full_logits, hf_pair, tiny_llama
+
+    pair = hf_pair()
+    ids = [1, 5, 9, 2, 7, 3]
+    table = acceptance_by_rule(pair, ids, 2)
+    p = torch.softmax(full_logits(tiny_llama(0), ids)[1:-1], -1)  # rows predicting ids[2:]
+    q = torch.softmax(full_logits(tiny_llama(1, layers=1), ids)[1:-1], -1)
+    assert table.iloc[:, 1].tolist() == pytest.approx(torch.minimum(p, q).sum(-1).tolist(), abs=1e-6)
+    assert table.iloc[:, 2].tolist() == pytest.approx((p * q).sum(-1).tolist(), abs=1e-6)
+    assert table.iloc[:, 3].tolist() == pytest.approx([float(p[i, q[i].argmax()]) for i in range(len(p))], abs=1e-6)
+    assert (table.iloc[:, 2] <= table.iloc[:, 1]).all()

@@ -11,6 +11,7 @@ To add a lesson: a module with its LESSON here, and its name in the list below (
 from __future__ import annotations
 
 from specviz.classroom.lessons import (
+    after_failure,
     broken_draft,
     choose_tau,
     fast_but_wrong,
@@ -28,6 +29,7 @@ from specviz.classroom.lessons import (
     verifier_output,
     verify_budget,
     why_tree,
+    your_engine,
 )
 from specviz.classroom.lessons.common import Evidence, Lesson
 
@@ -51,6 +53,8 @@ LESSONS: tuple[Lesson, ...] = tuple(
         why_tree,
         tree_knobs,
         tau_policy,
+        your_engine,
+        after_failure,
     )
 )
 BY_KEY = {lesson.key: lesson for lesson in LESSONS}
