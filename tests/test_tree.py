@@ -441,3 +441,31 @@ def test_on_the_real_pair_trees_are_exact(embedded_cache):
         reference(pair, "The cat sat on the", config),
     )
     assert result.consistent, result.verdict()
+
+
+def test_a_one_hot_tree_records_what_each_main_line_token_was_compared_with():
+    """p = (0.1, 0.6, 0.3), q = (0.6, 0.3, 0.1) everywhere; topk 2, 2 levels, 3 nodes, one-hot q (SGLang's walk).
+    Seed 0's first step tries token 2 first (p′(2) = 0.3, rejected), then token 1 against p′ = p without token 2:
+    0.6 / (1 − 0.3) = 6/7, accepted. The main line's record compares r with 6/7, not p(1) = 0.6; the second step
+    rejects token 0 (0.1) and keeps token 1 against 0.6 / 0.9 = 2/3.
+    A trace whose threshold is below p(ŷ) is refused."""
+    import json
+
+    from specviz.core.trace import RunTrace
+    from specviz.errors import TraceError
+    from tests.helpers import table_pair
+
+    pair = table_pair([0.1, 0.6, 0.3], [0.6, 0.3, 0.1])
+    config = SpecConfig(mode="lossless", verification="one-hot", topk=2, steps=2, num_draft_tokens=3, seed=0)
+    run = Decoder(pair, [0], dataclasses.replace(config, max_new_tokens=12)).run()
+    first, second = run.steps[:2]
+    assert [(n.token, n.decision) for n in first.tree.nodes[:2]] == [(2, "rejected"), (1, "accepted")]
+    assert first.draft_tokens == (1,) and first.verify.rule == "one-hot"
+    assert first.verify.threshold == pytest.approx((6 / 7,)) and first.p == pytest.approx((0.6,))
+    assert second.verify.threshold == pytest.approx((2 / 3,)) and second.verify.passed == (True,)
+    data = json.loads(run.to_json())
+    assert RunTrace.from_dict(data).to_dict() == run.to_dict()
+    data["steps"][0]["verify"]["threshold"][0] = 0.59  # below p(ŷ) = 0.6: no walk compares with that
+    data["steps"][0]["r"][0] = data["steps"][0]["tree"]["nodes"][1]["r"] = 0.5  # (a pass against it, as recorded)
+    with pytest.raises(TraceError, match="was not compared with p"):
+        RunTrace.from_dict(data)

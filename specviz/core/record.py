@@ -121,6 +121,12 @@ def record_tree_step(
     else:
         q_line = p_line = torch.empty(0, p.shape[-1], dtype=torch.float64)
     draft = [tree.token[i] for i in line]
+    one_hot = cfg.mode == "lossless" and cfg.verification == "one-hot"
+    # one-hot: what each node's r was compared with, p′(x) (p without the siblings rejected before it); a node
+    # the walk never tested, p(x), as a chain would
+    threshold = tuple(
+        walked.ratio[i] if walked.ratio[i] is not None else float(p_at(tree.parent[i])[tree.token[i]]) for i in line
+    )
     choice = Choice(
         r=tuple(r[i] for i in line),
         ratio=ratio_of(at(p_line, draft), at(q_line, draft)) if line else torch.empty(0, dtype=torch.float64),
@@ -129,6 +135,9 @@ def record_tree_step(
         rule=walked.rule,
         dist=walked.dist,
         residual=walked.dist if walked.rule == "residual" else None,
+        verification="one-hot" if one_hot else "token",
+        threshold=threshold if one_hot else (),
+        passed=tuple(r[i] <= h for i, h in zip(line, threshold, strict=True)) if one_hot else (),
     )
     rows = torch.cat([p_line, p_at(walked.stop)[None]])
     step = record_step(index, context_length, draft, q_line, rows, choice, emitted, timing, text, n_top)

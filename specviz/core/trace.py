@@ -374,11 +374,11 @@ def _step(raw: Any, i: int, config: SpecConfig) -> None:
     rule = config.verification if config.mode == "lossless" else "token"
     verify = raw.get("verify")
     _need(
-        (verify is not None) is (rule != "token" and tree is None),
+        (verify is not None) is (rule != "token" and (tree is None or rule == "one-hot")),
         f"{where}: its verification record does not match the run's rule ({rule})",
     )
     if verify is not None:
-        _verify(verify, raw, rule, where)
+        _verify(verify, raw, rule, where, tree is not None)
     for t in range(tau):
         at = f"{where}, draft token {t + 1}"
         for name in ("q", "p", "beta"):
@@ -482,10 +482,11 @@ def _tree(tree: Any, raw: dict, config: SpecConfig, where: str) -> str:
     return {"lossless": "residual", "greedy": "greedy"}.get(config.mode, "argmax")
 
 
-def _verify(verify: Any, raw: dict, rule: str, where: str) -> None:
+def _verify(verify: Any, raw: dict, rule: str, where: str, tree: bool = False) -> None:
     """A one-hot or block step checked against its own numbers (docs/algorithm.md, "Verification as serving
-    engines run it"): one-hot compares r with p(ŷ) and stops at the first failure; block's w, R and h follow
-    from each other and p/q, and n is the last position that passed."""
+    engines run it"): one-hot compares r with p(ŷ) and stops at the first failure (on a tree's main line with
+    p′(ŷ), p without the siblings rejected before it: never below p(ŷ)); block's w, R and h follow from each
+    other and p/q, and n is the last position that passed."""
     tau, n, at = raw["tau"], raw["n_accepted"], f"{where}: its {rule} verification"
     names = {f.name for f in dataclasses.fields(VerifyTrace)}
     _need(isinstance(verify, dict) and set(verify) == names and verify["rule"] == rule, f"{at} is malformed")
@@ -505,9 +506,10 @@ def _verify(verify: Any, raw: dict, rule: str, where: str) -> None:
         )
     if rule == "one-hot":
         for t in range(tau):
+            p = raw["p"][t]
             _need(
-                math.isclose(threshold[t], raw["p"][t], rel_tol=1e-9, abs_tol=1e-12),
-                f"{at}: position {t + 1} was not compared with p(ŷ) = {raw['p'][t]}",
+                threshold[t] >= p - 1e-12 if tree else math.isclose(threshold[t], p, rel_tol=1e-9, abs_tol=1e-12),
+                f"{at}: position {t + 1} was not compared with p(ŷ) = {p}",
             )
         first = next((t for t in range(tau) if not passed[t]), tau)
         _need(n == first, f"{at}: n_accepted = {n}, but the first failure is at position {first + 1}")
