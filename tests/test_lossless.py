@@ -115,20 +115,23 @@ def long_tail(rare: int = 300) -> tuple[torch.Tensor, torch.Tensor]:
 
 @pytest.mark.slow
 def test_the_page_check_has_size_and_power_on_a_long_tail():
-    """100 seeds × 300 trials of the first step, through the engine: lossless is called consistent
-    in at least 95 (a 1% test should err about once), textbook with sampling flagged in at least 95.
+    """102 seeds × 300 trials of the first step, through the engine: lossless (each verification rule on a third
+    of the seeds: token-wise, one-hot q, block) is called consistent in at least 97 (a 1% test should err about
+    once), at least 32 of 34 under each rule; textbook with sampling flagged in at least 97 of 102.
     (The check that gave every observed token a cell of its own called lossless 'differs' 100 times.)"""
     p, q = long_tail()
     pair = table_pair(p, q)
     assert int((p * 300 < MIN_EXPECTED).sum()) > 290  # hundreds of rare tokens
-    verdicts = {"lossless": 0, "textbook": 0}
-    for mode in verdicts:
-        for seed in range(100):
-            config = SpecConfig(tau=2, mode=mode, seed=1000 * seed)
+    rules = ("token", "one-hot", "block")
+    verdicts = {("textbook", "token"): 0, **{("lossless", rule): 0 for rule in rules}}
+    for seed in range(102):
+        for mode, rule in (("textbook", "token"), ("lossless", rules[seed % 3])):
+            config = SpecConfig(tau=2, mode=mode, seed=1000 * seed, verification=rule)
             result = check(mode, list(first_tokens(pair, [0], config, 300)), reference(pair, [0], config))
-            verdicts[mode] += result.consistent
-    assert verdicts["lossless"] >= 95
-    assert verdicts["textbook"] <= 5
+            verdicts[mode, rule] += result.consistent
+    assert sum(verdicts["lossless", rule] for rule in rules) >= 97
+    assert all(verdicts["lossless", rule] >= 32 for rule in rules), verdicts
+    assert verdicts["textbook", "token"] <= 5
 
 
 @pytest.mark.parametrize("rare", [50, 1000, 20_000])
@@ -186,10 +189,12 @@ def test_too_few_trials_say_so():
 @pytest.mark.slow
 def test_on_the_real_pair_at_the_pages_defaults(embedded_cache):
     """The page's real-model defaults (τ = 2, T = 1, 200 trials, seed 0, "The cat sat on the",
-    chat template as the model defaults): textbook is flagged, lossless is not."""
-    pair = load_pair("embedded", "embedded")
-    for mode, consistent in (("textbook", False), ("lossless", True)):
-        config = SpecConfig(tau=2, mode=mode, temperature=1.0)
+    chat template as the model defaults): textbook is flagged; lossless is not, under any verification rule.
+    On torch-kernels, the fastest runtime that needs no build (800 steps: a third of torch's time)."""
+    pair = load_pair("embedded", "embedded", runtime="torch-kernels")
+    cases = [("textbook", "token", False), *(("lossless", rule, True) for rule in ("token", "one-hot", "block"))]
+    for mode, rule, consistent in cases:
+        config = SpecConfig(tau=2, mode=mode, temperature=1.0, verification=rule)
         samples = list(first_tokens(pair, "The cat sat on the", config, 200))
         result = check(mode, samples, reference(pair, "The cat sat on the", config))
-        assert result.consistent is consistent, result.verdict()
+        assert result.consistent is consistent, (rule, result.verdict())
