@@ -153,7 +153,7 @@ def engine_logs_panel(run: specviz.RunTrace) -> None:
     engine's own log; the formulas are in docs/algorithm.md, "Glossary: the same numbers in the serving engines"."""
     with st.expander("This run as vLLM, SGLang and llama.cpp log it"):
         label = "Steps per vLLM log interval (0: the whole run in one line)"
-        every = st.number_input(label, *LIMITS["decode_log_every"], key="decode_log_every")
+        every = st.columns([1, 2])[0].number_input(label, *LIMITS["decode_log_every"], key="decode_log_every")
         report = engine_report(run, int(every))
         st.code(report, language=None, wrap_lines=True)
         st.caption(

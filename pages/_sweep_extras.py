@@ -102,7 +102,7 @@ def rules_panel(
         left, right = st.columns(2)
         left.plotly_chart(rules_acceptance_chart(result), key="sweep_rules_length_chart")
         right.plotly_chart(rules_acceptance_chart(result, "draft acceptance rate"), key="sweep_rules_rate_chart")
-        st.table(result.to_frame().set_index(["τ", "rule"]))
+        st.table(result.to_frame().set_index("τ"))
         st.caption(
             "The same steps under each rule (the runs decode token-wise); 95% bootstrap intervals over steps, the "
             "differences paired. With a sampled draft one-hot keeps p(ŷ) where token-wise keeps min(1, p/q): "

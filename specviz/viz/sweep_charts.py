@@ -270,7 +270,7 @@ def rules_acceptance_chart(
     with its 95% interval (specviz.analysis.rules_compare)."""
     length = metric == "mean acceptance length"
     data = []
-    for rule in VERIFICATIONS:
+    for shift, rule in zip((-0.08, 0.0, 0.08), VERIFICATIONS, strict=True):  # side by side: equal rules both seen
         rows = [comparison.row(tau, rule) for tau in comparison.taus]
         spreads = [r.mean_acceptance_length if length else r.draft_acceptance_rate for r in rows]
         data.append(
@@ -278,7 +278,9 @@ def rules_acceptance_chart(
                 "type": "scatter",
                 "mode": "lines+markers",
                 "name": RULE_WORDS[rule],
-                "x": comparison.taus,
+                "x": [tau + shift for tau in comparison.taus],
+                "customdata": comparison.taus,
+                "hovertemplate": f"{RULE_WORDS[rule]}, τ = %{{customdata}}: %{{y:.3f}}<extra></extra>",
                 "y": [s.value for s in spreads],
                 "error_y": _bars(spreads),
                 "line": {"color": RULE_COLORS[rule]},
@@ -286,7 +288,7 @@ def rules_acceptance_chart(
         )
     layout = {
         "height": height,
-        "xaxis": {"title": "τ", "dtick": 1},
+        "xaxis": {"title": "τ", "tickvals": comparison.taus},
         "yaxis": {"title": metric, "rangemode": "tozero", **({} if length else {"range": [0, 1.05]})},
         **legend_below(height, font_size, top=30, rows=1),
     }
