@@ -25,6 +25,7 @@ PAGES = [
     st.Page("pages/decode.py", title="Decode", icon=":material/play_arrow:", default=True),
     st.Page("pages/race.py", title="Race", icon=":material/sports_score:"),
     st.Page("pages/sweep.py", title="τ sweep", icon=":material/stacked_line_chart:"),
+    st.Page("pages/pay.py", title="Would it pay there?", icon=":material/calculate:"),
     st.Page("pages/sandbox.py", title="Sandbox", icon=":material/edit_note:"),
     st.Page("pages/lossless.py", title="Is it lossless?", icon=":material/balance:"),
     st.Page("pages/lessons.py", title="Lessons", icon=":material/quiz:"),

@@ -124,6 +124,8 @@ if not result.runs:
 if not result.complete:
     st.warning(f"Stopped with {result.pending} of {total} units left; the charts show what finished. Run to go on.")
 summary = result.summary()
+names = {"runtime": pair.runtime, "target": pair.target.name, "draft": pair.draft.name}
+st.session_state["pay_sweep"] = {**names, "summary": summary}  # what "Would it pay there?" carries over
 view.draw(summary, present)
 downloads(
     "sweep",

@@ -19,6 +19,7 @@ PAGES = [
     "pages/decode.py",
     "pages/race.py",
     "pages/sweep.py",
+    "pages/pay.py",
     "pages/sandbox.py",
     "pages/lossless.py",
     "pages/about.py",
@@ -879,3 +880,29 @@ def test_the_sweep_compares_the_verification_rules_and_runs_under_the_chosen_one
     at.button(key="sweep_run").click().run(timeout=300)  # the sweep itself runs under the rule chosen
     configs = [key[-1] for key in at.session_state["sweep_cache"] if key[0] == "run"]
     assert configs and {(c.mode, c.verification) for c in configs} == {("lossless", "block")}
+
+
+def test_would_it_pay_answers_the_h100_70b_question_and_carries_the_decode_runs_acceptance(loads):
+    from specviz.analysis import outlook as ol
+    from specviz.analysis.costmodel import HARDWARE, MODELS
+
+    at = app()
+    at.button(key="decode_step").click().run()
+    run = decoder(at).trace()
+    at.switch_page("pages/pay.py").run()
+    assert not at.exception
+    at.selectbox(key="pay_hardware").set_value("NVIDIA H100 SXM")
+    at.selectbox(key="pay_pair").set_value("Llama-3.1-70B + Llama-3.2-1B").run()
+    accept = ol.Acceptance.from_rates(run.metrics.per_position_acceptance_rate, "run")
+    target, draft = (MODELS[n] for n in ol.PAIRS["Llama-3.1-70B + Llama-3.2-1B"])
+    expected = ol.outlook(target, draft, HARDWARE["NVIDIA H100 SXM"], accept, 1, 512)
+    said = [e.value for e in [*at.success, *at.warning] if "At batch 1" in e.value]
+    assert said == [expected.summary()]  # batch 1 and batch 64, in one sentence (a warning: the tiny pair loses)
+    assert "the Decode run (1 steps" in at.caption[0].value
+    batch = json.loads(at.get("plotly_chart")[1].proto.spec)["data"][0]
+    assert batch["y"] == pytest.approx([s for _, s in expected.best_by_batch])
+    at.radio(key="pay_source").set_value("α by hand").run()
+    at.slider(key="pay_alpha").set_value(0.9).run()
+    by_hand = ol.outlook(target, draft, HARDWARE["NVIDIA H100 SXM"], ol.Acceptance("α by hand", alpha=0.9), 1, 512)
+    assert at.success[0].value == by_hand.summary()
+    assert any("takes 2 of them" in w.value for w in at.warning)  # 142 GB on an 80 GB device

@@ -16,6 +16,7 @@ Sources: each preset's `source`; published speedups it is checked against (tests
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -34,6 +35,10 @@ class Hardware:
     overhead: float  # s added to every pass whatever its size: launches its work does not hide, sampling, framework
     source: str  # where the numbers come from: a URL or datasheet, or "fitted on this machine"
     layer_overhead: float = 0.0  # s added per decoder layer per pass: operator dispatch on a CPU, which nothing hides
+    memory: float = 0.0  # bytes of memory the device holds (0: unknown): a pair that needs more takes several
+    # a pass over a single row (one token, one sequence) runs a matrix-vector product, which a runtime may make
+    # faster than its matrix-matrix path: that pass's time over the roofline's (fitted; 1 for the presets)
+    single_row: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -65,23 +70,26 @@ HARDWARE: dict[str, Hardware] = {h.name: h for h in (
     # FMA pipes) × ~4.0 GHz all-core ≈ 1.0 TFLOP/s. Overheads: estimates (~40 PyTorch operators per decoder layer at a
     # few µs each), not measurements: fit_hardware measures them on the machine at hand.
     Hardware("laptop CPU (Ryzen 7 7840U, fp32)", 89.6e9, 1.02e12, 0.2e-3,
-             "liliputing.com Ryzen 7040U table; cputronic.com (DDR5-5600); 32 FLOP/cycle: AVX2 FMA", 0.1e-3),
+             "liliputing.com Ryzen 7040U table; cputronic.com (DDR5-5600); 32 FLOP/cycle: AVX2 FMA", 0.1e-3, 32e9),
     Hardware("NVIDIA A100 80GB SXM", 2.039e12, 312e12, GPU_OVERHEAD,
-             "thundercompute.com/blog/nvidia-a100-specs-full-guide; glennklockwood.com/garden/processors/A100"),
+             "thundercompute.com/blog/nvidia-a100-specs-full-guide; glennklockwood.com/garden/processors/A100", 0.0,
+             80e9),
     Hardware("NVIDIA H100 SXM", 3.35e12, 989.4e12, GPU_OVERHEAD,
-             "NVIDIA H100 datasheet (archive-lib.hpctech.co.jp copy: 1,979 TFLOP/s with sparsity, dense 1/2)"),
+             "NVIDIA H100 datasheet (archive-lib.hpctech.co.jp copy: 1,979 TFLOP/s with sparsity, dense 1/2)", 0.0,
+             80e9),
     Hardware("NVIDIA H200 SXM", 4.8e12, 989e12, GPU_OVERHEAD,
-             "lzwjava.github.io/nvidia-h200-gpu-specs-en (4.8 TB/s); itkb.uw.cz H200 vs B300 (dense)"),
+             "lzwjava.github.io/nvidia-h200-gpu-specs-en (4.8 TB/s); itkb.uw.cz H200 vs B300 (dense)", 0.0, 141e9),
     # Apple publishes no GPU TFLOP/s: TechPowerUp's FP32 via HF's hardware table, FP16 taken as the FP32 rate
     Hardware("Apple M3 Max (40-core GPU)", 400e9, 14.2e12, GPU_OVERHEAD,
-             "macmegasite.com (400 GB/s); huggingface/huggingface.js packages/tasks/src/hardware.ts"),
+             "macmegasite.com (400 GB/s); huggingface/huggingface.js packages/tasks/src/hardware.ts", 0.0, 128e9),
     # 71 TFLOP/s: FP16 tensor with FP32 accumulate, as PyTorch's fp16 GEMMs run (142 with FP16 accumulate)
     Hardware("NVIDIA RTX 3090", 936e9, 71e12, GPU_OVERHEAD,
-             "holynerdvana.blogspot.com RTX 3090 specifications (936 GB/s, 142 FP16); GA102 whitepaper (FP32 acc.)"),
+             "holynerdvana.blogspot.com RTX 3090 specifications (936 GB/s, 142 FP16); GA102 whitepaper (FP32 acc.)",
+             0.0, 24e9),
     # Leviathan et al.'s device. XLA compiles a whole pass into one program, with no per-kernel launches: 0.1 ms is an
     # assumption (consistent with the c ≈ 0.008 their 3.4× implies)
     Hardware("Google TPU v4", 1.2e12, 275e12, 0.1e-3,
-             "docs.cloud.google.com/tpu/docs/v4 (275 TFLOP/s bf16, 1,200 GBps)"),
+             "docs.cloud.google.com/tpu/docs/v4 (275 TFLOP/s bf16, 1,200 GBps, 32 GiB HBM)", 0.0, 32 * 2**30),
 )}
 # fmt: on
 
@@ -136,7 +144,8 @@ def pass_flops(model: Model, k: int = 1, batch: int = 1, context: int = CONTEXT)
 def pass_time(model: Model, hw: Hardware, k: int = 1, batch: int = 1, context: int = CONTEXT) -> float:
     """Seconds of one forward over k new tokens for each of `batch` sequences holding `context` tokens."""
     roof = max(pass_bytes(model, k, batch, context) / hw.bandwidth, pass_flops(model, k, batch, context) / hw.flops)
-    return roof + hw.overhead + model.layers * hw.layer_overhead
+    time = roof + hw.overhead + model.layers * hw.layer_overhead
+    return time * hw.single_row if k * batch == 1 else time
 
 
 def verify_cost(model: Model, hw: Hardware, k: int, batch: int = 1, context: int = CONTEXT) -> float:
@@ -274,13 +283,21 @@ def fit_hardware(
     per_layer: bool = True,
     name: str = "this machine",
     flat: float = 0.01,
+    single_row: bool = False,
 ) -> Fit:
     """Fit T(k) = max(bytes(k) / bandwidth, FLOPs(k) / throughput) + overhead, at batch 1, to `times` (seconds) of
-    one pass over each k in `ks` (pass_times gives milliseconds: its medians / 1000). Least squares on relative
+    one pass over each k in `ks` (pass_times gives milliseconds: its medians / 1000). A pass over one token is a
+    matrix-vector product, which a runtime may run on a faster path than its matrix-matrix one (llama.cpp does): with
+    `single_row` and at least three other k, the roofline is fitted to k ≥ 2 and the one-token pass's time over it
+    kept as the hardware's `single_row` factor. Least squares on relative
     errors, for each split of the sorted ks into a memory-bound head and a compute-bound tail (at least two k);
     the split whose max() model fits best wins, unless the memory roof alone explains every time within `flat`
     (then a compute roof would be fitted to noise). `per_layer`: the overhead is charged per decoder layer (so a
     one-layer draft pays 1/layers of it: right for CPU dispatch), else per pass (a GPU's launches)."""
+    one = [t for k, t in zip(ks, times, strict=True) if k == 1]
+    apart = single_row and one and sum(1 for k in ks if k > 1) >= 3
+    if apart:
+        ks, times = zip(*((k, t) for k, t in zip(ks, times, strict=True) if k > 1), strict=True)
     order = np.argsort(ks)
     k = np.asarray(ks, dtype=np.int64)[order]
     t = np.asarray(times, dtype=np.float64)[order]
@@ -319,5 +336,7 @@ def fit_hardware(
         "fitted on this machine",
         o / model.layers if per_layer else 0.0,
     )
+    if apart:  # the one-token pass exactly as timed
+        hw = dataclasses.replace(hw, single_row=float(np.median(one)) / pass_time(model, hw, 1, 1, context))
     fitted = np.array([pass_time(model, hw, int(n), 1, context) for n in k])
     return Fit(hw, float(np.max(np.abs(fitted - t) / t)), first)

@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from specviz.analysis import outlook
+from specviz.analysis.costmodel import CONTEXT, HARDWARE
 from specviz.analysis.race import PRESETS as RACES
 from specviz.classroom import links
 from specviz.classroom.lessons import LESSONS
@@ -159,6 +161,13 @@ SETTINGS: dict[str, Setting] = {
         Setting("sweep_policy_tau", 4, (1, 16)),
         Setting("sweep_threshold", _SPEC["confidence"], (0.05, 0.95)),
         Setting("sweep_present", False),
+        Setting("pay_hardware", "NVIDIA H100 SXM", (outlook.HERE, *HARDWARE)),
+        Setting("pay_pair", "Llama-3.1-70B + Llama-3.2-1B", tuple(outlook.PAIRS)),
+        Setting("pay_batch", 1, (1, 512)),
+        Setting("pay_context", CONTEXT, (128, 131_072)),
+        Setting("pay_source", outlook.SOURCES[0], outlook.SOURCES),
+        Setting("pay_alpha", 0.7, (0.0, 1.0)),
+        Setting("pay_present", False),
         Setting("sandbox_preset", next(iter(EXERCISES)), tuple(EXERCISES)),
         Setting("sandbox_mode", "textbook", MODES),
         Setting("sandbox_tau", 1, (1, SANDBOX_TAU)),

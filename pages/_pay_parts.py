@@ -1,0 +1,112 @@
+"""Would it pay there?: where the acceptance comes from (this session's Decode run, its τ sweep, or by hand) and
+this machine's calibration, drawn. Widgets and calls; the model is specviz.analysis.outlook."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import specviz
+from pages._shared import compute_turn, load_pair
+from specviz.analysis import outlook as ol
+from specviz.analysis.measure import Spread
+from specviz.classroom.settings import FIRST_PROMPT
+from specviz.core.prompt import encode_prompt
+from specviz.viz.render import sentence
+
+SOURCES, HERE = ol.SOURCES, ol.HERE
+
+
+def _tree_tokens() -> dict[int, float] | None:
+    """Tokens per step of the trees of 4, 8 and 16 nodes, where the sweep's chain-against-tree panel ran."""
+    trees = st.session_state.get("sweep_trees_result")
+    return {r.budget: r.tokens_per_step for r in trees.rows if r.shape == "tree"} if trees else None
+
+
+def acceptance(source: str, alpha: float) -> tuple[ol.Acceptance, str | None]:
+    """The acceptance to carry over, and a note when the chosen source has nothing yet (then α by hand)."""
+    trees = _tree_tokens()
+    try:
+        if source == "the Decode run":
+            stepper = st.session_state.get("decode_stepper")
+            dec = stepper.decoder if stepper else None
+            if dec is not None and dec.steps:
+                run = dec.trace()
+                words = f"the Decode run ({len(run.steps)} steps, {run.config.mode}, {run.draft_name})"
+                rates = run.metrics.per_position_acceptance_rate
+                return ol.Acceptance.from_rates(rates, words).with_trees(trees), None
+        elif source == "the τ sweep" and (sweep := st.session_state.get("pay_sweep")):
+            row = sweep["summary"].rows[-1]
+            words = f"the τ sweep at τ = {row.tau} ({row.steps} steps, {sweep['draft']})"
+            return ol.Acceptance.from_rates(row.per_position_acceptance_rate, words).with_trees(trees), None
+    except specviz.SpecvizError as exc:
+        return ol.Acceptance("α by hand", alpha=alpha), sentence(exc)
+    if source == "α by hand":
+        return ol.Acceptance("α by hand", alpha=alpha).with_trees(trees), None
+    where = "Decode page: press Step" if source == "the Decode run" else "τ sweep page: press Run"
+    return ol.Acceptance("α by hand", alpha=alpha), f"Nothing measured yet for {source} (on the {where}): α by hand."
+
+
+def measured_here() -> tuple[ol.Calibration | None, specviz.ModelPair | None]:
+    """This machine's calibration on the embedded pair and the runtime chosen in the sidebar, made on a click."""
+    pair = load_pair("embedded", "embedded")
+    if pair is None:
+        return None, None
+    made = st.session_state.setdefault("pay_calibration", {})
+    if pair.runtime not in made and st.button(
+        f"Time the passes on this machine ({pair.runtime})", key="pay_measure", icon=":material/timer:"
+    ):
+        try:
+            with compute_turn(), st.spinner("Timing one pass over 1 to 16 tokens, interleaved; then c…"):
+                _, ids, _ = encode_prompt(pair, FIRST_PROMPT + " " + FIRST_PROMPT, None)
+                made[pair.runtime] = (ol.calibrate(pair, ids), ol.measure_draft_cost(pair, FIRST_PROMPT))
+        except specviz.SpecvizError as exc:
+            st.error(f"**Cannot time the passes.** {sentence(exc)}", icon=":material/error:")
+    found = made.get(pair.runtime)
+    if found is None:
+        st.info(
+            "Press the button: about 20 s to time the embedded target's passes over 1 to 16 tokens and the draft's "
+            "cost c, then the model is fitted to them.",
+            icon=":material/timer:",
+        )
+        return None, pair
+    st.session_state["pay_draft_cost"] = found[1]
+    return found[0], pair
+
+
+def same_sweep(pair: specviz.ModelPair):
+    """The τ sweep of this session when it ran this pair on this runtime (its runs give c and the speedups)."""
+    sweep = st.session_state.get("pay_sweep")
+    names = (pair.runtime, pair.target.name, pair.draft.name)
+    return sweep if sweep and (sweep["runtime"], sweep["target"], sweep["draft"]) == names else None
+
+
+def draft_cost(pair: specviz.ModelPair) -> tuple[Spread, str]:
+    """c for this machine: the τ sweep's (the runs whose speedups are drawn) where it ran here, else the one
+    measured with the passes."""
+    sweep = same_sweep(pair)
+    if sweep and sweep["summary"].c is not None:
+        return sweep["summary"].c, "the τ sweep's runs"
+    return st.session_state["pay_draft_cost"], "a short greedy run beside the target alone"
+
+
+def calibration_panel(cal: ol.Calibration, pair: specviz.ModelPair) -> list[tuple[int, Spread]]:
+    """The fit against the passes timed here, and the τ sweep's measured speedups (same runtime, embedded pair)
+    against S_v predicted from the same runs' tokens per step; returns those measured speedups for the chart."""
+    c, where = draft_cost(pair)
+    with st.expander(f"This machine, measured: the fit to {len(cal.measured_ms)} timed passes", expanded=True):
+        st.markdown(f"{cal.sentence()} The draft's cost c = {c.text(3, '')}, from {where}.")
+        st.table(cal.rows())
+        sweep = same_sweep(pair)
+        if sweep is None:
+            st.caption("Run a τ sweep of the embedded pair on this runtime to see its measured speedups on the curve.")
+            return []
+        rows = [r for r in sweep["summary"].rows if r.speedup is not None]
+        measured = [(r.tau, r.mean_acceptance_length, r.speedup) for r in rows]
+        table = ol.against_measured(cal, c.value, measured)
+        agree = sum(r["agrees"] for r in table)
+        st.markdown(
+            f"**The τ sweep's measured speedups against the model**: {agree} of {len(table)} within their interval "
+            "widened by the fit's error at τ + 1 tokens; predicted from the same runs' tokens per step and c."
+        )
+        st.table(table)
+        return [(t, s) for t, _, s in measured]

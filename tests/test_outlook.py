@@ -1,0 +1,132 @@
+"""Would it pay there? (specviz.analysis.outlook): predictions on hardware and models whose passes are worked out
+by hand, the acceptance taken from runs, the comparison with speedups measured here, and (slow) the calibration
+on this machine checked against a τ sweep's measured speedups."""
+
+from __future__ import annotations
+
+import pytest
+
+from specviz.analysis import outlook as ol
+from specviz.analysis.costmodel import HARDWARE, MODELS, Hardware, Model
+from specviz.analysis.measure import Spread
+from specviz.errors import ConfigError
+
+# 1e9 two-byte weights (2 GB), no KV cache, no attention: a pass reads 2 GB and computes 2e9 FLOPs per token
+TOY = Model("toy", 1e9, 2, 1, 0, 0)
+# 1 TB/s and 100 TFLOP/s: reading takes 2 ms; B·k tokens take 0.02 ms each, so compute passes reading at B·k > 100
+DEVICE = Hardware("toy device", 1e12, 1e14, 0.0, "by hand")
+ALL = ol.Acceptance("every draft token kept", alpha=1.0)
+
+
+def test_a_memory_bound_pass_makes_every_drafted_token_nearly_free():
+    """Batch 1, α = 1, c = 0.1: T(k) = 2 ms for every k ≤ 100, so S_v(τ) = (τ + 1) · 2 / (0.1 τ · 2 + 2) =
+    (τ + 1) / (0.1 τ + 1): τ = 1 → 2 / 1.1 = 1.818, τ = 16 → 17 / 2.6 = 6.538, the best."""
+    o = ol.outlook(TOY, TOY, DEVICE, ALL, batch=1, context=1, c=0.1)
+    assert o.chain[0] == pytest.approx(2 / 1.1) and o.chain[-1] == pytest.approx(17 / 2.6)
+    assert o.best == (16, pytest.approx(17 / 2.6)) and o.verify[0] == pytest.approx(1.0)
+    assert "memory-bound" in o.why() and "speculation pays, 6.54× at τ = 16" in o.why()
+
+
+def test_past_the_ridge_no_tau_pays_and_the_break_even_batch_is_where_it_turns():
+    """Batch 64: T(1) = max(2, 64 · 0.02) = 2 ms, T(k) = 1.28 k ms for k ≥ 2: S_v(1) = 2 · 2 / (0.2 + 2.56) = 1.449, the
+    best (τ = 2: 6 / (0.4 + 3.84) = 1.415). Batch 128: T(k) = 2.56 k ms for every k, S_v(τ) = (τ + 1) / (0.1 τ + τ + 1)
+    < 1 at every τ: 128 is the first batch shown where speculation loses."""
+    o = ol.outlook(TOY, TOY, DEVICE, ALL, batch=64, context=1, c=0.1)
+    assert o.best == (1, pytest.approx(4 / 2.76)) and o.chain[1] == pytest.approx(6 / 4.24)
+    assert o.at_batch(128)[1] == pytest.approx(2 / 2.1)  # τ = 1 is the least bad: 2 / (0.1 + 2)
+    assert o.break_even == 128
+    assert "compute-bound" in o.why()
+    assert o.summary().endswith("From batch 128 on, even the best τ is slower than the target alone.")
+
+
+def test_the_lecturers_question_in_two_clicks_h100_70b_at_batch_1_and_64():
+    """H100, Llama-3.1-70B drafted by Llama-3.2-1B, α = 0.8: memory-bound at batch 1 (139.2 GB read in 41.5 ms, 0.9 ms
+    of arithmetic for 6 tokens): it pays; the pair needs two H100s' memory, and the page says so."""
+    target, draft = (MODELS[n] for n in ol.PAIRS["Llama-3.1-70B + Llama-3.2-1B"])
+    o = ol.outlook(target, draft, HARDWARE["NVIDIA H100 SXM"], ol.Acceptance("by hand", alpha=0.8), batch=1)
+    (t1, s1), (t64, s64) = o.at_batch(1), o.at_batch(64)
+    assert s1 > 2 and s64 > 1 and o.summary().startswith("NVIDIA H100 SXM, Llama-3.1-70B drafted by Llama-3.2-1B")
+    assert f"At batch 1: {s1:.2f}× (τ = {t1}). At batch 64: {s64:.2f}× (τ = {t64})." in o.summary()
+    assert "memory-bound" in o.why() and "takes 2 of them" in o.fits()
+    laptop = ol.outlook(target, draft, HARDWARE["laptop CPU (Ryzen 7 7840U, fp32)"], o.acceptance, batch=64)
+    assert laptop.at_batch(64)[1] < 1 < laptop.at_batch(1)[1]  # a laptop's compute runs out far sooner
+
+
+def test_the_acceptance_from_a_run_stops_at_the_first_position_never_drafted():
+    accept = ol.Acceptance.from_rates((0.8, 0.5, None, None), "a run")
+    assert accept.rates == (0.8, 0.5) and accept.max_tau == 2 and accept.tokens(2) == pytest.approx(2.3)
+    assert "per-position rates 0.80, 0.50 (τ up to 2)" in accept.words()
+    with pytest.raises(ConfigError, match="no per-position rate yet"):
+        ol.Acceptance.from_rates((None,), "a run")
+    with pytest.raises(ConfigError, match="one of them"):
+        ol.Acceptance("both", alpha=0.5, rates=(0.5,))
+    o = ol.outlook(TOY, TOY, DEVICE, accept.with_trees({8: 3.0}), batch=1, context=1, c=0.1)
+    assert o.taus == (1, 2) and set(o.trees) == {8}
+    # a tree of 8 nodes (topk 3, 4 levels): 4 draft passes at c = 0.1 and one pass over 9 tokens: 3 · 2 / (4 · 0.2 + 2)
+    assert o.trees[8] == pytest.approx(6 / 2.8)
+    # with the draft's cost modelled instead: the toy draft is the target, 4 passes over 3 tokens cost 4 · 2 ms
+    assert ol.outlook(TOY, TOY, DEVICE, o.acceptance, batch=1, context=1).trees[8] == pytest.approx(6 / 10)
+
+
+def test_measured_speedups_against_the_fitted_model():
+    """Hardware with no roof to speak of and 10 ms fixed per pass: every fitted T(k) is 10 ms, v = 1. Timed: T(1) = T(2)
+    = 10 ms, T(3) = 12.5 ms, so the fit is off by 10 / 12.5 − 1 = 20% at k = 3. c = 0.2, τ = 2, 2.5 tokens per step:
+    S_v = 2.5 / (0.4 + 1) = 1.786. A measured 1.70× (1.60–1.80×) holds it; 1.30× (1.20–1.40×) does not even widened by
+    20% (0.96–1.68×); 1.40× (1.30–1.49×) does once widened (1.04–1.79×)."""
+    fit = ol.Fit(Hardware("flat", 1e30, 1e30, 0.01, "test"), 0.2, None)
+    timed = {1: 10.0, 2: 10.0, 3: 12.5}
+    cal = ol.Calibration("toy", {k: Spread(t, t, t, 9) for k, t in timed.items()}, fit, 64)
+    assert cal.predicted_ms(3) == pytest.approx(10.0) and cal.error_at(3) == pytest.approx(0.2)
+    spreads = [Spread(1.7, 1.6, 1.8, 30), Spread(1.3, 1.2, 1.4, 30), Spread(1.4, 1.3, 1.49, 30)]
+    rows = ol.against_measured(cal, 0.2, [(2, 2.5, s) for s in spreads])
+    assert [r["predicted S_v"] for r in rows] == [pytest.approx(1.79, abs=0.005)] * 3
+    assert [r["agrees"] for r in rows] == [True, False, True]
+    assert cal.rows()[2]["error"] == "-20.0%" and cal.rows()[2]["v(k) measured"] == 1.25
+
+
+def test_calibration_is_refused_on_a_target_whose_sizes_the_model_does_not_know():
+    from tests.helpers import hf_pair
+
+    with pytest.raises(ConfigError, match="choose the embedded pair"):
+        ol.calibrate(hf_pair(), list(range(40)))
+
+
+@pytest.mark.slow
+def test_this_machine_calibrated_its_measured_speedups_sit_on_the_curve(embedded_cache):
+    """The embedded pair on torch-kernels: the roofline fitted to T(1..16) within 25% (most k within a few %), and a
+    greedy τ sweep's measured speedups (τ 1–4, two prompts) beside S_v predicted from the same runs' tokens per step
+    and c: at least three of four within their interval widened by the fit's error at τ + 1."""
+    import specviz
+    from specviz.analysis.sweep import Sweep, SweepSettings
+    from specviz.classroom.settings import FIRST_PROMPT
+    from specviz.core.prompt import encode_prompt
+
+    pair = specviz.load_pair("embedded", "embedded", runtime="torch-kernels")
+    _, ids, _ = encode_prompt(pair, FIRST_PROMPT + " " + FIRST_PROMPT, None)
+    cal = ol.calibrate(pair, ids)
+    assert cal.fit.max_rel_error < 0.25, cal.rows()
+    prompts = (FIRST_PROMPT, "The cat sat on the")
+    sweep = Sweep(pair, SweepSettings(taus=(1, 2, 3, 4), prompts=prompts, mode="greedy", max_new_tokens=32))
+    for _ in sweep.advance():
+        pass
+    summary = sweep.result().summary()
+    measured = [(r.tau, r.mean_acceptance_length, r.speedup) for r in summary.rows]
+    rows = ol.against_measured(cal, summary.c.value, measured)
+    assert sum(r["agrees"] for r in rows) >= 3, rows
+
+
+def test_the_charts_carry_the_predictions_and_the_measured_points():
+    from specviz.viz.pay_charts import pay_batch_chart, pay_tau_chart
+
+    o = ol.outlook(TOY, TOY, DEVICE, ALL.with_trees({4: 2.5}), batch=64, context=1, c=0.1)
+    tau_fig = pay_tau_chart(o, [(1, Spread(1.4, 1.3, 1.5, 20))]).to_plotly_json()
+    chain, trees, measured = tau_fig["data"]
+    assert list(chain["x"]) == list(range(1, 17)) and list(chain["y"]) == pytest.approx(list(o.chain))
+    assert list(trees["x"]) == [4] and list(trees["text"]) == ["tree 4"]
+    assert list(measured["y"]) == [1.4] and list(measured["error_y"]["array"]) == pytest.approx([0.1])
+    assert tau_fig["layout"]["shapes"][0]["y0"] == 1  # the target alone
+    batch_fig = pay_batch_chart(o).to_plotly_json()
+    line, marked = batch_fig["data"]
+    assert list(line["x"]) == list(ol.BATCHES) and list(line["y"]) == pytest.approx([s for _, s in o.best_by_batch])
+    assert list(line["customdata"]) == [t for t, _ in o.best_by_batch]
+    assert list(marked["x"]) == [64] and list(marked["y"]) == pytest.approx([4 / 2.76])
