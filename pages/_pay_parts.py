@@ -22,28 +22,42 @@ def _tree_tokens() -> dict[int, float] | None:
     return {r.budget: r.tokens_per_step for r in trees.rows if r.shape == "tree"} if trees else None
 
 
+def _from_decode(trees) -> ol.Acceptance | None:
+    stepper = st.session_state.get("decode_stepper")
+    dec = stepper.decoder if stepper else None
+    if dec is None or not dec.steps:
+        return None
+    run = dec.trace()
+    words = f"the Decode run ({len(run.steps)} steps, {run.config.mode}, {run.draft_name})"
+    return ol.Acceptance.from_rates(run.metrics.per_position_acceptance_rate, words).with_trees(trees)
+
+
+def _from_sweep(trees) -> ol.Acceptance | None:
+    sweep = st.session_state.get("pay_sweep")
+    if not sweep:
+        return None
+    row = sweep["summary"].rows[-1]
+    words = f"the τ sweep at τ = {row.tau} ({row.steps} steps, {sweep['draft']})"
+    return ol.Acceptance.from_rates(row.per_position_acceptance_rate, words).with_trees(trees)
+
+
 def acceptance(source: str, alpha: float) -> tuple[ol.Acceptance, str | None]:
-    """The acceptance to carry over, and a note when the chosen source has nothing yet (then α by hand)."""
+    """The acceptance to carry over, and a note when the chosen source has nothing yet: then the other measured
+    source where there is one, else α by hand."""
     trees = _tree_tokens()
-    try:
-        if source == "the Decode run":
-            stepper = st.session_state.get("decode_stepper")
-            dec = stepper.decoder if stepper else None
-            if dec is not None and dec.steps:
-                run = dec.trace()
-                words = f"the Decode run ({len(run.steps)} steps, {run.config.mode}, {run.draft_name})"
-                rates = run.metrics.per_position_acceptance_rate
-                return ol.Acceptance.from_rates(rates, words).with_trees(trees), None
-        elif source == "the τ sweep" and (sweep := st.session_state.get("pay_sweep")):
-            row = sweep["summary"].rows[-1]
-            words = f"the τ sweep at τ = {row.tau} ({row.steps} steps, {sweep['draft']})"
-            return ol.Acceptance.from_rates(row.per_position_acceptance_rate, words).with_trees(trees), None
-    except specviz.SpecvizError as exc:
-        return ol.Acceptance("α by hand", alpha=alpha), sentence(exc)
     if source == "α by hand":
         return ol.Acceptance("α by hand", alpha=alpha).with_trees(trees), None
-    where = "Decode page: press Step" if source == "the Decode run" else "τ sweep page: press Run"
-    return ol.Acceptance("α by hand", alpha=alpha), f"Nothing measured yet for {source} (on the {where}): α by hand."
+    order = (_from_decode, _from_sweep) if source == "the Decode run" else (_from_sweep, _from_decode)
+    try:
+        for i, make in enumerate(order):
+            if (found := make(trees)) is not None:
+                missing = "nothing measured yet for " + source
+                return found, None if i == 0 else f"({missing}: taken from {found.source.split(' (')[0]} instead.)"
+    except specviz.SpecvizError as exc:
+        return ol.Acceptance("α by hand", alpha=alpha), sentence(exc)
+    return ol.Acceptance("α by hand", alpha=alpha), (
+        "Nothing measured yet (press Step on the Decode page, or Run on the τ sweep page): α by hand."
+    )
 
 
 def measured_here() -> tuple[ol.Calibration | None, specviz.ModelPair | None]:
@@ -108,5 +122,5 @@ def calibration_panel(cal: ol.Calibration, pair: specviz.ModelPair) -> list[tupl
             f"**The τ sweep's measured speedups against the model**: {agree} of {len(table)} within their interval "
             "widened by the fit's error at τ + 1 tokens; predicted from the same runs' tokens per step and c."
         )
-        st.table(table)
+        st.table([{**row, "agrees": "yes" if row["agrees"] else "no"} for row in table])
         return [(t, s) for t, _, s in measured]

@@ -79,9 +79,9 @@ def test_measured_speedups_against_the_fitted_model():
     assert cal.predicted_ms(3) == pytest.approx(10.0) and cal.error_at(3) == pytest.approx(0.2)
     spreads = [Spread(1.7, 1.6, 1.8, 30), Spread(1.3, 1.2, 1.4, 30), Spread(1.4, 1.3, 1.49, 30)]
     rows = ol.against_measured(cal, 0.2, [(2, 2.5, s) for s in spreads])
-    assert [r["predicted S_v"] for r in rows] == [pytest.approx(1.79, abs=0.005)] * 3
+    assert [r["predicted S_v"] for r in rows] == ["1.79×"] * 3
     assert [r["agrees"] for r in rows] == [True, False, True]
-    assert cal.rows()[2]["error"] == "-20.0%" and cal.rows()[2]["v(k) measured"] == 1.25
+    assert cal.rows()[2]["error"] == "-20.0%" and cal.rows()[2]["v(k) measured"] == "1.25"
 
 
 def test_calibration_is_refused_on_a_target_whose_sizes_the_model_does_not_know():

@@ -172,8 +172,9 @@ class Outlook:
         pass_words += "passes"
         if fixed > max(read, compute):
             kind = (
-                f"its fixed cost ({fixed:.2f} ms: launches, dispatch) outweighs reading the weights ({read:.2f} ms) "
-                f"and the arithmetic ({compute:.2f} ms), so extra tokens are nearly free but so is little else"
+                f"its fixed cost ({fixed:.2f} ms: kernel launches, operator dispatch) outweighs reading the weights "
+                f"({read:.2f} ms) and the arithmetic ({compute:.2f} ms), so extra tokens are nearly free but so is "
+                "little else"
             )
         elif read >= compute:
             kind = (
@@ -281,11 +282,10 @@ class Calibration:
         return [
             {
                 "k": k,
-                "T(k) measured, ms": round(spread.value, 2),
-                "interquartile range": f"{spread.low:.2f}–{spread.high:.2f}",
-                "T(k) fitted, ms": round(self.predicted_ms(k), 2),
-                "v(k) measured": round(spread.value / one, 3),
-                "v(k) fitted": round(self.predicted_ms(k) / fitted_one, 3),
+                "T(k) measured, ms": f"{spread.value:.2f} ({spread.low:.2f}–{spread.high:.2f})",
+                "T(k) fitted, ms": f"{self.predicted_ms(k):.2f}",
+                "v(k) measured": f"{spread.value / one:.2f}",
+                "v(k) fitted": f"{self.predicted_ms(k) / fitted_one:.2f}",
                 "error": f"{(self.predicted_ms(k) / spread.value - 1):+.1%}",
             }
             for k, spread in sorted(self.measured_ms.items())
@@ -320,7 +320,7 @@ def against_measured(
                 "τ": tau,
                 "tokens per step": round(tokens, 2),
                 "measured speedup": speed.text(2),
-                "predicted S_v": round(predicted, 2),
+                "predicted S_v": f"{predicted:.2f}×",
                 "agrees": bool(low <= predicted <= high),
             }
         )

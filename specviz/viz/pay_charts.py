@@ -101,7 +101,12 @@ def pay_batch_chart(o: Outlook, font_size: int = FONT["size"], height: int = 400
     ]
     layout = {
         "height": height,
-        "xaxis": {"title": "batch (sequences decoded together)", "type": "log", "tickvals": list(o.batches)},
+        "xaxis": {
+            "title": "batch (sequences decoded together)",
+            "type": "log",
+            "tickvals": list(o.batches[::2]),
+            "tickangle": 0,
+        },
         "yaxis": {"title": "best speedup", "range": [0, max([*speeds, 1.2]) * 1.12]},
         "shapes": [_one_line()],
         **legend_below(height, font_size, top=20, rows=1),
