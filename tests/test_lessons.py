@@ -133,3 +133,23 @@ def test_what_your_engine_does_on_a_tiny_pair():
     assert table.iloc[:, 2].tolist() == pytest.approx((p * q).sum(-1).tolist(), abs=1e-6)
     assert table.iloc[:, 3].tolist() == pytest.approx([float(p[i, q[i].argmax()]) for i in range(len(p))], abs=1e-6)
     assert (table.iloc[:, 2] <= table.iloc[:, 1]).all()
+
+
+def test_a_busy_server_loses_the_bet_and_a_gpu_keeps_five_tokens_at_one_pass():
+    """On the tiny text pair (its acceptance carried to Llama-3.1-8B + EAGLE-3 on an A100): the verify pass turns
+    compute-bound as the batch grows and the speedup at batch 512 is below batch 1's. The laptop and the H100 keep
+    a pass over 5 tokens of the embedded target at one pass's cost (memory- and launch-bound), this server's v(5)
+    measured."""
+    from tests.helpers import tiny_text_pair
+
+    pair = tiny_text_pair(chat=True)
+    busy = BY_KEY["busy-server"].run(pair, None).table
+    assert busy["batch"].tolist() == [1, 64, 256, 512]
+    assert busy["the verify pass is"].tolist()[0] == "memory-bound" and busy["the verify pass is"].tolist()[-1] == (
+        "compute-bound"
+    )
+    assert busy["speedup"].iloc[-1] < busy["speedup"].iloc[0]
+    devices = BY_KEY["laptop-h100"].run(pair, None).table
+    assert devices.iloc[:2, 1].tolist() == [1.0, 1.0]
+    assert devices["what limits a pass over 5 tokens"].tolist()[:2] == ["reading the weights", "the fixed cost (launches)"]
+    assert devices["how"].iloc[2].startswith("measured: ")

@@ -134,16 +134,9 @@ class Outlook:
         return self.best_by_batch[self.batches.index(batch)]
 
     def bound(self, tau: int | None = None, batch: int | None = None) -> dict[str, float]:
-        """The verify pass over τ + 1 tokens per sequence, its parts in seconds: reading (weights and KV),
-        computing, and the fixed cost per pass."""
+        """The verify pass over τ + 1 tokens per sequence, its parts (`pass_parts`)."""
         tau = self.best[0] if tau is None else tau
-        batch = self.batch if batch is None else batch
-        hw, model = self.hardware, self.target
-        return {
-            "read": pass_bytes(model, tau + 1, batch, self.context) / hw.bandwidth,
-            "compute": pass_flops(model, tau + 1, batch, self.context) / hw.flops,
-            "fixed": hw.overhead + model.layers * hw.layer_overhead,
-        }
+        return pass_parts(self.target, self.hardware, tau + 1, self.batch if batch is None else batch, self.context)
 
     def memory_needed(self) -> float:
         """Bytes the pair and the batch's KV caches take (both models' weights, every sequence's cache)."""
@@ -198,6 +191,25 @@ class Outlook:
         ends = self.break_even
         tail = f" From batch {ends} on, even the best τ is slower than the target alone." if ends else ""
         return f"{here}. {said}{tail}"
+
+
+def pass_parts(model: Model, hw: Hardware, k: int, batch: int = 1, context: int = CONTEXT) -> dict[str, float]:
+    """A pass over k tokens for each of `batch` sequences, its parts in seconds: reading (weights and KV cache),
+    computing, and the fixed cost per pass; the pass costs the larger of the first two plus the third."""
+    return {
+        "read": pass_bytes(model, k, batch, context) / hw.bandwidth,
+        "compute": pass_flops(model, k, batch, context) / hw.flops,
+        "fixed": hw.overhead + model.layers * hw.layer_overhead,
+    }
+
+
+BOUND_WORDS = {"read": "reading the weights", "compute": "the arithmetic", "fixed": "the fixed cost (launches)"}
+
+
+def bound_by(model: Model, hw: Hardware, k: int, batch: int = 1, context: int = CONTEXT) -> str:
+    """What limits a pass over k tokens, in words (`BOUND_WORDS`)."""
+    parts = pass_parts(model, hw, k, batch, context)
+    return BOUND_WORDS[max(parts, key=parts.__getitem__)]
 
 
 def outlook(

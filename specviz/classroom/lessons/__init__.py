@@ -13,9 +13,11 @@ from __future__ import annotations
 from specviz.classroom.lessons import (
     after_failure,
     broken_draft,
+    busy_server,
     choose_tau,
     fast_but_wrong,
     how_many_kept,
+    laptop_h100,
     low_speedup,
     next_token,
     one_pass,
@@ -55,6 +57,8 @@ LESSONS: tuple[Lesson, ...] = tuple(
         tau_policy,
         your_engine,
         after_failure,
+        laptop_h100,
+        busy_server,
     )
 )
 BY_KEY = {lesson.key: lesson for lesson in LESSONS}
