@@ -145,11 +145,11 @@ def test_a_busy_server_loses_the_bet_and_a_gpu_keeps_five_tokens_at_one_pass():
     pair = tiny_text_pair(chat=True)
     busy = BY_KEY["busy-server"].run(pair, None).table
     assert busy["batch"].tolist() == [1, 64, 256, 512]
-    assert busy["the verify pass is"].tolist()[0] == "memory-bound" and busy["the verify pass is"].tolist()[-1] == (
-        "compute-bound"
-    )
+    bound = busy["the verify pass is"].tolist()
+    assert bound[0] == "memory-bound" and bound[-1] == "compute-bound"
     assert busy["speedup"].iloc[-1] < busy["speedup"].iloc[0]
     devices = BY_KEY["laptop-h100"].run(pair, None).table
     assert devices.iloc[:2, 1].tolist() == [1.0, 1.0]
-    assert devices["what limits a pass over 5 tokens"].tolist()[:2] == ["reading the weights", "the fixed cost (launches)"]
+    limits = devices["what limits a pass over 5 tokens"].tolist()
+    assert limits[:2] == ["reading the weights", "the fixed cost (launches)"]
     assert devices["how"].iloc[2].startswith("measured: ")
