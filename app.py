@@ -10,7 +10,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import streamlit as st
 import torch
 
-from pages._shell import prepare_session, runtime_picker
+from pages._shell import mode_line, prepare_session, runtime_picker
 
 # One thread per model operation: with passive waiting, a second thread's wake-ups cost more than it
 # saves on this model's small products (a Step: 0.22 CPU-s and 0.18 s with two threads, 0.15 and 0.15 s
@@ -39,4 +39,5 @@ with st.sidebar:
         st.page_link(entry)
     st.divider()
     runtime_picker()
+    mode_line()
 page.run()

@@ -29,7 +29,7 @@ def inputs(off: bool) -> Inputs:
     st.header("Models")
     target, draft = ui.model_picker("decode", disabled=off)
     st.header("Prompt")
-    prompt = st.text_area("Prompt", key="decode_prompt", height=90, disabled=off)
+    prompt = st.text_area("Prompt", key="decode_prompt", height=90, disabled=off, max_chars=ui.PROMPT_CHARS)
     chat = st.toggle("Chat template", key="decode_chat", help="Wrap the prompt as a user message", disabled=off)
     st.header("Decoding")
     tau = st.slider("τ — draft tokens per step", *ui.LIMITS["decode_tau"], key="decode_tau", disabled=off)
@@ -69,7 +69,12 @@ def inputs(off: bool) -> Inputs:
         "Broken draft (a deliberate bug)", key="decode_broken", disabled=off or tree_on, help=BROKEN_HELP
     )
     st.header("Replay")
-    st.file_uploader("A saved trace (JSON): replayed without any model", type="json", key="decode_upload")
+    st.file_uploader(
+        "A saved trace (JSON): replayed without any model",
+        type="json",
+        key="decode_upload",
+        max_upload_size=ui.UPLOAD_MB,
+    )
     try:
         config = view_of.decode_config(
             tuple(knobs) if tree_on else None,

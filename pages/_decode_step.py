@@ -3,10 +3,12 @@ the running metrics and the run's charts. Widgets and calls; what to show is dec
 
 from __future__ import annotations
 
+import contextlib
+
 import streamlit as st
 
 import specviz
-from pages._shared import LIMITS
+from pages._shared import LIMITS, heavy_turn, pacer
 from specviz.analysis.engine_logs import GLOSSARY, engine_report
 from specviz.viz import charts, run_charts
 from specviz.viz import view as view_of
@@ -33,6 +35,27 @@ def step(dec: specviz.Decoder, turn) -> bool:
         )
         return False
     return True
+
+
+def take_clicks(stepper, settings, start_run, replay, turn) -> None:
+    """The queued clicks taken in order (specviz.classroom.stepper): Steps in the class's turns, paced in class
+    mode; Run to end a heavy job's turns, one a step, with its progress; what happened in a note or a toast."""
+    if len(stepper.queue) > 1:
+        st.caption(f"Taking your {len(stepper.queue)} clicks in turn…")
+    bar = st.progress(0.0, text="Decoding…") if "run" in stepper.queue else None
+
+    def progress(done: int, limit: int) -> None:
+        bar.progress(min(1.0, done / limit), text=f"{done} / {limit} tokens")
+
+    heavy = contextlib.nullcontext if replay else heavy_turn
+    pace = st.session_state.setdefault("decode_pacer", pacer()).wait  # class mode: the Steps a second
+    notes = stepper.process(
+        settings, start_run, lambda d: step(d, turn), replay, progress, lambda d: step(d, heavy), pace
+    )
+    if bar is not None:
+        bar.empty()
+    for note in notes:
+        st.info(note.text) if note.kind == "info" else st.toast(note.text)
 
 
 def metrics_row(m: specviz.Metrics, target_top_k: int | None = None, tree: bool = False) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 import specviz
-from pages._shared import compute_turn, load_pair
+from pages._shared import heavy_job, heavy_turn, load_pair
 from specviz.analysis import outlook as ol
 from specviz.analysis.measure import Spread
 from specviz.classroom.settings import FIRST_PROMPT
@@ -70,7 +70,7 @@ def measured_here() -> tuple[ol.Calibration | None, specviz.ModelPair | None]:
         f"Time the passes on this machine ({pair.runtime})", key="pay_measure", icon=":material/timer:"
     ):
         try:
-            with compute_turn(), st.spinner("Timing one pass over 1 to 16 tokens, interleaved; then c…"):
+            with heavy_job(), heavy_turn(), st.spinner("Timing one pass over 1 to 16 tokens, interleaved; then c…"):
                 _, ids, _ = encode_prompt(pair, FIRST_PROMPT + " " + FIRST_PROMPT, None)
                 made[pair.runtime] = (ol.calibrate(pair, ids), ol.measure_draft_cost(pair, FIRST_PROMPT))
         except specviz.SpecvizError as exc:

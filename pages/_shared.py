@@ -12,11 +12,13 @@ from typing import TypeVar
 import streamlit as st
 
 import specviz
+from specviz import policy
 from specviz.classroom import links, settings
+from specviz.classroom.paircache import PairCache
 from specviz.classroom.settings import CUSTOM, MODE_HELP, RULE_HELP
-from specviz.classroom.turns import Turns, each_in_turn
+from specviz.classroom.turns import Pacer, Slots, Turns, each_in_turn
 from specviz.core.config import VERIFICATIONS
-from specviz.loading import AUTO, resolve_runtime
+from specviz.loading import AUTO, EMBEDDED, resolve_runtime
 from specviz.models import hub
 from specviz.viz.render import sentence
 
@@ -42,21 +44,100 @@ def _turns() -> Turns:
     return Turns()
 
 
-def compute_turn() -> contextlib.AbstractContextManager:
-    """Hold this around model work (a step, a prefill): every session of the server queues for the
-    CPU in arrival order (specviz.classroom.turns; README, "Many sessions on one server")."""
-    return contextlib.nullcontext() if os.environ.get(COMPUTE_ENV) == "free" else _turns()
+@st.cache_resource(show_spinner=False)
+def _slots() -> Slots:
+    rules = policy.current()
+    return Slots(rules.heavy_jobs if rules.on else None)
+
+
+def _kind(kind: str) -> str:
+    """The lecturer's session (opened with the class's lecturer key) goes first, whatever it computes."""
+    return "lecturer" if st.session_state.get("specviz_lecturer") else kind
+
+
+@contextlib.contextmanager
+def _turn(kind: str) -> Iterator[None]:
+    shown = []
+
+    def waiting(ahead: int, seconds: float) -> None:  # the session's own thread: it may draw
+        if not shown:
+            shown.append(st.empty())
+        about = f" (about {seconds:.1f} s)" if seconds >= 0.05 else ""
+        shown[0].caption(f":material/hourglass_top: Waiting for the server: {ahead} ahead of you{about}…")
+
+    try:
+        with _turns().take(_kind(kind), waiting):
+            if shown:
+                shown[0].empty()
+            yield
+    finally:
+        if shown:
+            shown[0].empty()
+
+
+def compute_turn(kind: str = "step") -> contextlib.AbstractContextManager:
+    """Hold this around model work: every session of the server queues for the CPU, the class's Steps before the
+    heavy jobs' units (specviz.classroom.turns; README, "Many sessions on one server"); a session that waits
+    says so, with the turns ahead of it."""
+    return contextlib.nullcontext() if os.environ.get(COMPUTE_ENV) == "free" else _turn(kind)
+
+
+def heavy_turn() -> contextlib.AbstractContextManager:
+    """A heavy job's unit (a sweep run, a batch of trials, a lesson): after the class's waiting Steps."""
+    return compute_turn("heavy")
+
+
+@contextlib.contextmanager
+def heavy_job() -> Iterator[None]:
+    """A whole heavy job (a sweep, a lossless check, a lesson, a race): in class mode at most the operator's
+    number run at once on the server, the others waiting first come first served, and saying so."""
+    shown = []
+
+    def waiting(ahead: int) -> None:
+        if not shown:
+            shown.append(st.empty())
+        shown[0].info(
+            f"Waiting for a free slot: {ahead} heavy job{'s' if ahead != 1 else ''} run or wait before this one "
+            "(class mode runs a few at a time, so every Step stays quick).",
+            icon=":material/hourglass_top:",
+        )
+
+    try:
+        with _slots().hold(waiting):
+            if shown:
+                shown[0].empty()
+            yield
+    finally:
+        if shown:
+            shown[0].empty()
+
+
+def pacer() -> Pacer:
+    """A session's Steps a second: the class's bound in class mode, none otherwise."""
+    rules = policy.current()
+    return Pacer(rules.steps_per_second if rules.on else None)
 
 
 def in_turns(items: Iterator[T]) -> Iterator[T]:
-    """Each item of a computing generator made in a turn of its own (specviz.classroom.turns.each_in_turn)."""
-    return each_in_turn(items, compute_turn)
+    """Each item of a computing generator made in a heavy turn of its own (specviz.classroom.turns.each_in_turn)."""
+    return each_in_turn(items, heavy_turn)
 
 
-@st.cache_resource(show_spinner=False, max_entries=3)
+@st.cache_resource(show_spinner=False)
+def pair_cache() -> PairCache:
+    """The server's pairs (specviz.classroom.paircache): the default pair pinned, the others bounded."""
+    rules = policy.current()
+    return PairCache(
+        lambda target, draft, runtime: specviz.load_pair(target, draft, runtime=runtime),
+        pinned=lambda key: key[:2] == (EMBEDDED, EMBEDDED),
+        most=rules.max_pairs if rules.on else 3,
+        idle_s=60.0 if rules.on else 0.0,  # a person alone: the oldest pair makes room at once
+    )
+
+
 def cached_pair(target: str, draft: str, runtime: str = "torch") -> specviz.ModelPair:
     """The pair, loaded once per process and shared by every session; raises SpecvizError."""
-    return specviz.load_pair(target, draft, runtime=runtime)
+    return pair_cache().get(target, draft, runtime)
 
 
 def load_pair(target: str, draft: str) -> specviz.ModelPair | None:
@@ -81,6 +162,8 @@ def codec_for(target: str):
 
 # Every widget's range or choices, by its key, from the one settings registry (links check the same).
 LIMITS = settings.allowed()
+PROMPT_CHARS = settings.prompt_chars()  # class mode: the longest prompt a student may type
+UPLOAD_MB = max(1, -(-(policy.current().upload_bytes if policy.current().on else policy.UPLOAD_BYTES) // 1_000_000))
 PRESETS = {p.label: p for p in specviz.PRESETS}
 
 

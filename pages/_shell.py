@@ -7,6 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 import specviz
+from specviz import policy
 from specviz.analysis import snapshot
 from specviz.classroom import links, sandbox, settings
 from specviz.classroom.settings import RUNTIME_HELP, runtime_line
@@ -19,6 +20,9 @@ def prepare_session() -> None:
     defaults = settings.defaults()  # every page's widgets, from the one registry
     st.session_state["specviz_shell"] = True  # pages check that they run inside this navigation
     if "specviz_kept" not in st.session_state:  # a session's first run: settings from the link, if any
+        rules = policy.current()  # a class server: the lecturer's link (lecturer=KEY) puts that session first
+        key = st.query_params.get("lecturer", "")
+        st.session_state["specviz_lecturer"] = bool(rules.on and rules.lecturer_key and key == rules.lecturer_key)
         from_link, problems = settings.from_link(st.query_params.to_dict())
         st.session_state["decode_autostep"] = from_link.pop("decode_steps", 0)
         st.session_state["lossless_table_link"] = links.table(from_link.pop("lossless_table", ""), problems)
@@ -45,6 +49,13 @@ def prepare_session() -> None:
         if key in st.session_state:
             kept[key] = st.session_state[key]
         st.session_state[key] = kept[key]
+
+
+def mode_line() -> None:
+    """The sidebar's word on the mode: personal, or class mode and its bounds (specviz.policy)."""
+    rules = policy.current()
+    lecturer = " This is the lecturer's session: it goes first." if st.session_state.get("specviz_lecturer") else ""
+    st.caption(f":material/{'school' if rules.on else 'person'}: {rules.words()}{lecturer}")
 
 
 def runtime_picker() -> None:

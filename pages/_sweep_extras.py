@@ -7,7 +7,8 @@ from __future__ import annotations
 import streamlit as st
 
 import specviz
-from pages._shared import compute_turn
+from pages._shared import heavy_job, heavy_turn
+from specviz import policy
 from specviz.analysis.passes import verify_timing
 from specviz.analysis.rules_compare import compare_rules
 from specviz.analysis.trees import compare as compare_trees
@@ -20,7 +21,7 @@ def verify_timing_panel(pair: specviz.ModelPair, prompts: tuple[str, ...], tau: 
         if not st.button(f"Measure at τ = {tau} on the first prompt", key="sweep_verify", icon=":material/timer:"):
             return
         try:
-            with compute_turn(), st.spinner("Timing both ways, alternating…"):
+            with heavy_job(), heavy_turn(), st.spinner("Timing both ways, alternating…"):
                 timing = verify_timing(pair, prompts[0], tau, chat)
         except specviz.SpecvizError as exc:
             st.error(f"**Cannot time it.** {exc}", icon=":material/error:")
@@ -47,13 +48,14 @@ def chain_tree_panel(pair: specviz.ModelPair, prompts: tuple[str, ...], max_new:
         )
         if st.button("Compare chain and tree", key="sweep_trees_run", icon=":material/account_tree:"):
             bar = st.progress(0.0, text="Starting…")
-            with compute_turn():
+            with heavy_job():  # each step a heavy turn of its own, timed beside the target alone in that turn
                 st.session_state["sweep_trees_result"] = compare_trees(
                     pair,
                     prompts,
                     max_new_tokens=max_new,
                     chat=chat,
                     progress=lambda done, total, what: bar.progress(done / total, text=f"{done} / {total}: {what}"),
+                    turn=heavy_turn,
                 )
             bar.empty()
         trees = st.session_state.get("sweep_trees_result")
@@ -82,7 +84,8 @@ def rules_panel(
             bar = st.progress(0.0, text="Starting…")
             sampled = {k: v for k, v in sampling.items() if k != "mode"}
             try:
-                with compute_turn():
+                policy.current().check_sweep((high - low + 1) * len(prompts))  # class mode: bounded runs
+                with heavy_job():  # each step a heavy turn of its own
                     st.session_state["sweep_rules_result"] = compare_rules(
                         pair,
                         prompts,
@@ -90,6 +93,7 @@ def rules_panel(
                         max_new_tokens=max_new,
                         chat=chat,
                         progress=lambda done, total, what: bar.progress(done / total, text=f"{done} / {total}: {what}"),
+                        turn=heavy_turn,
                         **sampled,
                     )
             except specviz.SpecvizError as exc:

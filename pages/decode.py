@@ -85,15 +85,7 @@ for col, (action, label, key, icon) in zip(cols, view_of.CONTROLS, strict=False)
 if (autostep := st.session_state.pop("decode_autostep", 0)) and pair is not None:  # opened from a link
     with st.spinner(f"Opening the shared run: {autostep} steps with the link's settings…"):
         stepper.open_link(settings, autostep, start_run, lambda d: parts.step(d, turn))
-if len(stepper.queue) > 1:
-    st.caption(f"Taking your {len(stepper.queue)} clicks in turn…")
-bar = st.progress(0.0, text="Decoding…") if "run" in stepper.queue else None
-progress = lambda done, limit: bar.progress(min(1.0, done / limit), text=f"{done} / {limit} tokens")  # noqa: E731
-notes = stepper.process(settings, start_run, lambda d: parts.step(d, turn), replay, progress)
-if bar is not None:
-    bar.empty()
-for note in notes:
-    st.info(note.text) if note.kind == "info" else st.toast(note.text)
+parts.take_clicks(stepper, settings, start_run, replay, turn)  # every click queued, in order
 dec, stale = replay or stepper.decoder, replay is None and stepper.stale(settings)
 link_steps = {"decode_steps": len(dec.steps) if dec and not stale and not replay else 0}
 if dec is None or not dec.steps:

@@ -30,7 +30,7 @@ if st.button("Run it", type="primary", key="lessons_run", icon=":material/play_a
     if pair is None:
         st.stop()
     try:
-        with ui.compute_turn(), st.spinner("Running it live…"):
+        with ui.heavy_job(), ui.heavy_turn(), st.spinner("Running it live…"):
             load = lambda target, draft, runtime=None: ui.cached_pair(target, draft, runtime or pair.runtime)  # noqa: E731
             results[key] = lesson.run(pair, load)
     except specviz.SpecvizError as exc:

@@ -8,7 +8,7 @@ import streamlit as st
 
 import specviz
 from pages._present import presentation_toggle
-from pages._shared import LIMITS, ensure_shell, in_turns, load_pair, model_picker, share_link
+from pages._shared import LIMITS, PROMPT_CHARS, ensure_shell, heavy_job, in_turns, load_pair, model_picker, share_link
 from specviz.analysis.lossless import METHOD, VARIANTS, check, first_tokens, reference, table_pair, variant_config
 from specviz.classroom import links
 from specviz.classroom.settings import LOSSLESS_SOURCES
@@ -48,7 +48,7 @@ else:
     )
     with st.sidebar:
         target, draft = model_picker("lossless")
-    prompt = st.text_input("Prompt", key="lossless_prompt")
+    prompt = st.text_input("Prompt", key="lossless_prompt", max_chars=PROMPT_CHARS)
     pair = load_pair(target, draft)
     if pair is None:
         st.stop()
@@ -77,19 +77,20 @@ if run_clicked:
     bar, started = st.progress(0.0, text="Starting…"), time.perf_counter()
     results[settings] = checks
     try:
-        for m, label in enumerate(missing):
-            config = variant_config(label, tau, temperature)
-            samples = []
-            for i, token in enumerate(in_turns(first_tokens(pair, prompt, config, trials)), start=1):
-                samples.append(token)
-                if i % max(1, trials // 50) == 0 or i == 1:
-                    done = m * trials + i  # trials so far; the time left from the measured time per trial
-                    left = (time.perf_counter() - started) / done * (len(missing) * trials - done)
-                    bar.progress(
-                        (m + i / trials) / len(missing),
-                        text=f"{label}: {i:,} / {trials:,} trials — about {left:,.0f} s left",
-                    )
-            checks[label] = check(label, samples, reference(pair, prompt, config))
+        with heavy_job():  # class mode: a few heavy jobs at once, each trial in a turn of its own
+            for m, label in enumerate(missing):
+                config = variant_config(label, tau, temperature)
+                samples = []
+                for i, token in enumerate(in_turns(first_tokens(pair, prompt, config, trials)), start=1):
+                    samples.append(token)
+                    if i % max(1, trials // 50) == 0 or i == 1:
+                        done = m * trials + i  # trials so far; the time left from the measured time per trial
+                        left = (time.perf_counter() - started) / done * (len(missing) * trials - done)
+                        bar.progress(
+                            (m + i / trials) / len(missing),
+                            text=f"{label}: {i:,} / {trials:,} trials — about {left:,.0f} s left",
+                        )
+                checks[label] = check(label, samples, reference(pair, prompt, config))
     except specviz.SpecvizError as exc:
         st.error(f"**Cannot run.** {exc}")
         st.stop()

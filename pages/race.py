@@ -84,7 +84,7 @@ if start:
         st.stop()
     config = specviz.SpecConfig(tau=preset.tau, mode="greedy", max_new_tokens=max_new)
     try:
-        with ui.compute_turn():  # one race at a time on the server: each side's clock is its own
+        with ui.heavy_job(), ui.heavy_turn():  # one race at a time on the server: each side's clock is its own
             race = Race(pair, preset.prompt, config)
             for alone, spec in race.frames():
                 draw(pair, alone, spec)

@@ -9,8 +9,10 @@ from pages import _sweep_view as view
 from pages._present import COMPACT_CSS, presentation_toggle
 from pages._shared import (
     LIMITS,
+    PROMPT_CHARS,
     downloads,
     ensure_shell,
+    heavy_job,
     in_turns,
     load_pair,
     model_picker,
@@ -18,6 +20,7 @@ from pages._shared import (
     sampling_widgets,
     share_link,
 )
+from specviz import policy
 from specviz.analysis.snapshot import freeze, runtime_of
 from specviz.analysis.sweep import Sweep, SweepSettings
 from specviz.analysis.sweep_summary import SweepSummary
@@ -27,7 +30,7 @@ with st.sidebar:
     st.header("Models")
     target, draft = model_picker("sweep")
     st.header("Prompts")
-    prompts_text = st.text_area("One prompt per line", key="sweep_prompts", height=110)
+    prompts_text = st.text_area("One prompt per line", key="sweep_prompts", height=110, max_chars=PROMPT_CHARS)
     chat = st.toggle("Chat template", key="sweep_chat", help="Wrap each prompt as a user message (Instruct models)")
     st.header("Sweep")
     low, high = st.slider("τ range", *LIMITS["sweep_taus"], key="sweep_taus")
@@ -85,6 +88,7 @@ try:
         **sampling,
     )
     sweep = Sweep(pair, settings, st.session_state.setdefault("sweep_cache", {}))
+    policy.current().check_sweep(len(sweep.units()))  # class mode: a sweep's runs are bounded
 except specviz.SpecvizError as exc:
     st.error(f"**Cannot sweep.** {exc}", icon=":material/error:")
     st.stop()
@@ -106,10 +110,11 @@ if not present:
     )
 if run_clicked:
     bar = st.progress(0.0, text="Starting…")
-    for done, _, unit in in_turns(sweep.advance()):
-        bar.progress(
-            done / total, text=f"{done} / {total}: τ = {unit.tau}, seed {unit.seed}, prompt {unit.prompt_index + 1}"
-        )
+    with heavy_job():  # class mode: a few heavy jobs at once, each run in a turn of its own
+        for done, _, unit in in_turns(sweep.advance()):
+            bar.progress(
+                done / total, text=f"{done} / {total}: τ = {unit.tau}, seed {unit.seed}, prompt {unit.prompt_index + 1}"
+            )
     st.rerun()  # redraw the buttons and results from the finished cache
 if not present:
     extras.verify_timing_panel(pair, prompts, high, settings.chat)

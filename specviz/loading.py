@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from specviz import drafts, limits
+from specviz import drafts, limits, policy
 from specviz.drafts.lookup import PromptLookupDrafter
 from specviz.drafts.subset import early_exit
 from specviz.errors import IncompatibleModelsError, ModelError
@@ -120,10 +120,12 @@ def load_pair(
     embedded target, the "embedded" draft is the distilled one in assets/draft/. Both models end up
     on the same device. `runtime` runs the target: "torch" (transformers, eager), "llama.cpp" (the
     embedded target only, in process, float32; `make llama` installs it) or "auto" (resolve_runtime)."""
+    check_allowed(target, draft)  # class mode (specviz.policy): presets and the operator's allowlist only
     dev, torch_dtype = resolve_device(device), resolve_dtype(dtype, device)
     runtime = resolve_runtime(target, runtime, dev, torch_dtype)
     limit = limits.DEFAULT_MAX_PARAMS if max_params is None else max_params
     limit = int(os.environ.get(limits.MAX_PARAMS_ENV, limit)) if max_params is None else limit
+    limit = policy.current().model_params(limit)
     say = progress or (lambda _msg: None)
     if remote.is_remote(target):
         return _remote_pair(target, draft, limit, dev, torch_dtype, progress)
@@ -147,6 +149,29 @@ def load_pair(
         say("Timing the product kernels for each weight shape (a few seconds)...")
         kernels.with_chosen_kernels(target_model)
     return ModelPair(runner, draft_lm, HFCodec(tokenizer, target_lm.name))
+
+
+def offered() -> tuple[str, ...]:
+    """Every model spec the app offers by itself: the presets' targets and drafts, and the drafts made from the
+    target (self, prompt lookup)."""
+    return (EMBEDDED, SELF, PROMPT_LOOKUP, *(p.target for p in PRESETS), *(p.draft for p in PRESETS))
+
+
+def check_allowed(target: str, draft: str) -> None:
+    """In class mode, refuse (RefusedError) a target or draft that is neither offered nor allowlisted, before
+    anything loads or connects: a served target's address, a hub id, a folder on this server."""
+    rules = policy.current()
+    if not rules.on:
+        return
+    for spec in (target, draft):
+        spec = spec.strip()
+        if remote.is_remote(spec):
+            rules.check_url(remote.parse_spec(spec).url)
+        elif spec.startswith(EARLY_EXIT + ":"):
+            continue  # the target's own first layers
+        else:
+            local = bool(spec) and (spec.startswith(("/", ".", "~")) or Path(spec).expanduser().exists())
+            rules.check_model(spec, offered(), local)
 
 
 def resolve_runtime(

@@ -66,6 +66,7 @@ def test_no_private_name_crosses_modules_and_no_streamlit():
 LAYERS = {
     "specviz.errors": 0,
     "specviz.limits": 1,
+    "specviz.policy": 1,
     "specviz.models": 2,
     "specviz.core": 3,
     "specviz.analysis": 4,

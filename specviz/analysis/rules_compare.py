@@ -10,6 +10,7 @@ so the texts they would write follow the same distribution. Intervals are percen
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -114,8 +115,11 @@ def compare_rules(
     top_k: int = 0,
     top_p: float = 1.0,
     progress: Callable[[int, int, str], None] | None = None,
+    turn: Callable[[], contextlib.AbstractContextManager] | None = None,
 ) -> RuleComparison:
-    """Token-wise lossless runs per τ, prompt and seed, every step that drafted judged by every rule."""
+    """Token-wise lossless runs per τ, prompt and seed, every step that drafted judged by every rule. `turn` wraps
+    each step (a compute turn on a shared server)."""
+    turn = turn or contextlib.nullcontext
     if not prompts or not taus or not seeds:
         raise ConfigError("comparing the rules needs at least one prompt, one τ and one seed")
     base = SpecConfig(mode="lossless", temperature=temperature, top_k=top_k, top_p=top_p, max_new_tokens=max_new_tokens)
@@ -128,7 +132,9 @@ def compare_rules(
                 dec = Decoder(
                     pair, prompt, dataclasses.replace(base, tau=tau, seed=seed), chat=chat, compare_rules=True
                 )
-                dec.run()
+                while not dec.done:
+                    with turn():
+                        dec.step()
                 for step in dec.steps:
                     if (outcomes := dec.under_each_rule(step.index)) is None:  # nothing drafted
                         continue

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from specviz import policy
 from specviz.errors import SpecvizError
 
 KINDS = ("sweep", "race", "reading")
@@ -86,6 +87,10 @@ def from_json(text: str | bytes) -> Snapshot:
     """A snapshot from a file's text; any problem is one SnapshotError."""
     if len(text) > MAX_BYTES:
         raise SnapshotError(f"this file is larger than a snapshot can be ({MAX_BYTES // 1_000_000} MB)")
+    try:
+        policy.current().check_upload(text.encode() if isinstance(text, str) else text)  # nesting, before parsing
+    except policy.RefusedError as exc:
+        raise SnapshotError(str(exc)) from exc
     try:
         raw = json.loads(text)
     except (UnicodeDecodeError, ValueError) as exc:

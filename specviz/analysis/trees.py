@@ -6,6 +6,7 @@ beside the target alone on the same tokens, with their 95% intervals)."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -106,6 +107,7 @@ def compare(
     chat: bool | None = None,
     temperature: float = 1.0,
     progress: Callable[[int, int, str], None] | None = None,
+    turn: Callable[[], contextlib.AbstractContextManager] | None = None,
 ) -> ChainTreeResult:
     """Chain (τ = B) and tree (TREE_SHAPES[B], num_draft_tokens = B) for every budget B, pooled over
     prompts and seeds, each run timed step by step beside the target alone on the same tokens."""
@@ -124,7 +126,8 @@ def compare(
             paired: list[PairedStep] = []
             for i, prompt in enumerate(prompts):
                 for seed in seeds:
-                    paired += paired_run(pair, prompt, dataclasses.replace(config, seed=seed), chat=chat).steps
+                    run_config = dataclasses.replace(config, seed=seed)
+                    paired += paired_run(pair, prompt, run_config, chat=chat, turn=turn).steps
                     done += 1
                     if progress:
                         progress(done, total, f"{shape} at {budget} nodes, prompt {i + 1}, seed {seed}")

@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from specviz import policy
 from specviz.core.trace import (
     RunTrace,
     StepTrace,
@@ -14,6 +15,7 @@ from specviz.core.trace import (
 )
 from specviz.errors import TraceError
 from specviz.models.text import Codec
+from specviz.policy import RefusedError
 
 
 class Replay:
@@ -104,7 +106,7 @@ def replay_for(
         run = load_trace(data)
         codec = codec_for(run.target_name) if codec_for else None
         return Replay(run, name, check_texts(run, codec)), None
-    except TraceError as exc:
+    except (TraceError, RefusedError) as exc:
         return None, str(exc)
 
 
@@ -163,7 +165,9 @@ def _need(condition: Any, message: str) -> None:
 def load_trace(data: bytes | str) -> RunTrace:
     """A saved run trace (JSON), checked completely by RunTrace.from_dict (every field present and of its
     type, each decision as its own numbers make it); its metrics recomputed from its steps. Any problem:
-    a `TraceError` naming where it is."""
+    a `TraceError` naming where it is. Its size and nesting are bounded before anything parses it
+    (specviz.policy: RefusedError)."""
+    policy.current().check_upload(data.encode() if isinstance(data, str) else data)
     try:
         raw = json.loads(data)
     except (UnicodeDecodeError, ValueError) as exc:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from specviz import policy
 from specviz.analysis import outlook
 from specviz.analysis.costmodel import CONTEXT, HARDWARE
 from specviz.analysis.race import PRESETS as RACES
@@ -196,14 +197,39 @@ SETTINGS: dict[str, Setting] = {
 LINK_ONLY = ("decode_steps", "sandbox_table", "lossless_table")  # read from links, never widgets
 
 
+# the settings a class server caps (specviz.policy): key → the class budget that is its largest value
+CLASS_CAPS = {
+    "decode_max_new": "max_new_tokens",
+    "sweep_max_new": "max_new_tokens",
+    "race_max_new": "max_new_tokens",
+    "lossless_trials": "lossless_trials",
+    "lossless_trials_real": "lossless_trials",
+}
+PROMPTS = ("decode_prompt", "sweep_prompts", "lossless_prompt")  # free text a class server bounds in length
+
+
 def defaults(keys: Iterable[str] | None = None) -> dict[str, Any]:
-    """Key → default of the widget settings (without the link-only keys)."""
-    return {k: SETTINGS[k].default for k in (keys or SETTINGS) if k not in LINK_ONLY}
+    """Key → default of the widget settings (without the link-only keys); in class mode within its caps."""
+    bounds = allowed()
+    values = {k: SETTINGS[k].default for k in (keys or SETTINGS) if k not in LINK_ONLY}
+    return {k: min(v, bounds[k][1]) if k in CLASS_CAPS else v for k, v in values.items()}
 
 
 def allowed() -> dict[str, tuple]:
-    """Key → allowed values, for every setting that has them."""
-    return {k: s.allowed for k, s in SETTINGS.items() if s.allowed is not None}
+    """Key → allowed values, for every setting that has them; in class mode, its budgets cap some of them."""
+    values = {k: s.allowed for k, s in SETTINGS.items() if s.allowed is not None}
+    rules = policy.current()
+    if rules.on:
+        for key, budget in CLASS_CAPS.items():
+            lo, hi = values[key]
+            values[key] = (lo, max(lo, min(hi, getattr(rules, budget))))
+    return values
+
+
+def prompt_chars() -> int | None:
+    """The longest prompt a student may type (class mode), else None."""
+    rules = policy.current()
+    return rules.prompt_chars if rules.on else None
 
 
 def limits(key: str) -> tuple:
@@ -214,9 +240,17 @@ def limits(key: str) -> tuple:
 
 def from_link(params: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
     """(settings a link's query parameters set, one message per parameter that could not be used);
-    a pair menu label that was renamed is read as its new name."""
+    a pair menu label that was renamed is read as its new name; in class mode a prompt longer than the
+    class allows is not used."""
     params = {k: RENAMED.get(v, v) if k.endswith("_preset") else v for k, v in params.items()}
-    return links.decode(params, linkable(), allowed())
+    values, problems = links.decode(params, linkable(), allowed())
+    if (most := prompt_chars()) is not None:
+        for key in PROMPTS:
+            if len(values.get(key, "")) > most:
+                problems.append(
+                    f"ignored {key} from the link: {len(values.pop(key)):,} characters, the class allows {most:,}"
+                )
+    return values, problems
 
 
 def linkable() -> dict[str, Any]:

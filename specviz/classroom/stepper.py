@@ -53,11 +53,17 @@ class Stepper:
         step: Callable[[Any], bool],
         replay: Any = None,
         progress: Callable[[int, int], None] | None = None,
+        run_step: Callable[[Any], bool] | None = None,
+        pace: Callable[[], Any] | None = None,
     ) -> list[Note]:
-        """Take every queued action in order, on the replay if one is loaded, else on the live run."""
+        """Take every queued action in order, on the replay if one is loaded, else on the live run. `run_step`
+        takes Run to end's steps (default: `step`; a server gives them a heavy job's turns); `pace` is called
+        before each Step (a class server's Steps a second)."""
         notes: list[Note] = []
         while self.queue:
-            if not self._do(self.queue[0], settings, start, step, replay, progress, notes):
+            if pace is not None and self.queue[0] == "step" and replay is None:
+                pace()
+            if not self._do(self.queue[0], settings, start, (step, run_step or step), replay, progress, notes):
                 self.queue.clear()  # a failure: the page shows it; the clicks after it are dropped, and said so
                 break
             self.queue.pop(0)
@@ -80,8 +86,9 @@ class Stepper:
         self.decoder, self.settings = decoder, settings
         return True
 
-    def _do(self, action: Action, settings: Hashable, start, step, replay, progress, notes: list[Note]) -> bool:
+    def _do(self, action: Action, settings: Hashable, start, steps, replay, progress, notes: list[Note]) -> bool:
         run = replay if replay is not None else self.decoder
+        step, run_step = steps
         if action == "reset":
             if replay is not None:
                 replay.cursor = 0
@@ -108,7 +115,7 @@ class Stepper:
         while not run.done:  # Run to end: a step at a time (a stopped run goes on from where it is)
             if replay is not None:
                 run.step()
-            elif not step(run):
+            elif not run_step(run):
                 return False
             if progress is not None:
                 progress(len(run.new_tokens), run.config.max_new_tokens)

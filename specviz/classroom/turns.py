@@ -1,21 +1,34 @@
-"""Taking turns at the CPU: one compute-heavy call at a time, in order of arrival.
+"""Taking turns at the CPU: one compute-heavy call at a time, the class's Steps before the heavy jobs.
 
 Every browser session of one app server runs in its own thread and shares the same models. Left
 alone, their forward passes contend for the same few cores (and the GIL) and every session's step
-gets slow at once; served one step at a time, first come first served, a session waits at most for
-the steps queued before its own. README ("Many sessions on one server") has the measurements.
+gets slow at once; served one step at a time, a session waits at most for the turns queued before its
+own. Turns come in three kinds, served in this order and first come first served within a kind: the
+lecturer's (a session opened with the class's lecturer key), a student's Step, and a heavy job's unit (a
+sweep's run, a lossless check's trials, a lesson, Run to end). A heavy job takes one unit per turn, so
+the Steps of the class go between its units. README ("Many sessions on one server") has the measurements.
+
+Also here: `Slots`, the heavy jobs that may run at once on the whole server (the others wait their turn,
+first come first served), and `Pacer`, a session's Steps a second.
 """
 
 from __future__ import annotations
 
+import contextlib
+import heapq
+import itertools
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from types import TracebackType
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 T = TypeVar("T")
+Kind = Literal["lecturer", "step", "heavy"]
+PRIORITY: dict[str, int] = {"lecturer": 0, "step": 1, "heavy": 2}
 _DONE = object()
+Waiting = Callable[[int, float], None]  # (turns ahead of this one, the expected wait in seconds)
 
 
 def each_in_turn(items: Iterator[T], turn: Callable[[], AbstractContextManager]) -> Iterator[T]:
@@ -30,31 +43,140 @@ def each_in_turn(items: Iterator[T], turn: Callable[[], AbstractContextManager])
 
 
 class Turns:
-    """A fair (FIFO) lock: `with turns:` waits for every holder that asked earlier (a ticket lock;
-    a plain threading.Lock lets the thread that just released it take it again at once)."""
+    """A fair lock with kinds: `with turns.take("step"):` waits for every holder of an earlier kind, and of
+    its own kind for those that asked earlier (a ticket lock: a plain threading.Lock lets the thread that
+    just released it take it again at once). `with turns:` is a Step's turn."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._cond = threading.Condition()
-        self._next = 0  # the ticket the next arrival draws
-        self._serving = 0  # the ticket whose turn it is
+        self._queue: list[tuple[int, int]] = []  # (priority, ticket), a heap
+        self._tickets = itertools.count()
+        self._holder: tuple[int, int] | None = None
+        self._clock = clock
+        self._mean = {kind: 0.0 for kind in PRIORITY}  # recent time a turn of each kind was held, seconds
+        self._plain = threading.local()  # `with turns:` in each thread
+
+    @contextlib.contextmanager
+    def take(self, kind: Kind = "step", waiting: Waiting | None = None) -> Iterator[Turns]:
+        """Hold the turn; while others hold or come first, `waiting(ahead, seconds)` is told how many turns are
+        ahead and about how long they take, each time that changes (from this caller's own thread)."""
+        me = (PRIORITY[kind], next(self._tickets))
+        said = None
+        with self._cond:
+            heapq.heappush(self._queue, me)
+            self._cond.notify_all()  # those waiting hear one more ahead of them at once
+        try:
+            while True:
+                with self._cond:
+                    if self._holder is None and self._queue[0] == me:
+                        heapq.heappop(self._queue)
+                        self._holder = me
+                        break
+                    ahead = [t for t in self._queue if t < me] + ([self._holder] if self._holder else [])
+                    if waiting is None or len(ahead) == said:
+                        self._cond.wait(0.25)
+                        continue
+                    eta = sum(self._mean[_kind(t)] for t in ahead)
+                said = len(ahead)
+                waiting(said, eta)  # outside the lock: it may draw on the page
+        except BaseException:  # a rerun stopped this session while it waited: give up its place
+            with self._cond:
+                if me in self._queue:
+                    self._queue.remove(me)
+                    heapq.heapify(self._queue)
+                self._cond.notify_all()
+            raise
+        start = self._clock()
+        try:
+            yield self
+        finally:
+            with self._cond:
+                self._holder = None
+                name = _kind(me)
+                self._mean[name] = 0.8 * self._mean[name] + 0.2 * (self._clock() - start)
+                self._cond.notify_all()
 
     def __enter__(self) -> Turns:
-        with self._cond:
-            ticket = self._next
-            self._next += 1
-            while ticket != self._serving:
-                self._cond.wait()
-        return self
+        self._plain.held = self.take("step")
+        return self._plain.held.__enter__()
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        with self._cond:
-            self._serving += 1
-            self._cond.notify_all()
+        self._plain.held.__exit__(exc_type, exc, tb)
 
     @property
     def waiting(self) -> int:
         """Callers holding or waiting for a turn."""
         with self._cond:
-            return self._next - self._serving
+            return len(self._queue) + (self._holder is not None)
+
+
+def _kind(ticket: tuple[int, int]) -> str:
+    return next(k for k, p in PRIORITY.items() if p == ticket[0])
+
+
+class Slots:
+    """At most `most` heavy jobs at once (None: no bound); the others wait, first come first served."""
+
+    def __init__(self, most: int | None) -> None:
+        self.most = most
+        self._cond = threading.Condition()
+        self._queue: list[int] = []
+        self._running = 0
+        self._tickets = itertools.count()
+
+    @contextlib.contextmanager
+    def hold(self, waiting: Callable[[int], None] | None = None) -> Iterator[None]:
+        """A slot for one heavy job; `waiting(ahead)` hears how many jobs run or wait before this one."""
+        if self.most is None:
+            yield
+            return
+        me, said = next(self._tickets), None
+        with self._cond:
+            self._queue.append(me)
+        try:
+            while True:
+                with self._cond:
+                    if self._running < self.most and self._queue[0] == me:
+                        self._queue.pop(0)
+                        self._running += 1
+                        break
+                    ahead = self._queue.index(me) + self._running
+                    if waiting is None or ahead == said:
+                        self._cond.wait(0.25)
+                        continue
+                said = ahead
+                waiting(ahead)
+        except BaseException:
+            with self._cond:
+                if me in self._queue:
+                    self._queue.remove(me)
+                self._cond.notify_all()
+            raise
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._running -= 1
+                self._cond.notify_all()
+
+
+class Pacer:
+    """A session's Steps, at most `rate` a second (None: no bound): `wait()` sleeps until the next is due."""
+
+    def __init__(self, rate: float | None, clock: Callable[[], float] = time.monotonic, sleep=time.sleep) -> None:
+        self.rate, self._clock, self._sleep = rate, clock, sleep
+        self._last: float | None = None
+
+    def wait(self) -> float:
+        """Sleep until a Step is due; returns the seconds slept."""
+        if not self.rate:
+            return 0.0
+        now = self._clock()
+        slept = 0.0
+        if self._last is not None and (due := self._last + 1.0 / self.rate) > now:
+            slept = due - now
+            self._sleep(slept)
+        self._last = self._clock()
+        return slept

@@ -1,4 +1,6 @@
-"""One JSON request to a serving engine: every failure a RemoteError, never an endless wait."""
+"""One JSON request to a serving engine: every failure a RemoteError, never an endless wait. In class mode
+(specviz.policy) an address outside the operator's allowlist is refused before any connection is made, and
+so is every redirect to one."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from specviz import policy
 from specviz.models.remote.errors import (
     LogprobsCappedError,
     RemoteHTTPError,
@@ -17,13 +20,25 @@ from specviz.models.remote.errors import (
 from specviz.models.remote.spec import TIMEOUT_ENV
 
 
+class _CheckedRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only to an address the class policy allows (every address, outside class mode)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        policy.current().check_url(newurl)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(_CheckedRedirects)
+
+
 def post(url: str, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
     """POST JSON, return JSON; every failure becomes a RemoteError (never an endless wait)."""
+    policy.current().check_url(url)  # class mode: before any connection
     request = urllib.request.Request(
         url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}, method="POST"
     )
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with _OPENER.open(request, timeout=timeout) as response:
             body = response.read()
     except urllib.error.HTTPError as exc:
         detail = exc.read().decode("utf-8", "replace")[:300].strip()

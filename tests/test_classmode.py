@@ -1,0 +1,346 @@
+"""Class mode (specviz.policy): the three probes a student could make against a class server — make it send
+requests anywhere, make it load anything, take the machine for themselves — each refused with a message, with
+real parts: loopback HTTP listeners that count every connection, models saved to folders, real tiny pairs."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import time
+
+import pytest
+
+import specviz
+from specviz import policy
+from specviz.classroom.paircache import PairCache
+from specviz.classroom.turns import Pacer, Slots, Turns
+from specviz.models.remote.http import post
+from specviz.policy import ClassPolicy, RefusedError
+from tests.helpers import save_tiny, table_pair
+
+
+class Listener(http.server.ThreadingHTTPServer):
+    """A loopback HTTP server that counts the connections it accepts; /v1/… answers JSON, /redirect answers
+    303 to `self.to` (another listener; urllib follows a POST's 303 with a GET)."""
+
+    def __init__(self) -> None:
+        self.connections, self.to = 0, ""
+        listener = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                self.do_GET()
+
+            def do_GET(self) -> None:
+                if self.path.startswith("/redirect"):
+                    self.send_response(303)
+                    self.send_header("Location", listener.to)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                body = json.dumps({"ok": True, "path": self.path}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def verify_request(self, request, client_address) -> bool:
+        self.connections += 1
+        return True
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+@pytest.fixture
+def listeners():
+    made = [Listener(), Listener()]
+    yield made
+    for server in made:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def class_mode(monkeypatch, tmp_path):
+    """Class mode on, with a settings file the test writes (a dict of the [class] table)."""
+
+    def switch(**table) -> ClassPolicy:
+        lines = ["[class]"]
+        for key, value in table.items():
+            lines.append(f"{key} = {json.dumps(value)}")
+        path = tmp_path / "class.toml"
+        path.write_text("\n".join(lines) + "\n")
+        monkeypatch.setenv(policy.CLASS_MODE_ENV, "1")
+        monkeypatch.setenv(policy.CLASS_SETTINGS_ENV, str(path))
+        policy._CACHE.clear()
+        return policy.current()
+
+    yield switch
+    policy._CACHE.clear()
+
+
+# --- 1. sending requests anywhere ----------------------------------------------------------------------
+
+
+def test_a_refused_address_makes_no_connection_and_an_allowed_one_works(class_mode, listeners):
+    allowed, other = listeners
+    class_mode(urls=[allowed.url + "/v1"])
+    with pytest.raises(RefusedError, match="connects only to the serving engines its operator allowed"):
+        post(other.url + "/v1/completions", {"prompt": "x"}, timeout=5)
+    with pytest.raises(RefusedError):
+        post(allowed.url + "/v2/completions", {}, timeout=5)  # the same server, outside the allowed path
+    assert other.connections == 0 and allowed.connections == 0  # refused before any connection
+    assert post(allowed.url + "/v1/completions", {"prompt": "x"}, timeout=5) == {"ok": True, "path": "/v1/completions"}
+    assert allowed.connections == 1
+
+
+def test_a_redirect_to_a_refused_address_is_not_followed(class_mode, listeners):
+    allowed, other = listeners
+    allowed.to = other.url + "/v1/completions"
+    class_mode(urls=[allowed.url])
+    with pytest.raises(RefusedError, match=other.url.split("//")[1]):
+        post(allowed.url + "/redirect", {}, timeout=5)
+    assert allowed.connections == 1 and other.connections == 0
+
+
+def test_outside_class_mode_the_same_redirect_is_followed(listeners):
+    allowed, other = listeners
+    allowed.to = other.url + "/v1/completions"
+    policy._CACHE.clear()
+    assert post(allowed.url + "/redirect", {}, timeout=5)["path"] == "/v1/completions"
+    assert other.connections == 1
+
+
+def test_a_served_target_outside_the_list_is_refused_before_anything_loads(class_mode, listeners):
+    _, other = listeners
+    class_mode(urls=[])
+    with pytest.raises(RefusedError, match="none"):
+        specviz.load_pair(f"vllm:{other.url}/v1#some-model", "embedded", runtime="torch")
+    assert other.connections == 0
+
+
+# --- 2. loading anything ------------------------------------------------------------------------------
+
+
+def test_local_models_load_only_from_allowed_folders_and_hub_ids_only_from_the_list(class_mode, tmp_path):
+    allowed_dir, outside_dir = tmp_path / "allowed", tmp_path / "outside"
+    inside = save_tiny(allowed_dir / "tiny", seed=0)
+    outside = save_tiny(outside_dir / "tiny", seed=0)
+    class_mode(folders=[str(allowed_dir)], models=["org/allowed-model"])
+    with pytest.raises(RefusedError, match="outside them"):
+        specviz.load_pair(outside, "self", runtime="torch")
+    with pytest.raises(RefusedError, match="outside them"):
+        specviz.load_pair(str(allowed_dir / ".." / "outside" / "tiny"), "self", runtime="torch")  # no way around
+    with pytest.raises(RefusedError, match="not among the models this server offers"):
+        specviz.load_pair("someone/big-model", "self", runtime="torch")
+    pair = specviz.load_pair(inside, "self", runtime="torch")
+    assert pair.target.vocab_size > 0
+
+
+def test_the_class_caps_the_size_of_a_model(class_mode, tmp_path):
+    from specviz.loading import ModelTooLargeError
+
+    folder = save_tiny(tmp_path / "tiny", seed=0)
+    class_mode(folders=[str(tmp_path)], max_model_params=1000)
+    with pytest.raises(ModelTooLargeError):
+        specviz.load_pair(folder, "self", runtime="torch")
+
+
+def test_a_students_fourth_pair_never_evicts_the_default_one():
+    now = [0.0]
+    loads = []
+
+    def load(target, draft, runtime):
+        loads.append(target)
+        return table_pair([0.5, 0.5], [0.5, 0.5])
+
+    cache = PairCache(load, pinned=lambda key: key[0] == "default", most=3, idle_s=60.0, clock=lambda: now[0])
+    default = cache.get("default", "default", "torch")
+    for name in ("a", "b", "c"):
+        cache.get(name, "self", "torch")
+    with pytest.raises(RefusedError, match="holds its most pairs besides the default"):
+        cache.get("d", "self", "torch")  # every slot used in the last minute
+    assert cache.get("default", "default", "torch") is default
+    now[0] = 30.0
+    cache.get("b", "self", "torch")  # b is in use again
+    now[0] = 70.0
+    cache.get("d", "self", "torch")  # a and c idle for 70 s: the older one, a, makes room
+    assert {k[0] for k in cache.held()} == {"default", "b", "c", "d"}
+    assert cache.get("default", "default", "torch") is default and loads.count("default") == 1
+
+
+def test_a_pair_asked_for_by_many_sessions_at_once_loads_once():
+    loads, started = [], threading.Event()
+
+    def load(target, draft, runtime):
+        loads.append(target)
+        started.set()
+        time.sleep(0.2)
+        return table_pair([0.5, 0.5], [0.5, 0.5])
+
+    cache = PairCache(load, pinned=lambda key: True)
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(cache.get("x", "y", "torch"))) for _ in range(5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert loads == ["x"] and len({id(p) for p in got}) == 1
+
+
+# --- 3. taking the machine ----------------------------------------------------------------------------
+
+
+def test_steps_go_before_heavy_units_and_the_lecturer_before_both():
+    """A heavy unit holds the turn; a heavy unit, a Step and the lecturer's Step then ask, in that order. When the
+    turn is free the lecturer goes first, then the Step, then the heavy unit; the one waiting hears how many are
+    ahead of it."""
+    turns, order, heard = Turns(), [], []
+    holding, release = threading.Event(), threading.Event()
+
+    def hold():
+        with turns.take("heavy"):
+            holding.set()
+            release.wait(5)
+
+    def ask(kind, name, waiting=None):
+        with turns.take(kind, waiting):
+            order.append(name)
+
+    threading.Thread(target=hold).start()
+    holding.wait(5)
+    waiters = [
+        threading.Thread(target=ask, args=("heavy", "heavy unit", lambda ahead, _eta: heard.append(ahead))),
+        threading.Thread(target=ask, args=("step", "student's Step")),
+        threading.Thread(target=ask, args=("lecturer", "lecturer's Step")),
+    ]
+    for thread in waiters:
+        thread.start()
+        deadline = time.monotonic() + 5
+        while turns.waiting < 2 + waiters.index(thread) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    deadline = time.monotonic() + 5
+    while max(heard, default=0) < 3 and time.monotonic() < deadline:  # the heavy unit hears the third arrive
+        time.sleep(0.01)
+    release.set()
+    for thread in waiters:
+        thread.join(5)
+    assert order == ["lecturer's Step", "student's Step", "heavy unit"]
+    assert heard[0] == 1 and max(heard) == 3  # first the holder alone; then the two Steps that came first
+
+
+def test_a_session_stopped_while_it_waits_gives_up_its_place():
+    turns, holding, release = Turns(), threading.Event(), threading.Event()
+
+    def hold():
+        with turns.take("heavy"):
+            holding.set()
+            release.wait(5)
+
+    threading.Thread(target=hold).start()
+    holding.wait(5)
+
+    class Stopped(Exception):
+        pass
+
+    def stopped(ahead, eta):
+        raise Stopped  # what a rerun does to a waiting session: an exception at its next page call
+
+    with pytest.raises(Stopped), turns.take("step", stopped):
+        pass
+    release.set()
+    time.sleep(0.05)
+    with turns.take("step"):  # nobody is left waiting ahead: the turn is free at once
+        assert turns.waiting == 1
+
+
+def test_heavy_jobs_past_the_classs_number_wait_their_turn():
+    slots, heard, inside = Slots(1), [], threading.Event()
+    release = threading.Event()
+
+    def first():
+        with slots.hold():
+            inside.set()
+            release.wait(5)
+
+    threading.Thread(target=first).start()
+    inside.wait(5)
+    done = []
+    second = threading.Thread(target=lambda: done.append(slots.hold(heard.append).__enter__()))
+    second.start()
+    time.sleep(0.3)
+    assert not done and heard == [1]  # one job runs before it
+    release.set()
+    second.join(5)
+    assert done
+
+
+def test_a_students_steps_are_paced():
+    now, slept = [0.0], []
+    pacer = Pacer(2.0, clock=lambda: now[0], sleep=lambda s: (slept.append(s), now.__setitem__(0, now[0] + s)))
+    pacer.wait()
+    now[0] += 0.1
+    assert pacer.wait() == pytest.approx(0.4) and slept == [pytest.approx(0.4)]  # 2 a second: 0.5 s apart
+    now[0] += 1.0
+    assert pacer.wait() == 0.0
+    assert Pacer(None).wait() == 0.0  # outside class mode: no bound
+
+
+def test_the_classs_budgets_cap_the_settings_and_the_links(class_mode):
+    from specviz.classroom import settings
+
+    class_mode(max_new_tokens=64, lossless_trials=500, prompt_chars=40, sweep_runs=12)
+    bounds = settings.allowed()
+    assert bounds["decode_max_new"] == (1, 64) and bounds["lossless_trials"] == (100, 500)
+    assert settings.defaults()["lossless_trials"] == 500  # a default above the cap comes down to it
+    values, problems = settings.from_link({"decode_max_new": "1000", "decode_prompt": "x" * 41, "decode_tau": "3"})
+    assert values == {"decode_tau": 3}
+    assert "ignored decode_max_new='1000' from the link: allowed values are 1 to 64" in problems
+    assert "ignored decode_prompt from the link: 41 characters, the class allows 40" in problems
+    with pytest.raises(RefusedError, match="12 runs at most"):
+        policy.current().check_sweep(13)
+    policy.current().check_sweep(12)
+
+
+def test_oversized_and_deeply_nested_uploads_are_refused_before_parsing(class_mode, monkeypatch):
+    from specviz.classroom import replay
+
+    class_mode(upload_bytes=1000, upload_depth=8)
+    parsed = []
+    real_loads = json.loads
+    monkeypatch.setattr(json, "loads", lambda *a, **k: (parsed.append(1), real_loads(*a, **k))[1])
+    too_big = b'{"a": "' + b"x" * 2000 + b'"}'
+    assert replay.replay_for(too_big, "big.json", None)[1].startswith("the file is 0.0 MB; a trace this server")
+    nested = b"[" * 100 + b"]" * 100
+    assert "nests deeper than 8 levels" in replay.replay_for(nested, "deep.json", None)[1]
+    assert "[[[" not in replay.replay_for(b'{"s": "[[[[[[[[[[[["}', "s.json", None)[1]  # brackets in a string
+    assert len(parsed) == 1  # only the last, small and shallow, was parsed
+
+
+def test_the_policy_file_is_checked():
+    with pytest.raises(specviz.SpecvizError, match="unknown class settings"):
+        policy.from_env({policy.CLASS_MODE_ENV: "1", policy.CLASS_SETTINGS_ENV: _write("[class]\nmax_tokens = 3\n")})
+    assert not policy.from_env({}).on and policy.from_env({policy.CLASS_MODE_ENV: "yes"}).on
+    rules = ClassPolicy(on=True, urls=("http://Engine:8000/v1",))
+    assert rules.url_allowed("http://engine:8000/v1/completions") and not rules.url_allowed("http://engine:8001/v1")
+    assert not rules.url_allowed("http://engine:8000/v10") and not rules.url_allowed("file:///etc/passwd")
+    assert ClassPolicy(on=True, urls=("https://e",)).url_allowed("https://e:443/x")
+
+
+def _write(text: str) -> str:
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
+        f.write(text)
+    return f.name
