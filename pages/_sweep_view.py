@@ -15,7 +15,7 @@ def draw(summary: SweepSummary, present: bool) -> None:
     (st.success if faster else st.warning)(summary.verdict(), icon=":material/insights:")
     if present:  # a projector: the two charts that answer the question, each full width in large type
         size = {"font_size": 20, "height": 500}
-        st.plotly_chart(charts.sweep_speedup_chart(summary, **size), key="sweep_speedup_chart")
+        st.plotly_chart(charts.sweep_speedup_chart(summary, **size, width=1200), key="sweep_speedup_chart")
         st.plotly_chart(charts.sweep_acceptance_chart(summary, **size), key="sweep_acceptance_chart")
         return
     left, right = st.columns(2)

@@ -29,3 +29,18 @@ def embedded_cache(tmp_path_factory):
         os.environ.pop(embedded.CACHE_ENV, None)
     else:
         os.environ[embedded.CACHE_ENV] = previous
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread_count():
+    """torch's float sums depend on its thread count (a reduction split two ways rounds differently: q moved
+    by ~1e-6 between one and two threads). `torch.set_num_threads` from another thread (the app's own line, run
+    by AppTest's script thread) changes the count that new threads start with but not the main thread's, so a
+    test comparing runs in the main thread with runs in new threads would compare two thread counts. After
+    each test the count new threads take is set back to the main thread's."""
+    yield
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(torch.get_num_threads())

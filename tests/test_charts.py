@@ -5,7 +5,7 @@ import re
 import pytest
 
 from specviz.analysis.theory import expected_tokens_per_step
-from specviz.viz.charts import DECISION_COLORS, step_chart, token_label, top_chart
+from specviz.viz.charts import DECISION_COLORS, legend_rows, step_chart, token_label, top_chart
 from specviz.viz.render import run_html
 from specviz.viz.run_charts import history_chart, per_position_chart, theory_chart
 from tests.helpers import runs_by_mode
@@ -377,3 +377,12 @@ def test_the_rules_chart_and_sentences_show_one_step_under_each_rule():
     assert "r = 0.900 > 0.333" in words[1] and "p without the rejected token: 'b' 1" in words[1]
     assert "keeps 2 of 2 ('a', 'b'): the last pass is at position 2; position 1 failed its own draw" in words[2]
     assert "p at position τ + 1 (the bonus token): 'b' 0.667, 'a' 0.333" in words[2]
+
+
+def test_a_legend_takes_the_rows_its_entries_need():
+    """At 20 px an entry of 10 characters takes 0.6·20·10 + 40 = 160 px; a 600 px chart has 520 px for entries:
+    three to a row, so seven entries take three rows; hidden or unnamed traces take none."""
+    entries = [{"name": "abcdefghij"}] * 7 + [{"name": "hidden", "showlegend": False}, {"type": "scatter"}]
+    assert legend_rows(entries, 20, 600) == 3
+    assert legend_rows(entries[:3], 20, 600) == 1 and legend_rows(entries[:4], 20, 600) == 2
+    assert legend_rows([{"name": "x" * 200}], 20, 600) == 1  # one long entry still takes one row

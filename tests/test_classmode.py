@@ -8,6 +8,7 @@ import http.server
 import json
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -344,3 +345,57 @@ def _write(text: str) -> str:
     with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
         f.write(text)
     return f.name
+
+
+# --- 4. what a student sees -------------------------------------------------------------------------------
+
+
+def test_the_app_in_class_mode_says_so_and_refuses_a_served_target_with_a_message(class_mode, listeners, monkeypatch):
+    """The sidebar names the mode; a student's Custom pair pointing at a served target outside the list gets a
+    message on the page (no traceback), and the server made no connection; the default pair still steps."""
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    from specviz.classroom import settings
+    from tests.helpers import tiny_text_pair
+
+    root = Path(__file__).resolve().parents[1]
+
+    _, other = listeners
+    class_mode(urls=[])
+    real = specviz.load_pair
+
+    def load(target, draft, runtime="torch", **kwargs):  # the presets on a tiny pair, the rest for real
+        if target == "embedded":
+            return tiny_text_pair(chat=True, runtime="torch" if runtime == "auto" else runtime)
+        return real(target, draft, runtime=runtime, **kwargs)
+
+    monkeypatch.setattr(specviz, "load_pair", load)
+    st.cache_resource.clear()
+    try:
+        at = AppTest.from_file(str(root / "app.py"), default_timeout=120).run()
+        assert any(c.value.startswith(":material/school: Class mode:") for c in at.sidebar.caption)
+        at.button(key="decode_step").click().run()
+        assert not at.exception and not at.error  # the default pair steps
+        at.selectbox(key="decode_preset").set_value(settings.CUSTOM).run()
+        at.text_input(key="decode_target").set_value(f"vllm:{other.url}/v1#some-model").run()
+        at.button(key="decode_step").click().run()
+        assert not at.exception
+        shown = " ".join(e.value for e in at.error)
+        assert "connects only to the serving engines its operator allowed (none)" in shown, shown
+        assert other.connections == 0
+    finally:
+        st.cache_resource.clear()
+
+
+def test_the_documented_example_settings_load():
+    """docs/class.example.toml, the file docs/class-server.md points an operator to, is read as written."""
+    root = Path(__file__).resolve().parents[1]
+    example = root / "docs" / "class.example.toml"
+    rules = policy.from_env({policy.CLASS_MODE_ENV: "1", policy.CLASS_SETTINGS_ENV: str(example)})
+    assert rules.on and rules.urls == ("http://10.0.0.5:8000/v1",) and rules.folders == ("/srv/specviz/models",)
+    assert rules.max_new_tokens == 256 and rules.lecturer_key == "change-me" and rules.steps_per_second == 2.0
+    assert rules.url_allowed("http://10.0.0.5:8000/v1/completions") and not rules.url_allowed("http://10.0.0.5:8001/v1")
+    documented = (root / "docs" / "class-server.md").read_text()
+    for name in policy.FIELDS:  # every setting the code knows is documented
+        assert name == "on" or f"| `{name}` |" in documented, name

@@ -62,8 +62,13 @@ def test_each_lesson_opens_from_its_link_and_runs_live(embedded_cache, key):
     at.radio(key=f"lessons_guess_{key}").set_value(lesson.right).run()
     at.button(key="lessons_run").click().run()
     assert not at.exception and not at.error
-    assert at.success[0].value == f"**Right:** {lesson.choices[lesson.right]}"
     shown = next(md.value for md in at.markdown if md.value.startswith("**What the run showed.**"))
+    measured = key in ("low-speedup", "slower", "swapped-roles", "race", "one-pass")
+    missed = [w.value for w in at.warning if w.value.startswith("**This run did not show the premise**")]
+    if missed:  # a timed premise this machine's run did not show: said so, with why, and no Right / Not quite
+        assert measured and not at.success and f"The answer, in general: {lesson.choices[lesson.right]}" in missed[0]
+        return
+    assert at.success[0].value == f"**Right:** {lesson.choices[lesson.right]}"
     if key == "slower":  # the finding agrees with the takeaway: a step costs more one-token passes than it yields
         numbers = re.search(
             r"length ([\d.]+) tokens per step.*τc \+ v = ([\d.]+) one-token passes, so ([\d.]+)×", shown
@@ -77,7 +82,7 @@ def test_each_lesson_opens_from_its_link_and_runs_live(embedded_cache, key):
     if key == "choose-tau":  # a pass over more tokens costs more than one (v > 1): S_v promises less than S
         peak = float(re.search(r"S_v peaks at τ = \d+ \(([\d.]+)×\)", shown).group(1))
         assert peak < 2.47, shown
-    if key in ("low-speedup", "slower", "swapped-roles", "race", "one-pass"):  # a measured premise, checked
+    if measured:  # a measured premise, checked on the run
         assert any(c.value.startswith("The premise, checked on this run:") for c in at.caption), key
 
 

@@ -16,6 +16,7 @@ from specviz.analysis.sweep_summary import SweepSummary
 from specviz.analysis.theory import acceptance_length_pmf, expected_speedup, expected_tokens_per_step
 from specviz.cli import parse_taus
 from specviz.core.metrics import StepCount
+from specviz.viz.charts import legend_rows
 from specviz.viz.sweep_charts import (
     sweep_acceptance_chart,
     sweep_length_chart,
@@ -192,6 +193,15 @@ def test_sweep_charts_show_the_summaries(result):
     assert set(baseline.y) == {1.0}
     # nothing is written on the plot area (the best τ's label once covered "target alone"): the legend names all
     assert not fig.layout.annotations and all("text" not in (t.mode or "") for t in fig.data)
+    # the legend sits below the τ axis's title, with room for every row it needs (a projector's 20 px legend
+    # once overlapped the title "τ"): 3·20 + 14 px below the plot, its rows in the bottom margin
+    for size, width in ((16, 620), (20, 1200), (20, 500)):
+        fig = sweep_speedup_chart(summary, font_size=size, width=width)
+        lines = legend_rows([t.to_plotly_json() for t in fig.data], size, width)
+        plot = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+        assert fig.layout.legend.y * plot == pytest.approx(-(3 * size + 14))
+        assert fig.layout.margin.b >= 3 * size + 14 + lines * (size + 10)
+        assert plot >= 420 - 50 - (3 * size + 14) - 2 * (size + 10)  # more rows: a taller chart, not a smaller plot
     fig = sweep_length_chart(summary)
     assert sorted(fig.data[1].y) == sorted(n for r in result.runs if r.tau == 2 for n in r.accepted_lengths)
     fig = sweep_position_chart(summary)

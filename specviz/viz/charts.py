@@ -65,6 +65,20 @@ def legend_below(height: int, font_size: int, top: int = 50, rows: int = 3) -> d
     }
 
 
+def legend_rows(data: Sequence[dict], font_size: int, width: int) -> int:
+    """How many rows a horizontal legend of `data`'s named traces takes in a chart `width` px wide: each
+    entry about 0.6 em per character plus 40 px for its symbol, packed left to right (a little generous)."""
+    rows, used = 1, 0.0
+    for trace in data:
+        if trace.get("showlegend") is False or not trace.get("name"):
+            continue
+        entry = 0.6 * font_size * len(str(trace["name"])) + 40
+        if used and used + entry > width - 80:
+            rows, used = rows + 1, 0.0
+        used += entry
+    return rows
+
+
 def prob_text(x: float) -> str:
     """A probability as a bar label a room can read at any size: a percentage with three significant
     digits ("47.3%", "4.73%", "0.0473%"), "<0.0001%" below that, "0%" for an exact zero."""

@@ -10,7 +10,16 @@ import plotly.graph_objects as go
 from specviz.analysis.rules_compare import RULE_WORDS, RuleComparison
 from specviz.analysis.sweep_summary import SweepSummary
 from specviz.core.config import VERIFICATIONS
-from specviz.viz.charts import DECISION_COLORS, FONT, P_COLOR, RESIDUAL_COLOR, RULE_COLORS, built, legend_below
+from specviz.viz.charts import (
+    DECISION_COLORS,
+    FONT,
+    P_COLOR,
+    RESIDUAL_COLOR,
+    RULE_COLORS,
+    built,
+    legend_below,
+    legend_rows,
+)
 
 
 def _bars(spreads: Sequence) -> dict:
@@ -159,10 +168,13 @@ def sweep_position_chart(summary: SweepSummary, font_size: int = FONT["size"], h
     return built(data, layout, font_size)
 
 
-def sweep_speedup_chart(summary: SweepSummary, font_size: int = FONT["size"], height: int = 420) -> go.Figure:
+def sweep_speedup_chart(
+    summary: SweepSummary, font_size: int = FONT["size"], height: int = 420, width: int = 620
+) -> go.Figure:
     """Measured speedup over the target alone against τ, each with its 95% interval, beside S(τ) (v = 1)
     and S_v(τ) with the verify cost measured (its band: the range of v); the best τ marked, or the τ
-    within noise of it named."""
+    within noise of it named. The legend goes below the τ axis, as many rows as it needs at `width` px;
+    the chart grows by those rows, so the plot keeps its height."""
     rows = [s for s in summary.rows if s.speedup is not None]
     taus = [s.tau for s in rows]
     data: list[dict] = [
@@ -253,12 +265,13 @@ def sweep_speedup_chart(summary: SweepSummary, font_size: int = FONT["size"], he
                 "hoverinfo": "skip",
             }
         )
+    rows = legend_rows(data, font_size, width)
+    height += max(rows - 2, 0) * (font_size + 10)
     layout = {
         "height": height,
         "xaxis": {"title": "τ", "dtick": 1},
-        "legend": {"orientation": "h", "y": -0.22},
         "yaxis": {"title": "speedup ×", "rangemode": "tozero"},
-        "margin": {"t": 50, "b": 110, "r": 60},
+        **legend_below(height, font_size, top=50, rows=rows),
     }
     return built(data, layout, font_size)
 
