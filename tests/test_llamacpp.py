@@ -292,3 +292,20 @@ def test_the_numbers_are_the_same_bit_for_bit_whatever_the_thread_count(pairs):
         numbers[threads] = (logits, session.features(0, session.length))
     for threads in (1, 3):
         assert torch.equal(numbers[threads][0], numbers[None][0]) and torch.equal(numbers[threads][1], numbers[None][1])
+
+
+@pytest.mark.slow
+def test_a_run_allocates_the_cache_it_needs_and_its_numbers_do_not_change(pairs, monkeypatch):
+    """A class server holds one llama.cpp session per student: each is sized to its run (prompt + max new tokens +
+    the longest draft, rounded up to 256), not the model's 2048 tokens, and the trace is the same bit for bit as
+    with the whole context (a cache of 80 × 2048 tokens was ~9 GB)."""
+    fast = pairs["llama.cpp"]
+    config = SpecConfig(tau=4, mode="textbook", seed=3, max_new_tokens=40)
+    sized = Decoder(fast, PROMPTS[0], config)
+    need = len(sized.prompt_ids) + 40 + 64 + 2
+    assert sized._target.size == -(-need // 256) * 256 < fast.target.context
+    sized_run = sized.run().outcome()
+    monkeypatch.setattr(llamacpp.LlamaCppModel, "new_session", lambda self, tokens=None: llamacpp.LlamaCppSession(self))
+    whole = Decoder(fast, PROMPTS[0], config)
+    assert whole._target.size == fast.target.context
+    assert whole.run().outcome() == sized_run

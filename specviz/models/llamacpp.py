@@ -90,15 +90,18 @@ class LlamaCppModel:
         self.context = min(context, int(lib.llama_model_n_ctx_train(model)))
         self.max_length = self.context
         self.threads = threads  # None: default_threads() when a session opens
-        self.capabilities = Capabilities(runtime=RUNTIME, threads=threads or default_threads())
+        self.capabilities = Capabilities(runtime=RUNTIME, threads=threads or default_threads(), sized_sessions=True)
 
-    def new_session(self) -> LlamaCppSession:
-        return LlamaCppSession(self)
+    def new_session(self, tokens: int | None = None) -> LlamaCppSession:
+        """A session whose KV cache holds `tokens` (rounded up to 256; default and at most `context`): a
+        class server holding 80 runs of a few hundred tokens allocates 80 small caches, not 80 of 2048."""
+        size = self.context if not tokens else min(self.context, -(-tokens // 256) * 256)
+        return LlamaCppSession(self, size)
 
-    def _new_context(self, threads: int):
+    def _new_context(self, threads: int, size: int):
         lib = self._lib
         params = lib.llama_context_default_params()
-        params.n_ctx = self.context
+        params.n_ctx = size
         params.n_batch = params.n_ubatch = BATCH
         params.n_seq_max = MAX_SEQUENCES
         params.kv_unified = True  # tree nodes of many sequences share one cache
@@ -110,7 +113,7 @@ class LlamaCppModel:
         params.no_perf = True
         ctx = lib.llama_init_from_model(self._model, params)
         if not ctx:
-            raise ModelError(f"llama.cpp could not open a context of {self.context} tokens for {self.name}")
+            raise ModelError(f"llama.cpp could not open a context of {size} tokens for {self.name}")
         return ctx
 
     def __del__(self) -> None:
@@ -122,13 +125,14 @@ class LlamaCppModel:
 class LlamaCppSession(SessionStats):
     """One run's llama.cpp context. Implements Session and TreeSession; records features always."""
 
-    def __init__(self, owner: LlamaCppModel) -> None:
+    def __init__(self, owner: LlamaCppModel, size: int | None = None) -> None:
         super().__init__()
         lib = owner._lib
         self._lib = lib
         self._owner = owner  # keeps the shared model alive as long as this context
+        self.size = size or owner.context  # the tokens its KV cache holds
         threads = owner.threads or default_threads()
-        self._ctx = owner._new_context(threads)
+        self._ctx = owner._new_context(threads, self.size)
         self._memory = lib.llama_get_memory(self._ctx)
         self._batch = lib.llama_batch_init(BATCH, 0, MAX_SEQUENCES)
         self._features = torch.empty(0, owner.hidden_size)
@@ -228,8 +232,8 @@ class LlamaCppSession(SessionStats):
     def _decode(self, tokens: Sequence[tuple[int, int, tuple[int, ...]]], keep: int) -> torch.Tensor:
         """Decode (token, position, sequences) in batches; every position outputs its hidden state
         (the feature draft reads all of them) and its logits; return the last `keep` logits rows."""
-        if self.length + len(tokens) > self._owner.context:
-            raise ValueError(f"a llama.cpp session holds at most {self._owner.context} tokens")
+        if self.length + len(tokens) > self.size:
+            raise ValueError(f"this llama.cpp session holds at most {self.size} tokens")
         lib, batch, vocab = self._lib, self._batch, self._owner.vocab_size
         clock = time.perf_counter()
         rows, feats = [], []

@@ -81,6 +81,7 @@ class Capabilities:
     splits_drafts: bool = False  # it may take only a prefix of a draft (its sessions' scorable_draft)
     reads_target: bool = False  # a draft whose sessions read the target's session (new_session(target))
     can_target: bool = True  # it can be a target on its own (a pair's roles can be swapped to it)
+    sized_sessions: bool = False  # new_session(tokens=n) allocates a session's memory for n tokens only
 
 
 @runtime_checkable

@@ -28,13 +28,15 @@ class ModelPair:
         """What runs the target: "torch", "llama.cpp", or the serving engine of a remote target."""
         return self.target.capabilities.runtime
 
-    def new_sessions(self) -> tuple[Session, Session]:
+    def new_sessions(self, tokens: int | None = None) -> tuple[Session, Session]:
         """A (target, draft) session pair; a draft that reads the target's hidden states
-        (specviz.drafts.feature) gets the target's session."""
-        target = self.target.new_session()
+        (specviz.drafts.feature) gets the target's session. `tokens`: the most a run will hold, for a
+        model that allocates a session's memory up front (llama.cpp: 46 KB a token for the embedded target)."""
+        sized = lambda model: {"tokens": tokens} if tokens and model.capabilities.sized_sessions else {}  # noqa: E731
+        target = self.target.new_session(**sized(self.target))
         if self.draft.capabilities.reads_target:
             return target, self.draft.new_session(target)
-        return target, self.draft.new_session()
+        return target, self.draft.new_session(**sized(self.draft))
 
     def swapped(self) -> ModelPair:
         """The same two models with their roles exchanged: the draft becomes the target whose output

@@ -1,0 +1,267 @@
+"""A class on one server, measured with no browser: N simulated students at once, over Streamlit's own protocol.
+
+Starts a real `streamlit run app.py` (class mode on, loopback only) and N students, each a websocket client that
+speaks what the browser's frontend speaks (benchmarks.stclient: Streamlit's own protobuf messages, ForwardMsg
+cache, widget states, deferred downloads). Each student opens the Decode page from a link with a seed of its own,
+then, every `--think` seconds ± 30 %, presses Step, and now and then Back, Reset, Run to end, or opens the
+lessons page and comes back. The benchmark process runs at the lowest CPU priority, so the server is what is
+measured (in a classroom the browsers run on the students' machines).
+
+Reported per class size: Step latency p50 / p95 / max (click → the end of the script run that answers it, as
+the browser sees it), every action's, the server's CPU per Step (all its CPU in the window over the Steps
+taken), its resident memory (peak), errors (exceptions or error boxes on a page, failed requests), and whether
+every student's final trace (downloaded as the page's "Trace as JSON") equals the same run decoded alone in
+this process (same models, runtime, torch thread count, prompt, settings and seed).
+
+Usage: python -m benchmarks.class_load [--students 80] [--minutes 3] [--sizes 1 10 20 40] [--think 10]
+The smaller sizes run first, each for a minute (or `--minutes` if shorter); the last line is the largest's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from urllib.parse import urlencode
+
+from benchmarks.appserver import serve
+from benchmarks.server_cpu import cpu_seconds
+
+PROMPTS = (
+    "Write a long story about a robot who learns to paint.",
+    "Explain how a rainbow forms, step by step.",
+    "Write a Python function that reverses a list, then explain it.",
+    "List ten facts about the ocean.",
+)
+MAX_NEW = 96  # a run long enough to step through for minutes, short enough to end and start again
+ACTIONS = (("step", 0.84), ("back", 0.05), ("reset", 0.03), ("run", 0.03), ("lesson", 0.05))
+STEP_KEY = {"step": "decode_step", "back": "decode_back", "reset": "decode_reset", "run": "decode_run_all"}
+
+
+@dataclass
+class Student:
+    index: int
+    latencies: dict[str, list[float]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    trace: str | None = None
+
+    @property
+    def link(self) -> str:
+        return urlencode(
+            {"decode_seed": self.index, "decode_prompt": PROMPTS[self.index % len(PROMPTS)], "decode_max_new": MAX_NEW}
+        )
+
+
+def page_errors(client) -> list[str]:
+    return [f"{kind}: {message}" for kind, message in client.exceptions()] + list(client.errors())
+
+
+async def act(client, student: Student, action: str, timeout: float) -> None:
+    start = time.perf_counter()
+    if action == "lesson":
+        await client.switch_page("Lessons", timeout=timeout)
+        await client.switch_page("Decode", timeout=timeout)
+    else:
+        await client.click(STEP_KEY[action], timeout=timeout)
+    student.latencies.setdefault(action, []).append(time.perf_counter() - start)
+    student.errors += page_errors(client)
+
+
+async def student_life(url: str, student: Student, until: float, think: float, seed: int) -> None:
+    from benchmarks.stclient import StreamlitClient
+
+    rng = random.Random(seed)
+    actions, weights = zip(*ACTIONS, strict=True)
+    client = StreamlitClient(url)
+    try:
+        await asyncio.sleep(rng.uniform(0, think))  # the class does not all arrive in the same second
+        start = time.perf_counter()
+        await client.connect(query_string=student.link, timeout=600)
+        student.latencies.setdefault("open", []).append(time.perf_counter() - start)
+        student.errors += page_errors(client)
+        while time.perf_counter() < until:
+            await asyncio.sleep(think * rng.uniform(0.7, 1.3))
+            if time.perf_counter() >= until:
+                break
+            await act(client, student, rng.choices(actions, weights)[0], timeout=600)
+        if not any(w.endswith("-decode_json") for w in client.widgets()):  # no step yet: take one
+            await act(client, student, "step", timeout=600)
+        student.trace = (await client.download("decode_json")).decode()
+    except Exception as exc:
+        student.errors.append(f"{type(exc).__name__}: {exc}")
+    finally:
+        await client.close()
+
+
+async def _class_of(url: str, students: list[Student], seconds: float, think: float) -> None:
+    until = time.perf_counter() + seconds
+    await asyncio.gather(*(student_life(url, s, until, think, 1000 + s.index) for s in students))
+
+
+def class_of(url: str, students: list[Student], seconds: float, think: float) -> None:
+    """The students' browsers, in a thread at the lowest CPU priority (Linux sets it per thread): they take only
+    the CPU the server leaves, as if they ran on the students' own machines."""
+
+    def run() -> None:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        asyncio.run(_class_of(url, students, seconds, think))
+
+    browsers = threading.Thread(target=run)
+    browsers.start()
+    browsers.join()
+
+
+def solo_equal(traces: list[str]) -> int:
+    """How many of the downloaded traces the same run reproduces alone here, on the server's runtime."""
+    import torch
+
+    import specviz
+    from specviz.core.trace import RunTrace, check_run
+
+    torch.set_num_threads(int(os.environ.get("SPECVIZ_TORCH_THREADS", "1")))  # the app's count: the same sums
+    pair = specviz.load_pair("embedded", "embedded")
+    equal = 0
+    for text in traces:
+        served = RunTrace.from_json(text)
+        config = check_run(json.loads(text))
+        alone = specviz.Decoder(pair, served.prompt, config, chat=served.chat, compare_rules=True)
+        while len(alone.steps) < len(served.steps) and not alone.done:
+            alone.step()
+        equal += alone.trace().outcome() == served.outcome()
+    return equal
+
+
+def rss_peak(pid: int) -> float:
+    """The process's peak resident memory so far, GB (VmHWM)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1e6
+    return float("nan")
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, -(-round(q * 100) * len(ordered) // 100) - 1)] if ordered else float("nan")
+
+
+def measure(n: int, seconds: float, think: float, env: dict[str, str], out: Path) -> dict:
+    procs: list = []
+    with serve(out / f"server-{n}.log", env=env, procs=procs) as url:
+        pid = procs[0].pid
+        warm = [Student(10_000)]  # load the pair and compile the pages once, before the clock starts
+        class_of(url, warm, 1.0, 0.5)
+        students = [Student(i) for i in range(n)]
+        cpu0, t0 = cpu_seconds(pid), time.perf_counter()
+        class_of(url, students, seconds, think)
+        cpu, wall = cpu_seconds(pid) - cpu0, time.perf_counter() - t0
+        rss = rss_peak(pid)
+    steps = [t for s in students for t in s.latencies.get("step", [])]
+    every = [t for s in students for times in s.latencies.values() for t in times]
+    traces = [s.trace for s in students if s.trace]
+    errors = [e for s in students for e in s.errors]
+    return {
+        "students": n,
+        "seconds": round(wall, 1),
+        "steps": len(steps),
+        "actions": dict(Counter(a for s in students for a, times in s.latencies.items() for _ in times)),
+        "step_p50": statistics.median(steps) if steps else float("nan"),
+        "step_p95": quantile(steps, 0.95),
+        "step_max": max(steps, default=float("nan")),
+        "action_p95": quantile(every, 0.95),
+        "cpu_per_step": cpu / max(len(steps), 1),
+        "server_cpu_share": cpu / wall / (os.cpu_count() or 1),
+        "rss_gb": rss,
+        "errors": len(errors),
+        "error_samples": errors[:5],
+        "traces_equal": solo_equal(traces),
+        "traces": len(traces),
+    }
+
+
+def line(r: dict) -> str:
+    return (
+        f"students {r['students']}: p95 {r['step_p95']:.1f} s, max {r['step_max']:.1f} s, errors {r['errors']}, "
+        f"traces equal {r['traces_equal']}/{r['students']}, RSS {r['rss_gb']:.1f} GB, "
+        f"server CPU per Step {r['cpu_per_step']:.2f} s"
+    )
+
+
+def chart(results: list[dict], path: Path) -> None:
+    """Step latency (p50, p95, max) against the class size, as a PNG."""
+    import plotly.graph_objects as go
+
+    sizes = [r["students"] for r in results]
+    fig = go.Figure(
+        [
+            go.Scatter(x=sizes, y=[r[key] for r in results], mode="lines+markers", name=name)
+            for key, name in (("step_p50", "median"), ("step_p95", "p95"), ("step_max", "max"))
+        ]
+    )
+    fig.add_hline(y=2.0, line_dash="dot", annotation_text="2 s")
+    fig.update_layout(
+        title="Step latency against class size (one 2-core server)",
+        xaxis_title="students stepping at once (one Step per ~10 s each)",
+        yaxis_title="seconds, click → page updated",
+        width=900,
+        height=480,
+        font={"size": 16},
+    )
+    fig.write_image(str(path)) if _kaleido() else path.with_suffix(".json").write_text(fig.to_json())
+
+
+def _kaleido() -> bool:
+    try:
+        import kaleido  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--students", type=int, default=80, help="the largest class")
+    parser.add_argument("--minutes", type=float, default=3.0, help="how long the largest class steps")
+    parser.add_argument("--sizes", type=int, nargs="*", default=[1, 10, 20, 40], help="the smaller classes first")
+    parser.add_argument("--think", type=float, default=10.0, help="seconds between a student's clicks (± 30 %%)")
+    parser.add_argument("--env", nargs="*", default=[], help="KEY=VALUE for the server (e.g. SPECVIZ_LLAMA_THREADS=1)")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--out", type=Path, default=Path("runs/class_load"), help="server logs and the chart")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    args.out.mkdir(parents=True, exist_ok=True)
+    env = {"SPECVIZ_CLASS_MODE": "1", **dict(item.split("=", 1) for item in args.env)}
+    from specviz.analysis.snapshot import machine
+
+    print(f"class load, {date.today()}, {machine()}, server env {env}, think {args.think:g} s ± 30 %", flush=True)
+    sizes = [*sorted({n for n in args.sizes if n < args.students}), args.students]
+    results = []
+    for n in sizes:
+        seconds = 60 * (args.minutes if n == args.students else min(args.minutes, 1.0))
+        result = measure(n, seconds, args.think, env, args.out)
+        results.append(result)
+        print(
+            f"  {n:3d} students, {result['seconds']:.0f} s: {result['steps']} Steps, actions {result['actions']}; "
+            f"Step p50 {result['step_p50']:.2f} s; every action's p95 {result['action_p95']:.2f} s; "
+            f"server busy {100 * result['server_cpu_share']:.0f} % of the cores"
+            + (f"; errors e.g. {result['error_samples']}" if result["errors"] else ""),
+            flush=True,
+        )
+    chart(results, args.out / "latency.png")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    for result in results:
+        print(line(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
