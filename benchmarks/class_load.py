@@ -120,8 +120,9 @@ def class_of(url: str, students: list[Student], seconds: float, think: float) ->
     browsers.join()
 
 
-def solo_equal(traces: list[str]) -> int:
-    """How many of the downloaded traces the same run reproduces alone here, on the server's runtime."""
+def solo_equal(traces: list[str], out: Path | None = None) -> int:
+    """How many of the downloaded traces the same run reproduces alone here, on the server's runtime; each
+    that differs is written to `out` beside the solo run's (served-K.json, alone-K.json)."""
     import torch
 
     import specviz
@@ -136,7 +137,11 @@ def solo_equal(traces: list[str]) -> int:
         alone = specviz.Decoder(pair, served.prompt, config, chat=served.chat, compare_rules=True)
         while len(alone.steps) < len(served.steps) and not alone.done:
             alone.step()
-        equal += alone.trace().outcome() == served.outcome()
+        same = alone.trace().outcome() == served.outcome()
+        equal += same
+        if not same and out is not None:
+            (out / f"served-{equal}-{len(traces)}.json").write_text(text)
+            (out / f"alone-{equal}-{len(traces)}.json").write_text(alone.trace().to_json(indent=1))
     return equal
 
 
@@ -182,7 +187,7 @@ def measure(n: int, seconds: float, think: float, env: dict[str, str], out: Path
         "rss_gb": rss,
         "errors": len(errors),
         "error_samples": errors[:5],
-        "traces_equal": solo_equal(traces),
+        "traces_equal": solo_equal(traces, out),
         "traces": len(traces),
     }
 

@@ -142,8 +142,11 @@ class FeatureDraftSession(SessionStats):
             while i < len(ids):
                 pos = len(self._tokens)
                 known = self._known()
-                # as many positions as have true previous features, in one pass; else one at a time
-                n = max(1, min(len(ids) - i, known - pos + 1)) if pos - 1 < known else 1
+                # the prompt in one pass; after it, one position at a time. A pass over n rows rounds its sums
+                # differently from n passes over one (another kernel for another row count), so positions
+                # redone on true features are redone one by one: a Back and the same Step again then give the
+                # same q bit for bit as the Step without the Back (it once differed by ~1e-6 in a later step)
+                n = max(1, min(len(ids) - i, known - pos + 1)) if pos == 0 else 1
                 prev = self._previous(pos, n, known)
                 chunk = torch.tensor([ids[i : i + n]], dtype=torch.long, device=self._device)
                 g = self._draft.features(chunk, prev.unsqueeze(0), cache=self._cache)[0]
