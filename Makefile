@@ -2,7 +2,7 @@
 # make test-fast: the inner loop, without the real-model, browser and heavy statistical tests.
 # make llama: the fast runtime (llama.cpp in process, about 3x faster on a CPU); builds llama-cpp-python (~5 min).
 # make run:  start the app.  make bench: the benchmarks (step overhead; engine against HF assisted generation;
-#            many browser sessions on one server; the server's CPU per action).
+#            many browser sessions on one server; the server's CPU per action; a class of 80 over the websocket).
 # make screenshots: the README's pictures, taken from the running app.
 PYTHON ?= python3
 VENV ?= .venv
@@ -81,6 +81,7 @@ bench: llama server
 	$(PY) -m benchmarks.hf_assisted
 	$(PY) -m benchmarks.sessions
 	$(PY) -m benchmarks.server_cpu
+	$(PY) -m benchmarks.class_load --students 80 --minutes 3
 	$(PY) -m benchmarks.runtime
 	$(PY) -m benchmarks.runtime_tasks
 	$(PY) -m benchmarks.remote
