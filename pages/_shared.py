@@ -6,7 +6,7 @@ import contextlib
 import gc
 import os
 import runpy
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -57,23 +57,39 @@ def _kind(kind: str) -> str:
 
 
 @contextlib.contextmanager
-def _turn(kind: str) -> Iterator[None]:
+def _waiting_note(hold: Callable[[Callable], contextlib.AbstractContextManager]) -> Iterator[None]:
+    """`hold(note)` waits for a place in a queue; `note(draw)` draws what the session waits for into one
+    placeholder (from the session's own thread), cleared once the place is taken or given up."""
     shown = []
 
-    def waiting(ahead: int, seconds: float) -> None:  # the session's own thread: it may draw
+    def note(draw: Callable) -> None:
         if not shown:
             shown.append(st.empty())
-        about = f" (about {seconds:.1f} s)" if seconds >= 0.05 else ""
-        shown[0].caption(f":material/hourglass_top: Waiting for the server: {ahead} ahead of you{about}…")
+        draw(shown[0])
 
     try:
-        with _turns().take(_kind(kind), waiting):
+        with hold(note):
             if shown:
                 shown[0].empty()
             yield
     finally:
         if shown:
             shown[0].empty()
+
+
+def _turn(kind: str) -> contextlib.AbstractContextManager:
+    def hold(note: Callable) -> contextlib.AbstractContextManager:
+        def waiting(ahead: int, seconds: float) -> None:
+            about = f" (about {seconds:.1f} s)" if seconds >= 0.05 else ""
+            note(
+                lambda box: box.caption(
+                    f":material/hourglass_top: Waiting for the server: {ahead} ahead of you{about}…"
+                )
+            )
+
+        return _turns().take(_kind(kind), waiting)
+
+    return _waiting_note(hold)
 
 
 def compute_turn(kind: str = "step") -> contextlib.AbstractContextManager:
@@ -88,29 +104,23 @@ def heavy_turn() -> contextlib.AbstractContextManager:
     return compute_turn("heavy")
 
 
-@contextlib.contextmanager
-def heavy_job() -> Iterator[None]:
+def heavy_job() -> contextlib.AbstractContextManager:
     """A whole heavy job (a sweep, a lossless check, a lesson, a race): in class mode at most the operator's
     number run at once on the server, the others waiting first come first served, and saying so."""
-    shown = []
 
-    def waiting(ahead: int) -> None:
-        if not shown:
-            shown.append(st.empty())
-        shown[0].info(
-            f"Waiting for a free slot: {ahead} heavy job{'s' if ahead != 1 else ''} run or wait before this one "
-            "(class mode runs a few at a time, so every Step stays quick).",
-            icon=":material/hourglass_top:",
-        )
+    def hold(note: Callable) -> contextlib.AbstractContextManager:
+        def waiting(ahead: int) -> None:
+            note(
+                lambda box: box.info(
+                    f"Waiting for a free slot: {ahead} heavy job{'s' if ahead != 1 else ''} run or wait before this "
+                    "one (class mode runs a few at a time, so every Step stays quick).",
+                    icon=":material/hourglass_top:",
+                )
+            )
 
-    try:
-        with _slots().hold(waiting):
-            if shown:
-                shown[0].empty()
-            yield
-    finally:
-        if shown:
-            shown[0].empty()
+        return _slots().hold(waiting)
+
+    return _waiting_note(hold)
 
 
 def pacer() -> Pacer:
