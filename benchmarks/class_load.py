@@ -47,9 +47,13 @@ ACTIONS = (("step", 0.84), ("back", 0.05), ("reset", 0.03), ("run", 0.03), ("les
 STEP_KEY = {"step": "decode_step", "back": "decode_back", "reset": "decode_reset", "run": "decode_run_all"}
 
 
+SWEEP_LINK = urlencode({"sweep_taus": "1-8", "sweep_seeds": 2, "sweep_max_new": 48})  # 16 runs: a class-mode sweep
+
+
 @dataclass
 class Student:
     index: int
+    sweeps: bool = False  # first runs a τ sweep (a heavy job), then steps like the others
     latencies: dict[str, list[float]] = field(default_factory=dict)
     steps_at: list[tuple[float, float]] = field(default_factory=list)  # (clicked at, latency) of each Step
     errors: list[str] = field(default_factory=list)
@@ -87,6 +91,14 @@ async def student_life(url: str, student: Student, until: float, think: float, s
     client = StreamlitClient(url)
     try:
         await asyncio.sleep(rng.uniform(0, think))  # the class does not all arrive in the same second
+        if student.sweeps:  # the sweep page from a link, Run, and back to Decode when it has finished
+            await client.connect(query_string=SWEEP_LINK, page_name="sweep", timeout=600)
+            start = time.perf_counter()
+            await client.click("sweep_run", timeout=1800)
+            student.latencies.setdefault("sweep", []).append(time.perf_counter() - start)
+            student.errors += page_errors(client)
+            await client.close()
+            client = StreamlitClient(url)
         start = time.perf_counter()
         await client.connect(query_string=student.link, timeout=600)
         student.latencies.setdefault("open", []).append(time.perf_counter() - start)
@@ -161,24 +173,26 @@ def quantile(values: list[float], q: float) -> float:
     return ordered[max(0, -(-round(q * 100) * len(ordered) // 100) - 1)] if ordered else float("nan")
 
 
-def measure(n: int, seconds: float, think: float, env: dict[str, str], out: Path) -> dict:
+def measure(n: int, seconds: float, think: float, env: dict[str, str], out: Path, sweepers: int = 0) -> dict:
     procs: list = []
     with serve(out / f"server-{n}.log", env=env, procs=procs) as url:
         pid = procs[0].pid
         warm = [Student(10_000)]  # load the pair and compile the pages once, before the clock starts
         class_of(url, warm, 1.0, 0.5)
-        students = [Student(i) for i in range(n)]
+        students = [Student(i, sweeps=i < sweepers) for i in range(n)]
         cpu0, t0 = cpu_seconds(pid), time.perf_counter()
         class_of(url, students, seconds, think)
         cpu, wall = cpu_seconds(pid) - cpu0, time.perf_counter() - t0
         rss = rss_peak(pid)
-    steps = [t for s in students for t in s.latencies.get("step", [])]
-    settled = [t for s in students for at, t in s.steps_at if at - t0 > 2 * think]  # once the class has arrived
+    steps = [t for s in students if not s.sweeps for t in s.latencies.get("step", [])]  # the class's, beside
+    settled = [t for s in students if not s.sweeps for at, t in s.steps_at if at - t0 > 2 * think]  # all arrived
     every = [t for s in students for times in s.latencies.values() for t in times]
     traces = [s.trace for s in students if s.trace]
     errors = [e for s in students for e in s.errors]
     return {
         "students": n,
+        "sweepers": sweepers,
+        "sweep_seconds": [round(t, 1) for s in students for t in s.latencies.get("sweep", [])],
         "seconds": round(wall, 1),
         "steps": len(steps),
         "actions": dict(Counter(a for s in students for a, times in s.latencies.items() for _ in times)),
@@ -247,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", type=int, nargs="*", default=[1, 10, 20, 40], help="the smaller classes first")
     parser.add_argument("--think", type=float, default=10.0, help="seconds between a student's clicks (± 30 %%)")
     parser.add_argument("--env", nargs="*", default=[], help="KEY=VALUE for the server (e.g. SPECVIZ_LLAMA_THREADS=1)")
+    parser.add_argument("--sweepers", type=int, default=0, help="students who first run a τ sweep (16 runs)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--out", type=Path, default=Path("runs/class_load"), help="server logs and the chart")
     args = parser.parse_args(argv)
@@ -260,13 +275,14 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for n in sizes:
         seconds = 60 * (args.minutes if n == args.students else min(args.minutes, 1.0))
-        result = measure(n, seconds, args.think, env, args.out)
+        result = measure(n, seconds, args.think, env, args.out, sweepers=min(args.sweepers, n))
         results.append(result)
         print(
             f"  {n:3d} students, {result['seconds']:.0f} s: {result['steps']} Steps, actions {result['actions']}; "
             f"Step p50 {result['step_p50']:.2f} s; p95 once all have arrived {result['settled_p95']:.2f} s; "
             f"every action's p95 {result['action_p95']:.2f} s; "
             f"server busy {100 * result['server_cpu_share']:.0f} % of the cores"
+            + (f"; {result['sweepers']} sweeps took {result['sweep_seconds']} s" if result["sweepers"] else "")
             + (f"; errors e.g. {result['error_samples']}" if result["errors"] else ""),
             flush=True,
         )

@@ -13,7 +13,7 @@ from pages._shared import (
     downloads,
     ensure_shell,
     heavy_job,
-    in_turns,
+    heavy_turn,
     load_pair,
     model_picker,
     rule_widget,
@@ -111,7 +111,7 @@ if not present:
 if run_clicked:
     bar = st.progress(0.0, text="Starting…")
     with heavy_job():  # class mode: a few heavy jobs at once, each run in a turn of its own
-        for done, _, unit in in_turns(sweep.advance()):
+        for done, _, unit in sweep.advance(turn=heavy_turn):  # a turn a step: the class's Steps go between
             bar.progress(
                 done / total, text=f"{done} / {total}: τ = {unit.tau}, seed {unit.seed}, prompt {unit.prompt_index + 1}"
             )

@@ -315,8 +315,9 @@ def paired_run(
     (a compute turn on a shared server): both are timed in the same turn. `max_steps`: stop there (a run
     timed again up to the step it had reached: same settings and seed, same steps)."""
     turn = turn or contextlib.nullcontext
-    decoder = Decoder(pair, prompt, config, chat=chat)
-    alone = TargetAlone(pair, list(decoder.prompt_ids), config)
+    with turn():  # reading the prompt into both is model work too
+        decoder = Decoder(pair, prompt, config, chat=chat)
+        alone = TargetAlone(pair, list(decoder.prompt_ids), config)
     steps = []
     while not decoder.done and (max_steps is None or len(steps) < max_steps):
         with turn():
