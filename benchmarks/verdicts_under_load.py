@@ -1,12 +1,13 @@
 """Do the app's measured verdicts hold under a class's traffic? The same τ sweep, race and lesson, three times in a
-row, while a class of simulated students steps on a real server on the same machine.
+row on one server while a class of simulated students steps on it.
 
-A server (class mode) and `--students` students over Streamlit's own protocol run in the background
-(benchmarks.class_load); meanwhile this process runs, on the embedded pair and the same runtime as the app, three
-times each: the τ sweep (τ = 1–4, one prompt, 48 tokens), the race's first preset (prompt lookup) and the lesson
-"Parallel, yet slow". A verdict contradicts another when one run names a best τ that another's interval rules out
-(their sets of τ within noise of the best do not meet), or one says "faster" where another says "slower"; "within
-noise" never contradicts. It also checks that no shown speedup exceeds the run's tokens per step.
+A server (class mode) and `--students` students over Streamlit's own protocol (benchmarks.class_load) run; beside
+them one more client, like the lecturer's browser, opens the τ sweep page from a link (τ = 1–4, one prompt, 48
+tokens), the race page (its first preset: prompt lookup) and the lesson "Parallel, yet slow", presses Run or Start
+in a fresh session each round, and reads the verdict the page shows. Two verdicts contradict when one names a best
+τ that the other's within-noise set leaves out, or one says "faster" where another says "slower"; "within noise"
+contradicts nothing. A speedup above the run's tokens per step is refused by the library (check_bounds), so it
+would show as an error on the page: errors are counted.
 
 Usage: python -m benchmarks.verdicts_under_load [--students 20] [--repeats 3]
 """
@@ -14,53 +15,57 @@ Usage: python -m benchmarks.verdicts_under_load [--students 20] [--repeats 3]
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import re
 import threading
 import time
 from datetime import date
 from pathlib import Path
+from urllib.parse import urlencode
 
 from benchmarks.appserver import serve
-from benchmarks.class_load import Student, class_of
+from benchmarks.class_load import Student, class_of, page_errors
+
+SWEEP = urlencode({"sweep_taus": "1-4", "sweep_seeds": 1, "sweep_max_new": 48, "sweep_prompts": "Write a short story."})
+LESSON = urlencode({"lessons_lesson": "low-speedup"})
 
 
-def contradictory(words: list[str]) -> bool:
-    return any("faster" in a for a in words) and any("slower" in a for a in words)
+def taus_named(verdict: str) -> set[int]:
+    """The τ a sweep verdict calls best: one ("best τ = 3") or those within noise of each other."""
+    if m := re.search(r"best τ = (\d+)", verdict.split(" Predicted")[0]):
+        return {int(m.group(1))}
+    if m := re.search(r"τ = ([\d, and]+) are within noise of each other", verdict):
+        return {int(t) for t in re.findall(r"\d+", m.group(1))}
+    return set()
 
 
-def run_all(repeats: int) -> dict[str, list]:
-    import torch
+def word(verdict: str) -> str:
+    head = verdict.split(" Predicted")[0]
+    return (
+        "faster" if "faster than" in head and "slower" not in head else "slower" if "slower than" in head else "noise"
+    )
 
-    import specviz
-    from specviz.analysis.measure import against_one
-    from specviz.analysis.race import PRESETS, Race
-    from specviz.analysis.sweep import Sweep, SweepSettings
-    from specviz.classroom.lessons import BY_KEY
 
-    torch.set_num_threads(int(os.environ.get("SPECVIZ_TORCH_THREADS", "1")))
-    pair = specviz.load_pair("embedded", "embedded")
-    preset = PRESETS[0]
-    lookup = specviz.load_pair("embedded", preset.draft, runtime=pair.runtime)
-    out: dict[str, list] = {"sweep": [], "race": [], "lesson": [], "above_tokens": []}
-    for i in range(repeats):
-        summary = Sweep(pair, SweepSettings(taus=(1, 2, 3, 4), prompts=("Write a short story about a cat.",))).run()
-        summary = summary.summary()
-        best = summary.best_tau_measured()
-        ties = summary.within_noise_of_best()
-        out["sweep"].append((best, ties, against_one(summary.row(best).speedup), summary.verdict()))
-        for row in summary.rows:
-            if row.speedup is not None and row.speedup.value > row.mean_acceptance_length + 1e-9:
-                out["above_tokens"].append(("sweep", i, row.tau, row.speedup.value, row.mean_acceptance_length))
-        race = Race(lookup, preset.prompt, specviz.SpecConfig(tau=preset.tau, mode="greedy", max_new_tokens=64))
-        result = race.run()
-        spread = result.speedup_spread()
-        out["race"].append((against_one(spread), spread.text(), result.summary()))
-        if spread.value > result.tokens_per_pass + 1e-9:
-            out["above_tokens"].append(("race", i, spread.value, result.tokens_per_pass))
-        lesson = BY_KEY["low-speedup"]
-        evidence = lesson.run(pair, lambda t, d, runtime=None: specviz.load_pair(t, d, runtime=runtime or pair.runtime))
-        out["lesson"].append((evidence.held, evidence.finding))
-        print(f"  round {i + 1}: sweep {out['sweep'][-1][:3]}; race {out['race'][-1][:2]}; lesson held {evidence.held}")
+async def one_round(url: str) -> dict:
+    from benchmarks.stclient import StreamlitClient
+
+    out: dict = {"errors": []}
+    for name, page, query, button in (
+        ("sweep", "sweep", SWEEP, "sweep_run"),
+        ("race", "race", "", "race_start"),
+        ("lesson", "lessons", LESSON, "lessons_run"),
+    ):
+        client = StreamlitClient(url)
+        try:
+            await client.connect(query_string=query, page_name=page, timeout=600)
+            start = time.perf_counter()
+            await client.click(button, timeout=1800)
+            out[f"{name}_s"] = time.perf_counter() - start
+            out[name] = [a for a in client.alerts() if a] + [m for m in client.markdown() if "premise" in m]
+            out["errors"] += page_errors(client)
+        finally:
+            await client.close()
     return out
 
 
@@ -75,24 +80,40 @@ def main(argv: list[str] | None = None) -> int:
     from specviz.analysis.snapshot import machine
 
     print(f"verdicts under load, {date.today()}, {machine()}, {args.students} students stepping beside", flush=True)
+    rounds = []
     with serve(args.out / "server.log", env={"SPECVIZ_CLASS_MODE": "1"}) as url:
-        class_of(url, [Student(10_000)], 1.0, 0.5)  # the server's pair loaded before the class arrives
+        class_of(url, [Student(10_000)], 1.0, 0.5)  # the pair loaded before the class arrives
         students = [Student(i) for i in range(args.students)]
         traffic = threading.Thread(target=class_of, args=(url, students, 3600.0, 10.0), daemon=True)
         traffic.start()
         time.sleep(15)
-        results = run_all(args.repeats)
-    bests = [set(ties) for _, ties, _, _ in results["sweep"]]
-    sweep_ok = all(a & b for a in bests for b in bests) and not contradictory([w for _, _, w, _ in results["sweep"]])
-    race_ok = not contradictory([w for w, _, _ in results["race"]])
-    lessons = {held for held, _ in results["lesson"]}
-    print(f"sweep: best τ sets {[sorted(b) for b in bests]}, {'no contradiction' if sweep_ok else 'CONTRADICTION'}")
-    for _, _, _, verdict in results["sweep"]:
-        print(f"  {verdict}")
-    print(f"race: {[w for w, _, _ in results['race']]}, {'no contradiction' if race_ok else 'CONTRADICTION'}")
-    print(f"lesson 'Parallel, yet slow': premise held {sorted(map(str, lessons))}")
-    print(f"speedups above the run's tokens per step: {results['above_tokens'] or 'none'}")
-    return 0 if sweep_ok and race_ok and not results["above_tokens"] else 1
+        for i in range(args.repeats):
+            rounds.append(asyncio.run(one_round(url)))
+            r = rounds[-1]
+            print(f"  round {i + 1} ({r['sweep_s']:.0f} s, {r['race_s']:.0f} s, {r['lesson_s']:.0f} s):", flush=True)
+            for name in ("sweep", "race", "lesson"):
+                print(f"    {name}: {' | '.join(t[:160] for t in r[name])}", flush=True)
+    sweeps = [next((t for t in r["sweep"] if t.startswith("Measured")), "") for r in rounds]
+    bests = [taus_named(v) for v in sweeps]
+    sweep_words = [word(v) for v in sweeps]
+    race_words = [word(next((t for t in r["race"] if "Speculative decoding was" in t), "")) for r in rounds]
+    lessons = [
+        "held"
+        if any("It held" in t for t in r["lesson"])
+        else "not shown"
+        if any("did not show" in t for t in r["lesson"])
+        else "?"
+        for r in rounds
+    ]
+    clash = lambda ws: "faster" in ws and "slower" in ws  # noqa: E731
+    sweep_ok = all(a & b for a in bests for b in bests) and all(bests) and not clash(sweep_words)
+    race_ok = not clash(race_words)
+    errors = [e for r in rounds for e in r["errors"]]
+    print(f"sweep: best τ {[sorted(b) for b in bests]}, {sweep_words}: {'consistent' if sweep_ok else 'CONTRADICTORY'}")
+    print(f"race: {race_words}: {'consistent' if race_ok else 'CONTRADICTORY'}")
+    print(f"lesson 'Parallel, yet slow': premise {lessons}")
+    print(f"errors on the pages: {errors or 'none'}")
+    return 0 if sweep_ok and race_ok and not errors else 1
 
 
 if __name__ == "__main__":

@@ -40,3 +40,18 @@ def test_quantiles_are_the_nearest_rank():
     assert class_load.quantile([float(x) for x in range(20, 0, -1)], 0.95) == 19.0
     assert class_load.quantile([float(x) for x in range(1, 101)], 0.95) == 95.0
     assert class_load.quantile([4.0, 1.0, 3.0, 2.0], 0.5) == 2.0
+
+
+def test_the_verdict_reader_takes_the_best_tau_and_the_words_the_page_shows():
+    from benchmarks.verdicts_under_load import taus_named, word
+
+    ties = (
+        "Measured: τ = 1, 2, 3 and 4 are within noise of each other here (0.39–0.84× the target alone), so no τ is "
+        "best; τ = 1, 2, 3 and 4 are slower than the target alone (the whole intervals below 1). Predicted with the "
+        "verify cost measured in these runs: best τ = 2, S_v = 0.9×"
+    )
+    assert taus_named(ties) == {1, 2, 3, 4} and word(ties) == "slower"  # the prediction's "best τ" is not read
+    one = "Measured: best τ = 3, 1.40× (1.20–1.60×) the target alone: faster than the target alone."
+    assert taus_named(one) == {3} and word(one) == "faster"
+    race = "Speculative decoding was within noise of the target alone (0.99–2.50× its speed): 77.7 against 44.4"
+    assert word(race) == "noise"
