@@ -1,6 +1,7 @@
 """One real-browser test: `streamlit run app.py` on a loopback port with the embedded pair,
 driven by Playwright in Debian's headless Chromium (installed by .ci/run)."""
 
+import contextlib
 import os
 import re
 from pathlib import Path
@@ -59,7 +60,11 @@ def test_step_in_a_real_browser(server, tmp_path):
         assert page.get_by_text("Traceback").count() == 0
         assert page.locator(".sv-tgt").count() == 1  # the target's token is marked
         page.get_by_role("button", name="Run to end").click()  # the last step may have no draft...
-        page.get_by_text("Step shown (text").wait_for(timeout=180_000)
+        progress = page.locator('[data-testid="stProgress"]')
+        with contextlib.suppress(PlaywrightTimeout):  # on a fast machine the bar may come and go unseen
+            progress.first.wait_for(timeout=10_000)
+        progress.first.wait_for(state="detached", timeout=300_000)  # the whole run decoded (the picker was there
+        page.get_by_text("Step shown (text").wait_for(timeout=180_000)  # since Step 2: it says nothing of the end)
         page.locator(IDLE).wait_for(timeout=60_000)
         assert page.locator(".gtitle", has_text="draft tokens accepted").count() == 1  # ...a q-vs-p chart stays
         # settings survive a visit to another page (Streamlit drops undrawn widgets' values)
