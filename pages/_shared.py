@@ -69,11 +69,12 @@ def _waiting_note(hold: Callable[[Callable], contextlib.AbstractContextManager])
 
     try:
         with hold(note):
-            if shown:
-                shown[0].empty()
+            if shown:  # cleared before the work, never after it: a click arriving during the work stops the
+                shown[0].empty()  # script at its next Streamlit call, and one after a step but before the
+                shown.clear()  # Stepper marked its click done made that click step twice
             yield
     finally:
-        if shown:
+        if shown:  # the wait was given up (the session stopped while it waited)
             shown[0].empty()
 
 
