@@ -64,7 +64,9 @@ def test_step_in_a_real_browser(server, tmp_path):
         with contextlib.suppress(PlaywrightTimeout):  # on a fast machine the bar may come and go unseen
             progress.first.wait_for(timeout=10_000)
         progress.first.wait_for(state="detached", timeout=300_000)  # the whole run decoded (the picker was there
-        page.get_by_text("Step shown (text").first.wait_for(timeout=180_000)  # since Step 2: it says nothing of the end)
+        page.get_by_text("Step shown (text").first.wait_for(
+            timeout=180_000
+        )  # since Step 2: it says nothing of the end)
         page.locator(IDLE).wait_for(timeout=60_000)
         assert page.locator(".gtitle", has_text="draft tokens accepted").count() == 1  # ...a q-vs-p chart stays
         # settings survive a visit to another page (Streamlit drops undrawn widgets' values)
