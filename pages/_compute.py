@@ -1,0 +1,113 @@
+"""The server's queues for model work, as the pages use them: the compute turn every model step takes (the
+class's Steps before heavy units, the lecturer first), the slots of heavy jobs, a session's Steps a second, and
+what a session waiting in them sees (specviz.classroom.turns)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from typing import TypeVar
+
+import streamlit as st
+
+from specviz import policy
+from specviz.classroom.turns import Pacer, Slots, Turns, each_in_turn
+
+T = TypeVar("T")
+COMPUTE_ENV = "SPECVIZ_COMPUTE"  # "turns" (default): one step at a time, in arrival order; "free": no queue
+
+
+@st.cache_resource(show_spinner=False)
+def _turns() -> Turns:
+    return Turns()
+
+
+@st.cache_resource(show_spinner=False)
+def _slots() -> Slots:
+    rules = policy.current()
+    return Slots(rules.heavy_jobs if rules.on else None)
+
+
+def _kind(kind: str) -> str:
+    """The lecturer's session (opened with the class's lecturer key) goes first, whatever it computes."""
+    return "lecturer" if st.session_state.get("specviz_lecturer") else kind
+
+
+@contextlib.contextmanager
+def _waiting_note(hold: Callable[[Callable], contextlib.AbstractContextManager]) -> Iterator[None]:
+    """`hold(note)` waits for a place in a queue; `note(draw)` draws what the session waits for into one
+    placeholder (from the session's own thread), cleared once the place is taken or given up."""
+    shown = []
+
+    def note(draw: Callable) -> None:
+        if not shown:
+            shown.append(st.empty())
+        draw(shown[0])
+
+    try:
+        with hold(note):
+            if shown:  # cleared before the work, never after it: a click arriving during the work stops the
+                shown[0].empty()  # script at its next Streamlit call, and one after a step but before the
+                shown.clear()  # Stepper marked its click done made that click step twice
+            yield
+    finally:
+        if shown:  # the wait was given up (the session stopped while it waited)
+            shown[0].empty()
+
+
+def _turn(kind: str) -> contextlib.AbstractContextManager:
+    def hold(note: Callable) -> contextlib.AbstractContextManager:
+        def waiting(ahead: int, seconds: float) -> None:
+            about = f" (about {seconds:.1f} s)" if seconds >= 0.05 else ""
+            note(
+                lambda box: box.caption(
+                    f":material/hourglass_top: Waiting for the server: {ahead} ahead of you{about}…"
+                )
+            )
+
+        return _turns().take(_kind(kind), waiting)
+
+    return _waiting_note(hold)
+
+
+def compute_turn(kind: str = "step") -> contextlib.AbstractContextManager:
+    """Hold this around model work: every session of the server queues for the CPU, the class's Steps before the
+    heavy jobs' units (specviz.classroom.turns; README, "Many sessions on one server"); a session that waits
+    says so, with the turns ahead of it."""
+    return contextlib.nullcontext() if os.environ.get(COMPUTE_ENV) == "free" else _turn(kind)
+
+
+def heavy_turn() -> contextlib.AbstractContextManager:
+    """A heavy job's unit (a sweep run, a batch of trials, a lesson): after the class's waiting Steps."""
+    return compute_turn("heavy")
+
+
+def heavy_job() -> contextlib.AbstractContextManager:
+    """A whole heavy job (a sweep, a lossless check, a lesson, a race): in class mode at most the operator's
+    number run at once on the server, the others waiting first come first served, and saying so."""
+
+    def hold(note: Callable) -> contextlib.AbstractContextManager:
+        def waiting(ahead: int) -> None:
+            note(
+                lambda box: box.info(
+                    f"Waiting for a free slot: {ahead} heavy job{'s' if ahead != 1 else ''} run or wait before this "
+                    "one (class mode runs a few at a time, so every Step stays quick).",
+                    icon=":material/hourglass_top:",
+                )
+            )
+
+        return _slots().hold(waiting)
+
+    return _waiting_note(hold)
+
+
+def pacer() -> Pacer:
+    """A session's Steps a second: the class's bound in class mode, none otherwise."""
+    rules = policy.current()
+    return Pacer(rules.steps_per_second if rules.on else None)
+
+
+def in_turns(items: Iterator[T]) -> Iterator[T]:
+    """Each item of a computing generator made in a heavy turn of its own (specviz.classroom.turns.each_in_turn)."""
+    return each_in_turn(items, heavy_turn)
