@@ -1,18 +1,23 @@
-"""The server's queues for model work, as the pages use them: the compute turn every model step takes (the
+"""The server's shared model resources, as the pages use them: its pairs (loaded once, the default pinned), and
+its queues for model work: the compute turn every model step takes (the
 class's Steps before heavy units, the lecturer first), the slots of heavy jobs, a session's Steps a second, and
 what a session waiting in them sees (specviz.classroom.turns)."""
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import streamlit as st
 
+import specviz
 from specviz import policy
+from specviz.classroom.paircache import PairCache
 from specviz.classroom.turns import Pacer, Slots, Turns, each_in_turn
+from specviz.loading import EMBEDDED
 
 T = TypeVar("T")
 COMPUTE_ENV = "SPECVIZ_COMPUTE"  # "turns" (default): one step at a time, in arrival order; "free": no queue
@@ -111,3 +116,29 @@ def pacer() -> Pacer:
 def in_turns(items: Iterator[T]) -> Iterator[T]:
     """Each item of a computing generator made in a heavy turn of its own (specviz.classroom.turns.each_in_turn)."""
     return each_in_turn(items, heavy_turn)
+
+
+def _load_and_freeze(target: str, draft: str, runtime: str) -> specviz.ModelPair:
+    """A pair, loaded; then every object alive (the models' hundreds of thousands among them) is moved out of
+    the garbage collector's sight (gc.freeze): its full collections, which stop every session's thread, then
+    walk only what the sessions made since, not the models again (0.25 s each with the pair, measured)."""
+    pair = specviz.load_pair(target, draft, runtime=runtime)
+    gc.freeze()
+    return pair
+
+
+@st.cache_resource(show_spinner=False)
+def pair_cache() -> PairCache:
+    """The server's pairs (specviz.classroom.paircache): the default pair pinned, the others bounded."""
+    rules = policy.current()
+    return PairCache(
+        _load_and_freeze,
+        pinned=lambda key: key[:2] == (EMBEDDED, EMBEDDED),
+        most=rules.max_pairs if rules.on else 3,
+        idle_s=60.0 if rules.on else 0.0,  # a person alone: the oldest pair makes room at once
+    )
+
+
+def cached_pair(target: str, draft: str, runtime: str = "torch") -> specviz.ModelPair:
+    """The pair, loaded once per process and shared by every session; raises SpecvizError."""
+    return pair_cache().get(target, draft, runtime)

@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
-import gc
 import runpy
 from pathlib import Path
 
 import streamlit as st
 
 import specviz
-from pages._compute import COMPUTE_ENV, compute_turn, heavy_job, heavy_turn, in_turns, pacer  # noqa: F401 (re-exported)
+from pages._compute import (  # noqa: F401 (re-exported for the pages)
+    COMPUTE_ENV,
+    cached_pair,
+    compute_turn,
+    heavy_job,
+    heavy_turn,
+    in_turns,
+    pacer,
+    pair_cache,
+)
 from specviz import policy
 from specviz.classroom import links, settings
-from specviz.classroom.paircache import PairCache
 from specviz.classroom.settings import CUSTOM, MODE_HELP, RULE_HELP
 from specviz.core.config import VERIFICATIONS
-from specviz.loading import AUTO, EMBEDDED, resolve_runtime
+from specviz.loading import AUTO, resolve_runtime
 from specviz.models import hub
 from specviz.viz.render import sentence
 
@@ -30,32 +37,6 @@ def ensure_shell() -> None:
     if SHELL_MARK not in st.session_state:
         runpy.run_path(str(APP), run_name="__main__")
         st.stop()
-
-
-def _load_and_freeze(target: str, draft: str, runtime: str) -> specviz.ModelPair:
-    """A pair, loaded; then every object alive (the models' hundreds of thousands among them) is moved out of
-    the garbage collector's sight (gc.freeze): its full collections, which stop every session's thread, then
-    walk only what the sessions made since, not the models again (0.25 s each with the pair, measured)."""
-    pair = specviz.load_pair(target, draft, runtime=runtime)
-    gc.freeze()
-    return pair
-
-
-@st.cache_resource(show_spinner=False)
-def pair_cache() -> PairCache:
-    """The server's pairs (specviz.classroom.paircache): the default pair pinned, the others bounded."""
-    rules = policy.current()
-    return PairCache(
-        _load_and_freeze,
-        pinned=lambda key: key[:2] == (EMBEDDED, EMBEDDED),
-        most=rules.max_pairs if rules.on else 3,
-        idle_s=60.0 if rules.on else 0.0,  # a person alone: the oldest pair makes room at once
-    )
-
-
-def cached_pair(target: str, draft: str, runtime: str = "torch") -> specviz.ModelPair:
-    """The pair, loaded once per process and shared by every session; raises SpecvizError."""
-    return pair_cache().get(target, draft, runtime)
 
 
 def load_pair(target: str, draft: str) -> specviz.ModelPair | None:
