@@ -65,6 +65,19 @@ def legend_below(height: int, font_size: int, top: int = 50, rows: int = 3) -> d
     }
 
 
+def one_line(color: str) -> dict:
+    """A dotted line at y = 1 across the plot (the target alone: 1×), as a layout shape."""
+    return {
+        "type": "line",
+        "xref": "paper",
+        "x0": 0,
+        "x1": 1,
+        "y0": 1,
+        "y1": 1,
+        "line": {"dash": "dot", "color": color},
+    }
+
+
 def legend_rows(data: Sequence[dict], font_size: int, width: int) -> int:
     """How many rows a horizontal legend of `data`'s named traces takes in a chart `width` px wide: each
     entry about 0.6 em per character plus 40 px for its symbol, packed left to right (a little generous)."""

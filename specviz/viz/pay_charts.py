@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 
 from specviz.analysis.measure import Spread
 from specviz.analysis.outlook import Outlook
-from specviz.viz.charts import DECISION_COLORS, FONT, P_COLOR, RESIDUAL_COLOR, built, legend_below
+from specviz.viz.charts import DECISION_COLORS, FONT, P_COLOR, RESIDUAL_COLOR, built, legend_below, one_line
 
 
 def pay_tau_chart(
@@ -69,7 +69,7 @@ def pay_tau_chart(
         "height": height,
         "xaxis": {"title": "τ (draft tokens per step) or tree nodes", "dtick": 1 if len(o.taus) <= 8 else 2},
         "yaxis": {"title": "speedup over the target alone", "range": [0, top * 1.12]},
-        "shapes": [_one_line()],
+        "shapes": [one_line(DECISION_COLORS["rejected"])],
         **legend_below(height, font_size, top=20, rows=2),
     }
     return built(data, layout, font_size)
@@ -108,20 +108,7 @@ def pay_batch_chart(o: Outlook, font_size: int = FONT["size"], height: int = 400
             "tickangle": 0,
         },
         "yaxis": {"title": "best speedup", "range": [0, max([*speeds, 1.2]) * 1.12]},
-        "shapes": [_one_line()],
+        "shapes": [one_line(DECISION_COLORS["rejected"])],
         **legend_below(height, font_size, top=20, rows=1),
     }
     return built(data, layout, font_size)
-
-
-def _one_line() -> dict:
-    """The target alone: 1×, across the plot."""
-    return {
-        "type": "line",
-        "xref": "paper",
-        "x0": 0,
-        "x1": 1,
-        "y0": 1,
-        "y1": 1,
-        "line": {"dash": "dot", "color": DECISION_COLORS["rejected"]},
-    }

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from specviz.analysis.trees import ChainTreeResult
 from specviz.core.trace import StepTrace, TopN, TreeTrace
-from specviz.viz.charts import DECISION_COLORS, FONT, TARGET_COLOR, built, prob_text
+from specviz.viz.charts import DECISION_COLORS, FONT, TARGET_COLOR, built, one_line, prob_text
 from specviz.viz.render import token_label
 
 MAX_SHOWN = 16
@@ -279,17 +279,7 @@ def chain_tree_chart(result: ChainTreeResult, what: str = "tokens per step") -> 
         data.append(bar)
     shapes = []
     if what == "speedup":
-        shapes.append(
-            {
-                "type": "line",
-                "xref": "paper",
-                "x0": 0,
-                "x1": 1,
-                "y0": 1,
-                "y1": 1,
-                "line": {"dash": "dot", "color": "black"},
-            }
-        )
+        shapes.append(one_line("black"))
     layout = {
         "barmode": "group",
         "height": 360,

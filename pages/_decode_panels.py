@@ -1,0 +1,55 @@
+"""The Decode page's two expanders beside a step: the same step under each verification rule, and the run as the
+serving engines log it. Widgets and calls; what to say is decided in specviz.viz and specviz.analysis."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import specviz
+from pages._shared import LIMITS
+from specviz.analysis.engine_logs import engine_report
+from specviz.viz import charts
+from specviz.viz.memo import FigureMemo
+from specviz.viz.render import rule_sentence
+
+
+def chart(build, *args, **kwargs):
+    """`build(*args, **kwargs)`, built once per session for the same traces (specviz.viz.memo)."""
+    return st.session_state.setdefault("specviz_figures", FigureMemo())(build, *args, **kwargs)
+
+
+def rules_panel(view: specviz.StepTrace, outcomes, pair: specviz.ModelPair | None, mode: str) -> None:
+    """The same step under each verification rule: the same draft and the same draws r, decided by token-wise,
+    one-hot and block verification (docs/algorithm.md, "Verification as serving engines run it")."""
+    if view.tree is not None or view.tau == 0:
+        return
+    title = "The same step under each rule: token-wise, one-hot q (vLLM's default), block"
+    with st.expander(title):
+        if mode != "lossless":
+            st.caption("The verification rules decide lossless steps: choose **lossless** mode to compare them.")
+        elif outcomes is None:
+            st.caption("A saved trace keeps the rule it ran, not the step's full distributions: step a live run.")
+        else:
+            st.plotly_chart(chart(charts.rules_chart, view, outcomes), key="decode_rules_chart")
+            st.markdown("\n".join(f"- {rule_sentence(view, o, pair.codec.token_text)}" for o in outcomes))
+            st.caption(
+                "The same draft tokens and the same draws r for every rule. h is not the chance that a token "
+                "is kept, and block's passes need not run in a row: it keeps everything up to its last pass."
+            )
+
+
+def engine_logs_panel(run: specviz.RunTrace) -> None:
+    """The run as vLLM, SGLang and llama.cpp would log it (specviz.analysis.engine_logs), to read beside an
+    engine's own log; the formulas are in docs/algorithm.md, "Glossary: the same numbers in the serving engines"."""
+    with st.expander("This run as vLLM, SGLang and llama.cpp log it"):
+        label = "Steps per vLLM log interval (0: the whole run in one line)"
+        every = st.columns([1, 2])[0].number_input(label, *LIMITS["decode_log_every"], key="decode_log_every")
+        report = engine_report(run, int(every))
+        st.code(report, language=None, wrap_lines=True)
+        st.caption(
+            "vLLM's mean acceptance length is specviz's (1 + accepted / steps that drafted); its per-position rate "
+            "is specviz's unconditional rate. SGLang's accept rate counts the bonus token and the tree's root: it "
+            "is not a draft acceptance rate."
+        )
+        name, key = "specviz-engine-logs.txt", "decode_logs_download"
+        st.download_button("Download as a log", report, name, "text/plain", key=key, on_click="ignore")
