@@ -25,7 +25,10 @@ COMPUTE_ENV = "SPECVIZ_COMPUTE"  # "turns" (default): one step at a time, in arr
 
 @st.cache_resource(show_spinner=False)
 def _turns() -> Turns:
-    return Turns()
+    """Class mode: several steps at once, so that their llama.cpp passes can share decodes
+    (specviz.models.llamapool); otherwise one at a time."""
+    rules = policy.current()
+    return Turns(width=rules.steps_at_once if rules.on else 1)
 
 
 @st.cache_resource(show_spinner=False)

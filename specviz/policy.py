@@ -47,6 +47,7 @@ class ClassPolicy:
     lossless_trials: int = 2_000
     steps_per_second: float = 2.0  # a student's Steps, each session
     heavy_jobs: int = 1  # sweeps, lossless checks, lessons and races running at once, the whole server
+    steps_at_once: int = 8  # model steps computing at once; on llama.cpp their target passes share one decode
     upload_bytes: int = 2_000_000  # a replayed trace file
     upload_depth: int = 32  # its nesting
     lecturer_key: str = ""  # a link with lecturer=KEY marks the lecturer's session: first in every queue

@@ -1,4 +1,4 @@
-"""Taking turns at the CPU: one compute-heavy call at a time, the class's Steps before the heavy jobs.
+"""Taking turns at the CPU: one compute-heavy call at a time (or `width`), the class's Steps before the heavy jobs.
 
 Every browser session of one app server runs in its own thread and shares the same models. Left
 alone, their forward passes contend for the same few cores (and the GIL) and every session's step
@@ -47,11 +47,12 @@ class Turns:
     its own kind for those that asked earlier (a ticket lock: a plain threading.Lock lets the thread that
     just released it take it again at once). `with turns:` is a Step's turn."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic, width: int = 1) -> None:
         self._cond = threading.Condition()
         self._queue: list[tuple[int, int]] = []  # (priority, ticket), a heap
         self._tickets = itertools.count()
-        self._holder: tuple[int, int] | None = None
+        self._holders: set[tuple[int, int]] = set()
+        self.width = width  # turns held at once (a class server whose llama.cpp passes share decodes: several)
         self._clock = clock
         self._mean = {kind: 0.0 for kind in PRIORITY}  # recent time a turn of each kind was held, seconds
         self._plain = threading.local()  # `with turns:` in each thread
@@ -68,15 +69,15 @@ class Turns:
         try:
             while True:
                 with self._cond:
-                    if self._holder is None and self._queue[0] == me:
+                    if len(self._holders) < self.width and self._queue[0] == me:
                         heapq.heappop(self._queue)
-                        self._holder = me
+                        self._holders.add(me)
                         break
-                    ahead = [t for t in self._queue if t < me] + ([self._holder] if self._holder else [])
+                    ahead = [t for t in self._queue if t < me] + sorted(self._holders)
                     if waiting is None or len(ahead) == said:
                         self._cond.wait(0.25)
                         continue
-                    eta = sum(self._mean[_kind(t)] for t in ahead)
+                    eta = sum(self._mean[_kind(t)] for t in ahead) / self.width
                 said = len(ahead)
                 waiting(said, eta)  # outside the lock: it may draw on the page
         except BaseException:  # a rerun stopped this session while it waited: give up its place
@@ -91,7 +92,7 @@ class Turns:
             yield self
         finally:
             with self._cond:
-                self._holder = None
+                self._holders.discard(me)
                 name = _kind(me)
                 self._mean[name] = 0.8 * self._mean[name] + 0.2 * (self._clock() - start)
                 self._cond.notify_all()
@@ -109,7 +110,7 @@ class Turns:
     def waiting(self) -> int:
         """Callers holding or waiting for a turn."""
         with self._cond:
-            return len(self._queue) + (self._holder is not None)
+            return len(self._queue) + len(self._holders)
 
 
 def _kind(ticket: tuple[int, int]) -> str:

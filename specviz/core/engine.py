@@ -59,7 +59,9 @@ class Decoder:
         self._ids = list(ids)
         self._gen = torch.Generator().manual_seed(self.config.seed)
         most = len(ids) + self.config.max_new_tokens + max(MAX_TAU, self.config.num_draft_tokens) + 2
-        self._target, self._draft = pair.new_sessions(tokens=most)  # the most this run holds, a step's draft included
+        self._target, self._draft = pair.new_sessions(
+            tokens=most, linear=not self.config.tree
+        )  # the most this run holds, a step's draft included
         if self.config.tree:
             for role, session in (("target", self._target), ("draft", self._draft)):
                 if not isinstance(session, TreeSession):

@@ -29,8 +29,10 @@ from pathlib import Path
 
 import torch
 
+from specviz import policy
 from specviz.errors import ModelError
 from specviz.limits import MAX_TREE_NODES, env_count
+from specviz.models.llamapool import PooledSession, SlotPool
 from specviz.models.lm import Capabilities, SessionStats
 
 RUNTIME = "llama.cpp"
@@ -41,6 +43,9 @@ MAX_SEQUENCES = 1 + MAX_TREE_NODES + 1
 BATCH = 512  # tokens per llama_decode call
 THREADS_ENV = "SPECVIZ_LLAMA_THREADS"
 CONTEXT_ENV = "SPECVIZ_LLAMA_CONTEXT"  # tokens per session; each session allocates its whole KV cache at once
+SLOTS_ENV = "SPECVIZ_LLAMA_SLOTS"  # chain runs whose passes share decodes (specviz.models.llamapool); 0: none
+SLOT_TOKENS_ENV = "SPECVIZ_LLAMA_SLOT_TOKENS"  # tokens each of them holds
+CLASS_SLOTS, SLOT_TOKENS = 96, 512  # class mode's default: 96 streams of 512 tokens, 2.3 GB of KV cache
 
 _init_lock = threading.Lock()
 _initialised = False
@@ -91,12 +96,33 @@ class LlamaCppModel:
         self.max_length = self.context
         self.threads = threads  # None: default_threads() when a session opens
         self.capabilities = Capabilities(runtime=RUNTIME, threads=threads or default_threads(), sized_sessions=True)
+        self._pool_lock = threading.Lock()
+        self.decoding = threading.Lock()  # held by every decode: llama.cpp's threads already take every core
+        self._pool = None  # the shared batched context (specviz.models.llamapool), opened on first use
 
-    def new_session(self, tokens: int | None = None) -> LlamaCppSession:
+    def new_session(self, tokens: int | None = None, linear: bool = False) -> LlamaCppSession | PooledSession:
         """A session whose KV cache holds `tokens` (rounded up to 256; default and at most `context`): a
-        class server holding 80 runs of a few hundred tokens allocates 80 small caches, not 80 of 2048."""
+        class server holding 80 runs of a few hundred tokens allocates 80 small caches, not 80 of 2048.
+        A `linear` run (no token tree) of at most $SPECVIZ_LLAMA_SLOT_TOKENS tokens takes a stream of the shared
+        batched context instead while one is free ($SPECVIZ_LLAMA_SLOTS; class mode: 96): its passes share
+        decodes with the other runs', its numbers unchanged (specviz.models.llamapool)."""
+        if linear and tokens and (pool := self.pool()) is not None and tokens <= pool.tokens:
+            seq = pool.lease()
+            if seq is not None:
+                return PooledSession(pool, seq)
         size = self.context if not tokens else min(self.context, -(-tokens // 256) * 256)
         return LlamaCppSession(self, size)
+
+    def pool(self) -> SlotPool | None:
+        """The shared batched context, opened on first use; None when $SPECVIZ_LLAMA_SLOTS is 0."""
+        with self._pool_lock:
+            if self._pool is None:
+                slots = env_count(SLOTS_ENV, CLASS_SLOTS if policy.current().on else 0, "runs", 0)
+                if not slots:
+                    return None
+                tokens = min(self.context, env_count(SLOT_TOKENS_ENV, SLOT_TOKENS, "tokens", 64))
+                self._pool = SlotPool(self, slots, tokens, self.threads or default_threads())
+            return self._pool
 
     def _new_context(self, threads: int, size: int):
         lib = self._lib
@@ -247,7 +273,8 @@ class LlamaCppSession(SessionStats):
                 for s, seq in enumerate(seqs):
                     batch.seq_id[i][s] = seq
                 batch.logits[i] = 1
-            code = lib.llama_decode(self._ctx, batch)
+            with self._owner.decoding:  # runs stepping at once (a class server) decode in turn, not all at once
+                code = lib.llama_decode(self._ctx, batch)
             if code != 0:
                 raise RuntimeError(f"llama.cpp could not decode {len(chunk)} tokens (code {code})")
             n = len(chunk)

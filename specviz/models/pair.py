@@ -28,11 +28,15 @@ class ModelPair:
         """What runs the target: "torch", "llama.cpp", or the serving engine of a remote target."""
         return self.target.capabilities.runtime
 
-    def new_sessions(self, tokens: int | None = None) -> tuple[Session, Session]:
+    def new_sessions(self, tokens: int | None = None, linear: bool = False) -> tuple[Session, Session]:
         """A (target, draft) session pair; a draft that reads the target's hidden states
         (specviz.drafts.feature) gets the target's session. `tokens`: the most a run will hold, for a
-        model that allocates a session's memory up front (llama.cpp: 46 KB a token for the embedded target)."""
-        sized = lambda model: {"tokens": tokens} if tokens and model.capabilities.sized_sessions else {}  # noqa: E731
+        model that allocates a session's memory up front (llama.cpp: 46 KB a token for the embedded target).
+        `linear`: the run verifies no token tree (llama.cpp may then batch its passes with other runs')."""
+
+        def sized(model) -> dict:
+            return {"tokens": tokens, "linear": linear} if tokens and model.capabilities.sized_sessions else {}
+
         target = self.target.new_session(**sized(self.target))
         if self.draft.capabilities.reads_target:
             return target, self.draft.new_session(target)

@@ -24,6 +24,24 @@ def _identity(value: object) -> object:
     return repr(value)
 
 
+class FrozenFigure(go.Figure):
+    """A memo's figure, never changed once built: its plain form (`to_dict`, what Streamlit serialises on every
+    rerun of every session) is made once, not deep-copied again each time."""
+
+    def to_dict(self) -> dict:
+        plain = self.__dict__.get("_specviz_plain")
+        if plain is None:
+            plain = self._specviz_plain = super().to_dict()
+        return plain
+
+
+def frozen(fig: go.Figure) -> go.Figure:
+    """The same figure object, its plain form made once from now on (FrozenFigure)."""
+    if type(fig) is go.Figure:
+        fig.__class__ = FrozenFigure
+    return fig
+
+
 class FigureMemo:
     """One session's figures, by the chart function and what it was given; at most `limit` kept."""
 
@@ -36,7 +54,7 @@ class FigureMemo:
         if key not in self._figures:
             if len(self._figures) >= self.limit:  # a long session: start over rather than grow
                 self._figures.clear()
-            self._figures[key] = (args, kwargs, build(*args, **kwargs))  # the inputs kept alive beside it
+            self._figures[key] = (args, kwargs, frozen(build(*args, **kwargs)))  # the inputs kept alive beside it
         return self._figures[key][2]
 
     def __len__(self) -> int:

@@ -1,0 +1,165 @@
+"""Runs sharing llama.cpp decodes (specviz.models.llamapool): the same numbers bit for bit as the same runs in
+contexts of their own, stepped alone, whatever runs beside them; streams leased, given back and reused; a run
+that does not fit, or a token tree, gets a context of its own; a class server steps several runs at once so that
+their passes meet (specviz.classroom.turns, `width`)."""
+
+import gc
+import threading
+
+import pytest
+import torch
+
+import specviz
+from specviz import Decoder, SpecConfig, policy
+from specviz.classroom.turns import Turns
+from specviz.errors import ModelError
+from specviz.models import llamacpp
+from specviz.models.llamapool import BATCH, PooledSession, SlotPool
+
+PROMPTS = (
+    "Write a long story about a robot who learns to paint.",
+    "List ten facts about the ocean.",
+    "Explain how a rainbow forms, step by step.",
+    "Hi",
+)
+
+
+def test_several_turns_at_once_keep_their_order(monkeypatch):
+    """width 2: two hold at once, a third waits; a waiting Step still goes before a waiting heavy unit."""
+    turns, inside, most, order = Turns(width=2), [0], [0], []
+    gate = threading.Event()
+
+    def hold(kind, name):
+        with turns.take(kind):
+            order.append(name)
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+            gate.wait(5)
+            inside[0] -= 1
+
+    first = [threading.Thread(target=hold, args=("step", f"s{i}")) for i in range(2)]
+    for t in first:
+        t.start()
+    while turns.waiting < 2:
+        pass
+    later = [threading.Thread(target=hold, args=("heavy", "h")), threading.Thread(target=hold, args=("step", "s2"))]
+    later[0].start()
+    while turns.waiting < 3:
+        pass
+    later[1].start()
+    while turns.waiting < 4:
+        pass
+    gate.set()
+    for t in first + later:
+        t.join(10)
+    assert most[0] == 2 and set(order[:2]) == {"s0", "s1"} and order[2:] == ["s2", "h"]
+
+
+def test_slots_are_read_from_the_environment_and_on_by_default_in_class_mode(monkeypatch):
+    made = []
+    monkeypatch.setattr(
+        llamacpp, "SlotPool", lambda owner, slots, tokens, threads: made.append((slots, tokens)) or made
+    )
+
+    class Owner:  # the model's pool() without loading a model
+        context, threads = 2048, 1
+        pool = llamacpp.LlamaCppModel.pool
+
+        def __init__(self):
+            self._pool_lock, self._pool = threading.Lock(), None
+
+    monkeypatch.delenv(llamacpp.SLOTS_ENV, raising=False)
+    monkeypatch.delenv(policy.CLASS_MODE_ENV, raising=False)
+    assert Owner().pool() is None  # one person: no shared context
+    monkeypatch.setenv(policy.CLASS_MODE_ENV, "1")
+    Owner().pool()
+    assert made[-1] == (96, 512)  # class mode: 96 runs of 512 tokens
+    monkeypatch.setenv(llamacpp.SLOTS_ENV, "4")
+    monkeypatch.setenv(llamacpp.SLOT_TOKENS_ENV, "300")
+    Owner().pool()
+    assert made[-1] == (4, 300)
+    monkeypatch.setenv(llamacpp.SLOTS_ENV, "0")
+    assert Owner().pool() is None  # class mode without it
+    monkeypatch.setenv(llamacpp.SLOTS_ENV, "many")
+    with pytest.raises(ModelError, match="SPECVIZ_LLAMA_SLOTS='many': set it to a whole number of runs, 0 or more"):
+        Owner().pool()
+
+
+# --- the real model ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pair(embedded_cache):
+    if not llamacpp.available():
+        pytest.skip("llama.cpp is not installed (make llama)")
+    return specviz.load_pair("embedded", "embedded", runtime="llama.cpp")
+
+
+def _run(pair, i: int, steps: int = 10) -> Decoder:
+    config = SpecConfig(max_new_tokens=64, seed=i, tau=3 + i % 3, mode="textbook" if i % 4 else "lossless")
+    dec = Decoder(pair, PROMPTS[i % len(PROMPTS)], config, compare_rules=True)
+    for _ in range(steps):
+        if dec.done:
+            break
+        dec.step()
+    if i % 2:  # Back, then the same Step again
+        dec.undo()
+        dec.step()
+    return dec
+
+
+@pytest.mark.slow
+def test_runs_sharing_decodes_equal_their_runs_alone(pair, monkeypatch):
+    """Eight runs stepped at once in eight threads, six in a pool's streams (so that two get contexts of their
+    own), twice (the streams given back and reused): every trace equals the same run stepped alone in a context
+    of its own, bit for bit; and the pool did batch (fewer decodes than passes)."""
+    alone = [_run(pair, i).trace().outcome() for i in range(8)]
+    pool = SlotPool(pair.target, 6, 512, pair.target.threads or llamacpp.default_threads())
+    monkeypatch.setattr(pair.target, "_pool", pool)
+    held: dict[str, list] = {}
+
+    def step(i):
+        held["runs"][i] = _run(pair, i)
+
+    for _ in range(2):
+        runs = held["runs"] = [None] * 8
+        threads = [threading.Thread(target=step, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(300)
+        kinds = [type(r._target).__name__ for r in runs]
+        assert kinds.count("PooledSession") == 6 and kinds.count("LlamaCppSession") == 2
+        for i, run in enumerate(runs):
+            assert run.trace().outcome() == alone[i], f"run {i} differs from its run alone"
+        del runs, threads, run
+        held.clear()
+        gc.collect()  # the sessions give their streams back
+    assert pool.passes > pool.decodes  # passes met in decodes
+    assert pool.lease() is not None  # every stream free again
+
+
+@pytest.mark.slow
+def test_streams_leased_given_back_and_what_does_not_fit(pair, monkeypatch):
+    pool = SlotPool(pair.target, 2, 256, 1)
+    monkeypatch.setattr(pair.target, "_pool", pool)
+    a, b = pair.target.new_session(200, linear=True), pair.target.new_session(200, linear=True)
+    assert isinstance(a, PooledSession) and isinstance(b, PooledSession) and a.seq != b.seq
+    assert not isinstance(pair.target.new_session(200, linear=True), PooledSession)  # every stream taken
+    assert not isinstance(pair.target.new_session(300, linear=True), PooledSession)  # more than a stream holds
+    assert not isinstance(pair.target.new_session(200), PooledSession)  # a token tree's run
+    tree = Decoder(pair, PROMPTS[0], SpecConfig(topk=2, steps=2, num_draft_tokens=4, max_new_tokens=8))
+    assert not isinstance(tree._target, PooledSession)
+    seq = a.seq
+    logits = a.extend([1, 2, 3, 4, 5])
+    a.crop(2)
+    assert torch.equal(a.extend([3, 4, 5]), logits[2:])  # a crop drops the stream's tail only
+    with pytest.raises(ValueError, match="at most 256 tokens"):
+        a.extend(list(range(300)))
+    with pytest.raises(ValueError, match=f"a pass holds 1 to {BATCH} tokens"):
+        pool.decode(seq, [], 1)
+    del a
+    gc.collect()
+    c = pair.target.new_session(100, linear=True)
+    assert isinstance(c, PooledSession) and c.seq == seq  # the stream given back, emptied, reused
+    assert torch.equal(c.extend([1, 2, 3, 4, 5]), logits)  # as fresh as a new context
