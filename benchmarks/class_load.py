@@ -58,6 +58,7 @@ class Student:
     steps_at: list[tuple[float, float]] = field(default_factory=list)  # (clicked at, latency) of each Step
     errors: list[str] = field(default_factory=list)
     trace: str | None = None
+    retries: int = 0  # downloads asked for again after a 404 (see `download`)
 
     @property
     def link(self) -> str:
@@ -81,6 +82,23 @@ async def act(client, student: Student, action: str, timeout: float) -> None:
     if action == "step":
         student.steps_at.append((start, time.perf_counter() - start))
     student.errors += page_errors(client)
+
+
+async def download(client, student: Student, key: str, tries: int = 3) -> bytes:
+    """The file behind a download button, asked for again (as a person clicks again) when the server answered 404:
+    Streamlit deletes a deferred download's file at the second clean-up after it is made, and every session's
+    script run that ends cleans up, so on a busy server the file can go before the browser's GET arrives. Each
+    retry is counted (`download_retries`); a download that fails `tries` times is an error."""
+    from benchmarks.stclient import StreamlitClientError
+
+    for attempt in range(tries):
+        try:
+            return await client.download(key, timeout=600)
+        except StreamlitClientError as exc:
+            if "HTTP 404" not in str(exc) or attempt == tries - 1:
+                raise
+            student.retries += 1
+    raise AssertionError("unreachable")
 
 
 async def student_life(url: str, student: Student, until: float, think: float, seed: int) -> None:
@@ -110,7 +128,7 @@ async def student_life(url: str, student: Student, until: float, think: float, s
             await act(client, student, rng.choices(actions, weights)[0], timeout=600)
         if not any(w.endswith("-decode_json") for w in client.widgets()):  # no step yet: take one
             await act(client, student, "step", timeout=600)
-        student.trace = (await client.download("decode_json")).decode()
+        student.trace = (await download(client, student, "decode_json")).decode()
     except Exception as exc:
         student.errors.append(f"{type(exc).__name__}: {exc}")
     finally:
@@ -205,6 +223,7 @@ def measure(n: int, seconds: float, think: float, env: dict[str, str], out: Path
         "server_cpu_share": cpu / wall / (os.cpu_count() or 1),
         "rss_gb": rss,
         "errors": len(errors),
+        "download_retries": sum(s.retries for s in students),
         "error_samples": errors[:5],
         "traces_equal": solo_equal(traces, out),
         "traces": len(traces),
@@ -238,6 +257,7 @@ def chart(results: list[dict], path: Path) -> None:
         width=900,
         height=480,
         font={"size": 16},
+        template="plotly_white",  # not Streamlit's (imported with its protocol): its colours are placeholders
     )
     html = path.with_suffix(".html")
     fig.write_html(str(html), include_plotlyjs=True)
@@ -283,6 +303,11 @@ def main(argv: list[str] | None = None) -> int:
             f"every action's p95 {result['action_p95']:.2f} s; "
             f"server busy {100 * result['server_cpu_share']:.0f} % of the cores"
             + (f"; {result['sweepers']} sweeps took {result['sweep_seconds']} s" if result["sweepers"] else "")
+            + (
+                f"; {result['download_retries']} downloads asked for again after a 404"
+                if result["download_retries"]
+                else ""
+            )
             + (f"; errors e.g. {result['error_samples']}" if result["errors"] else ""),
             flush=True,
         )

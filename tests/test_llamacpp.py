@@ -305,7 +305,9 @@ def test_a_run_allocates_the_cache_it_needs_and_its_numbers_do_not_change(pairs,
     need = len(sized.prompt_ids) + 40 + 64 + 2
     assert sized._target.size == -(-need // 256) * 256 < fast.target.context
     sized_run = sized.run().outcome()
-    monkeypatch.setattr(llamacpp.LlamaCppModel, "new_session", lambda self, tokens=None: llamacpp.LlamaCppSession(self))
+    monkeypatch.setattr(
+        llamacpp.LlamaCppModel, "new_session", lambda self, tokens=None, linear=False: llamacpp.LlamaCppSession(self)
+    )
     whole = Decoder(fast, PROMPTS[0], config)
     assert whole._target.size == fast.target.context
     assert whole.run().outcome() == sized_run
