@@ -32,15 +32,14 @@ import torch
 from specviz import policy
 from specviz.errors import ModelError
 from specviz.limits import MAX_TREE_NODES, env_count
-from specviz.models.llamapool import PooledSession, SlotPool
-from specviz.models.lm import Capabilities, SessionStats
+from specviz.models.llamapool import BATCH, PooledSession, RecordingSession, SlotPool, float_buffer
+from specviz.models.lm import Capabilities
 
 RUNTIME = "llama.cpp"
 INSTALL_HINT = "run `make llama` (builds llama-cpp-python 0.3.36 into .venv, about 5 minutes) and restart the app"
 DEFAULT_CONTEXT = 2048  # tokens a session holds; its float32 KV cache: 46 KB per token for the embedded model
 # sequence 0 (the text), one per tree node, and one per pending token verified with the tree
 MAX_SEQUENCES = 1 + MAX_TREE_NODES + 1
-BATCH = 512  # tokens per llama_decode call
 THREADS_ENV = "SPECVIZ_LLAMA_THREADS"
 CONTEXT_ENV = "SPECVIZ_LLAMA_CONTEXT"  # tokens per session; each session allocates its whole KV cache at once
 SLOTS_ENV = "SPECVIZ_LLAMA_SLOTS"  # chain runs whose passes share decodes (specviz.models.llamapool); 0: none
@@ -124,13 +123,16 @@ class LlamaCppModel:
                 self._pool = SlotPool(self, slots, tokens, self.threads or default_threads())
             return self._pool
 
-    def _new_context(self, threads: int, size: int):
+    def _new_context(self, threads: int, size: int, streams: int = 0):
+        """A context of `size` tokens whose sequences (tree nodes) share one KV cache; or, with `streams`, one of
+        `streams` separate KV streams of `size` tokens each (a run's tokens then see only its own stream's cells,
+        laid out as in a context of its own: specviz.models.llamapool)."""
         lib = self._lib
         params = lib.llama_context_default_params()
-        params.n_ctx = size
+        params.n_ctx = size * (streams or 1)
         params.n_batch = params.n_ubatch = BATCH
-        params.n_seq_max = MAX_SEQUENCES
-        params.kv_unified = True  # tree nodes of many sequences share one cache
+        params.n_seq_max = streams or MAX_SEQUENCES
+        params.kv_unified = not streams  # tree nodes of many sequences share one cache
         params.n_threads = params.n_threads_batch = threads
         params.embeddings = True  # the final hidden state of every output position, beside its logits
         params.pooling_type = lib.LLAMA_POOLING_TYPE_NONE
@@ -139,7 +141,8 @@ class LlamaCppModel:
         params.no_perf = True
         ctx = lib.llama_init_from_model(self._model, params)
         if not ctx:
-            raise ModelError(f"llama.cpp could not open a context of {size} tokens for {self.name}")
+            held = f"{streams} streams of {size} tokens" if streams else f"a context of {size} tokens"
+            raise ModelError(f"llama.cpp could not open {held} for {self.name}")
         return ctx
 
     def __del__(self) -> None:
@@ -148,11 +151,11 @@ class LlamaCppModel:
             self._model = None
 
 
-class LlamaCppSession(SessionStats):
+class LlamaCppSession(RecordingSession):
     """One run's llama.cpp context. Implements Session and TreeSession; records features always."""
 
     def __init__(self, owner: LlamaCppModel, size: int | None = None) -> None:
-        super().__init__()
+        super().__init__(owner.hidden_size)
         lib = owner._lib
         self._lib = lib
         self._owner = owner  # keeps the shared model alive as long as this context
@@ -161,7 +164,6 @@ class LlamaCppSession(SessionStats):
         self._ctx = owner._new_context(threads, self.size)
         self._memory = lib.llama_get_memory(self._ctx)
         self._batch = lib.llama_batch_init(BATCH, 0, MAX_SEQUENCES)
-        self._features = torch.empty(0, owner.hidden_size)
         self._seqs: list[int] = []  # the sequence id of each held tree node
 
     def __del__(self) -> None:
@@ -174,19 +176,6 @@ class LlamaCppSession(SessionStats):
         if getattr(self, "_ctx", None):
             lib.llama_free(self._ctx)
             self._ctx = None
-
-    # --- the feature draft's view (as HFSession) --------------------------------------------------
-
-    def record_features(self) -> None:
-        if self.length:
-            raise ValueError("record features from the start of a session")
-
-    @property
-    def features_length(self) -> int:
-        return len(self._features)
-
-    def features(self, start: int, stop: int) -> torch.Tensor:
-        return self._features[start:stop]
 
     # --- Session ----------------------------------------------------------------------------------
 
@@ -278,23 +267,15 @@ class LlamaCppSession(SessionStats):
             if code != 0:
                 raise RuntimeError(f"llama.cpp could not decode {len(chunk)} tokens (code {code})")
             n = len(chunk)
-            logits = torch.frombuffer(_buffer(lib.llama_get_logits(self._ctx), n * vocab), dtype=torch.float32)
-            hidden = _buffer(lib.llama_get_embeddings(self._ctx), n * self._owner.hidden_size)
+            logits = torch.frombuffer(float_buffer(lib.llama_get_logits(self._ctx), n * vocab), dtype=torch.float32)
+            hidden = float_buffer(lib.llama_get_embeddings(self._ctx), n * self._owner.hidden_size)
             if at + n > len(tokens) - keep:
                 rows.append(logits.view(n, vocab)[max(0, len(tokens) - keep - at) :].to(torch.float64))
             feats.append(torch.frombuffer(hidden, dtype=torch.float32).view(n, -1).clone())
-        self._features = torch.cat([self._features, *feats])
-        self.length += len(tokens)
-        self.forward_seconds += time.perf_counter() - clock
-        self.forwards += 1
+        self._scored(feats, len(tokens), clock)
         if len(rows) == 1:  # one chunk (every step's decode): its rows, not a copy of them
             return rows[0]
         return torch.cat(rows) if rows else torch.empty(0, vocab, dtype=torch.float64)
-
-
-def _buffer(pointer, count: int) -> bytearray:
-    """The `count` floats at a llama.cpp output pointer, as a buffer torch can read (copied by the caller)."""
-    return (ctypes.c_float * count).from_address(ctypes.addressof(pointer.contents))
 
 
 def load_embedded(progress=None, context: int | None = None) -> LlamaCppModel:

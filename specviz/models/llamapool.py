@@ -12,6 +12,10 @@ and hidden states are the same bit for bit alone, in a context of its own, or be
 
 Only plain (chain) runs lease a stream: a token tree needs sequences of its own (specviz.models.llamacpp).
 When every stream is taken, or a run needs more than a stream holds, the run gets a context of its own.
+
+Also here, because both kinds of llama.cpp session use them: `RecordingSession` (the hidden states the feature
+draft reads, and a pass's bookkeeping), the output-buffer readers and `BATCH`; specviz.models.llamacpp imports
+this module, never the reverse (the pool reaches the model through the owner it is given).
 """
 
 from __future__ import annotations
@@ -20,13 +24,40 @@ import ctypes
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
 from specviz.models.lm import SessionStats
 
-BATCH = 512  # tokens per llama_decode call (the context's n_batch)
+BATCH = 512  # tokens per llama_decode call
+
+
+class RecordingSession(SessionStats):
+    """A llama.cpp session's record of every scored position's final hidden state (what the feature draft
+    reads, as from an HFSession), and the bookkeeping of a pass."""
+
+    def __init__(self, hidden_size: int) -> None:
+        super().__init__()
+        self._features = torch.empty(0, hidden_size)
+
+    def record_features(self) -> None:
+        if self.length:
+            raise ValueError("record features from the start of a session")
+
+    @property
+    def features_length(self) -> int:
+        return len(self._features)
+
+    def features(self, start: int, stop: int) -> torch.Tensor:
+        return self._features[start:stop]
+
+    def _scored(self, feats: list[torch.Tensor], tokens: int, since: float) -> None:
+        """A pass of `tokens` tokens begun at `since` (perf_counter) is done; `feats`: their hidden states."""
+        self._features = torch.cat([self._features, *feats])
+        self.length += tokens
+        self.forward_seconds += time.perf_counter() - since
+        self.forwards += 1
 
 
 @dataclass(eq=False)
@@ -38,7 +69,6 @@ class _Pass:
     hidden: torch.Tensor | None = None
     error: BaseException | None = None
     done: bool = False
-    batched_with: int = field(default=0)  # other runs' passes in the same decode
 
 
 class SlotPool:
@@ -48,20 +78,7 @@ class SlotPool:
         lib = owner._lib
         self._lib, self._owner = lib, owner
         self.slots, self.tokens = slots, tokens
-        params = lib.llama_context_default_params()
-        params.n_ctx = slots * tokens
-        params.n_batch = params.n_ubatch = BATCH
-        params.n_seq_max = slots
-        params.kv_unified = False  # a stream per run: a token sees its own run's cells only, laid out as alone
-        params.n_threads = params.n_threads_batch = threads
-        params.embeddings = True
-        params.pooling_type = lib.LLAMA_POOLING_TYPE_NONE
-        params.type_k = params.type_v = lib.GGML_TYPE_F32
-        params.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_DISABLED
-        params.no_perf = True
-        self._ctx = lib.llama_init_from_model(owner._model, params)
-        if not self._ctx:
-            raise MemoryError(f"llama.cpp could not open {slots} streams of {tokens} tokens")
+        self._ctx = owner._new_context(threads, tokens, streams=slots)  # a stream per run: its own cells only
         self._memory = lib.llama_get_memory(self._ctx)
         self._batch = lib.llama_batch_init(BATCH, 0, 1)
         self._cond = threading.Condition()
@@ -154,11 +171,9 @@ class SlotPool:
             for p in group:
                 n = len(p.tokens)
                 rows = range(i + n - p.keep, i + n)
-                p.logits = torch.stack([_row(lib.llama_get_logits_ith(self._ctx, r), vocab) for r in rows])
-                p.hidden = torch.stack(
-                    [_row(lib.llama_get_embeddings_ith(self._ctx, r), hidden) for r in range(i, i + n)]
-                )
-                p.batched_with = len(group) - 1
+                p.logits = torch.stack([floats(lib.llama_get_logits_ith(self._ctx, r), vocab) for r in rows])
+                states = [lib.llama_get_embeddings_ith(self._ctx, r) for r in range(i, i + n)]
+                p.hidden = torch.stack([floats(state, hidden) for state in states])
                 i += n
         except BaseException as exc:  # every pass of the group hears it; none waits forever
             for p in group:
@@ -177,39 +192,19 @@ class SlotPool:
             self._ctx = None
 
 
-def _row(pointer, count: int) -> torch.Tensor:
-    """`count` floats at a llama.cpp output row, copied."""
-
-    return torch.frombuffer(
-        (ctypes.c_float * count).from_address(ctypes.addressof(pointer.contents)), dtype=torch.float32
-    ).clone()
-
-
-class PooledSession(SessionStats):
+class PooledSession(RecordingSession):
     """One chain run's stream in a SlotPool: the Session a LlamaCppSession is, minus token trees."""
 
     def __init__(self, pool: SlotPool, seq: int) -> None:
-        super().__init__()
+        super().__init__(pool._owner.hidden_size)
         self._pool, self.seq = pool, seq
         self.size = pool.tokens
-        self._features = torch.empty(0, pool._owner.hidden_size)
 
     def __del__(self) -> None:
         pool = getattr(self, "_pool", None)
         if pool is not None:
             pool.release(self.seq)
             self._pool = None
-
-    def record_features(self) -> None:
-        if self.length:
-            raise ValueError("record features from the start of a session")
-
-    @property
-    def features_length(self) -> int:
-        return len(self._features)
-
-    def features(self, start: int, stop: int) -> torch.Tensor:
-        return self._features[start:stop]
 
     def extend(self, ids: Sequence[int], keep: int | None = None) -> torch.Tensor:
         self._check_linear()
@@ -221,17 +216,12 @@ class PooledSession(SessionStats):
         rows, feats = [], []
         for at in range(0, len(tokens), BATCH):  # a long prompt: passes of BATCH tokens, in order
             chunk = tokens[at : at + BATCH]
-            wanted = max(0, min(len(chunk), at + len(chunk) - (len(tokens) - keep)))
-            logits, hidden = (
-                self._pool.decode(self.seq, chunk, wanted) if wanted else self._pool.decode(self.seq, chunk, 1)
-            )
-            if wanted:
+            wanted = min(len(chunk), at + len(chunk) - (len(tokens) - keep))  # its rows among the last `keep`
+            logits, hidden = self._pool.decode(self.seq, chunk, max(wanted, 1))
+            if wanted > 0:
                 rows.append(logits.to(torch.float64))
             feats.append(hidden)
-        self._features = torch.cat([self._features, *feats])
-        self.length += len(tokens)
-        self.forward_seconds += time.perf_counter() - clock
-        self.forwards += 1
+        self._scored(feats, len(tokens), clock)
         vocab = self._pool._owner.vocab_size
         return torch.cat(rows) if rows else torch.empty(0, vocab, dtype=torch.float64)
 
@@ -241,3 +231,13 @@ class PooledSession(SessionStats):
             self._pool.crop(self.seq, length)
             self.length = length
             self._features = self._features[:length]
+
+
+def floats(pointer, count: int) -> torch.Tensor:
+    """The `count` floats at a llama.cpp output pointer, copied."""
+    return torch.frombuffer(float_buffer(pointer, count), dtype=torch.float32).clone()
+
+
+def float_buffer(pointer, count: int) -> bytearray:
+    """The `count` floats at a llama.cpp output pointer, as a buffer torch can read (copied by the caller)."""
+    return (ctypes.c_float * count).from_address(ctypes.addressof(pointer.contents))
