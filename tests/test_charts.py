@@ -386,3 +386,63 @@ def test_a_legend_takes_the_rows_its_entries_need():
     assert legend_rows(entries, 20, 600) == 3
     assert legend_rows(entries[:3], 20, 600) == 1 and legend_rows(entries[:4], 20, 600) == 2
     assert legend_rows([{"name": "x" * 200}], 20, 600) == 1  # one long entry still takes one row
+
+
+def _json(value):
+    """A figure's JSON as plotly.js reads it: unset (None) values and empty containers dropped."""
+    import json
+
+    import plotly.io as pio
+
+    def clean(o):
+        if isinstance(o, dict):
+            return {k: clean(v) for k, v in o.items() if v is not None and clean(v) not in ({}, [])}
+        return [clean(v) for v in o] if isinstance(o, list) else o
+
+    return clean(json.loads(pio.to_json(value, validate=False)))
+
+
+def test_a_chart_is_sent_as_its_plain_dicts_and_they_read_as_plotlys_validated_figure(runs):
+    """What Streamlit sends of a chart (`to_dict`) is the dicts it was built from, unvalidated (specviz.viz.memo.
+    PlainFigure): every chart of a Decode step, in every mode, must read exactly as the figure plotly validates
+    from them (the same traces, layout and default template), so that skipping plotly's validation changes
+    nothing on the page. A figure whose parts are read becomes plotly's own, and updates to it are sent."""
+    import plotly.graph_objects as go
+
+    import torch
+
+    from specviz import each_rule
+    from specviz.classroom.sandbox import SandboxCase, sandbox_step
+    from specviz.viz.charts import next_token_chart, rules_chart
+    from specviz.viz.memo import PlainFigure
+
+    checked = 0
+    for run in runs.values():
+        step, m = run.steps[1], run.metrics
+        figures = [
+            step_chart(step),
+            step_chart(step, hide_decisions=True),
+            top_chart(step, 0),
+            top_chart(step, 1, True),
+            next_token_chart(step),
+            history_chart(run.steps, 1),
+            per_position_chart(m.per_position_acceptance_rate, m.conditional_per_position_acceptance_rate, False),
+        ]
+        for fig in figures:
+            assert type(fig) is PlainFigure and "_specviz_source" in fig.__dict__  # nothing validated yet
+            sent = _json(fig.to_dict())
+            plain = fig.to_dict()
+            validated = _json(go.Figure(data=plain["data"], layout=plain["layout"]).to_dict())
+            assert sent == validated
+            assert sent["layout"]["template"] == validated["layout"]["template"] != {}
+            checked += 1
+    assert checked == 21
+    q, p = ((2 / 3, 1 / 3),) * 2, ((1 / 3, 2 / 3),) * 3  # the rules chart: the hand-worked step above
+    step = sandbox_step(SandboxCase(("a", "b"), q, p, (0.9, 0.5), u=(0.3, 0.8)), "lossless")
+    outcomes = each_rule([0, 1], torch.tensor(q, dtype=torch.float64), torch.tensor(p, dtype=torch.float64), step.r)
+    plain = rules_chart(step, outcomes).to_dict()
+    assert _json(plain) == _json(go.Figure(data=plain["data"], layout=plain["layout"]).to_dict())
+    fig = step_chart(runs["textbook"].steps[1])
+    assert fig.layout.xaxis.type == "category"  # read: now plotly's figure
+    fig.update_layout(height=123)
+    assert fig.to_dict()["layout"]["height"] == 123  # an update after reading is what is sent

@@ -81,3 +81,39 @@ def test_each_item_is_computed_in_a_turn_of_its_own():
         got.append((item, turns.waiting))  # between items the turn is free for others
     assert got == [(0, 0), (1, 0), (2, 0)]
     assert seen == [(0, 1), (1, 1), (2, 1)]
+
+
+def test_a_waiter_hears_its_place_at_once_then_at_most_once_a_note_interval():
+    """Under a class every turn taken moves 80 waiters; each redraw of a waiting note costs the server, so a waiter
+    hears its first place at once and then, however often it changes, at most once per `note_every`, the latest."""
+    turns = Turns(note_every=0.3)
+    heard: list[tuple[float, int]] = []
+    release, lecturers = threading.Event(), []
+    holder = turns.take("step")
+    holder.__enter__()
+    def wait_in_line() -> None:
+        with turns.take("step", lambda ahead, _: heard.append((time.monotonic(), ahead))):
+            pass
+
+    def lecture() -> None:
+        with turns.take("lecturer"):
+            release.wait(10)
+
+    waiter = threading.Thread(target=wait_in_line)
+    waiter.start()
+    wait_until(lambda: len(heard) == 1)
+    assert heard[0][1] == 1  # the holder ahead, said at once
+    for _ in range(4):  # four lecturer turns line up ahead of it within a moment
+        lecturer = threading.Thread(target=lecture)
+        lecturer.start()
+        lecturers.append(lecturer)
+    wait_until(lambda: turns.waiting == 6)
+    wait_until(lambda: len(heard) == 2)
+    time.sleep(0.5)
+    assert [ahead for _, ahead in heard] == [1, 5]  # not 2, 3, 4 on the way: the latest, once
+    assert heard[1][0] - heard[0][0] >= 0.3 - 0.01
+    release.set()
+    holder.__exit__(None, None, None)
+    for thread in [*lecturers, waiter]:
+        thread.join()
+    assert turns.waiting == 0

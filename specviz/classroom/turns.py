@@ -47,7 +47,7 @@ class Turns:
     its own kind for those that asked earlier (a ticket lock: a plain threading.Lock lets the thread that
     just released it take it again at once). `with turns:` is a Step's turn."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic, width: int = 1) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic, width: int = 1, note_every: float = 1.0) -> None:
         self._cond = threading.Condition()
         self._queue: list[tuple[int, int]] = []  # (priority, ticket), a heap
         self._tickets = itertools.count()
@@ -56,13 +56,16 @@ class Turns:
         self._clock = clock
         self._mean = {kind: 0.0 for kind in PRIORITY}  # recent time a turn of each kind was held, seconds
         self._plain = threading.local()  # `with turns:` in each thread
+        # A waiter hears of a change at most this often (seconds): under a class every turn taken changes 80
+        # waiters' places, and each redraw of a waiting note is a message from the server's one Python thread.
+        self.note_every = note_every
 
     @contextlib.contextmanager
     def take(self, kind: Kind = "step", waiting: Waiting | None = None) -> Iterator[Turns]:
         """Hold the turn; while others hold or come first, `waiting(ahead, seconds)` is told how many turns are
         ahead and about how long they take, each time that changes (from this caller's own thread)."""
         me = (PRIORITY[kind], next(self._tickets))
-        said = None
+        said, said_at = None, -float("inf")
         with self._cond:
             heapq.heappush(self._queue, me)
             self._cond.notify_all()  # those waiting hear one more ahead of them at once
@@ -77,8 +80,11 @@ class Turns:
                     if waiting is None or len(ahead) == said:
                         self._cond.wait(0.25)
                         continue
+                    if (since := time.monotonic() - said_at) < self.note_every:  # said a moment ago: later
+                        self._cond.wait(self.note_every - since)
+                        continue
                     eta = sum(self._mean[_kind(t)] for t in ahead) / self.width
-                said = len(ahead)
+                said, said_at = len(ahead), time.monotonic()
                 waiting(said, eta)  # outside the lock: it may draw on the page
         except BaseException:  # a rerun stopped this session while it waited: give up its place
             with self._cond:

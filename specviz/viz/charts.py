@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 
 from specviz.core.rules import RuleOutcome
 from specviz.core.trace import StepTrace, TokenProb
+from specviz.viz.memo import PlainFigure
 from specviz.viz.render import decision_parts, decision_reason, token_label
 
 DECISION_COLORS = {"accepted": "#1a9850", "rejected": "#d73027", "not reached": "#9e9e9e"}
@@ -26,7 +27,8 @@ def built(data: list[dict], layout: dict, size: int) -> go.Figure:
     px: the global font, the title, every axis's ticks and title, the legend and the bar labels.
     Streamlit's chart theme sets tick and legend fonts of its own (12 px), which a global font size
     alone does not override. One pass: charts of a step are rebuilt on every Step, where plotly's
-    updates (each one validated again) cost the server more than the model's work."""
+    updates (each one validated again) cost the server more than the model's work. Validated only when read
+    (specviz.viz.memo.PlainFigure): what the page sends is these dicts, as plotly.js takes them."""
     font = {"size": size}
     layout = {
         "font": font,
@@ -44,7 +46,7 @@ def built(data: list[dict], layout: dict, size: int) -> go.Figure:
     for trace in data:
         if trace.get("type") == "bar":
             trace.setdefault("textfont", font)
-    return go.Figure(data=data, layout=layout)
+    return PlainFigure(data, layout)
 
 
 def sized(fig: go.Figure, size: int) -> go.Figure:

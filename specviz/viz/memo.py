@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from specviz.core.trace import StepTrace
 
@@ -33,6 +34,46 @@ class FrozenFigure(go.Figure):
         if plain is None:
             plain = self._specviz_plain = super().to_dict()
         return plain
+
+
+class PlainFigure(go.Figure):
+    """A figure made from plain trace and layout dicts (what plotly.js draws), validated by plotly only when
+    something reads one of its parts (`fig.data`, `fig.layout`, an update): until then `to_dict` is the dicts
+    themselves. A class server builds every chart of a Step anew for each student, and plotly's validation and
+    the deep copies of its `to_dict` cost more of the server's Python than the rest of the chart's work
+    (docs/performance.md, "A class under load"). tests/test_charts.py checks that the dicts of every chart
+    read as plotly's validated form does."""
+
+    def __init__(self, data: list[dict], layout: dict) -> None:
+        self.__dict__["_specviz_source"] = (data, layout)
+
+    def __getattr__(self, name: str) -> Any:
+        source = self.__dict__.pop("_specviz_source", None)  # a part is read: become a validated figure, once
+        if source is None or name.startswith("__"):
+            raise AttributeError(name)
+        go.Figure.__init__(self, data=source[0], layout=source[1])
+        return getattr(self, name)
+
+    def to_dict(self) -> dict:
+        source = self.__dict__.get("_specviz_source")
+        if source is None:
+            return super().to_dict()
+        data, layout = source
+        return {"data": data, "layout": {**layout, "template": _template(layout.get("template"))}}
+
+
+_TEMPLATES: dict[str, dict] = {}
+
+
+def _template(template: object) -> object:
+    """The template plotly's validation would put in the layout: the one named (by default plotly's current
+    default, which Streamlit sets to its own on import), as a plain dict made once per name."""
+    if template is not None and not isinstance(template, str):
+        return template
+    name = template or pio.templates.default
+    if name not in _TEMPLATES:
+        _TEMPLATES[name] = pio.templates[name].to_plotly_json()
+    return _TEMPLATES[name]
 
 
 def frozen(fig: go.Figure) -> go.Figure:
