@@ -273,6 +273,7 @@ class StreamlitClient(_ElementQueries):
         self.query_string = ""
         self.max_cached_message_age = 2
         self.script_run_id = ""
+        self.fragment_ids_this_run: list[str] = []  # the fragments the current run reruns (none: the whole app)
         self.script_running = False
         self.tree: dict[tuple[int, ...], Node] = {}
         self.http_timings: dict[str, float] = {}
@@ -405,6 +406,7 @@ class StreamlitClient(_ElementQueries):
                 self.page_script_hash = ns.page_script_hash
             self.max_cached_message_age = ns.config.max_cached_message_age or 2
             self.script_run_id = msg.metadata.run.script_run_id
+            self.fragment_ids_this_run = list(msg.metadata.run.fragment_ids)
         elif kind == "navigation":
             self.pages = list(msg.navigation.app_pages)
             if msg.navigation.page_script_hash:
@@ -428,6 +430,14 @@ class StreamlitClient(_ElementQueries):
                 self.tree = {p: n for p, n in self.tree.items() if n.run_id == self.script_run_id}
                 live = set(self._widget_nodes())
                 self.widget_states = {k: v for k, v in self.widget_states.items() if k in live}
+            elif status == FINISHED_FRAGMENT_RUN_SUCCESSFULLY:
+                # A fragment's run over: only that fragment's stale nodes go (the rest of the page stays as it was).
+                ran = set(self.fragment_ids_this_run)
+                self.tree = {
+                    p: n
+                    for p, n in self.tree.items()
+                    if n.run_id == self.script_run_id or n.msg.delta.fragment_id not in ran
+                }
             if status != FINISHED_EARLY_FOR_RERUN and self._received_new_session and self.emulate_cache:
                 self._cache.increment_run_count(self.max_cached_message_age)
 
@@ -580,14 +590,21 @@ class StreamlitClient(_ElementQueries):
                     return run
 
     # ------------------------------------------------------------------ user actions
+    def fragment_of(self, wid: str) -> str:
+        """The fragment a widget was drawn in ("" outside any): as the browser does, a widget there reruns only it."""
+        node = self._widget_nodes().get(wid)
+        return node[2].msg.delta.fragment_id if node is not None else ""
+
     async def click(self, key: str, **kw: Any) -> RunResult:
         """Click st.button / st.form_submit_button with user key ``key``: send a WidgetState
-        with trigger_value=True for its id together with the other widgets' values."""
+        with trigger_value=True for its id together with the other widgets' values (and, for a button in an
+        st.fragment, that fragment's id, as the browser does: only the fragment reruns)."""
         wid = self.widget_id(key)
         _t, sub = self.widget(wid)
         if getattr(sub, "is_form_submitter", False):
             pending = self._form_pending.pop(sub.form_id, {})
             self.widget_states.update(pending)
+        kw.setdefault("fragment_id", self.fragment_of(wid))
         return await self.rerun(extra=[WidgetState(id=wid, trigger_value=True)], **kw)
 
     async def set_value(self, key: str, value: Any, **kw: Any) -> RunResult | None:
@@ -601,6 +618,7 @@ class StreamlitClient(_ElementQueries):
             self._form_pending.setdefault(sub.form_id, {})[wid] = ws
             return None
         self.widget_states[wid] = ws
+        kw.setdefault("fragment_id", self.fragment_of(wid))
         return await self.rerun(**kw)
 
     async def set_widget_state(self, key: str, **fields: Any) -> RunResult:

@@ -35,107 +35,118 @@ if upload or frozen:
 off = replay is not None
 with st.sidebar:
     target, draft, prompt, chat, config, tau, broken = sidebar.inputs(off)
-present = bool(st.session_state.get("decode_present"))  # a projector: one row of controls, no title
-if present:
-    cols = st.columns([1, 1.3, 1, 1, 2.1, 1.4, 2.6], vertical_alignment="bottom")
-    toggles = [st.container(), cols[4], cols[5]]
-else:  # the title shares its row with the toggles; on a short screen it shrinks (COMPACT_CSS)
-    st.html(COMPACT_CSS)
-    toggles = st.columns([3.6, 1.7, 1.2], vertical_alignment="center")
-    toggles[0].title("Speculative decoding, step by step")
-with toggles[1]:
-    presentation_toggle("decode_present")
-quiz_on = toggles[2].toggle("Quiz mode", key="decode_quiz", help="Hide r and the decisions until the class has guessed")
-kind = quiz_ui.kind_picker(cols[-1] if present else st.container(), quiz_on, present)
-if upload_error:
-    st.error(f"**This file is not a specviz trace that can be replayed:** {upload_error}", icon=":material/error:")
-if isinstance(config, specviz.ConfigError):
-    st.error(f"**These settings do not make a run.** {sentence(config)}", icon=":material/error:")
-    st.stop()
-if broken:
-    st.warning(f"**Broken draft, on purpose.** {BROKEN_HELP}", icon=":material/bug_report:")
-pair = None if replay else ui.load_pair(target, draft)
-settings = (target, draft, pair.runtime if pair else None, prompt, chat, config)  # a new runtime: a new run
 
 
-def start_run() -> specviz.Decoder | None:
-    """A new run with the current settings; None (the reason shown, the old run kept) on failure."""
-    if pair is None:
-        return None
-    try:
-        with st.spinner(f"Reading the prompt into both models ({len(prompt):,} characters)…"), ui.compute_turn():
-            return specviz.Decoder(pair, prompt, config, chat=None if chat else False, compare_rules=True)
-    except specviz.SpecvizError as exc:
-        st.error(f"**Cannot start a new run.** {sentence(exc)} The run below is kept.", icon=":material/error:")
-        return None
-
-
-turn = contextlib.nullcontext if replay else ui.compute_turn  # a replay computes nothing: no queue
-stepper = st.session_state.setdefault("decode_stepper", Stepper())  # every click queued (on_click), none lost
-cols = cols if present else st.columns([1, 1.3, 1, 1, 4], vertical_alignment="bottom")
-for col, (action, label, key, icon) in zip(cols, view_of.CONTROLS, strict=False):
-    col.button(
-        label,
-        key=key,
-        icon=icon,
-        on_click=stepper.press,
-        args=(action,),
-        type="primary" if action == "step" else "secondary",
+# Everything below the sidebar is one fragment: a Step, Back, a step picked, a quiz answer or a toggle reruns only
+# this function (with the sidebar's values of the last whole run), not the sidebar, the menu and the settings kept
+# across pages; on a class server that is a fifth of a Step's Python (docs/performance.md, "A class under load").
+# A changed setting in the sidebar reruns the whole page, and this with it.
+@st.fragment
+def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, tau, broken) -> None:
+    present = bool(st.session_state.get("decode_present"))  # a projector: one row of controls, no title
+    if present:
+        cols = st.columns([1, 1.3, 1, 1, 2.1, 1.4, 2.6], vertical_alignment="bottom")
+        toggles = [st.container(), cols[4], cols[5]]
+    else:  # the title shares its row with the toggles; on a short screen it shrinks (COMPACT_CSS)
+        st.html(COMPACT_CSS)
+        toggles = st.columns([3.6, 1.7, 1.2], vertical_alignment="center")
+        toggles[0].title("Speculative decoding, step by step")
+    with toggles[1]:
+        presentation_toggle("decode_present")
+    quiz_on = toggles[2].toggle(
+        "Quiz mode", key="decode_quiz", help="Hide r and the decisions until the class has guessed"
     )
-if (autostep := st.session_state.pop("decode_autostep", 0)) and pair is not None:  # opened from a link
-    with st.spinner(f"Opening the shared run: {autostep} steps with the link's settings…"):
-        stepper.open_link(settings, autostep, start_run, lambda d: parts.step(d, turn))
-parts.take_clicks(stepper, settings, start_run, replay, turn)  # every click queued, in order
-dec, stale = replay or stepper.decoder, replay is None and stepper.stale(settings)
-link_steps = {"decode_steps": len(dec.steps) if dec and not stale and not replay else 0}
-if dec is None or not dec.steps:
+    kind = quiz_ui.kind_picker(cols[-1] if present else st.container(), quiz_on, present)
+    if upload_error:
+        st.error(f"**This file is not a specviz trace that can be replayed:** {upload_error}", icon=":material/error:")
+    if isinstance(config, specviz.ConfigError):
+        st.error(f"**These settings do not make a run.** {sentence(config)}", icon=":material/error:")
+        st.stop()
+    if broken:
+        st.warning(f"**Broken draft, on purpose.** {BROKEN_HELP}", icon=":material/bug_report:")
+    pair = None if replay else ui.load_pair(target, draft)
+    settings = (target, draft, pair.runtime if pair else None, prompt, chat, config)  # a new runtime: a new run
+
+    def start_run() -> specviz.Decoder | None:
+        """A new run with the current settings; None (the reason shown, the old run kept) on failure."""
+        if pair is None:
+            return None
+        try:
+            with st.spinner(f"Reading the prompt into both models ({len(prompt):,} characters)…"), ui.compute_turn():
+                return specviz.Decoder(pair, prompt, config, chat=None if chat else False, compare_rules=True)
+        except specviz.SpecvizError as exc:
+            st.error(f"**Cannot start a new run.** {sentence(exc)} The run below is kept.", icon=":material/error:")
+            return None
+
+    turn = contextlib.nullcontext if replay else ui.compute_turn  # a replay computes nothing: no queue
+    stepper = st.session_state.setdefault("decode_stepper", Stepper())  # every click queued (on_click), none lost
+    cols = cols if present else st.columns([1, 1.3, 1, 1, 4], vertical_alignment="bottom")
+    for col, (action, label, key, icon) in zip(cols, view_of.CONTROLS, strict=False):
+        col.button(
+            label,
+            key=key,
+            icon=icon,
+            on_click=stepper.press,
+            args=(action,),
+            type="primary" if action == "step" else "secondary",
+        )
+    if (autostep := st.session_state.pop("decode_autostep", 0)) and pair is not None:  # opened from a link
+        with st.spinner(f"Opening the shared run: {autostep} steps with the link's settings…"):
+            stepper.open_link(settings, autostep, start_run, lambda d: parts.step(d, turn))
+    parts.take_clicks(stepper, settings, start_run, replay, turn)  # every click queued, in order
+    dec, stale = replay or stepper.decoder, replay is None and stepper.stale(settings)
+    link_steps = {"decode_steps": len(dec.steps) if dec and not stale and not replay else 0}
+    if dec is None or not dec.steps:
+        ui.share_link("decode", link_steps, show=not present)
+        st.info(
+            "Press **Step**: the draft proposes τ tokens, the target scores them all in one pass, and each is "
+            "accepted or rejected. Hover the marked tokens for q, p, p/q and r.",
+            icon=":material/info:",
+        )
+        # What a step can yield, drawn before the first Step: it also loads the browser's chart code now,
+        # which made the first Step take seconds longer than the next ones.
+        st.markdown(view_of.expectation(tau))
+        st.plotly_chart(run_charts.theory_chart([0.5, 0.7, 0.9], max_tau=max(8, tau)), key="decode_expect_chart")
+        st.stop()
+    if stale:
+        st.warning("Settings changed: the next **Step** starts a new run with them. The run below used the old ones.")
+
+    run = dec.trace()
+    last = run.steps[-1]
+    if replay:
+        st.info(replay.describe(), icon=":material/replay:")
+    text_box = st.container()  # the marked text heads the page, whatever is drawn first
+    beside = st.columns([2, 1]) if present and last.tau > 0 else None  # a projector: chart | next token or quiz
+    with beside[1] if beside and quiz_on else st.container():  # on a projector the quiz sits beside the chart
+        hidden = quiz_on and last.tau > 0 and not quiz_ui.panel(last, kind, compact=present)
+    draws = hidden and kind == "rule"  # the quiz on the rule shows r and p/q, never the decisions
+    with cols[-1] if not (present and quiz_on) else st.container():  # in the row of buttons, where there is room
+        view = parts.step_picker(run.steps, hidden)  # the step drawn: the newest, or one picked
+    upto = run.steps[: view.index + 1]
+    marks = quiz_ui.marks(view) if quiz_on else ()  # after Reveal: the class right or wrong, per token
+    text = run_html(
+        run.prompt if run.chat else run.prompt_text, upto, run.chat, hide_last=hidden, show_draws=draws, marks=marks
+    )
+    text_box.html(f'{"" if hidden else LEGEND}<div class="sv-box">{text}</div>')  # on short screens: the newest lines
+    if view.tau == 0:
+        st.info(
+            f"No draft at step {view.index + 1} (the drafter found no match, or the end was near): the target "
+            f"alone chose '{view.next_text}'."
+        )
+    else:
+        parts.draw_step(view, run.config.mode == "greedy", hidden, draws, tuple(marks), present, beside)
+        if not hidden:  # what token-wise, one-hot and block make of this step's draft and draws
+            parts.rules_panel(view, None if replay else dec.under_each_rule(view.index), pair, run.config.mode)
+    parts.draw_run(run, view, hidden)
+    if not hidden:
+        trace_reading(run, None if replay else pair, ui.compute_turn, frozen.data["reading"] if frozen else None)
+    if quiz_on:
+        quiz_ui.reset_button()
+    if not hidden:  # a saved trace holds r and every decision
+        columns = ["step", "position", "draft_tokens", "draft_text", "q", "p", "ratio", "r", "decision"]
+        csv = lambda: run.positions_frame()[columns].to_csv(index=False)  # noqa: E731  (made on click)
+        ui.downloads("decode", "specviz-trace", lambda: run.to_json(indent=1), csv, ("Trace as JSON", "Steps as CSV"))
     ui.share_link("decode", link_steps, show=not present)
-    st.info(
-        "Press **Step**: the draft proposes τ tokens, the target scores them all in one pass, and each is "
-        "accepted or rejected. Hover the marked tokens for q, p, p/q and r.",
-        icon=":material/info:",
-    )
-    # What a step can yield, drawn before the first Step: it also loads the browser's chart code now,
-    # which made the first Step take seconds longer than the next ones.
-    st.markdown(view_of.expectation(tau))
-    st.plotly_chart(run_charts.theory_chart([0.5, 0.7, 0.9], max_tau=max(8, tau)), key="decode_expect_chart")
-    st.stop()
-if stale:
-    st.warning("Settings changed: the next **Step** starts a new run with them. The run below used the old ones.")
 
-run = dec.trace()
-last = run.steps[-1]
-if replay:
-    st.info(replay.describe(), icon=":material/replay:")
-text_box = st.container()  # the marked text heads the page, whatever is drawn first
-beside = st.columns([2, 1]) if present and last.tau > 0 else None  # a projector: chart | next token or quiz
-with beside[1] if beside and quiz_on else st.container():  # on a projector the quiz sits beside the chart
-    hidden = quiz_on and last.tau > 0 and not quiz_ui.panel(last, kind, compact=present)
-draws = hidden and kind == "rule"  # the quiz on the rule shows r and p/q, never the decisions
-with cols[-1] if not (present and quiz_on) else st.container():  # in the row of buttons, where there is room
-    view = parts.step_picker(run.steps, hidden)  # the step drawn: the newest, or one picked
-upto = run.steps[: view.index + 1]
-marks = quiz_ui.marks(view) if quiz_on else ()  # after Reveal: the class right or wrong, per token
-text = run_html(
-    run.prompt if run.chat else run.prompt_text, upto, run.chat, hide_last=hidden, show_draws=draws, marks=marks
-)
-text_box.html(f'{"" if hidden else LEGEND}<div class="sv-box">{text}</div>')  # on short screens: the newest lines
-if view.tau == 0:
-    st.info(
-        f"No draft at step {view.index + 1} (the drafter found no match, or the end was near): the target "
-        f"alone chose '{view.next_text}'."
-    )
-else:
-    parts.draw_step(view, run.config.mode == "greedy", hidden, draws, tuple(marks), present, beside)
-    if not hidden:  # what token-wise, one-hot and block make of this step's draft and draws
-        parts.rules_panel(view, None if replay else dec.under_each_rule(view.index), pair, run.config.mode)
-parts.draw_run(run, view, hidden)
-if not hidden:
-    trace_reading(run, None if replay else pair, ui.compute_turn, frozen.data["reading"] if frozen else None)
-if quiz_on:
-    quiz_ui.reset_button()
-if not hidden:  # a saved trace holds r and every decision
-    columns = ["step", "position", "draft_tokens", "draft_text", "q", "p", "ratio", "r", "decision"]
-    csv = lambda: run.positions_frame()[columns].to_csv(index=False)  # noqa: E731  (made on click)
-    ui.downloads("decode", "specviz-trace", lambda: run.to_json(indent=1), csv, ("Trace as JSON", "Steps as CSV"))
-ui.share_link("decode", link_steps, show=not present)
+
+run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, tau, broken)

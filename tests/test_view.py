@@ -115,3 +115,27 @@ def test_an_uploaded_trace_opens_once_and_a_bad_file_says_why(run):
     assert fresh is not replay and fresh.cursor == 0
     bad, error = replay_for(b"not json", "c.json", replay)
     assert bad is None and "not JSON" in error
+
+
+def test_the_step_table_worked_by_hand():
+    """Draft ('a', 'b') on q = (2/3, 1/3), p = (1/3, 2/3) at both positions, lossless: p/q is 0.5 for 'a' and 2 for 'b'.
+    r = 0.9 > 0.5 rejects 'a' ('b' is never reached); r = 0.4 accepts 'a' and r = 0.5 ≤ min(1, 2) accepts 'b'. Before
+    a Reveal the decisions go (r too, unless the quiz is on the rule), and greedy mode adds p's argmax: 'b'."""
+    from specviz.classroom.sandbox import SandboxCase, sandbox_step
+    from specviz.viz.render import step_frame
+
+    q, p = ((2 / 3, 1 / 3),) * 2, ((1 / 3, 2 / 3),) * 3
+    rejected = sandbox_step(SandboxCase(("a", "b"), q, p, (0.9, 0.5), u=(0.3, 0.8)), "lossless")
+    table = step_frame(rejected, greedy=False)
+    assert table.index.name == "position" and list(table.index) == [1, 2]
+    assert list(table.columns) == ["token", "q", "p", "p/q", "r", "decision"]
+    assert table.values.tolist() == [
+        ["a", "0.6667", "0.3333", "0.5000", "0.9000", "rejected"],
+        ["b", "0.3333", "0.6667", "2.0000", "0.5000", "not reached"],
+    ]
+    accepted = sandbox_step(SandboxCase(("a", "b"), q, p, (0.4, 0.5), u=(0.3, 0.8)), "lossless")
+    assert list(step_frame(accepted, greedy=False)["decision"]) == ["accepted", "accepted"]
+    hidden = step_frame(rejected, greedy=True, hidden=True)
+    assert list(hidden.columns) == ["token", "q", "p", "p/q", "target argmax"]
+    assert list(hidden["target argmax"]) == ["b", "b"]
+    assert list(step_frame(rejected, greedy=False, hidden=True, draws=True)["r"]) == ["0.9000", "0.5000"]

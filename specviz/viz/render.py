@@ -250,22 +250,23 @@ def threshold_name(step: StepTrace) -> str:
 def step_frame(step: StepTrace, greedy: bool, hidden: bool = False, draws: bool = False) -> pd.DataFrame:
     """The step's numbers as a table a room can read, one row per draft token, by position: token, q,
     p, p/q, r (four decimals, as text), the target's argmax in greedy mode, the decision. Before a
-    quiz's Reveal (`hidden`): no decision, and r only with `draws`."""
-    table = step.to_frame()
+    quiz's Reveal (`hidden`): no decision, and r only with `draws`. Made from the step's lists in one go (a
+    class server makes one per Step for every student)."""
+
+    def text(values) -> list[str]:  # as text: a Styler costs more
+        return ["–" if x is None or x != x else f"{x:.4f}" for x in values]
+
+    table = {"token": [token_label(t) for t in step.draft_text], "q": text(step.q), "p": text(step.p)}
+    table["p/q"] = text(step.ratio)
+    if not hidden or draws:
+        table["r"] = text(step.r)
     if greedy:
         table["target argmax"] = [token_label(top[0].text) if top else "" for top in step.p_top]
-    columns = ["position", "draft_text", "q", "p", "ratio", *([] if hidden and not draws else ["r"])]
-    columns += ["target argmax"] if greedy else []
     if step.verify is not None and (draws or not hidden):  # what r was compared with under the engines' rules
-        table["threshold"] = list(step.verify.threshold)
-        columns.append("threshold")
-    names = {"draft_text": "token", "ratio": "p/q", "threshold": threshold_name(step)}
-    table = table[columns + ([] if hidden else ["decision"])].rename(columns=names)
-    table["token"] = [token_label(t) for t in table["token"]]
-    for column in dict.fromkeys(("q", "p", "p/q", "r", threshold_name(step))):  # as text: a Styler costs more
-        if column in table:
-            table[column] = ["–" if x is None or x != x else f"{x:.4f}" for x in table[column]]
-    return table.set_index("position")
+        table[threshold_name(step)] = text(step.verify.threshold)
+    if not hidden:
+        table["decision"] = list(step.decision)
+    return pd.DataFrame(table, index=pd.Index(range(1, step.tau + 1), name="position"))
 
 
 RULE_NAMES = {  # each verification rule as the page names it, with who runs it
