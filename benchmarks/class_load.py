@@ -59,6 +59,7 @@ class Student:
     errors: list[str] = field(default_factory=list)
     trace: str | None = None
     retries: int = 0  # downloads asked for again after a 404 (see `download`)
+    opened_at: list[float] = field(default_factory=list)  # when the page was opened (perf_counter)
 
     @property
     def link(self) -> str:
@@ -118,6 +119,7 @@ async def student_life(url: str, student: Student, until: float, think: float, s
             await client.close()
             client = StreamlitClient(url)
         start = time.perf_counter()
+        student.opened_at.append(start)
         await client.connect(query_string=student.link, timeout=600)
         student.latencies.setdefault("open", []).append(time.perf_counter() - start)
         student.errors += page_errors(client)
@@ -218,6 +220,14 @@ def measure(n: int, seconds: float, think: float, env: dict[str, str], out: Path
         "step_p95": quantile(steps, 0.95),
         "step_max": max(steps, default=float("nan")),
         "settled_p95": quantile(settled, 0.95),
+        "step_times": sorted(
+            (round(at - t0, 2), round(t, 3)) for s in students if not s.sweeps for at, t in s.steps_at
+        ),
+        "open_times": sorted(
+            (round(at - t0, 2), round(t, 3))
+            for s in students
+            for at, t in zip(s.opened_at, s.latencies.get("open", []), strict=False)
+        ),
         "action_p95": quantile(every, 0.95),
         "cpu_per_step": cpu / max(len(steps), 1),
         "server_cpu_share": cpu / wall / (os.cpu_count() or 1),

@@ -427,6 +427,7 @@ def test_a_chart_is_sent_as_its_plain_dicts_and_they_read_as_plotlys_validated_f
             next_token_chart(step),
             history_chart(run.steps, 1),
             per_position_chart(m.per_position_acceptance_rate, m.conditional_per_position_acceptance_rate, False),
+            theory_chart([0.5, 0.7, 0.9], max_tau=8),
         ]
         for fig in figures:
             assert type(fig) is PlainFigure and "_specviz_source" in fig.__dict__  # nothing validated yet
@@ -436,7 +437,7 @@ def test_a_chart_is_sent_as_its_plain_dicts_and_they_read_as_plotlys_validated_f
             assert sent == validated
             assert sent["layout"]["template"] == validated["layout"]["template"] != {}
             checked += 1
-    assert checked == 21
+    assert checked == 24
     q, p = ((2 / 3, 1 / 3),) * 2, ((1 / 3, 2 / 3),) * 3  # the rules chart: the hand-worked step above
     step = sandbox_step(SandboxCase(("a", "b"), q, p, (0.9, 0.5), u=(0.3, 0.8)), "lossless")
     outcomes = each_rule([0, 1], torch.tensor(q, dtype=torch.float64), torch.tensor(p, dtype=torch.float64), step.r)

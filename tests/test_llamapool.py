@@ -163,3 +163,25 @@ def test_streams_leased_given_back_and_what_does_not_fit(pair, monkeypatch):
     c = pair.target.new_session(100, linear=True)
     assert isinstance(c, PooledSession) and c.seq == seq  # the stream given back, emptied, reused
     assert torch.equal(c.extend([1, 2, 3, 4, 5]), logits)  # as fresh as a new context
+
+
+@pytest.mark.slow
+def test_a_prompt_decoded_once_is_copied_for_the_next_run_that_starts_with_it(pair, monkeypatch):
+    """A class opens one link: the prompt is decoded for the first run and its stream copied for every next run
+    that starts with it (prefix caching, as llama.cpp's server does): those runs equal their runs alone in
+    contexts of their own, bit for bit, whatever their seed, τ and mode; another prompt is decoded; and when runs
+    need every stream, the kept prompt gives its stream up."""
+    alone = [_run(pair, i).trace().outcome() for i in (0, 4, 1)]
+    pool = SlotPool(pair.target, 4, 512, pair.target.threads or llamacpp.default_threads())
+    monkeypatch.setattr(pair.target, "_pool", pool)
+    first = _run(pair, 0)  # decodes PROMPTS[0] and keeps a copy in a second stream
+    assert pool.prefix_hits == 0 and len(pool._prefixes) == 1
+    second = _run(pair, 4)  # PROMPTS[0] again, another seed, τ and mode: copied, not decoded
+    assert pool.prefix_hits == 1
+    third = _run(pair, 1)  # another prompt: decoded (no stream left to keep it in)
+    assert pool.prefix_hits == 1 and len(pool._prefixes) == 1
+    runs = (first, second, third)
+    assert all(isinstance(r._target, PooledSession) for r in runs)
+    for i, run in enumerate(runs):
+        assert run.trace().outcome() == alone[i], f"run {i} differs from its run alone"
+    assert pool.lease() is not None and not pool._prefixes  # a run needs the last stream: the copy goes

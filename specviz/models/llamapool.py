@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,6 +32,7 @@ import torch
 from specviz.models.lm import SessionStats
 
 BATCH = 512  # tokens per llama_decode call
+PREFIXES = 4  # prompts whose streams a pool keeps to copy (a class opens the lecturer's link: one prompt for all)
 
 
 class RecordingSession(SessionStats):
@@ -86,15 +88,22 @@ class SlotPool:
         self._released: list[int] = []  # streams given back (from any thread, even a finaliser): cleared lazily
         self._waiting: list[_Pass] = []
         self._busy = False
+        # A run's first pass (its prompt) already decoded for another run: (tokens, keep) -> (the stream kept
+        # holding them, their logits, their hidden states), the oldest first. The stream is copied whole.
+        self._prefixes: OrderedDict[tuple, tuple[int, torch.Tensor, torch.Tensor]] = OrderedDict()
         self.decodes = 0  # llama_decode calls
         self.passes = 0  # runs' passes they served
+        self.prefix_hits = 0  # prompts copied from a kept stream instead of decoded
 
     # --- streams ----------------------------------------------------------------------------------
 
     def lease(self) -> int | None:
-        """A free stream's sequence id, emptied; None when every stream is taken."""
+        """A free stream's sequence id, emptied; None when every stream is taken (a kept prompt's stream is given
+        up for a run first)."""
         with self._cond:
             self._idle()
+            if not self._free and self._prefixes:
+                self._forget_oldest()
             return self._free.pop() if self._free else None
 
     def release(self, seq: int) -> None:
@@ -106,6 +115,47 @@ class SlotPool:
         with self._cond:
             self._idle()
             self._lib.llama_memory_seq_rm(self._memory, seq, length, -1)
+
+    # --- prompts decoded once for every run that starts with them (prefix caching) ----------------------------
+
+    def copy_prefix(self, tokens: Sequence[int], keep: int, seq: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """If a stream holds exactly `tokens` (a pass of another run, from an empty stream, with the same `keep`):
+        copy it into the empty stream `seq` and return that pass's logits and hidden states; else None. The cells
+        are copied whole (llama.cpp copies a stream's buffer at the next decode, before it computes anything), so
+        `seq` then holds what decoding the same pass into it gives: what llama.cpp's server calls a cached
+        prompt."""
+        with self._cond:
+            self._idle()
+            entry = self._prefixes.get((tuple(tokens), keep))
+            if entry is None:
+                return None
+            self._prefixes.move_to_end((tuple(tokens), keep))
+            holder, logits, hidden = entry
+            self._lib.llama_memory_seq_cp(self._memory, holder, seq, -1, -1)
+            self.prefix_hits += 1
+            return logits.clone(), hidden.clone()
+
+    def keep_prefix(
+        self, tokens: Sequence[int], keep: int, seq: int, logits: torch.Tensor, hidden: torch.Tensor
+    ) -> None:
+        """Stream `seq` holds just `tokens`, decoded in one pass from empty: keep a copy of it in a free stream (if
+        one is free) for the next run with the same first pass; the least recently used of PREFIXES goes."""
+        key = (tuple(tokens), keep)
+        with self._cond:
+            self._idle()
+            if key in self._prefixes or not self._free:
+                return
+            holder = self._free.pop()
+            self._lib.llama_memory_seq_cp(self._memory, seq, holder, -1, -1)
+            self._prefixes[key] = (holder, logits.clone(), hidden.clone())
+            while len(self._prefixes) > PREFIXES:
+                self._forget_oldest()
+
+    def _forget_oldest(self) -> None:
+        """(Holding the lock, no decode running.) The least recently used kept prompt's stream, emptied and free."""
+        _, (holder, _, _) = self._prefixes.popitem(last=False)
+        self._lib.llama_memory_seq_rm(self._memory, holder, -1, -1)
+        self._free.append(holder)
 
     def _idle(self) -> None:
         """Wait (holding the lock) until no decode runs, then empty the streams given back."""
@@ -212,6 +262,11 @@ class PooledSession(RecordingSession):
         if self.length + len(ids) > self.size:
             raise ValueError(f"this llama.cpp session holds at most {self.size} tokens")
         clock = time.perf_counter()
+        first = self.length == 0 and 0 < keep <= len(ids) <= BATCH  # a prompt: another run's copy may hold it
+        if first and (copied := self._pool.copy_prefix(ids, keep, self.seq)) is not None:
+            logits, hidden = copied
+            self._scored([hidden], len(ids), clock)
+            return logits.to(torch.float64)
         tokens = [(int(y), self.length + i) for i, y in enumerate(ids)]
         rows, feats = [], []
         for at in range(0, len(tokens), BATCH):  # a long prompt: passes of BATCH tokens, in order
@@ -221,6 +276,8 @@ class PooledSession(RecordingSession):
             if wanted > 0:
                 rows.append(logits.to(torch.float64))
             feats.append(hidden)
+        if first:
+            self._pool.keep_prefix(ids, keep, self.seq, logits, hidden)
         self._scored(feats, len(tokens), clock)
         vocab = self._pool._owner.vocab_size
         return torch.cat(rows) if rows else torch.empty(0, vocab, dtype=torch.float64)

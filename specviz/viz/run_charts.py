@@ -157,21 +157,23 @@ def per_position_chart(
 def theory_chart(alphas: Sequence[float], max_tau: int = 12) -> go.Figure:
     """Expected tokens per step (1 − α^{τ+1}) / (1 − α) against τ, one curve per α."""
     taus = list(range(1, max_tau + 1))
-    fig = go.Figure()
-    for alpha in alphas:
-        fig.add_scatter(
-            x=taus,
-            y=[expected_tokens_per_step(alpha, t) for t in taus],
-            mode="lines+markers",
-            name=f"α = {alpha}",
-        )
-    fig.update_layout(
-        height=380,
-        xaxis={"title": "τ (draft tokens per step)", "dtick": 1},
-        yaxis={"title": "expected tokens per step"},
-        margin={"t": 30},
-    )
-    return sized(fig, FONT["size"])
+    data = [
+        {
+            "type": "scatter",
+            "x": taus,
+            "y": [expected_tokens_per_step(alpha, t) for t in taus],
+            "mode": "lines+markers",
+            "name": f"α = {alpha}",
+        }
+        for alpha in alphas
+    ]
+    layout = {
+        "height": 380,
+        "xaxis": {"title": "τ (draft tokens per step)", "dtick": 1},
+        "yaxis": {"title": "expected tokens per step"},
+        "margin": {"t": 30},
+    }
+    return built(data, layout, FONT["size"])
 
 
 def lossless_chart(
