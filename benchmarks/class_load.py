@@ -13,7 +13,12 @@ taken), its resident memory (peak), errors (exceptions or error boxes on a page,
 every student's final trace (downloaded as the page's "Trace as JSON") equals the same run decoded alone in
 this process (same models, runtime, torch thread count, prompt, settings and seed).
 
+Beside the class, the lecturer's session (opened with the class's lecturer key, in presentation view) steps the same
+way and is reported apart. The students share four prompts (a class opens the lecturer's links); `--own-prompts`
+gives each one a prompt of its own, so that no run finds its prompt already decoded (specviz.models.llamapool).
+
 Usage: python -m benchmarks.class_load [--students 80] [--minutes 3] [--sizes 1 10 20 40] [--think 10]
+       [--sweepers K] [--own-prompts] [--no-lecturer] [--env KEY=VALUE ...] [--json FILE]
 The smaller sizes run first, each for a minute (or `--minutes` if shorter); the last line is the largest's.
 """
 
@@ -50,10 +55,15 @@ STEP_KEY = {"step": "decode_step", "back": "decode_back", "reset": "decode_reset
 SWEEP_LINK = urlencode({"sweep_taus": "1-8", "sweep_seeds": 2, "sweep_max_new": 48})  # 16 runs: a class-mode sweep
 
 
+LECTURER_KEY = "class-load-lecturer"  # the server's lecturer key in this benchmark (a settings file it writes)
+
+
 @dataclass
 class Student:
     index: int
     sweeps: bool = False  # first runs a τ sweep (a heavy job), then steps like the others
+    lecturer: bool = False  # the lecturer's session: opened with the lecturer key, in presentation view
+    own_prompt: bool = False  # a prompt no other student has (no run can copy another's prompt from the cache)
     latencies: dict[str, list[float]] = field(default_factory=dict)
     steps_at: list[tuple[float, float]] = field(default_factory=list)  # (clicked at, latency) of each Step
     errors: list[str] = field(default_factory=list)
@@ -63,8 +73,14 @@ class Student:
 
     @property
     def link(self) -> str:
+        lecturer = {"lecturer": LECTURER_KEY, "decode_present": "true"} if self.lecturer else {}
         return urlencode(
-            {"decode_seed": self.index, "decode_prompt": PROMPTS[self.index % len(PROMPTS)], "decode_max_new": MAX_NEW}
+            {
+                "decode_seed": self.index,
+                "decode_prompt": PROMPTS[self.index % len(PROMPTS)] + (f" (student {self.index})" * self.own_prompt),
+                "decode_max_new": MAX_NEW,
+                **lecturer,
+            }
         )
 
 
@@ -123,6 +139,8 @@ async def student_life(url: str, student: Student, until: float, think: float, s
         await client.connect(query_string=student.link, timeout=600)
         student.latencies.setdefault("open", []).append(time.perf_counter() - start)
         student.errors += page_errors(client)
+        if student.lecturer and not client.contains("This is the lecturer's session"):
+            student.errors.append("the lecturer's link did not open the lecturer's session")
         while time.perf_counter() < until:
             await asyncio.sleep(think * rng.uniform(0.7, 1.3))
             if time.perf_counter() >= until:
@@ -193,22 +211,44 @@ def quantile(values: list[float], q: float) -> float:
     return ordered[max(0, -(-round(q * 100) * len(ordered) // 100) - 1)] if ordered else float("nan")
 
 
-def measure(n: int, seconds: float, think: float, env: dict[str, str], out: Path, sweepers: int = 0) -> dict:
+def class_env(out: Path) -> dict[str, str]:
+    """The server's environment: class mode with its default budgets, and a lecturer key (in a settings file
+    written to `out`) for the lecturer's session."""
+    settings = out / "class.toml"
+    settings.write_text(f'[class]\nlecturer_key = "{LECTURER_KEY}"\n')
+    return {"SPECVIZ_CLASS_MODE": "1", "SPECVIZ_CLASS_SETTINGS": str(settings.resolve())}
+
+
+def measure(
+    n: int,
+    seconds: float,
+    think: float,
+    env: dict[str, str],
+    out: Path,
+    sweepers: int = 0,
+    lecturer: bool = True,
+    own_prompts: bool = False,
+) -> dict:
+    """A class of `n` (the first `sweepers` run a sweep first) and, with `lecturer`, the lecturer's session beside it
+    (presentation view, opened with the lecturer key: first in the server's queue), measured apart. The students
+    share four prompts (a class opens the lecturer's links), or with `own_prompts` each has a prompt of its own."""
     procs: list = []
     with serve(out / f"server-{n}.log", env=env, procs=procs) as url:
         pid = procs[0].pid
         warm = [Student(10_000)]  # load the pair and compile the pages once, before the clock starts
         class_of(url, warm, 1.0, 0.5)
-        students = [Student(i, sweeps=i < sweepers) for i in range(n)]
+        students = [Student(i, sweeps=i < sweepers, own_prompt=own_prompts) for i in range(n)]
+        teacher = [Student(n, lecturer=True)] if lecturer else []
         cpu0, t0 = cpu_seconds(pid), time.perf_counter()
-        class_of(url, students, seconds, think)
+        class_of(url, students + teacher, seconds, think)
         cpu, wall = cpu_seconds(pid) - cpu0, time.perf_counter() - t0
         rss = rss_peak(pid)
     steps = [t for s in students if not s.sweeps for t in s.latencies.get("step", [])]  # the class's, beside
     settled = [t for s in students if not s.sweeps for at, t in s.steps_at if at - t0 > 2 * think]  # all arrived
     every = [t for s in students for times in s.latencies.values() for t in times]
     traces = [s.trace for s in students if s.trace]
-    errors = [e for s in students for e in s.errors]
+    errors = [e for s in students + teacher for e in s.errors]
+    lecturer_steps = [t for s in teacher for t in s.latencies.get("step", [])]
     return {
         "students": n,
         "sweepers": sweepers,
@@ -237,6 +277,10 @@ def measure(n: int, seconds: float, think: float, env: dict[str, str], out: Path
         "error_samples": errors[:5],
         "traces_equal": solo_equal(traces, out),
         "traces": len(traces),
+        "lecturer_steps": len(lecturer_steps),
+        "lecturer_p95": quantile(lecturer_steps, 0.95),
+        "lecturer_max": max(lecturer_steps, default=float("nan")),
+        "lecturer_trace_equal": bool(teacher) and solo_equal([s.trace for s in teacher if s.trace], out) == 1,
     }
 
 
@@ -249,7 +293,8 @@ def line(r: dict) -> str:
 
 
 def chart(results: list[dict], path: Path) -> None:
-    """Step latency (p50, p95, max) against the class size, as a PNG."""
+    """Step latency (p50, p95, max) against the class size, as a PNG (seconds on a log scale: a class that holds
+    and one that does not, on one chart)."""
     import plotly.graph_objects as go
 
     sizes = [r["students"] for r in results]
@@ -259,11 +304,17 @@ def chart(results: list[dict], path: Path) -> None:
             for key, name in (("step_p50", "median"), ("step_p95", "p95"), ("step_max", "max"))
         ]
     )
-    fig.add_hline(y=2.0, line_dash="dot", annotation_text="2 s")
+    goal = {"dash": "dot", "color": "black"}  # a line, not add_hline: its label drifts on a log axis
+    fig.add_scatter(x=[min(sizes), max(sizes)], y=[2.0, 2.0], mode="lines", line=goal, name="2 s: the goal")
     fig.update_layout(
         title="Step latency against class size (one 2-core server)",
         xaxis_title="students stepping at once (one Step per ~10 s each)",
         yaxis_title="seconds, click → page updated",
+        yaxis={
+            "type": "log",
+            "tickvals": [0.1, 0.2, 0.5, 1, 2, 5, 10, 20],
+            "ticktext": ["0.1", "0.2", "0.5", "1", "2", "5", "10", "20"],
+        },
         width=900,
         height=480,
         font={"size": 16},
@@ -292,20 +343,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--think", type=float, default=10.0, help="seconds between a student's clicks (± 30 %%)")
     parser.add_argument("--env", nargs="*", default=[], help="KEY=VALUE for the server (e.g. SPECVIZ_LLAMA_THREADS=1)")
     parser.add_argument("--sweepers", type=int, default=0, help="students who first run a τ sweep (16 runs)")
+    parser.add_argument("--no-lecturer", action="store_true", help="no lecturer's session beside the class")
+    parser.add_argument("--own-prompts", action="store_true", help="each student a prompt of its own (none shared)")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument(
+        "--chart-also", type=Path, nargs="*", default=[], help="results (--json) of other runs to chart"
+    )
     parser.add_argument("--out", type=Path, default=Path("runs/class_load"), help="server logs and the chart")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args.out.mkdir(parents=True, exist_ok=True)
-    env = {"SPECVIZ_CLASS_MODE": "1", **dict(item.split("=", 1) for item in args.env)}
+    env = {**class_env(args.out), **dict(item.split("=", 1) for item in args.env)}
     from specviz.analysis.snapshot import machine
 
-    print(f"class load, {date.today()}, {machine()}, server env {env}, think {args.think:g} s ± 30 %", flush=True)
+    prompts = "each student's own" if args.own_prompts else f"{len(PROMPTS)} shared by the class"
+    print(
+        f"class load, {date.today()}, {machine()}, server env {env}, think {args.think:g} s ± 30 %, prompts {prompts}",
+        flush=True,
+    )
     sizes = [*sorted({n for n in args.sizes if n < args.students}), args.students]
     results = []
     for n in sizes:
         seconds = 60 * (args.minutes if n == args.students else min(args.minutes, 1.0))
-        result = measure(n, seconds, args.think, env, args.out, sweepers=min(args.sweepers, n))
+        result = measure(
+            n,
+            seconds,
+            args.think,
+            env,
+            args.out,
+            sweepers=min(args.sweepers, n),
+            lecturer=not args.no_lecturer,
+            own_prompts=args.own_prompts,
+        )
         results.append(result)
         print(
             f"  {n:3d} students, {result['seconds']:.0f} s: {result['steps']} Steps, actions {result['actions']}; "
@@ -318,10 +387,18 @@ def main(argv: list[str] | None = None) -> int:
                 if result["download_retries"]
                 else ""
             )
-            + (f"; errors e.g. {result['error_samples']}" if result["errors"] else ""),
+            + (f"; errors e.g. {result['error_samples']}" if result["errors"] else "")
+            + (
+                f"; the lecturer's {result['lecturer_steps']} Steps (presentation view, first in the queue): "
+                f"p95 {result['lecturer_p95']:.2f} s, max {result['lecturer_max']:.2f} s, trace "
+                + ("equal to its solo run" if result["lecturer_trace_equal"] else "NOT equal to its solo run")
+                if result["lecturer_steps"]
+                else ""
+            ),
             flush=True,
         )
-    chart(results, args.out / "latency.png")
+    also = [r for path in args.chart_also for r in json.loads(path.read_text())]
+    chart(sorted(results + also, key=lambda r: r["students"]), args.out / "latency.png")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     for result in results:

@@ -408,7 +408,6 @@ def test_a_chart_is_sent_as_its_plain_dicts_and_they_read_as_plotlys_validated_f
     from them (the same traces, layout and default template), so that skipping plotly's validation changes
     nothing on the page. A figure whose parts are read becomes plotly's own, and updates to it are sent."""
     import plotly.graph_objects as go
-
     import torch
 
     from specviz import each_rule

@@ -1,6 +1,7 @@
 """The class-load benchmark's parts against a real server: students over Streamlit's own websocket protocol (no
-browser) step, go Back, Reset, run to the end and visit the lessons; nothing fails, and every final trace,
-downloaded as the page's "Trace as JSON" (a deferred download), equals the same run decoded alone."""
+browser) step, go Back, Reset, run to the end and visit the lessons, beside the lecturer's session; nothing fails,
+and every final trace, downloaded as the page's "Trace as JSON" (a deferred download), equals the same run decoded
+alone."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from benchmarks import class_load
 
 @pytest.mark.slow
 def test_a_small_class_steps_with_no_error_and_every_trace_equal_to_its_run_alone(embedded_cache, tmp_path):
-    result = class_load.measure(3, seconds=25, think=2.0, env={"SPECVIZ_CLASS_MODE": "1"}, out=tmp_path)
-    assert result["errors"] == 0, result["error_samples"]
+    result = class_load.measure(3, seconds=25, think=2.0, env=class_load.class_env(tmp_path), out=tmp_path)
+    assert result["errors"] == 0, result["error_samples"]  # the lecturer's link opened the lecturer's session
     assert result["traces"] == 3 and result["traces_equal"] == 3
+    assert result["lecturer_steps"] >= 2 and result["lecturer_trace_equal"]  # measured apart from the class
     assert result["steps"] >= 6 and result["actions"]["open"] == 3
     assert 0 < result["step_p50"] <= result["step_p95"] <= result["step_max"]
     assert result["rss_gb"] > 0.3 and result["cpu_per_step"] > 0

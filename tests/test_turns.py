@@ -91,6 +91,7 @@ def test_a_waiter_hears_its_place_at_once_then_at_most_once_a_note_interval():
     release, lecturers = threading.Event(), []
     holder = turns.take("step")
     holder.__enter__()
+
     def wait_in_line() -> None:
         with turns.take("step", lambda ahead, _: heard.append((time.monotonic(), ahead))):
             pass

@@ -17,7 +17,6 @@ from specviz.viz.charts import (
     P_COLOR,
     built,
     prob_text,
-    sized,
     token_label,
 )
 
