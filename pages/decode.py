@@ -39,7 +39,8 @@ with st.sidebar:
 
 # Everything below the sidebar is one fragment: a Step, Back, a step picked, a quiz answer or a toggle reruns only
 # this function (with the sidebar's values of the last whole run), not the sidebar, the menu and the settings kept
-# across pages; on a class server that is a fifth of a Step's Python (docs/performance.md, "A class under load").
+# across pages, which a class server cannot afford for 80 students.
+# (docs/performance.md, "A class under load: N students over Streamlit's own protocol")
 # A changed setting in the sidebar reruns the whole page, and this with it.
 @st.fragment
 def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, tau, broken) -> None:

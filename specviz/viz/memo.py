@@ -41,8 +41,8 @@ class PlainFigure(go.Figure):
     something reads one of its parts (`fig.data`, `fig.layout`, an update): until then `to_dict` is the dicts
     themselves. A class server builds every chart of a Step anew for each student, and plotly's validation and
     the deep copies of its `to_dict` cost more of the server's Python than the rest of the chart's work
-    (docs/performance.md, "A class under load"). tests/test_charts.py checks that the dicts of every chart
-    read as plotly's validated form does."""
+    (docs/performance.md, "A class under load: N students over Streamlit's own protocol").
+    tests/test_charts.py checks that the dicts of every chart read as plotly's validated form does."""
 
     def __init__(self, data: list[dict], layout: dict) -> None:
         self.__dict__["_specviz_source"] = (data, layout)
