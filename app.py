@@ -10,6 +10,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import streamlit as st
 import torch
 
+from pages import _reruns
 from pages._shell import mode_line, prepare_session, runtime_picker
 
 # One thread per model operation: with passive waiting, a second thread's wake-ups cost more than it
@@ -18,6 +19,7 @@ from pages._shell import mode_line, prepare_session, runtime_picker
 torch.set_num_threads(int(os.environ.get("SPECVIZ_TORCH_THREADS", "1")))
 
 st.set_page_config(page_title="specviz", page_icon=":material/compare_arrows:", layout="wide")
+_reruns.install()  # a click in the Decode page's fragment while its script runs: taken, never merged into another
 
 prepare_session()  # the link's settings on a first run; every page's settings kept across pages
 

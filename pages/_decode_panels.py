@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 import specviz
-from pages._shared import LIMITS
+from pages._shared import LIMITS, lazy_expander
 from specviz.analysis.engine_logs import engine_report
 from specviz.viz import charts
 from specviz.viz.memo import FigureMemo
@@ -24,7 +24,9 @@ def rules_panel(view: specviz.StepTrace, outcomes, pair: specviz.ModelPair | Non
     if view.tree is not None or view.tau == 0:
         return
     title = "The same step under each rule: token-wise, one-hot q (vLLM's default), block"
-    with st.expander(title):
+    with lazy_expander(title, "decode_rules_open") as box:
+        if not box.open:
+            return
         if mode != "lossless":
             st.caption("The verification rules decide lossless steps: choose **lossless** mode to compare them.")
         elif outcomes is None:
@@ -41,7 +43,9 @@ def rules_panel(view: specviz.StepTrace, outcomes, pair: specviz.ModelPair | Non
 def engine_logs_panel(run: specviz.RunTrace) -> None:
     """The run as vLLM, SGLang and llama.cpp would log it (specviz.analysis.engine_logs), to read beside an
     engine's own log; the formulas are in docs/algorithm.md, "Glossary: the same numbers in the serving engines"."""
-    with st.expander("This run as vLLM, SGLang and llama.cpp log it"):
+    with lazy_expander("This run as vLLM, SGLang and llama.cpp log it", "decode_logs_open") as box:
+        if not box.open:
+            return
         label = "Steps per vLLM log interval (0: the whole run in one line)"
         every = st.columns([1, 2])[0].number_input(label, *LIMITS["decode_log_every"], key="decode_log_every")
         report = engine_report(run, int(every))

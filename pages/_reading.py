@@ -5,6 +5,7 @@ import streamlit as st
 
 import specviz
 from pages import _snapshot as snapshots
+from pages._shared import lazy_expander
 from specviz.analysis.diagnosis import Diagnosis, diagnose
 from specviz.analysis.measure import paired_run
 from specviz.analysis.snapshot import freeze, runtime_of
@@ -23,7 +24,11 @@ def trace_reading(run: RunTrace, pair: specviz.ModelPair | None = None, turn=Non
     """With the live `pair`, a button times the run again beside the target alone (in compute turns) so
     that the reading can give v, c and the measured speedup; `frozen`: a snapshot's reading, shown as it was."""
     title = f"Reading this trace (the whole run, {len(run.steps)} steps): where the time went, and the bottleneck"
-    with st.expander(title, icon=":material/troubleshoot:", expanded=frozen is not None):
+    with lazy_expander(
+        title, "decode_reading_open", icon=":material/troubleshoot:", expanded=frozen is not None
+    ) as box:
+        if not box.open:
+            return
         cache = st.session_state.setdefault(CACHE, {})
         key = measure_key(run, pair) if pair is not None and run.steps else None
         if key is not None and st.button(

@@ -110,13 +110,20 @@ def rule_widget(prefix: str, mode: str, disabled: bool = False) -> str:
     return rule if mode == "lossless" else "token"
 
 
+def lazy_expander(label: str, key: str, **kwargs):
+    """An expander whose content the page builds only while it is open (`with lazy_expander(...) as box: if
+    box.open: ...`); opening it reruns the page. A class server reruns the page for every Step of every student, and
+    a closed panel's tiles, charts and text cost it as much as an open one's (docs/performance.md, "A class under
+    load: N students over Streamlit's own protocol")."""
+    return st.expander(label, key=key, on_change="rerun", **kwargs)
+
+
 def share_link(prefix: str, extra: dict | None = None, show: bool = True) -> str:
     """Put the page's settings in the address bar and (with `show`) the link on the page, ready to copy. The
     values are the widgets' as this run leaves them (a page may set some during the run, e.g. a new
     exercise's draws), not the copy app.py kept at the run's start."""
-    kept = st.session_state.get("specviz_kept", {})
-    current = {key: st.session_state.get(key, value) for key, value in kept.items()}
-    values = settings.for_link(prefix, current) | (extra or {})
+    kept = settings.for_link(prefix, st.session_state.get("specviz_kept", {}))  # this page's, before reading them
+    values = {key: st.session_state.get(key, value) for key, value in kept.items()} | (extra or {})
     st.query_params.from_dict(links.encode(values))
     url = links.share_url(st.context.url or "", values)
     if not show:

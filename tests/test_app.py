@@ -41,8 +41,15 @@ def loads(monkeypatch):
     st.cache_resource.clear()
 
 
-def app() -> AppTest:
-    return AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+LAZY_PANELS = ("decode_reading_open", "decode_rules_open", "decode_logs_open")  # built only while open
+
+
+def app(panels_open: bool = True) -> AppTest:
+    """The app, the Decode page's lazy panels open (as a user opens them) unless `panels_open` is False."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    for key in LAZY_PANELS if panels_open else ():
+        at.session_state[key] = True
+    return at.run()
 
 
 def decoder(at: AppTest) -> specviz.Decoder:
@@ -134,6 +141,7 @@ def test_the_trace_is_read_for_its_bottleneck_and_timed_on_the_runtime_that_runs
     # first run, so the runtime is chosen before it, as the sidebar would)
     other = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     other.session_state["runtime"] = "torch-kernels"
+    other.session_state["decode_reading_open"] = True
     other.session_state[CACHE] = dict(at.session_state[CACHE])  # the torch measurement at hand, same run
     other.run()
     other.button(key="decode_run_all").click().run()
@@ -906,3 +914,33 @@ def test_would_it_pay_answers_the_h100_70b_question_and_carries_the_decode_runs_
     by_hand = ol.outlook(target, draft, HARDWARE["NVIDIA H100 SXM"], ol.Acceptance("α by hand", alpha=0.9), 1, 512)
     assert at.success[0].value == by_hand.summary()
     assert any("takes 2 of them" in w.value for w in at.warning)  # 142 GB on an 80 GB device
+
+
+def test_the_decode_pages_panels_build_nothing_while_closed_and_everything_once_opened(loads):
+    """The reading, the rules and the engine logs are built only while their panel is open: a class server reruns
+    the page for every Step of every student. Opened (a rerun, as a click on the panel makes), each shows its
+    content."""
+    at = app(panels_open=False)
+    at.radio(key="decode_mode").set_value("lossless").run()
+    at.button(key="decode_step").click().run()
+    assert not at.exception
+    labels = [e.label for e in at.expander]
+    assert any(label.startswith("Reading this trace") for label in labels)
+    assert any(label.startswith("The same step under each rule") for label in labels)
+    assert any(label.startswith("This run as vLLM") for label in labels)
+    assert not any(m.value.startswith("**Bottleneck.**") for m in at.markdown)  # the reading: not built
+    assert "drafting" not in {m.label for m in at.metric}
+    assert not any(c.value.startswith("# specviz run") for c in at.code)  # the engine logs: not built
+    (rules,) = [e for e in at.expander if e.label.startswith("The same step under each rule")]
+    assert not rules.get("plotly_chart") and not rules.markdown  # the rules: not built
+    assert "decode_log_every" not in [w.key for w in at.number_input]
+    for key in LAZY_PANELS:
+        at.session_state[key] = True
+    at.run()
+    assert not at.exception
+    assert any(m.value.startswith("**Bottleneck.**") for m in at.markdown)
+    assert "drafting" in {m.label for m in at.metric}
+    assert any(c.value.startswith("# specviz run") for c in at.code)
+    assert "decode_log_every" in [w.key for w in at.number_input]
+    (rules,) = [e for e in at.expander if e.label.startswith("The same step under each rule")]
+    assert rules.get("plotly_chart") and "One-hot q (vLLM's default, SGLang, EAGLE)" in rules.markdown[0].value
