@@ -69,7 +69,7 @@ class Student:
     errors: list[str] = field(default_factory=list)
     trace: str | None = None
     retries: int = 0  # downloads asked for again after a 404 (see `download`)
-    opened_at: list[float] = field(default_factory=list)  # when the page was opened (perf_counter)
+    opens_at: list[tuple[float, float]] = field(default_factory=list)  # (opened at, latency) of the page
 
     @property
     def link(self) -> str:
@@ -135,9 +135,9 @@ async def student_life(url: str, student: Student, until: float, think: float, s
             await client.close()
             client = StreamlitClient(url)
         start = time.perf_counter()
-        student.opened_at.append(start)
         await client.connect(query_string=student.link, timeout=600)
         student.latencies.setdefault("open", []).append(time.perf_counter() - start)
+        student.opens_at.append((start, time.perf_counter() - start))
         student.errors += page_errors(client)
         if student.lecturer and not client.contains("This is the lecturer's session"):
             student.errors.append("the lecturer's link did not open the lecturer's session")
@@ -173,9 +173,10 @@ def class_of(url: str, students: list[Student], seconds: float, think: float) ->
     browsers.join()
 
 
-def solo_equal(traces: list[str], out: Path | None = None) -> int:
-    """How many of the downloaded traces the same run reproduces alone here, on the server's runtime; each
-    that differs is written to `out` beside the solo run's (served-K.json, alone-K.json)."""
+def solo_equal(traces: list[str | None], out: Path | None = None) -> list[bool]:
+    """For each downloaded trace (None: none was downloaded), whether the same run reproduces it alone here, on the
+    server's runtime, with the pair loaded once; each that differs is written to `out` beside the solo run's
+    (served-K.json, alone-K.json)."""
     import torch
 
     import specviz
@@ -183,18 +184,20 @@ def solo_equal(traces: list[str], out: Path | None = None) -> int:
 
     torch.set_num_threads(int(os.environ.get("SPECVIZ_TORCH_THREADS", "1")))  # the app's count: the same sums
     pair = specviz.load_pair("embedded", "embedded")
-    equal = 0
-    for text in traces:
+    equal = []
+    for k, text in enumerate(traces):
+        if text is None:
+            equal.append(False)
+            continue
         served = RunTrace.from_json(text)
         config = check_run(json.loads(text))
         alone = specviz.Decoder(pair, served.prompt, config, chat=served.chat, compare_rules=True)
         while len(alone.steps) < len(served.steps) and not alone.done:
             alone.step()
-        same = alone.trace().outcome() == served.outcome()
-        equal += same
-        if not same and out is not None:
-            (out / f"served-{equal}-{len(traces)}.json").write_text(text)
-            (out / f"alone-{equal}-{len(traces)}.json").write_text(alone.trace().to_json(indent=1))
+        equal.append(alone.trace().outcome() == served.outcome())
+        if not equal[-1] and out is not None:
+            (out / f"served-{k}.json").write_text(text)
+            (out / f"alone-{k}.json").write_text(alone.trace().to_json(indent=1))
     return equal
 
 
@@ -246,7 +249,7 @@ def measure(
     steps = [t for s in students if not s.sweeps for t in s.latencies.get("step", [])]  # the class's, beside
     settled = [t for s in students if not s.sweeps for at, t in s.steps_at if at - t0 > 2 * think]  # all arrived
     every = [t for s in students for times in s.latencies.values() for t in times]
-    traces = [s.trace for s in students if s.trace]
+    same = solo_equal([s.trace for s in students + teacher], out)  # the class's, then the lecturer's
     errors = [e for s in students + teacher for e in s.errors]
     lecturer_steps = [t for s in teacher for t in s.latencies.get("step", [])]
     return {
@@ -263,11 +266,7 @@ def measure(
         "step_times": sorted(
             (round(at - t0, 2), round(t, 3)) for s in students if not s.sweeps for at, t in s.steps_at
         ),
-        "open_times": sorted(
-            (round(at - t0, 2), round(t, 3))
-            for s in students
-            for at, t in zip(s.opened_at, s.latencies.get("open", []), strict=False)
-        ),
+        "open_times": sorted((round(at - t0, 2), round(t, 3)) for s in students for at, t in s.opens_at),
         "action_p95": quantile(every, 0.95),
         "cpu_per_step": cpu / max(len(steps), 1),
         "server_cpu_share": cpu / wall / (os.cpu_count() or 1),
@@ -275,12 +274,12 @@ def measure(
         "errors": len(errors),
         "download_retries": sum(s.retries for s in students),
         "error_samples": errors[:5],
-        "traces_equal": solo_equal(traces, out),
-        "traces": len(traces),
+        "traces_equal": sum(same[:n]),
+        "traces": sum(s.trace is not None for s in students),
         "lecturer_steps": len(lecturer_steps),
         "lecturer_p95": quantile(lecturer_steps, 0.95),
         "lecturer_max": max(lecturer_steps, default=float("nan")),
-        "lecturer_trace_equal": bool(teacher) and solo_equal([s.trace for s in teacher if s.trace], out) == 1,
+        "lecturer_trace_equal": bool(teacher) and same[-1],
     }
 
 

@@ -8,7 +8,8 @@ import streamlit as st
 import specviz
 from pages._shared import LIMITS, lazy_expander
 from specviz.analysis.engine_logs import engine_report
-from specviz.viz import charts
+from specviz.viz import charts, run_charts
+from specviz.viz import view as view_of
 from specviz.viz.memo import FigureMemo
 from specviz.viz.render import rule_sentence
 
@@ -57,3 +58,15 @@ def engine_logs_panel(run: specviz.RunTrace) -> None:
         )
         name, key = "specviz-engine-logs.txt", "decode_logs_download"
         st.download_button("Download as a log", report, name, "text/plain", key=key, on_click="ignore")
+
+
+def before_first_step(tau: int) -> None:
+    """Before the first Step: what to do, and what a step can yield. Drawn now, the chart also loads the browser's
+    chart code, which made the first Step take seconds longer than the next ones."""
+    st.info(
+        "Press **Step**: the draft proposes τ tokens, the target scores them all in one pass, and each is "
+        "accepted or rejected. Hover the marked tokens for q, p, p/q and r.",
+        icon=":material/info:",
+    )
+    st.markdown(view_of.expectation(tau))
+    st.plotly_chart(run_charts.theory_chart([0.5, 0.7, 0.9], max_tau=max(8, tau)), key="decode_expect_chart")

@@ -8,6 +8,7 @@ import zlib
 import streamlit as st
 
 import specviz
+from pages._present import COMPACT_CSS, presentation_toggle
 from specviz.classroom import quiz
 from specviz.viz.charts import token_label
 
@@ -76,3 +77,24 @@ def kind_picker(where, on: bool, present: bool) -> str:
         return ""
     labels = (quiz.SHORT if present else quiz.KINDS).get
     return where.radio("Quiz", list(quiz.KINDS), key="decode_quiz_kind", format_func=labels, horizontal=not present)
+
+
+def decode_header() -> tuple[bool, list, bool, str]:
+    """The Decode page's head: the title beside the presentation and quiz toggles, or on a projector one row of
+    controls (no title) whose columns the buttons and the step picker share. (present, columns, quiz on, the
+    quiz's kind)."""
+    present = bool(st.session_state.get("decode_present"))
+    if present:
+        cols = st.columns([1, 1.3, 1, 1, 2.1, 1.4, 2.6], vertical_alignment="bottom")
+        toggles = [st.container(), cols[4], cols[5]]
+    else:  # the title shares its row with the toggles; on a short screen it shrinks (COMPACT_CSS)
+        st.html(COMPACT_CSS)
+        cols = []
+        toggles = st.columns([3.6, 1.7, 1.2], vertical_alignment="center")
+        toggles[0].title("Speculative decoding, step by step")
+    with toggles[1]:
+        presentation_toggle("decode_present")
+    quiz_on = toggles[2].toggle(
+        "Quiz mode", key="decode_quiz", help="Hide r and the decisions until the class has guessed"
+    )
+    return present, cols, quiz_on, kind_picker(cols[-1] if present else st.container(), quiz_on, present)

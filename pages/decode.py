@@ -11,12 +11,11 @@ from pages import _decode_step as parts
 from pages import _quiz as quiz_ui
 from pages import _shared as ui
 from pages import _snapshot as snapshots
-from pages._present import COMPACT_CSS, presentation_toggle
+from pages._decode_panels import before_first_step
 from pages._reading import trace_reading
 from specviz.classroom.replay import replay_for
 from specviz.classroom.settings import BROKEN_HELP
 from specviz.classroom.stepper import Stepper
-from specviz.viz import run_charts
 from specviz.viz import view as view_of
 from specviz.viz.render import LEGEND, run_html, sentence
 
@@ -44,20 +43,7 @@ with st.sidebar:
 # A changed setting in the sidebar reruns the whole page, and this with it.
 @st.fragment
 def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, tau, broken) -> None:
-    present = bool(st.session_state.get("decode_present"))  # a projector: one row of controls, no title
-    if present:
-        cols = st.columns([1, 1.3, 1, 1, 2.1, 1.4, 2.6], vertical_alignment="bottom")
-        toggles = [st.container(), cols[4], cols[5]]
-    else:  # the title shares its row with the toggles; on a short screen it shrinks (COMPACT_CSS)
-        st.html(COMPACT_CSS)
-        toggles = st.columns([3.6, 1.7, 1.2], vertical_alignment="center")
-        toggles[0].title("Speculative decoding, step by step")
-    with toggles[1]:
-        presentation_toggle("decode_present")
-    quiz_on = toggles[2].toggle(
-        "Quiz mode", key="decode_quiz", help="Hide r and the decisions until the class has guessed"
-    )
-    kind = quiz_ui.kind_picker(cols[-1] if present else st.container(), quiz_on, present)
+    present, cols, quiz_on, kind = quiz_ui.decode_header()  # the title and toggles, or a projector's one row
     if upload_error:
         st.error(f"**This file is not a specviz trace that can be replayed:** {upload_error}", icon=":material/error:")
     if isinstance(config, specviz.ConfigError):
@@ -99,15 +85,7 @@ def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, 
     link_steps = {"decode_steps": len(dec.steps) if dec and not stale and not replay else 0}
     if dec is None or not dec.steps:
         ui.share_link("decode", link_steps, show=not present)
-        st.info(
-            "Press **Step**: the draft proposes τ tokens, the target scores them all in one pass, and each is "
-            "accepted or rejected. Hover the marked tokens for q, p, p/q and r.",
-            icon=":material/info:",
-        )
-        # What a step can yield, drawn before the first Step: it also loads the browser's chart code now,
-        # which made the first Step take seconds longer than the next ones.
-        st.markdown(view_of.expectation(tau))
-        st.plotly_chart(run_charts.theory_chart([0.5, 0.7, 0.9], max_tau=max(8, tau)), key="decode_expect_chart")
+        before_first_step(tau)
         st.stop()
     if stale:
         st.warning("Settings changed: the next **Step** starts a new run with them. The run below used the old ones.")

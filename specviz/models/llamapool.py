@@ -124,12 +124,13 @@ class SlotPool:
         are copied whole (llama.cpp copies a stream's buffer at the next decode, before it computes anything), so
         `seq` then holds what decoding the same pass into it gives: what llama.cpp's server calls a cached
         prompt."""
+        key = (tuple(tokens), keep)
         with self._cond:
             self._idle()
-            entry = self._prefixes.get((tuple(tokens), keep))
+            entry = self._prefixes.get(key)
             if entry is None:
                 return None
-            self._prefixes.move_to_end((tuple(tokens), keep))
+            self._prefixes.move_to_end(key)
             holder, logits, hidden = entry
             self._lib.llama_memory_seq_cp(self._memory, holder, seq, -1, -1)
             self.prefix_hits += 1
