@@ -40,8 +40,9 @@ def step(dec: specviz.Decoder, turn) -> bool:
 def take_clicks(stepper, settings, start_run, replay, turn) -> None:
     """The queued clicks taken in order (specviz.classroom.stepper): Steps in the class's turns, paced in class
     mode; Run to end a heavy job's turns, one a step, with its progress; what happened in a note or a toast."""
+    taking = st.empty()  # while the clicks are taken; gone once they are (the toast says what happened)
     if len(stepper.queue) > 1:
-        st.caption(f"Taking your {len(stepper.queue)} clicks in turn…")
+        taking.caption(f"Taking your {len(stepper.queue)} clicks in turn…")
     bar = st.progress(0.0, text="Decoding…") if "run" in stepper.queue else None
 
     def progress(done: int, limit: int) -> None:
@@ -52,6 +53,7 @@ def take_clicks(stepper, settings, start_run, replay, turn) -> None:
     notes = stepper.process(
         settings, start_run, lambda d: step(d, turn), replay, progress, lambda d: step(d, heavy), pace
     )
+    taking.empty()
     if bar is not None:
         bar.empty()
     for note in notes:
