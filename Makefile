@@ -85,6 +85,7 @@ bench: llama server
 	$(PY) -m benchmarks.verdicts_under_load --students 20
 	$(PY) -m benchmarks.runtime
 	$(PY) -m benchmarks.runtime_tasks
+	$(PY) -m benchmarks.calibration
 	$(PY) -m benchmarks.remote
 
 # The README's pictures, regenerated from fixed links (fixed seeds) in headless Chromium.
