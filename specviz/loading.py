@@ -7,6 +7,7 @@ target's own parts, a target behind a serving engine, and the runtime that runs 
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,22 +15,27 @@ from typing import Any
 
 import torch
 
-from specviz import drafts, limits, policy
+from specviz import drafts, limits
 from specviz.drafts.lookup import PromptLookupDrafter
 from specviz.drafts.subset import early_exit
 from specviz.errors import IncompatibleModelsError, ModelError
+from specviz.limits import env_count
 from specviz.models import embedded, kernels, llamacpp, remote
 from specviz.models.hub import (
     EMBEDDED,
     HubUnreachableError,
     ModelTooLargeError,
+    estimate_parameters,
+    load_config,
     load_model,
     resolve_device,
     resolve_dtype,
 )
 from specviz.models.lm import HFModel, NextTokenModel
 from specviz.models.pair import ModelPair
+from specviz.models.store import ModelStore, tensor_bytes
 from specviz.models.text import HFCodec
+from specviz.policy import ClassPolicy
 
 SELF = "self"
 PROMPT_LOOKUP = "prompt-lookup"
@@ -114,41 +120,188 @@ def load_pair(
     max_params: int | None = None,
     progress: embedded.Progress | None = None,
     runtime: str = AUTO,
+    store: ModelStore | None = None,
+    guard: ClassPolicy | None = None,
 ) -> ModelPair:
     """A pair from "embedded", a hub id or a local directory for the target; the draft may also be
     "self", "prompt-lookup", "early-exit:K" or a folder made by scripts/train_draft.py. With the
     embedded target, the "embedded" draft is the distilled one in assets/draft/. Both models end up
     on the same device. `runtime` runs the target: "torch" (transformers, eager), "llama.cpp" (the
-    embedded target only, in process, float32; `make llama` installs it) or "auto" (resolve_runtime)."""
-    check_allowed(target, draft)  # class mode (specviz.policy): presets and the operator's allowlist only
+    embedded target only, in process, float32; `make llama` installs it) or "auto" (resolve_runtime).
+
+    `store`: where the pair takes its parts (specviz.models.store): pairs loaded from one store share every part
+    they have in common (the target's weights, its llama.cpp model) and `pair.close()` gives them back; without
+    one the pair's parts are its own. `guard`: a class server's rules (specviz.policy), handed in by the app:
+    only allowed models and addresses, the class's size limit and llama.cpp's shared batched context. The
+    library itself never reads class settings."""
+    rules = guard or ClassPolicy()
+    check_allowed(target, draft, rules)  # class mode: presets and the operator's allowlist only
     dev, torch_dtype = resolve_device(device), resolve_dtype(dtype, device)
     runtime = resolve_runtime(target, runtime, dev, torch_dtype)
     limit = limits.DEFAULT_MAX_PARAMS if max_params is None else max_params
     limit = int(os.environ.get(limits.MAX_PARAMS_ENV, limit)) if max_params is None else limit
-    limit = policy.current().model_params(limit)
+    limit = rules.model_params(limit)
+    parts = _Parts(store or ModelStore())
+    try:
+        if remote.is_remote(target):
+            pair = _remote_pair(target, draft, limit, dev, torch_dtype, progress, parts, rules)
+        else:
+            pair = _local_pair(target, draft, runtime, limit, dev, torch_dtype, progress, parts, rules)
+    except BaseException:
+        parts.give_back()
+        raise
+    return pair.owning(parts.give_back)
+
+
+class _Parts:
+    """The parts one pair took from a store, given back together when the pair closes."""
+
+    def __init__(self, store: ModelStore) -> None:
+        self.store, self.keys = store, []
+
+    def take(self, key: tuple, make: Any, name: str, size: Any) -> Any:
+        value = self.store.take(key, make, name=name, size=size)
+        self.keys.append(key)
+        return value
+
+    def give_back(self) -> None:
+        keys, self.keys = self.keys, []
+        for key in reversed(keys):
+            self.store.give(key)
+
+    def torch_model(
+        self, spec: str, limit: int, dev: torch.device, torch_dtype: torch.dtype, progress: Any, kind: str = "eager"
+    ) -> tuple[Any, Any]:
+        """(model, tokenizer) of a transformers model, one copy for every pair that runs it the same way."""
+        key = ("torch", spec, str(dev), str(torch_dtype), kind)
+        name = f"{embedded.NAME if spec == EMBEDDED else spec} (torch, {str(torch_dtype).removeprefix('torch.')})"
+        return self.take(key, lambda: load_model(spec, limit, dev, torch_dtype, progress), name, _model_bytes)
+
+
+def _model_bytes(loaded: tuple[Any, Any]) -> int:
+    return tensor_bytes(loaded[0])
+
+
+def _local_pair(
+    target: str,
+    draft: str,
+    runtime: str,
+    limit: int,
+    dev: torch.device,
+    torch_dtype: torch.dtype,
+    progress: embedded.Progress | None,
+    parts: _Parts,
+    rules: ClassPolicy,
+) -> ModelPair:
     say = progress or (lambda _msg: None)
-    if remote.is_remote(target):
-        return _remote_pair(target, draft, limit, dev, torch_dtype, progress)
+    if runtime == KERNELS:
+        # per-shape kernels replace the target's Linear modules in place, after its drafts copied or shared them:
+        # such a target and its draft are one part (a draft sharing a kernel-chosen target's layers computes
+        # other numbers)
+        def make() -> tuple[NextTokenModel, NextTokenModel, Any]:
+            model, tokenizer = load_model(target, limit, dev, torch_dtype, progress)
+            target_lm = HFModel(model, embedded.NAME if target == EMBEDDED else target, KERNELS)
+            say(f"Preparing draft {draft}...")
+            draft_lm = _draft(draft, target, target_lm, tokenizer, limit, dev, torch_dtype, progress, True)
+            say("Timing the product kernels for each weight shape (a few seconds)...")
+            kernels.with_chosen_kernels(model)  # after the drafts copied what they copy, before anything runs
+            return target_lm, draft_lm, tokenizer
+
+        say(f"Loading target {target}...")
+        key = ("torch-kernels", target, draft, str(dev), str(torch_dtype))
+        name = f"{embedded.NAME if target == EMBEDDED else target} with draft {draft} (torch-kernels)"
+        target_lm, draft_lm, tokenizer = parts.take(key, make, name, lambda made: tensor_bytes(*made[:2]))
+        return ModelPair(target_lm, draft_lm, HFCodec(tokenizer, target_lm.name))
     say(f"Loading target {target}...")
-    target_model, tokenizer = load_model(target, limit, dev, torch_dtype, progress)
-    target_lm = HFModel(
-        target_model, embedded.NAME if target == EMBEDDED else target, KERNELS if runtime == KERNELS else TORCH
-    )
+    target_model, tokenizer = parts.torch_model(target, limit, dev, torch_dtype, progress)
+    target_lm = HFModel(target_model, embedded.NAME if target == EMBEDDED else target, TORCH)
     runner: NextTokenModel = target_lm
     if runtime == llamacpp.RUNTIME:
         say("Loading the target on llama.cpp...")
-        runner = llamacpp.load_embedded(progress)
+        slots = llamacpp.CLASS_SLOTS if rules.on else 0  # a class server's runs share decodes
+        runner = parts.take(
+            ("llama.cpp", EMBEDDED, slots),
+            lambda: llamacpp.load_embedded(progress, slots=slots),
+            f"{embedded.NAME} (llama.cpp, float32)",
+            lambda model: model.nbytes(),
+        )
     say(f"Preparing draft {draft}...")
     # drafts are built from the torch model's weights (embeddings, layers, head); the target runs on `runner`
     if draft == SELF:
-        draft_lm: NextTokenModel = runner
-    else:
-        lean = runtime != TORCH  # the fast runtimes run the draft's lean forward too
-        draft_lm = _draft(draft, target, target_lm, tokenizer, limit, dev, torch_dtype, progress, lean)
-    if runtime == KERNELS:  # after the drafts copied what they copy, before anything runs or shares the model
-        say("Timing the product kernels for each weight shape (a few seconds)...")
-        kernels.with_chosen_kernels(target_model)
+        return ModelPair(runner, runner, HFCodec(tokenizer, target_lm.name))
+    lean = runtime != TORCH  # the fast runtimes run the draft's lean forward too
+    draft_lm = parts.take(
+        ("draft", target, draft, str(dev), str(torch_dtype), lean),
+        lambda: _draft(draft, target, target_lm, tokenizer, limit, dev, torch_dtype, progress, lean),
+        f"draft {draft} for {target_lm.name}" + (" (lean)" if lean else ""),
+        lambda lm: tensor_bytes(lm, target_model) - tensor_bytes(target_model),
+    )
     return ModelPair(runner, draft_lm, HFCodec(tokenizer, target_lm.name))
+
+
+EMBEDDED_PARAMS = 134_515_008  # SmolLM2-135M-Instruct's weights
+EMBEDDED_KV_BYTES = 2 * 30 * 3 * 64 * 4  # a token's float32 keys and values: 30 layers, 3 KV heads of 64
+
+
+def planned_parts(
+    target: str,
+    draft: str,
+    runtime: str = AUTO,
+    *,
+    device: str = "auto",
+    dtype: str = "auto",
+    guard: ClassPolicy | None = None,
+) -> list[tuple[tuple, int]]:
+    """The parts `load_pair` would take from a store for this pair (the keys it uses), each with the bytes it is
+    estimated to hold, before anything loads: a class server budgets its memory with it (specviz.classroom.paircache)
+    and loads only the parts it does not hold yet. A model whose size cannot be known without loading it counts 0."""
+    rules = guard or ClassPolicy()
+    dev, torch_dtype = resolve_device(device), resolve_dtype(dtype, device)
+    runtime = resolve_runtime(target, runtime, dev, torch_dtype)
+    width = torch.tensor([], dtype=torch_dtype).element_size()
+    at = (str(dev), str(torch_dtype))
+    if remote.is_remote(target):
+        return [(("torch", draft, *at, "eager"), _estimated_params(draft) * width)]
+    if runtime == KERNELS:
+        size = (_estimated_params(target) + _estimated_draft_params(draft, target)) * width
+        return [(("torch-kernels", target, draft, *at), size)]
+    planned = [(("torch", target, *at, "eager"), _estimated_params(target) * width)]
+    if runtime == llamacpp.RUNTIME:
+        slots = llamacpp.CLASS_SLOTS if rules.on else 0
+        pooled = slots * env_count(llamacpp.SLOT_TOKENS_ENV, llamacpp.SLOT_TOKENS, "tokens", 64) if slots else 0
+        planned.append((("llama.cpp", EMBEDDED, slots), EMBEDDED_PARAMS * 4 + pooled * EMBEDDED_KV_BYTES))
+    if draft != SELF:
+        lean = runtime != TORCH
+        size = _estimated_draft_params(draft, target) * width * (2 if lean else 1)  # lean: prepared copies beside
+        planned.append((("draft", target, draft, *at, lean), size))
+    return planned
+
+
+def _estimated_params(spec: str) -> int:
+    if spec == EMBEDDED:
+        return EMBEDDED_PARAMS
+    try:
+        return estimate_parameters(load_config(spec))
+    except (ModelError, OSError, ValueError):
+        return 0
+
+
+def _estimated_draft_params(spec: str, target: str) -> int:
+    """A draft's own weights: none for the target's own layers or prompt lookup, a trained draft's file, a model's."""
+    if spec in (SELF, PROMPT_LOOKUP) or spec.startswith(EARLY_EXIT) or (spec == EMBEDDED and target != EMBEDDED):
+        return 0
+    folder = drafts.DEFAULT_DIR if spec == EMBEDDED else Path(spec.strip()).expanduser()
+    if drafts.is_draft_dir(folder):
+        from safetensors import safe_open
+
+        count = 0
+        for file in folder.glob("*.safetensors"):
+            with safe_open(str(file), "pt") as tensors:
+                count += sum(math.prod(tensors.get_slice(name).get_shape()) for name in tensors.keys())  # noqa: SIM118
+        return count
+    if spec == EMBEDDED:
+        return 0  # the untrained fallback: the target's first layers
+    return _estimated_params(spec)
 
 
 def offered() -> tuple[str, ...]:
@@ -157,10 +310,9 @@ def offered() -> tuple[str, ...]:
     return (EMBEDDED, SELF, PROMPT_LOOKUP, *(p.target for p in PRESETS), *(p.draft for p in PRESETS))
 
 
-def check_allowed(target: str, draft: str) -> None:
-    """In class mode, refuse (RefusedError) a target or draft that is neither offered nor allowlisted, before
-    anything loads or connects: a served target's address, a hub id, a folder on this server."""
-    rules = policy.current()
+def check_allowed(target: str, draft: str, rules: ClassPolicy) -> None:
+    """Under a class server's rules, refuse (RefusedError) a target or draft that is neither offered nor
+    allowlisted, before anything loads or connects: a served target's address, a hub id, a folder on this server."""
     if not rules.on:
         return
     for spec in (target, draft):
@@ -208,6 +360,8 @@ def _remote_pair(
     dev: torch.device,
     torch_dtype: torch.dtype,
     progress: embedded.Progress | None,
+    parts: _Parts,
+    rules: ClassPolicy,
 ) -> ModelPair:
     """A served target (specviz.models.remote) and a local draft model, whose tokenizer must be the
     server's: checked on probe strings before the first step."""
@@ -219,11 +373,11 @@ def _remote_pair(
         )
     say = progress or (lambda _msg: None)
     say(f"Loading draft {draft}...")
-    model, tokenizer = load_model(draft, limit, dev, torch_dtype, progress)
+    model, tokenizer = parts.torch_model(draft, limit, dev, torch_dtype, progress)
     draft_lm = HFModel(model, embedded.NAME if draft == EMBEDDED else draft)
     codec = HFCodec(tokenizer, draft_lm.name)
     say(f"Checking {spec} against the draft's tokenizer...")
-    target_lm = remote.RemoteTarget(spec, codec, draft_lm.vocab_size)
+    target_lm = remote.RemoteTarget(spec, codec, draft_lm.vocab_size, check=rules.check_url if rules.on else None)
     target_lm.check_tokenizer(codec)
     return ModelPair(target_lm, draft_lm, codec)
 
@@ -237,7 +391,7 @@ def _draft(
     dev: torch.device,
     torch_dtype: torch.dtype,
     progress: embedded.Progress | None,
-    lean: bool = False,
+    lean: bool,
 ) -> NextTokenModel:
     if spec == SELF or (spec == target_spec and spec != EMBEDDED):
         return target

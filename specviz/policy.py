@@ -41,6 +41,7 @@ class ClassPolicy:
     urls: tuple[str, ...] = ()  # serving engines students may use: scheme://host:port[/path] prefixes
     max_model_params: int = 600_000_000  # the largest model a student may load (estimated before loading)
     max_pairs: int = 3  # pairs held at once besides the default pair
+    memory_gb: float = 6.0  # what the models held at once may take: their weights and KV caches, the default pair too
     prompt_chars: int = 2_000
     max_new_tokens: int = 256  # per run
     sweep_runs: int = 40  # runs in one τ sweep (τ values × prompts × seeds, and the policies)

@@ -113,3 +113,37 @@ def test_an_import_up_a_layer_would_be_found():
         "specviz.core.trace imports specviz.analysis.metrics (layer 4 ≥ 3)"
     ]
     assert upward({"specviz.drafts.x": [("specviz.viz.charts", [])]}) != []  # the same layer, another package
+
+
+# The class server's settings are handed in by the app (load_pair's guard, the HTTP opener's check); the layers that
+# load and run models never read them: a library user with SPECVIZ_CLASS_MODE set gets the same library.
+HANDED_IN = ("specviz.models", "specviz.core", "specviz.loading", "specviz.drafts")
+
+
+def reads_class_settings(found: dict[str, list[tuple[str, list[str]]]]) -> list[str]:
+    return [
+        f"{module} imports {target}"
+        for module, targets in found.items()
+        if module.startswith(HANDED_IN)
+        for target, names in targets
+        if (target == "specviz.policy"
+        and set(names) - {"ClassPolicy", "RefusedError"})
+        or (target == "specviz"
+        and "policy" in names)
+    ]
+
+
+def test_models_core_and_loading_never_read_class_settings():
+    assert reads_class_settings(imports()) == []
+    sources = [
+        p
+        for p in LIBRARY.rglob("*.py")
+        if p.relative_to(LIBRARY.parent).as_posix().startswith(tuple(h.replace(".", "/") for h in HANDED_IN))
+    ]
+    assert [p.name for p in sources if "policy.current(" in p.read_text() or "CLASS_MODE_ENV" in p.read_text()] == []
+
+
+def test_a_module_reading_class_settings_would_be_found():
+    assert reads_class_settings({"specviz.models.x": [("specviz", ["policy"])]}) == ["specviz.models.x imports specviz"]
+    assert reads_class_settings({"specviz.loading": [("specviz.policy", ["current"])]}) != []
+    assert reads_class_settings({"specviz.loading": [("specviz.policy", ["ClassPolicy"])]}) == []

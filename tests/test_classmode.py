@@ -96,38 +96,41 @@ def class_mode(monkeypatch, tmp_path):
 
 def test_a_refused_address_makes_no_connection_and_an_allowed_one_works(class_mode, listeners):
     allowed, other = listeners
-    class_mode(urls=[allowed.url + "/v1"])
+    check = class_mode(urls=[allowed.url + "/v1"]).check_url  # the app hands the class's check to the opener
     with pytest.raises(RefusedError, match="connects only to the serving engines its operator allowed"):
-        post(other.url + "/v1/completions", {"prompt": "x"}, timeout=5)
+        post(other.url + "/v1/completions", {"prompt": "x"}, timeout=5, check=check)
     with pytest.raises(RefusedError):
-        post(allowed.url + "/v2/completions", {}, timeout=5)  # the same server, outside the allowed path
+        post(allowed.url + "/v2/completions", {}, timeout=5, check=check)  # the same server, outside the allowed path
     assert other.connections == 0 and allowed.connections == 0  # refused before any connection
-    assert post(allowed.url + "/v1/completions", {"prompt": "x"}, timeout=5) == {"ok": True, "path": "/v1/completions"}
+    answer = post(allowed.url + "/v1/completions", {"prompt": "x"}, timeout=5, check=check)
+    assert answer == {"ok": True, "path": "/v1/completions"}
     assert allowed.connections == 1
 
 
 def test_a_redirect_to_a_refused_address_is_not_followed(class_mode, listeners):
     allowed, other = listeners
     allowed.to = other.url + "/v1/completions"
-    class_mode(urls=[allowed.url])
+    check = class_mode(urls=[allowed.url]).check_url
     with pytest.raises(RefusedError, match=other.url.split("//")[1]):
-        post(allowed.url + "/redirect", {}, timeout=5)
+        post(allowed.url + "/redirect", {}, timeout=5, check=check)
     assert allowed.connections == 1 and other.connections == 0
 
 
-def test_outside_class_mode_the_same_redirect_is_followed(listeners):
+def test_outside_class_mode_the_same_redirect_is_followed(class_mode, listeners):
+    """The library reads no class settings: with the environment in class mode but no check handed in, a request goes
+    where it is sent (the app hands the check in: test above)."""
     allowed, other = listeners
     allowed.to = other.url + "/v1/completions"
-    policy._CACHE.clear()
+    class_mode(urls=[])
     assert post(allowed.url + "/redirect", {}, timeout=5)["path"] == "/v1/completions"
     assert other.connections == 1
 
 
 def test_a_served_target_outside_the_list_is_refused_before_anything_loads(class_mode, listeners):
     _, other = listeners
-    class_mode(urls=[])
+    rules = class_mode(urls=[])
     with pytest.raises(RefusedError, match="none"):
-        specviz.load_pair(f"vllm:{other.url}/v1#some-model", "embedded", runtime="torch")
+        specviz.load_pair(f"vllm:{other.url}/v1#some-model", "embedded", runtime="torch", guard=rules)
     assert other.connections == 0
 
 
@@ -138,24 +141,26 @@ def test_local_models_load_only_from_allowed_folders_and_hub_ids_only_from_the_l
     allowed_dir, outside_dir = tmp_path / "allowed", tmp_path / "outside"
     inside = save_tiny(allowed_dir / "tiny", seed=0)
     outside = save_tiny(outside_dir / "tiny", seed=0)
-    class_mode(folders=[str(allowed_dir)], models=["org/allowed-model"])
+    rules = class_mode(folders=[str(allowed_dir)], models=["org/allowed-model"])
     with pytest.raises(RefusedError, match="outside them"):
-        specviz.load_pair(outside, "self", runtime="torch")
-    with pytest.raises(RefusedError, match="outside them"):
-        specviz.load_pair(str(allowed_dir / ".." / "outside" / "tiny"), "self", runtime="torch")  # no way around
+        specviz.load_pair(outside, "self", runtime="torch", guard=rules)
+    with pytest.raises(RefusedError, match="outside them"):  # no way around
+        specviz.load_pair(str(allowed_dir / ".." / "outside" / "tiny"), "self", runtime="torch", guard=rules)
     with pytest.raises(RefusedError, match="not among the models this server offers"):
-        specviz.load_pair("someone/big-model", "self", runtime="torch")
-    pair = specviz.load_pair(inside, "self", runtime="torch")
+        specviz.load_pair("someone/big-model", "self", runtime="torch", guard=rules)
+    pair = specviz.load_pair(inside, "self", runtime="torch", guard=rules)
     assert pair.target.vocab_size > 0
+    # the library reads no class settings: the same call with no guard handed in loads what it is asked
+    assert specviz.load_pair(outside, "self", runtime="torch").target.vocab_size > 0
 
 
 def test_the_class_caps_the_size_of_a_model(class_mode, tmp_path):
     from specviz.loading import ModelTooLargeError
 
     folder = save_tiny(tmp_path / "tiny", seed=0)
-    class_mode(folders=[str(tmp_path)], max_model_params=1000)
+    rules = class_mode(folders=[str(tmp_path)], max_model_params=1000)
     with pytest.raises(ModelTooLargeError):
-        specviz.load_pair(folder, "self", runtime="torch")
+        specviz.load_pair(folder, "self", runtime="torch", guard=rules)
 
 
 def test_a_students_fourth_pair_never_evicts_the_default_one():

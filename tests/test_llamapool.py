@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import specviz
-from specviz import Decoder, SpecConfig, policy
+from specviz import Decoder, SpecConfig
 from specviz.classroom.turns import Turns
 from specviz.errors import ModelError
 from specviz.models import llamacpp
@@ -55,7 +55,7 @@ def test_several_turns_at_once_keep_their_order(monkeypatch):
     assert most[0] == 2 and set(order[:2]) == {"s0", "s1"} and order[2:] == ["s2", "h"]
 
 
-def test_slots_are_read_from_the_environment_and_on_by_default_in_class_mode(monkeypatch):
+def test_slots_are_read_from_the_environment_and_on_by_default_under_a_class_guard(monkeypatch):
     made = []
     monkeypatch.setattr(
         llamacpp, "SlotPool", lambda owner, slots, tokens, threads: made.append((slots, tokens)) or made
@@ -65,21 +65,19 @@ def test_slots_are_read_from_the_environment_and_on_by_default_in_class_mode(mon
         context, threads = 2048, 1
         pool = llamacpp.LlamaCppModel.pool
 
-        def __init__(self):
-            self._pool_lock, self._pool = threading.Lock(), None
+        def __init__(self, slots=0):
+            self._pool_lock, self._pool, self.slots = threading.Lock(), None, slots
 
     monkeypatch.delenv(llamacpp.SLOTS_ENV, raising=False)
-    monkeypatch.delenv(policy.CLASS_MODE_ENV, raising=False)
     assert Owner().pool() is None  # one person: no shared context
-    monkeypatch.setenv(policy.CLASS_MODE_ENV, "1")
-    Owner().pool()
+    Owner(llamacpp.CLASS_SLOTS).pool()  # what load_pair asks for under a class's rules (its guard)
     assert made[-1] == (96, 512)  # class mode: 96 runs of 512 tokens
     monkeypatch.setenv(llamacpp.SLOTS_ENV, "4")
     monkeypatch.setenv(llamacpp.SLOT_TOKENS_ENV, "300")
-    Owner().pool()
+    Owner(llamacpp.CLASS_SLOTS).pool()
     assert made[-1] == (4, 300)
     monkeypatch.setenv(llamacpp.SLOTS_ENV, "0")
-    assert Owner().pool() is None  # class mode without it
+    assert Owner(llamacpp.CLASS_SLOTS).pool() is None  # class mode without it
     monkeypatch.setenv(llamacpp.SLOTS_ENV, "many")
     with pytest.raises(ModelError, match="SPECVIZ_LLAMA_SLOTS='many': set it to a whole number of runs, 0 or more"):
         Owner().pool()

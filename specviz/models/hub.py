@@ -81,6 +81,11 @@ def _resolve_source(spec: str, progress: embedded.Progress | None) -> str:
     return spec
 
 
+def load_config(spec: str) -> Any:
+    """The transformers config of "embedded", a local folder or a hub id (no weights loaded); ModelError otherwise."""
+    return _load_config(_resolve_source(spec, None), spec)
+
+
 def _load_config(source: str, spec: str) -> Any:
     from transformers import AutoConfig
 

@@ -29,7 +29,6 @@ from pathlib import Path
 
 import torch
 
-from specviz import policy
 from specviz.errors import ModelError
 from specviz.limits import MAX_TREE_NODES, env_count
 from specviz.models.llamapool import BATCH, PooledSession, RecordingSession, SlotPool, float_buffer
@@ -76,7 +75,11 @@ def _backend():
 class LlamaCppModel:
     """A GGUF causal LM on llama.cpp behind the NextTokenModel protocol; shared, never mutated."""
 
-    def __init__(self, path: Path, name: str = "", context: int = DEFAULT_CONTEXT, threads: int | None = None) -> None:
+    def __init__(
+        self, path: Path, name: str = "", context: int = DEFAULT_CONTEXT, threads: int | None = None, slots: int = 0
+    ) -> None:
+        """`slots`: chain runs whose passes share decodes (specviz.models.llamapool; $SPECVIZ_LLAMA_SLOTS overrides
+        it; 0: none). A class server asks for CLASS_SLOTS."""
         lib = _backend()
         self._lib = lib
         params = lib.llama_model_default_params()
@@ -98,6 +101,17 @@ class LlamaCppModel:
         self._pool_lock = threading.Lock()
         self.decoding = threading.Lock()  # held by every decode: llama.cpp's threads already take every core
         self._pool = None  # the shared batched context (specviz.models.llamapool), opened on first use
+        self.slots = slots
+        self._life = threading.Lock()  # guards the counts below and the freeing
+        self._sessions = 0  # sessions open on this model (own contexts and pooled streams)
+        self._session_tokens = 0  # the tokens their own contexts hold
+        self._closing = False
+        n_head = max(1, int(lib.llama_model_n_head(model)))
+        head_dim = self.hidden_size // n_head
+        # a float32 K and V per layer, per KV head: 46 KB a token for the embedded model
+        self.kv_bytes_per_token = (
+            2 * int(lib.llama_model_n_layer(model)) * int(lib.llama_model_n_head_kv(model)) * head_dim * 4
+        )
 
     def new_session(self, tokens: int | None = None, linear: bool = False) -> LlamaCppSession | PooledSession:
         """A session whose KV cache holds `tokens` (rounded up to 256; default and at most `context`): a
@@ -105,18 +119,72 @@ class LlamaCppModel:
         A `linear` run (no token tree) of at most $SPECVIZ_LLAMA_SLOT_TOKENS tokens takes a stream of the shared
         batched context instead while one is free ($SPECVIZ_LLAMA_SLOTS; class mode: 96): its passes share
         decodes with the other runs', its numbers unchanged (specviz.models.llamapool)."""
-        if linear and tokens and (pool := self.pool()) is not None and tokens <= pool.tokens:
-            seq = pool.lease()
-            if seq is not None:
-                return PooledSession(pool, seq)
-        size = self.context if not tokens else min(self.context, -(-tokens // 256) * 256)
-        return LlamaCppSession(self, size)
+        self._opened(0)  # refused on a model given back (close)
+        try:
+            if linear and tokens and (pool := self.pool()) is not None and tokens <= pool.tokens:
+                seq = pool.lease()
+                if seq is not None:
+                    return PooledSession(pool, seq, self._session_closed)
+            size = self.context if not tokens else min(self.context, -(-tokens // 256) * 256)
+            session = LlamaCppSession(self, size)
+        except BaseException:
+            self._session_closed(0)
+            raise
+        with self._life:
+            self._session_tokens += size
+        return session
+
+    # --- memory: what it holds, and giving it back ----------------------------------------------------
+
+    def nbytes(self) -> int:
+        """What this model holds now: its weights, the shared batched context's KV cache once opened, and the KV
+        caches of the sessions open in contexts of their own."""
+        weights = int(self._lib.llama_model_size(self._model)) if self._model else 0
+        pooled = self._pool.slots * self._pool.tokens if self._pool is not None else 0
+        return weights + (pooled + self._session_tokens) * self.kv_bytes_per_token
+
+    def close(self) -> None:
+        """Give the model back: its batched context and weights are freed now, or, while runs still hold sessions
+        on it, when the last of them closes; no session opens on it after this."""
+        with self._life:
+            self._closing = True
+            if self._sessions:
+                return
+        self._free_all()
+
+    @property
+    def closed(self) -> bool:
+        return self._closing
+
+    def _opened(self, tokens: int) -> None:
+        with self._life:
+            if self._closing:
+                raise ModelError(f"{self.name} on llama.cpp was given back; load the pair again")
+            self._sessions += 1
+
+    def _session_closed(self, tokens: int) -> None:
+        with self._life:
+            self._sessions -= 1
+            self._session_tokens -= tokens
+            last = self._closing and not self._sessions
+        if last:
+            self._free_all()
+
+    def _free_all(self) -> None:
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
+        with self._life:
+            model, self._model = self._model, None
+        if model:
+            self._free(model)
 
     def pool(self) -> SlotPool | None:
         """The shared batched context, opened on first use; None when $SPECVIZ_LLAMA_SLOTS is 0."""
         with self._pool_lock:
             if self._pool is None:
-                slots = env_count(SLOTS_ENV, CLASS_SLOTS if policy.current().on else 0, "runs", 0)
+                slots = env_count(SLOTS_ENV, self.slots, "runs", 0)
                 if not slots:
                     return None
                 tokens = min(self.context, env_count(SLOT_TOKENS_ENV, SLOT_TOKENS, "tokens", 64))
@@ -166,16 +234,23 @@ class LlamaCppSession(RecordingSession):
         self._batch = lib.llama_batch_init(BATCH, 0, MAX_SEQUENCES)
         self._seqs: list[int] = []  # the sequence id of each held tree node
 
-    def __del__(self) -> None:
+    def close(self) -> None:
+        """Free this run's context now (also when the session is dropped); the model is freed after its last
+        session if it was given back meanwhile."""
         lib = getattr(self, "_lib", None)
         if lib is None:
             return
+        self._lib = None
         if getattr(self, "_batch", None) is not None:
             lib.llama_batch_free(self._batch)
             self._batch = None
-        if getattr(self, "_ctx", None):
+        if getattr(self, "_ctx", None):  # opened: the model counted it
             lib.llama_free(self._ctx)
             self._ctx = None
+            self._owner._session_closed(self.size)
+
+    def __del__(self) -> None:
+        self.close()
 
     # --- Session ----------------------------------------------------------------------------------
 
@@ -278,7 +353,7 @@ class LlamaCppSession(RecordingSession):
         return torch.cat(rows) if rows else torch.empty(0, vocab, dtype=torch.float64)
 
 
-def load_embedded(progress=None, context: int | None = None) -> LlamaCppModel:
+def load_embedded(progress=None, context: int | None = None, slots: int = 0) -> LlamaCppModel:
     """The embedded target on llama.cpp: its float32 GGUF (written once into the cache); `context`
     tokens per session, default $SPECVIZ_LLAMA_CONTEXT or 2048 (a session's KV cache, 46 KB per token,
     is allocated whole when it opens: a small server holding many runs may want fewer)."""
@@ -287,7 +362,7 @@ def load_embedded(progress=None, context: int | None = None) -> LlamaCppModel:
     if not available():
         raise ModelError(f"the llama.cpp runtime is not installed: {INSTALL_HINT}")
     context = context or env_count(CONTEXT_ENV, DEFAULT_CONTEXT, "tokens", 64)
-    return LlamaCppModel(embedded.ensure_f32_gguf(progress), embedded.NAME, context)
+    return LlamaCppModel(embedded.ensure_f32_gguf(progress), embedded.NAME, context, slots=slots)
 
 
 def default_threads() -> int:

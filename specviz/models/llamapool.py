@@ -24,7 +24,7 @@ import ctypes
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -235,27 +235,39 @@ class SlotPool:
             for p in group:
                 p.done = True
 
-    def __del__(self) -> None:
+    def close(self) -> None:
+        """Free the context and its KV cache now (the model gives its pool back with nobody leasing a stream)."""
         lib = getattr(self, "_lib", None)
         if lib is not None and getattr(self, "_ctx", None):
             lib.llama_batch_free(self._batch)
             lib.llama_free(self._ctx)
             self._ctx = None
+            self._prefixes.clear()
+
+    def __del__(self) -> None:
+        self.close()
 
 
 class PooledSession(RecordingSession):
     """One chain run's stream in a SlotPool: the Session a LlamaCppSession is, minus token trees."""
 
-    def __init__(self, pool: SlotPool, seq: int) -> None:
+    def __init__(self, pool: SlotPool, seq: int, closed: Callable[[int], None] | None = None) -> None:
         super().__init__(pool._owner.hidden_size)
         self._pool, self.seq = pool, seq
         self.size = pool.tokens
+        self._closed = closed  # told once the stream is given back (the model counts its open sessions)
 
-    def __del__(self) -> None:
+    def close(self) -> None:
+        """Give the stream back now (also when the session is dropped)."""
         pool = getattr(self, "_pool", None)
         if pool is not None:
-            pool.release(self.seq)
             self._pool = None
+            pool.release(self.seq)
+            if self._closed is not None:
+                self._closed(0)
+
+    def __del__(self) -> None:
+        self.close()
 
     def extend(self, ids: Sequence[int], keep: int | None = None) -> torch.Tensor:
         self._check_linear()

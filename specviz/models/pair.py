@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from specviz.errors import IncompatibleModelsError
@@ -15,6 +16,8 @@ class ModelPair:
     target: NextTokenModel  # p: the model whose output the run must reproduce
     draft: NextTokenModel  # q: the cheap proposer
     codec: Codec  # the shared tokenizer
+    # [release]: gives the pair's parts back to their store (specviz.models.store), called once by close(); [] after
+    _release: list[Callable[[], None]] = field(default_factory=lambda: [lambda: None], compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.target.vocab_size != self.draft.vocab_size:
@@ -22,6 +25,21 @@ class ModelPair:
                 f"draft {self.draft.name!r} scores {self.draft.vocab_size} tokens but target "
                 f"{self.target.name!r} scores {self.target.vocab_size}: they need one vocabulary"
             )
+
+    def owning(self, release: Callable[[], None]) -> ModelPair:
+        """This pair, giving its parts back with `release()` when it is closed."""
+        return replace(self, _release=[release])
+
+    def close(self) -> None:
+        """Give the pair's models back (specviz.models.store): a part no other pair uses is freed now, a llama.cpp
+        model's contexts and weights included. Sessions already open go on working; new ones cannot be opened on a
+        model that was freed. Closing twice does nothing."""
+        while self._release:
+            self._release.pop()()
+
+    @property
+    def closed(self) -> bool:
+        return not self._release
 
     @property
     def runtime(self) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from specviz.models.remote.errors import LogprobsCappedError, RemoteProtocolError
+from specviz.models.remote.http import Check, post
 from specviz.models.remote.spec import RemoteSpec
 
 # --- the three engines ----------------------------------------------------------------------------
@@ -21,8 +22,12 @@ Row = dict[int, float]  # rows a verify step never reads may be None (not return
 class Engine:
     spec: RemoteSpec
 
-    def __init__(self, spec: RemoteSpec, codec: Any) -> None:
+    def __init__(self, spec: RemoteSpec, codec: Any, check: Check | None = None) -> None:
         self.spec, self.codec = spec, codec
+        self.check = check  # raises for an address the caller does not allow (specviz.models.remote.http)
+
+    def post(self, url: str, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
+        return post(url, payload, timeout, self.check)
 
     def score(self, ids: Sequence[int], k: int, timeout: float, keep: int | None = None) -> list[Row]:
         raise NotImplementedError

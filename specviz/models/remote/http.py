@@ -1,15 +1,15 @@
-"""One JSON request to a serving engine: every failure a RemoteError, never an endless wait. In class mode
-(specviz.policy) an address outside the operator's allowlist is refused before any connection is made, and
-so is every redirect to one."""
+"""One JSON request to a serving engine: every failure a RemoteError, never an endless wait. A caller may hand in a
+`check(url)` that raises for an address it does not allow (the app hands in its class mode's allowlist,
+specviz.policy): it is asked before any connection is made, and again for every redirect."""
 
 from __future__ import annotations
 
 import json
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
-from specviz import policy
 from specviz.models.remote.errors import (
     LogprobsCappedError,
     RemoteHTTPError,
@@ -19,26 +19,35 @@ from specviz.models.remote.errors import (
 )
 from specviz.models.remote.spec import TIMEOUT_ENV
 
+Check = Callable[[str], None]  # raises for an address the caller does not allow
+
 
 class _CheckedRedirects(urllib.request.HTTPRedirectHandler):
-    """Follows a redirect only to an address the class policy allows (every address, outside class mode)."""
+    """Follows a redirect only to an address the caller's check allows."""
+
+    def __init__(self, check: Check) -> None:
+        self.check = check
 
     def redirect_request(self, req, fp, code, msg, headers, newurl):
-        policy.current().check_url(newurl)
+        self.check(newurl)
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
-_OPENER = urllib.request.build_opener(_CheckedRedirects)
+_OPENER = urllib.request.build_opener()
 
 
-def post(url: str, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
-    """POST JSON, return JSON; every failure becomes a RemoteError (never an endless wait)."""
-    policy.current().check_url(url)  # class mode: before any connection
+def post(url: str, payload: dict[str, Any], timeout: float, check: Check | None = None) -> dict[str, Any]:
+    """POST JSON, return JSON; every failure becomes a RemoteError (never an endless wait). `check(url)` is asked
+    before any connection and for every redirect."""
+    opener = _OPENER
+    if check is not None:
+        check(url)  # before any connection
+        opener = urllib.request.build_opener(_CheckedRedirects(check))
     request = urllib.request.Request(
         url, data=json.dumps(payload).encode(), headers={"Content-Type": "application/json"}, method="POST"
     )
     try:
-        with _OPENER.open(request, timeout=timeout) as response:
+        with opener.open(request, timeout=timeout) as response:
             body = response.read()
     except urllib.error.HTTPError as exc:
         detail = exc.read().decode("utf-8", "replace")[:300].strip()

@@ -8,7 +8,6 @@ from typing import Any
 
 from specviz.models.remote.engine import Engine, Row
 from specviz.models.remote.errors import RemoteProtocolError, RemoteTokenizerError
-from specviz.models.remote.http import post
 from specviz.models.remote.spec import RemoteSpec
 
 MAX_PROBES = 4  # extra requests to tell which of the ids that share a text is most likely
@@ -90,7 +89,7 @@ class LlamaCpp(Engine):
         payload = {"prompt": text, "max_tokens": 1, "temperature": 0, "echo": True, "logprobs": k}
         if self.spec.model:
             payload["model"] = self.spec.model
-        choice = (post(f"{self.spec.url}/completions", payload, timeout).get("choices") or [{}])[0]
+        choice = (self.post(f"{self.spec.url}/completions", payload, timeout).get("choices") or [{}])[0]
         lp = choice.get("logprobs") or {}
         tokens, actual, tops = lp.get("tokens"), lp.get("token_logprobs"), lp.get("top_logprobs")
         self._need(
@@ -173,7 +172,7 @@ class LlamaCpp(Engine):
         return {self.ids_by_text[t]: float(v) for t, v in (entry or {}).items() if t in self.ids_by_text}
 
     def tokenize(self, text: str, timeout: float) -> list[int]:
-        out = post(f"{self.spec.root}/extras/tokenize", {"input": text}, timeout)
+        out = self.post(f"{self.spec.root}/extras/tokenize", {"input": text}, timeout)
         self._need(isinstance(out.get("tokens"), list), "token ids from /extras/tokenize")
         return [int(t) for t in out["tokens"]]
 

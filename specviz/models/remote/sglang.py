@@ -7,7 +7,6 @@ from typing import Any
 
 from specviz.limits import MAX_TAU
 from specviz.models.remote.engine import Engine, Row
-from specviz.models.remote.http import post
 
 
 class SGLang(Engine):
@@ -16,7 +15,7 @@ class SGLang(Engine):
     [logprob, token_id, text] triples."""
 
     def _generate(self, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
-        info = post(f"{self.spec.root}/generate", payload, timeout).get("meta_info")
+        info = self.post(f"{self.spec.root}/generate", payload, timeout).get("meta_info")
         self._need(isinstance(info, dict), "meta_info")
         return info
 

@@ -11,6 +11,7 @@ import torch
 from specviz.models.lm import Capabilities, ListSession
 from specviz.models.remote.engine import Engine, Row
 from specviz.models.remote.errors import RemoteProtocolError, RemoteTokenizerError
+from specviz.models.remote.http import Check
 from specviz.models.remote.llamacpp_server import LlamaCpp
 from specviz.models.remote.sglang import SGLang
 from specviz.models.remote.spec import DEFAULT_TOP_K, RemoteSpec, parse_spec, timeout_s
@@ -37,6 +38,7 @@ class RemoteTarget:
         top_k: int = DEFAULT_TOP_K,
         timeout: float | None = None,
         max_length: int | None = None,
+        check: Check | None = None,
     ) -> None:
         self.spec = spec if isinstance(spec, RemoteSpec) else parse_spec(spec)
         self.name = str(self.spec)
@@ -44,7 +46,7 @@ class RemoteTarget:
         self.max_length = max_length
         self.top_k = top_k
         self.timeout = timeout_s() if timeout is None else timeout
-        self.engine = ENGINES[self.spec.kind](self.spec, codec)
+        self.engine = ENGINES[self.spec.kind](self.spec, codec, check)
         # top-k rows only: the engine refuses modes that need p in full (specviz.core.engine); one sequence per
         # request: no tree pass; a text-only server may take only a prefix of a draft
         self.capabilities = Capabilities(

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from specviz.models.remote.engine import Engine, Row
-from specviz.models.remote.http import post
 
 
 class VLLM(Engine):
@@ -25,7 +24,7 @@ class VLLM(Engine):
         }
         if self.spec.model:
             payload["model"] = self.spec.model
-        choice = (post(f"{self.spec.url}/completions", payload, timeout).get("choices") or [{}])[0]
+        choice = (self.post(f"{self.spec.url}/completions", payload, timeout).get("choices") or [{}])[0]
         prompt_rows, out = choice.get("prompt_logprobs"), choice.get("logprobs") or {}
         self._need(
             isinstance(prompt_rows, list) and len(prompt_rows) == len(ids), "prompt_logprobs for every prompt token"
@@ -47,6 +46,6 @@ class VLLM(Engine):
         payload = {"prompt": text, "add_special_tokens": False}
         if self.spec.model:
             payload["model"] = self.spec.model
-        out = post(f"{self.spec.root}/tokenize", payload, timeout)
+        out = self.post(f"{self.spec.root}/tokenize", payload, timeout)
         self._need(isinstance(out.get("tokens"), list), "token ids from /tokenize")
         return [int(t) for t in out["tokens"]]
