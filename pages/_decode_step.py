@@ -13,6 +13,7 @@ from pages._shared import heavy_turn, pacer
 from specviz.analysis.engine_logs import GLOSSARY
 from specviz.viz import charts, run_charts
 from specviz.viz import view as view_of
+from specviz.viz.plain import plain, plain_cells
 from specviz.viz.render import next_token_source, sentence, step_frame, token_label
 from specviz.viz.tree_chart import tree_chart, tree_run_chart
 
@@ -20,7 +21,7 @@ from specviz.viz.tree_chart import tree_chart, tree_run_chart
 def step_table(view: specviz.StepTrace, greedy: bool, hidden: bool, draws: bool) -> None:
     """The step's numbers as a plain table: every column whole at 1280 px (a data grid cut `decision`
     to "deci")."""
-    st.table(step_frame(view, greedy, hidden, draws))
+    st.table(plain_cells(step_frame(view, greedy, hidden, draws)))  # st.table reads its cells as markdown
 
 
 def step(dec: specviz.Decoder, turn) -> bool:
@@ -30,7 +31,7 @@ def step(dec: specviz.Decoder, turn) -> bool:
             dec.step()
     except specviz.SpecvizError as exc:
         st.error(
-            f"**The step failed.** {sentence(exc)} The run so far is kept: press **Step** to try again.",
+            f"**The step failed.** {plain(sentence(exc))} The run so far is kept: press **Step** to try again.",
             icon=":material/error:",
         )
         return False
@@ -89,7 +90,9 @@ def next_token_panel(step: specviz.StepTrace, brief: bool = False, **size: int) 
     source, note = next_token_source(step)
     label = token_label(step.next_text)
     where = "" if brief else f" {source}."
-    st.markdown(f"Next token **{label!r}** by rule **{step.next_rule}**, probability {step.next_prob:.4f}.{where}")
+    st.markdown(
+        f"Next token **{plain(repr(label))}** by rule **{step.next_rule}**, probability {step.next_prob:.4f}.{where}"
+    )
     st.plotly_chart(chart(charts.next_token_chart, step, **size), key="decode_next_chart")
     if note:  # below the chart: on a projector the chart stays on screen
         st.info(note, icon=":material/lightbulb:")

@@ -11,6 +11,7 @@ from specviz.analysis import outlook as ol
 from specviz.analysis.measure import Spread
 from specviz.classroom.settings import FIRST_PROMPT
 from specviz.core.prompt import encode_prompt
+from specviz.viz.plain import plain
 from specviz.viz.render import sentence
 
 SOURCES, HERE = ol.SOURCES, ol.HERE
@@ -28,7 +29,7 @@ def _from_decode(trees) -> ol.Acceptance | None:
     if dec is None or not dec.steps:
         return None
     run = dec.trace()
-    words = f"the Decode run ({len(run.steps)} steps, {run.config.mode}, {run.draft_name})"
+    words = f"the Decode run ({len(run.steps)} steps, {run.config.mode}, {plain(run.draft_name)})"
     return ol.Acceptance.from_rates(run.metrics.per_position_acceptance_rate, words).with_trees(trees)
 
 
@@ -37,7 +38,7 @@ def _from_sweep(trees) -> ol.Acceptance | None:
     if not sweep:
         return None
     row = sweep["summary"].rows[-1]
-    words = f"the τ sweep at τ = {row.tau} ({row.steps} steps, {sweep['draft']})"
+    words = f"the τ sweep at τ = {row.tau} ({row.steps} steps, {plain(sweep['draft'])})"
     return ol.Acceptance.from_rates(row.per_position_acceptance_rate, words).with_trees(trees)
 
 
@@ -54,7 +55,7 @@ def acceptance(source: str, alpha: float) -> tuple[ol.Acceptance, str | None]:
                 missing = "nothing measured yet for " + source
                 return found, None if i == 0 else f"({missing}: taken from {found.source.split(' (')[0]} instead.)"
     except specviz.SpecvizError as exc:
-        return ol.Acceptance("α by hand", alpha=alpha), sentence(exc)
+        return ol.Acceptance("α by hand", alpha=alpha), plain(sentence(exc))
     return ol.Acceptance("α by hand", alpha=alpha), (
         "Nothing measured yet (press Step on the Decode page, or Run on the τ sweep page): α by hand."
     )
@@ -74,7 +75,7 @@ def measured_here() -> tuple[ol.Calibration | None, specviz.ModelPair | None]:
                 _, ids, _ = encode_prompt(pair, FIRST_PROMPT + " " + FIRST_PROMPT, None)
                 made[pair.runtime] = (ol.calibrate(pair, ids), ol.measure_draft_cost(pair, FIRST_PROMPT))
         except specviz.SpecvizError as exc:
-            st.error(f"**Cannot time the passes.** {sentence(exc)}", icon=":material/error:")
+            st.error(f"**Cannot time the passes.** {plain(sentence(exc))}", icon=":material/error:")
     found = made.get(pair.runtime)
     if found is None:
         st.info(

@@ -11,6 +11,7 @@ import specviz
 from pages._present import COMPACT_CSS, presentation_toggle
 from specviz.classroom import quiz
 from specviz.viz.charts import token_label
+from specviz.viz.plain import plain
 
 BOOK = "decode_quiz_book"
 PER_ROW = 4  # answer columns per row: "not reached" must fit on a 1280-pixel screen
@@ -37,7 +38,7 @@ def panel(step: specviz.StepTrace, kind: str, compact: bool = False) -> bool:
     for row in range(0, step.tau, per_row):  # a choice per token: every answer readable
         cols = st.columns(per_row)
         for t in range(row, min(row + per_row, step.tau)):
-            label = f"{t + 1}. {token_label(step.draft_text[t])}"
+            label = f"{t + 1}. {plain(token_label(step.draft_text[t]))}"  # a label is markdown
             widget = f"decode_guess_{wid}_{t}"
             guesses.append(
                 cols[t - row].radio(label, quiz.ANSWERS, index=None, key=widget, disabled=done, horizontal=compact)

@@ -10,6 +10,7 @@ from specviz.analysis.diagnosis import Diagnosis, diagnose
 from specviz.analysis.measure import paired_run
 from specviz.analysis.snapshot import freeze, runtime_of
 from specviz.core.trace import RunTrace
+from specviz.viz.plain import plain
 
 CACHE = "decode_measured"  # this session's measurements, keyed by everything they measured
 
@@ -38,12 +39,12 @@ def trace_reading(run: RunTrace, pair: specviz.ModelPair | None = None, turn=Non
                 measured = paired_run(pair, list(run.prompt_ids), run.config, turn=turn, max_steps=len(run.steps))
             cache[key] = diagnose(run, measured)
         d = Diagnosis.from_dict(frozen) if frozen else cache.get(key) or diagnose(run)
-        _tiles(d, run, None if key is None else key[0])
+        _tiles(d, run, None if key is None else key[0], frozen is not None)
         if key is not None and d.run_speedup is not None and not frozen:
             snapshots.panel("reading", freeze("reading", key[0], {"trace": run.to_dict(), "reading": d.to_dict()}))
 
 
-def _tiles(d: Diagnosis, run: RunTrace, runtime: str | None) -> None:
+def _tiles(d: Diagnosis, run: RunTrace, runtime: str | None, frozen: bool = False) -> None:
     shares = d.shares()
     cols = st.columns(3)
     cols[0].metric("drafting", f"{shares['draft']:.0%}", help=f"{d.draft_ms:.0f} ms, all draft phases")
@@ -67,7 +68,7 @@ def _tiles(d: Diagnosis, run: RunTrace, runtime: str | None) -> None:
         help="measured: each step timed beside the target alone decoding the same tokens, the two "
         "alternating; 95% bootstrap interval over the steps",
     )
-    st.markdown(f"**Bottleneck.** {d.bottleneck}")
+    st.markdown(f"**Bottleneck.** {plain(d.bottleneck) if frozen else d.bottleneck}")  # frozen: from a link
     alpha = "–" if d.alpha is None else f"{d.alpha:.3f}"
     approx = (
         f" — approximate (top-{run.target_top_k}): the remote target returned only its top "

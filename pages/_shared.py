@@ -24,6 +24,7 @@ from specviz.classroom.settings import CUSTOM, MODE_HELP, RULE_HELP
 from specviz.core.config import VERIFICATIONS
 from specviz.loading import AUTO, resolve_runtime
 from specviz.models import hub
+from specviz.viz.plain import plain
 from specviz.viz.render import sentence
 
 SHELL_MARK = "specviz_shell"
@@ -45,11 +46,12 @@ def load_pair(target: str, draft: str) -> specviz.ModelPair | None:
     try:
         runtime = resolve_runtime(target, st.session_state.get("runtime", AUTO))
         with st.spinner(
-            f"Loading {target} and draft {draft} on {runtime} (the very first start converts the model: ~30 s)…"
+            f"Loading {plain(target)} and draft {plain(draft)} on {plain(runtime)} (the very first start converts "
+            "the model: ~30 s)…"
         ):
             return cached_pair(target, draft, runtime)
     except specviz.SpecvizError as exc:
-        st.error(f"**Could not load the models.** {sentence(exc)}", icon=":material/error:")
+        st.error(f"**Could not load the models.** {plain(sentence(exc))}", icon=":material/error:")
         return None
 
 

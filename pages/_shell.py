@@ -12,6 +12,7 @@ from specviz.analysis import snapshot
 from specviz.classroom import links, sandbox, settings
 from specviz.classroom.settings import RUNTIME_HELP, runtime_line
 from specviz.loading import RUNTIMES
+from specviz.viz.plain import plain
 from specviz.viz.render import sentence
 
 
@@ -19,6 +20,7 @@ def prepare_session() -> None:
     """Settings from the link on a session's first run; every page's settings kept on every run."""
     defaults = settings.defaults()  # every page's widgets, from the one registry
     st.session_state["specviz_shell"] = True  # pages check that they run inside this navigation
+    st.session_state.pop("specviz_snapshot_problem", None)  # said on the first run's page only (pages/_snapshot.py)
     if "specviz_kept" not in st.session_state:  # a session's first run: settings from the link, if any
         rules = policy.current()  # a class server: the lecturer's link (lecturer=KEY) puts that session first
         key = st.query_params.get("lecturer", "")
@@ -36,10 +38,10 @@ def prepare_session() -> None:
         if packed := st.query_params.get("snapshot"):  # a frozen measurement: the page of its kind shows it
             try:
                 st.session_state["specviz_snapshot"] = snapshot.from_link_param(packed)
-            except snapshot.SnapshotError as exc:
-                problems.append(str(exc))
-        for problem in problems:
-            st.toast(problem, icon=":material/link_off:")
+            except snapshot.SnapshotError as exc:  # the page of a snapshot's kind says why, in full
+                st.session_state["specviz_snapshot_problem"] = str(exc)
+        for problem in problems:  # they quote the link's values: text, never markdown
+            st.toast(plain(problem), icon=":material/link_off:")
 
     # Streamlit forgets a widget's value once a run does not draw it (another page), and a value restored
     # in such a run never reaches the browser. So keep a copy under a plain key, and assign every value
@@ -64,4 +66,4 @@ def runtime_picker() -> None:
     try:
         st.caption(runtime_line(choice))
     except specviz.SpecvizError as exc:
-        st.caption(f":red[{sentence(exc)}]")
+        st.caption(f":red[{plain(sentence(exc))}]")

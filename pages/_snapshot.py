@@ -7,17 +7,21 @@ import streamlit as st
 
 from specviz.analysis.snapshot import Snapshot, SnapshotError, from_json
 from specviz.classroom import links
+from specviz.viz.plain import plain
 
 KEY = "specviz_snapshot"  # the snapshot a link or a file opened, shown by the page of its kind
+PROBLEM = "specviz_snapshot_problem"  # why the link's snapshot could not be opened: said by the page it opened
 
 
 def opened(kind: str) -> Snapshot | None:
     """The snapshot of this kind that a link or a file opened in this session, if any; a banner says so,
-    with a button back to live measurement."""
+    with a button back to live measurement. A link's snapshot that could not be opened: why, on the page it opened."""
+    if problem := st.session_state.get(PROBLEM):
+        st.error(f"**This link's snapshot cannot be opened.** {plain(problem)}", icon=":material/link_off:")
     snap = st.session_state.get(KEY)
     if snap is None or snap.kind != kind:
         return None
-    st.info(snap.describe(), icon=":material/photo_camera:")
+    st.info(snap.describe(plain), icon=":material/photo_camera:")
     if st.button("Back to live measurement", key=f"{kind}_snapshot_close", icon=":material/close:"):
         del st.session_state[KEY]
         st.rerun()
@@ -30,7 +34,7 @@ def panel(kind: str, snap: Snapshot | None) -> None:
         "Snapshot for slides: freeze these measurements, or open a frozen one", icon=":material/photo_camera:"
     ):
         if snap is not None:
-            st.caption(snap.describe().replace("The numbers below are that measurement, not a new one.", ""))
+            st.caption(snap.describe(plain).replace("The numbers below are that measurement, not a new one.", ""))
             st.download_button(
                 "Download the snapshot (JSON)",
                 snap.to_json(),
@@ -49,10 +53,12 @@ def panel(kind: str, snap: Snapshot | None) -> None:
             try:
                 opened_snap = from_json(upload.getvalue())
             except SnapshotError as exc:
-                st.error(f"**This file cannot be opened.** {exc}", icon=":material/error:")
+                st.error(f"**This file cannot be opened.** {plain(exc)}", icon=":material/error:")
                 return
             if opened_snap.kind != kind:
-                st.error(f"This is a snapshot of a {opened_snap.kind}: open it on that page.", icon=":material/error:")
+                st.error(
+                    f"This is a snapshot of a {plain(opened_snap.kind)}: open it on that page.", icon=":material/error:"
+                )
                 return
             if st.session_state.get(KEY) != opened_snap:
                 st.session_state[KEY] = opened_snap

@@ -12,6 +12,7 @@ from specviz import policy
 from specviz.analysis.passes import verify_timing
 from specviz.analysis.rules_compare import compare_rules
 from specviz.analysis.trees import compare as compare_trees
+from specviz.viz.plain import plain
 from specviz.viz.sweep_charts import rules_acceptance_chart
 from specviz.viz.tree_chart import chain_tree_chart
 
@@ -24,7 +25,7 @@ def verify_timing_panel(pair: specviz.ModelPair, prompts: tuple[str, ...], tau: 
             with heavy_job(), heavy_turn(), st.spinner("Timing both ways, alternating…"):
                 timing = verify_timing(pair, prompts[0], tau, chat)
         except specviz.SpecvizError as exc:
-            st.error(f"**Cannot time it.** {exc}", icon=":material/error:")
+            st.error(f"**Cannot time it.** {plain(exc)}", icon=":material/error:")
             return
         cols = st.columns(3)
         cols[0].metric(f"one pass over {timing.tokens} tokens", timing.parallel_ms.text(1, " ms"))
@@ -97,7 +98,7 @@ def rules_panel(
                         **sampled,
                     )
             except specviz.SpecvizError as exc:
-                st.error(f"**Cannot compare the rules.** {exc}", icon=":material/error:")
+                st.error(f"**Cannot compare the rules.** {plain(exc)}", icon=":material/error:")
             bar.empty()
         result = st.session_state.get("sweep_rules_result")
         if result is None:

@@ -6,6 +6,7 @@ import specviz
 from pages._shared import ensure_shell
 from specviz.analysis.theory import first_token_distribution
 from specviz.viz import charts, run_charts
+from specviz.viz.plain import plain
 
 ensure_shell()
 st.title("How speculative decoding works")
@@ -42,7 +43,7 @@ example = specviz.Decoder(table_pair, "a", specviz.SpecConfig(tau=3, seed=3)).st
 st.plotly_chart(charts.step_chart(example), key="about_step_chart")
 st.caption(
     f"Seed 3: r = {', '.join(f'{r:.2f}' for r in example.r)}; {example.n_accepted} accepted, then "
-    f"'{example.next_text}' ({example.next_rule}). A diamond above its cross means r ≤ p/q: accepted."
+    f"'{plain(example.next_text)}' ({example.next_rule}). A diamond above its cross means r ≤ p/q: accepted."
 )
 
 st.subheader("Three acceptance modes")

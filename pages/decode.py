@@ -17,6 +17,7 @@ from specviz.classroom.replay import replay_for
 from specviz.classroom.settings import BROKEN_HELP
 from specviz.classroom.stepper import Stepper
 from specviz.viz import view as view_of
+from specviz.viz.plain import plain
 from specviz.viz.render import LEGEND, run_html, sentence
 
 ui.ensure_shell()
@@ -45,9 +46,11 @@ with st.sidebar:
 def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, tau, broken) -> None:
     present, cols, quiz_on, kind = quiz_ui.decode_header()  # the title and toggles, or a projector's one row
     if upload_error:
-        st.error(f"**This file is not a specviz trace that can be replayed:** {upload_error}", icon=":material/error:")
+        st.error(
+            f"**This file is not a specviz trace that can be replayed:** {plain(upload_error)}", icon=":material/error:"
+        )
     if isinstance(config, specviz.ConfigError):
-        st.error(f"**These settings do not make a run.** {sentence(config)}", icon=":material/error:")
+        st.error(f"**These settings do not make a run.** {plain(sentence(config))}", icon=":material/error:")
         st.stop()
     if broken:
         st.warning(f"**Broken draft, on purpose.** {BROKEN_HELP}", icon=":material/bug_report:")
@@ -62,7 +65,9 @@ def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, 
             with st.spinner(f"Reading the prompt into both models ({len(prompt):,} characters)…"), ui.compute_turn():
                 return specviz.Decoder(pair, prompt, config, chat=None if chat else False, compare_rules=True)
         except specviz.SpecvizError as exc:
-            st.error(f"**Cannot start a new run.** {sentence(exc)} The run below is kept.", icon=":material/error:")
+            st.error(
+                f"**Cannot start a new run.** {plain(sentence(exc))} The run below is kept.", icon=":material/error:"
+            )
             return None
 
     turn = contextlib.nullcontext if replay else ui.compute_turn  # a replay computes nothing: no queue
@@ -110,7 +115,7 @@ def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, 
     if view.tau == 0:
         st.info(
             f"No draft at step {view.index + 1} (the drafter found no match, or the end was near): the target "
-            f"alone chose '{view.next_text}'."
+            f"alone chose '{plain(view.next_text)}'."
         )
     else:
         parts.draw_step(view, run.config.mode == "greedy", hidden, draws, tuple(marks), present, beside)

@@ -6,6 +6,7 @@ import specviz
 from pages import _shared as ui
 from pages._present import COMPACT_CSS, presentation_toggle
 from specviz.classroom.lessons import BY_KEY, LESSONS
+from specviz.viz.plain import plain, plain_cells
 
 ui.ensure_shell()
 st.html(COMPACT_CSS)
@@ -34,7 +35,7 @@ if st.button("Run it", type="primary", key="lessons_run", icon=":material/play_a
             load = lambda target, draft, runtime=None: ui.cached_pair(target, draft, runtime or pair.runtime)  # noqa: E731
             results[key] = lesson.run(pair, load)
     except specviz.SpecvizError as exc:
-        st.error(f"**This lesson could not run.** {exc}", icon=":material/error:")
+        st.error(f"**This lesson could not run.** {plain(exc)}", icon=":material/error:")
         st.stop()
 evidence = results.get(key)
 if evidence is None:
@@ -62,6 +63,6 @@ st.markdown(f"**What the run showed.** {evidence.finding}")
 for i, figure in enumerate(evidence.figures):
     st.plotly_chart(figure, key=f"lessons_figure_{i}")
 if evidence.table is not None:
-    st.table(evidence.table.style.hide(axis="index").format(precision=3))  # every column whole at 1280 px
+    st.table(plain_cells(evidence.table).style.hide(axis="index").format(precision=3))  # every column whole at 1280 px
 st.markdown("**Takeaway.** " + "  \n".join(lesson.takeaway.splitlines()))
 ui.share_link("lessons", show=not present)

@@ -13,6 +13,7 @@ from specviz.analysis.lossless import METHOD, VARIANTS, check, first_tokens, ref
 from specviz.classroom import links
 from specviz.classroom.settings import LOSSLESS_SOURCES
 from specviz.viz import run_charts
+from specviz.viz.plain import plain
 
 ensure_shell()
 top = st.columns([3, 1.4], vertical_alignment="bottom")
@@ -40,7 +41,7 @@ if source == TABLES:
     try:
         pair, prompt = table_pair(table["token"], table["p (target)"], table["q (draft)"]), str(table["token"][0])
     except (specviz.SpecvizError, KeyError, IndexError) as exc:
-        st.error(f"**Check the table**: {exc}", icon=":material/error:")
+        st.error(f"**Check the table**: {plain(exc)}", icon=":material/error:")
         st.stop()
 else:
     trials = cols[3].number_input(
@@ -92,7 +93,7 @@ if run_clicked:
                         )
                 checks[label] = check(label, samples, reference(pair, prompt, config))
     except specviz.SpecvizError as exc:
-        st.error(f"**Cannot run.** {exc}")
+        st.error(f"**Cannot run.** {plain(exc)}")
         st.stop()
     bar.empty()
     st.rerun()  # redraw the buttons and the verdicts from the finished checks

@@ -9,6 +9,7 @@ from pages._present import COMPACT_CSS, presentation_toggle
 from specviz.analysis import outlook as ol
 from specviz.analysis.costmodel import HARDWARE, MODELS
 from specviz.viz.pay_charts import pay_batch_chart, pay_tau_chart
+from specviz.viz.plain import plain
 from specviz.viz.render import sentence
 
 ui.ensure_shell()
@@ -50,7 +51,7 @@ else:
 try:
     o = ol.outlook(target, draft, hardware, accept, batch, int(context), c)
 except specviz.SpecvizError as exc:
-    st.error(f"**Cannot predict.** {sentence(exc)}", icon=":material/error:")
+    st.error(f"**Cannot predict.** {plain(sentence(exc))}", icon=":material/error:")
     st.stop()
 tau, speed = o.best
 (st.success if speed > 1.0 else st.warning)(o.summary(), icon=":material/speed:")

@@ -8,6 +8,7 @@ from pages import _snapshot as snapshots
 from pages._present import COMPACT_CSS, presentation_toggle
 from specviz.analysis.race import BY_LABEL, Race, RaceResult
 from specviz.analysis.snapshot import freeze, runtime_of
+from specviz.viz.plain import plain
 from specviz.viz.render import RACE_STYLE, lane_html, lane_text, sentence
 
 ui.ensure_shell()
@@ -89,7 +90,7 @@ if start:
             for alone, spec in race.frames():
                 draw(pair, alone, spec)
     except specviz.SpecvizError as exc:
-        st.error(f"**The race could not run.** {sentence(exc)}", icon=":material/error:")
+        st.error(f"**The race could not run.** {plain(sentence(exc))}", icon=":material/error:")
         st.stop()
     results[key] = (race.result(), pair)
 if key not in results:

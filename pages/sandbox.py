@@ -9,6 +9,7 @@ from specviz.analysis.theory import expected_accepted
 from specviz.classroom import sandbox as sb
 from specviz.core.rules import VERIFICATIONS
 from specviz.viz import charts
+from specviz.viz.plain import plain
 from specviz.viz.render import run_html
 
 ensure_shell()
@@ -83,7 +84,7 @@ try:
     case = sb.case_from_frame(edited, draws[:tau], draws[tau : 2 * tau], draws[-1])
     step = sb.sandbox_step(case, mode, rule)
 except ConfigError as exc:
-    st.error(f"**Check the table.** {exc}", icon=":material/error:")
+    st.error(f"**Check the table.** {plain(exc)}", icon=":material/error:")
     st.stop()
 state["sandbox_case"] = case  # every edit kept, through τ changes and other pages
 share_link("sandbox", {"sandbox_table": sb.case_to_json(case)})
@@ -91,7 +92,7 @@ share_link("sandbox", {"sandbox_table": sb.case_to_json(case)})
 rejected = f"position {step.n_accepted + 1} is the first rejected" if step.n_accepted < step.tau else "none rejected"
 st.success(
     f"**n = {step.n_accepted}** of {step.tau} accepted ({rejected}); the target then adds "
-    f"**'{step.next_text}'** by rule **{step.next_rule}**.",
+    f"**'{plain(step.next_text)}'** by rule **{step.next_rule}**.",
     icon=":material/check_circle:",
 )
 for note in sb.explain(step, case, mode):  # computed from the table on screen, never a note written for another

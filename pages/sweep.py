@@ -24,6 +24,7 @@ from specviz import policy
 from specviz.analysis.snapshot import freeze, runtime_of
 from specviz.analysis.sweep import Sweep, SweepSettings
 from specviz.analysis.sweep_summary import SweepSummary
+from specviz.viz.plain import plain
 
 ensure_shell()
 with st.sidebar:
@@ -90,7 +91,7 @@ try:
     sweep = Sweep(pair, settings, st.session_state.setdefault("sweep_cache", {}))
     policy.current().check_sweep(len(sweep.units()))  # class mode: a sweep's runs are bounded
 except specviz.SpecvizError as exc:
-    st.error(f"**Cannot sweep.** {exc}", icon=":material/error:")
+    st.error(f"**Cannot sweep.** {plain(exc)}", icon=":material/error:")
     st.stop()
 
 total, pending = len(sweep.units()), len(sweep.pending())

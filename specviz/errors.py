@@ -26,3 +26,8 @@ class IncompatibleModelsError(ModelError):
 class TraceError(SpecvizError, ValueError):
     """A saved trace cannot be replayed: not JSON, fields missing or of the wrong type, numbers out
     of range, or decisions that do not follow from its own r and p/q."""
+
+
+class SnapshotError(SpecvizError, ValueError):
+    """A file or link that is not a snapshot this app can reopen: not one at all, or a field of it missing,
+    of the wrong type, out of range or at odds with another (the message names the field)."""

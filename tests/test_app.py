@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 import specviz
 from specviz.classroom import quiz, settings
+from specviz.viz.plain import plain
 from tests.helpers import tiny_text_pair
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -588,7 +589,7 @@ def test_a_corrupt_trace_is_one_message_and_the_live_run_stays(loads, edit, mess
     at.file_uploader(key="decode_upload").set_value(("run.json", json.dumps(data).encode(), "application/json"))
     at.run()
     assert not at.exception
-    assert len(at.main.error) == 1 and message in at.main.error[0].value
+    assert len(at.main.error) == 1 and plain(message) in at.main.error[0].value  # the file's words, as text
     assert not at.sidebar.error  # one message per rejected file, at the top of the page
     assert decoder(at) is live and len(live.steps) == 1  # the live run is kept, and still shown
     assert figure(at, 0)["data"][0]["y"] == list(live.steps[0].q)

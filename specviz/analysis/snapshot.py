@@ -10,20 +10,19 @@ import json
 import os
 import platform
 import zlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from specviz import policy
-from specviz.errors import SpecvizError
+from specviz.analysis import snapshot_data
+from specviz.errors import SnapshotError
 
 KINDS = ("sweep", "race", "reading")
+HEADER = ("kind", "created", "machine", "runtime", "load")  # a snapshot's fields besides its data, all text
 LINK_LIMIT = 6000  # characters of a link's snapshot parameter; a larger snapshot travels as a file
 MAX_BYTES = 2_000_000  # a snapshot file larger than this is refused before it is read
-
-
-class SnapshotError(SpecvizError, ValueError):
-    """A file or link that is not a snapshot this app can reopen."""
 
 
 def machine() -> str:
@@ -60,11 +59,13 @@ class Snapshot:
     load: str  # the load when it was frozen
     data: dict[str, Any]  # what the page draws (e.g. specviz.analysis.sweep.SweepSummary.to_dict())
 
-    def describe(self) -> str:
-        when = self.created.replace("T", " at ")
+    def describe(self, quote: Callable[[str], str] = str) -> str:
+        """The snapshot in a sentence; each field as `quote` makes it (a page passes specviz.viz.plain.plain:
+        a snapshot's fields come from a file or a link)."""
+        when = quote(self.created.replace("T", " at "))
         return (
-            f"Frozen measurement: {self.kind}, taken {when} on {self.machine}, runtime {self.runtime}, "
-            f"{self.load}. The numbers below are that measurement, not a new one."
+            f"Frozen measurement: {quote(self.kind)}, taken {when} on {quote(self.machine)}, runtime "
+            f"{quote(self.runtime)}, {quote(self.load)}. The numbers below are that measurement, not a new one."
         )
 
     def to_json(self, indent: int | None = 1) -> str:
@@ -84,7 +85,8 @@ def freeze(kind: str, runtime: str, data: dict[str, Any]) -> Snapshot:
 
 
 def from_json(text: str | bytes) -> Snapshot:
-    """A snapshot from a file's text; any problem is one SnapshotError."""
+    """A snapshot from a file's text, checked whole: its header, then its data field by field for its kind
+    (specviz.analysis.snapshot_data). Any problem is one SnapshotError that names the field."""
     if len(text) > MAX_BYTES:
         raise SnapshotError(f"this file is larger than a snapshot can be ({MAX_BYTES // 1_000_000} MB)")
     try:
@@ -95,13 +97,25 @@ def from_json(text: str | bytes) -> Snapshot:
         raw = json.loads(text)
     except (UnicodeDecodeError, ValueError) as exc:
         raise SnapshotError(f"this file is not JSON ({exc})") from exc
-    fields = {"kind", "created", "machine", "runtime", "load", "data"}
-    if not isinstance(raw, dict) or set(raw) != fields:
+    if not isinstance(raw, dict):
         raise SnapshotError("this file is not a specviz snapshot (kind, created, machine, runtime, load and data)")
-    if raw["kind"] not in KINDS or not isinstance(raw["data"], dict):
-        raise SnapshotError(f"this snapshot's kind {raw['kind']!r} is not one of {', '.join(KINDS)}")
-    if not all(isinstance(raw[k], str) for k in fields - {"data"}):
-        raise SnapshotError("this snapshot's description fields are not text")
+    missing = [k for k in (*HEADER, "data") if k not in raw]
+    if missing:
+        raise SnapshotError(f"this file is not a specviz snapshot: it lacks {', '.join(missing)}")
+    if len(raw) != len(HEADER) + 1:
+        raise SnapshotError(
+            "this file is not a specviz snapshot: it has fields besides " + ", ".join(HEADER) + " and data"
+        )
+    for name in HEADER:
+        if not isinstance(raw[name], str) or len(raw[name]) > snapshot_data.TEXT:
+            raise SnapshotError(f"this snapshot's {name} is not text of at most {snapshot_data.TEXT} characters")
+    if raw["kind"] not in KINDS:
+        raise SnapshotError(f"this snapshot's kind is not one of {', '.join(KINDS)}")
+    try:
+        datetime.datetime.fromisoformat(raw["created"])
+    except ValueError as exc:
+        raise SnapshotError("this snapshot's created is not a date and time (2026-01-31T09:45)") from exc
+    snapshot_data.check(raw["kind"], raw["data"])  # field by field, for its kind
     return Snapshot(**raw)
 
 

@@ -16,6 +16,7 @@ from specviz.core.trace import (
 from specviz.errors import TraceError
 from specviz.models.text import Codec
 from specviz.policy import RefusedError
+from specviz.viz.plain import plain
 
 
 class Replay:
@@ -53,12 +54,14 @@ class Replay:
         return self.run_trace.steps[self.cursor]
 
     def describe(self) -> str:
-        """Where the replay is and what the saved run was: its models and settings."""
+        """Where the replay is and what the saved run was: its models and settings, as markdown (the names
+        and words the file brought escaped: specviz.viz.plain)."""
         run, c = self.run_trace, self.config
         return (
-            f"Replaying a saved trace: step {self.cursor} of {len(run.steps)}, no model loaded. **{run.target_name}** "
-            f"with draft **{run.draft_name}**, {c.mode} mode, τ = {c.tau}, temperature {c.temperature:g}, "
-            f"top-k {c.top_k}, top-p {c.top_p:g}, seed {c.seed}. {self.texts} Remove the file to decode live."
+            f"Replaying a saved trace: step {self.cursor} of {len(run.steps)}, no model loaded. "
+            f"**{plain(run.target_name)}** with draft **{plain(run.draft_name)}**, {c.mode} mode, τ = {c.tau}, "
+            f"temperature {c.temperature:g}, top-k {c.top_k}, top-p {c.top_p:g}, seed {c.seed}. {plain(self.texts)} "
+            "Remove the file to decode live."
         )
 
     def run(self) -> RunTrace:

@@ -14,6 +14,7 @@ import pandas as pd
 
 from specviz.core.rules import RuleOutcome
 from specviz.core.trace import StepTrace
+from specviz.viz.plain import plain
 
 LONG_PROMPT = 600  # characters: a longer prompt is drawn with its middle cut out
 STYLE = """<style>
@@ -113,10 +114,11 @@ def next_token_source(step: StepTrace) -> tuple[str, str | None]:
     note = None
     if n < step.tau and step.next_token == step.draft_tokens[n]:
         note = (
-            f"The target's token is the rejected draft token itself: {step.next_text!r} is also p's most likely "
-            f"token, but q gave it more than p (q = {step.q[n]:.2f} > p = {step.p[n]:.2f}), so it was kept only with "
-            f"probability p/q = {step.ratio[n]:.2f}, and r = {step.r[n]:.2f} fell above. Textbook's correction takes "
-            "argmax p, which can be the same token; lossless resamples where p exceeds q, so it never can."
+            f"The target's token is the rejected draft token itself: {plain(repr(step.next_text))} is also p's "
+            f"most likely token, but q gave it more than p (q = {step.q[n]:.2f} > p = {step.p[n]:.2f}), so it was kept "
+            f"only with probability p/q = {step.ratio[n]:.2f}, and r = {step.r[n]:.2f} fell above. Textbook's "
+            "correction takes argmax p, which can be the same token; lossless resamples where p exceeds q, so it "
+            "never can."
         )
     return source, note
 
@@ -286,7 +288,7 @@ def rule_sentence(step: StepTrace, outcome: RuleOutcome, text: Callable[[int], s
     """What one rule makes of the step, in one sentence from its own numbers: what it keeps and why, and
     where its next token would come from (`text`: a token's text)."""
     n, tau = outcome.n, step.tau
-    kept = ", ".join(f"'{token_label(t)}'" for t in step.draft_text[:n])
+    kept = ", ".join(f"'{plain(token_label(t))}'" for t in step.draft_text[:n])  # markdown: token text escaped
     keeps = f"keeps {n} of {tau} ({kept})" if n else f"keeps none of {tau}"
     if outcome.rule == "block":
         passes = [t + 1 for t, ok in enumerate(outcome.passed) if ok]
@@ -301,7 +303,7 @@ def rule_sentence(step: StepTrace, outcome: RuleOutcome, text: Callable[[int], s
         why = f"position {n + 1} fails: r = {step.r[n]:.3f} > {outcome.threshold[n]:.3f}"
     else:
         why = "every draft token passes"
-    top = ", ".join(f"'{token_label(text(y))}' {v:.3g}" for y, v in outcome.next_top)
+    top = ", ".join(f"'{plain(token_label(text(y)))}' {v:.3g}" for y, v in outcome.next_top)
     source = "p at position τ + 1 (the bonus token)" if n == tau else RULE_NEXT[outcome.rule]
     source = "norm(max(0, p − q))" if outcome.rule == "block" and n == 0 else source  # w_0 = 1
     return (

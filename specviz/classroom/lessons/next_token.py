@@ -5,14 +5,15 @@ from __future__ import annotations
 from specviz.classroom.lessons.common import Evidence, Lesson, Load, decode
 from specviz.models.pair import ModelPair
 from specviz.viz import charts
+from specviz.viz.plain import plain
 
 
 def next_token(pair: ModelPair, load: Load) -> Evidence:
     dec = decode(pair, count=1, tau=4, seed=3)
     step = dec.steps[0]
     return Evidence(
-        f"{step.n_accepted} of {step.tau} draft tokens were accepted; the next token '{step.next_text}' came from the "
-        f"target's p at position {step.n_accepted + 1}, by rule {step.next_rule}.",
+        f"{step.n_accepted} of {step.tau} draft tokens were accepted; the next token '{plain(step.next_text)}' came "
+        f"from the target's p at position {step.n_accepted + 1}, by rule {step.next_rule}.",
         (charts.step_chart(step), charts.next_token_chart(step)),
     )
 

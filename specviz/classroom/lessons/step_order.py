@@ -5,6 +5,7 @@ from __future__ import annotations
 from specviz.classroom.lessons.common import Evidence, Lesson, Load, decode
 from specviz.models.pair import ModelPair
 from specviz.viz import charts
+from specviz.viz.plain import plain
 
 
 def step_order(pair: ModelPair, load: Load) -> Evidence:
@@ -12,8 +13,8 @@ def step_order(pair: ModelPair, load: Load) -> Evidence:
     kept = "".join(step.draft_text[: step.n_accepted])
     return Evidence(
         f"Draft: {step.tau} draft forwards, {step.draft_ms:.0f} ms. Verify: one target pass over {step.tau + 1} "
-        f"positions, {step.verify_ms:.0f} ms. Decide: {', '.join(step.decision)}. Append: {kept!r} and the "
-        f"target's '{step.next_text}'.",
+        f"positions, {step.verify_ms:.0f} ms. Decide: {', '.join(step.decision)}. Append: {plain(repr(kept))} and the "
+        f"target's '{plain(step.next_text)}'.",
         (charts.step_chart(step),),
     )
 
