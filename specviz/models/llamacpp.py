@@ -55,7 +55,7 @@ def available() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None
 
 
-def _backend():
+def backend():
     """The llama_cpp module, initialised once, quiet (its log goes nowhere)."""
     global _initialised, _log_callback
     try:
@@ -80,7 +80,7 @@ class LlamaCppModel:
     ) -> None:
         """`slots`: chain runs whose passes share decodes (specviz.models.llamapool; $SPECVIZ_LLAMA_SLOTS overrides
         it; 0: none). A class server asks for CLASS_SLOTS."""
-        lib = _backend()
+        lib = backend()
         self._lib = lib
         params = lib.llama_model_default_params()
         params.use_mmap = True
