@@ -20,7 +20,8 @@ from specviz.drafts.lookup import PromptLookupDrafter
 from specviz.drafts.subset import early_exit
 from specviz.errors import IncompatibleModelsError, ModelError
 from specviz.limits import env_count
-from specviz.models import embedded, kernels, llamacpp, remote
+from specviz.models import embedded, gguf, kernels, llamacpp, quantize, remote
+from specviz.models.ggufcodec import LlamaCodec
 from specviz.models.hub import (
     EMBEDDED,
     HubUnreachableError,
@@ -40,6 +41,7 @@ from specviz.policy import ClassPolicy
 SELF = "self"
 PROMPT_LOOKUP = "prompt-lookup"
 EARLY_EXIT = "early-exit"  # "early-exit:K": the target's first K layers, its final norm and head
+QUANTIZED = EMBEDDED + ":"  # "embedded:Q4_0": the embedded target quantized by llama.cpp, a draft of graded bits
 EMBEDDED_DRAFT_LAYERS = 8  # the untrained fallback when assets/draft/ is missing
 AUTO, TORCH, KERNELS = "auto", "torch", "torch-kernels"
 # the target's runtime; "auto": llama.cpp where it can run, else torch on per-shape kernels (specviz.models.kernels)
@@ -86,6 +88,17 @@ PRESETS: tuple[Preset, ...] = (
         "model-free draft copying text that follows the last n-gram",
         True,
     ),
+    *(
+        Preset(
+            f"Self-draft in {bits} bits ({kind})",
+            EMBEDDED,
+            QUANTIZED + kind,
+            f"the target drafting for itself, quantized to {bits} bits by llama.cpp (made here on first use, "
+            "about a second): a real second model whose acceptance falls with its bits; llama.cpp runtime",
+            True,
+        )
+        for kind, bits in (("Q8_0", 8), ("Q4_0", 4), ("Q2_K", 2))
+    ),
     Preset("distilgpt2 → gpt2", "gpt2", "distilgpt2", "the classic small pair; needs the hub", False),
     Preset(
         "SmolLM2 135M → 360M",
@@ -127,7 +140,11 @@ def load_pair(
     "self", "prompt-lookup", "early-exit:K" or a folder made by scripts/train_draft.py. With the
     embedded target, the "embedded" draft is the distilled one in assets/draft/. Both models end up
     on the same device. `runtime` runs the target: "torch" (transformers, eager), "llama.cpp" (the
-    embedded target only, in process, float32; `make llama` installs it) or "auto" (resolve_runtime).
+    embedded target and GGUF files, in process; `make llama` installs it) or "auto" (resolve_runtime).
+    A GGUF model (a .gguf file, "ollama:NAME:TAG", "hf:ORG/REPO:QUANT") runs on llama.cpp as a target with its own
+    tokenizer, drafted by a second GGUF file of its vocabulary (checked from both headers before anything loads),
+    itself or prompt lookup; "embedded:Q8_0" (Q4_0, Q3_K_M, Q2_K) drafts for the embedded target with a copy of it
+    that llama.cpp's quantizer makes here.
 
     `store`: where the pair takes its parts (specviz.models.store): pairs loaded from one store share every part
     they have in common (the target's weights, its llama.cpp model) and `pair.close()` gives them back; without
@@ -145,6 +162,8 @@ def load_pair(
     try:
         if remote.is_remote(target):
             pair = _remote_pair(target, draft, limit, dev, torch_dtype, progress, parts, rules)
+        elif is_gguf(target):
+            pair = _gguf_pair(target, draft, limit, progress, parts, rules)
         else:
             pair = _local_pair(target, draft, runtime, limit, dev, torch_dtype, progress, parts, rules)
     except BaseException:
@@ -234,7 +253,7 @@ def _local_pair(
         ("draft", target, draft, str(dev), str(torch_dtype), lean),
         lambda: _draft(draft, target, target_lm, tokenizer, limit, dev, torch_dtype, progress, lean),
         f"draft {draft} for {target_lm.name}" + (" (lean)" if lean else ""),
-        lambda lm: tensor_bytes(lm, target_model) - tensor_bytes(target_model),
+        lambda lm: lm.nbytes() if is_gguf(draft) else tensor_bytes(lm, target_model) - tensor_bytes(target_model),
     )
     return ModelPair(runner, draft_lm, HFCodec(tokenizer, target_lm.name))
 
@@ -262,19 +281,48 @@ def planned_parts(
     at = (str(dev), str(torch_dtype))
     if remote.is_remote(target):
         return [(("torch", draft, *at, "eager"), _estimated_params(draft) * width)]
+    slots = llamacpp.CLASS_SLOTS if rules.on else 0
+    pooled = slots * env_count(llamacpp.SLOT_TOKENS_ENV, llamacpp.SLOT_TOKENS, "tokens", 64) if slots else 0
+    if is_gguf(target):
+        path = _known_gguf_path(target)
+        if path is None:  # it would have to be downloaded first: its size is not known here
+            return []
+        info = gguf.read_info(path)
+        planned = [(("llama.cpp", str(path), slots), info.file_bytes + pooled * (info.kv_bytes_per_token or 0))]
+        if is_gguf(draft) and (draft_path := _known_gguf_path(draft)) is not None and draft_path != path:
+            planned.append((("llama.cpp", str(draft_path), 0), _gguf_file_bytes(draft, draft_path)))
+        return planned
     if runtime == KERNELS:
         size = (_estimated_params(target) + _estimated_draft_params(draft, target)) * width
         return [(("torch-kernels", target, draft, *at), size)]
     planned = [(("torch", target, *at, "eager"), _estimated_params(target) * width)]
     if runtime == llamacpp.RUNTIME:
-        slots = llamacpp.CLASS_SLOTS if rules.on else 0
-        pooled = slots * env_count(llamacpp.SLOT_TOKENS_ENV, llamacpp.SLOT_TOKENS, "tokens", 64) if slots else 0
         planned.append((("llama.cpp", EMBEDDED, slots), EMBEDDED_PARAMS * 4 + pooled * EMBEDDED_KV_BYTES))
     if draft != SELF:
         lean = runtime != TORCH
         size = _estimated_draft_params(draft, target) * width * (2 if lean else 1)  # lean: prepared copies beside
+        if is_gguf(draft):
+            path = _known_gguf_path(draft)
+            size = _gguf_file_bytes(draft, path) if path is not None else 0
         planned.append((("draft", target, draft, *at, lean), size))
     return planned
+
+
+def _known_gguf_path(spec: str) -> Path | None:
+    """The file a GGUF spec names, where knowing it needs no download and no quantizing."""
+    spec = spec.strip()
+    if spec.startswith(QUANTIZED):
+        quantize.grade(spec.removeprefix(QUANTIZED))
+        return Path(f"{embedded.NAME}.{spec.removeprefix(QUANTIZED)}.gguf")  # made on first use; sized by its bits
+    if spec.startswith("hf:"):
+        return None
+    return gguf.resolve(spec, gguf.default_places(os.environ, Path.home()))
+
+
+def _gguf_file_bytes(spec: str, path: Path) -> int:
+    if spec.strip().startswith(QUANTIZED) and not path.is_file():  # not made yet: the target's weights at its bits
+        return EMBEDDED_PARAMS * quantize.grade(spec.strip().removeprefix(QUANTIZED)).bits // 8
+    return gguf.read_info(path).file_bytes
 
 
 def _estimated_params(spec: str) -> int:
@@ -332,11 +380,17 @@ def resolve_runtime(
     """The runtime that will run `target`. "auto" ($SPECVIZ_RUNTIME when set), for the embedded target
     on a CPU in float32: llama.cpp when llama-cpp-python is installed, else torch on per-shape kernels;
     any other target: torch. Asking for a runtime where it cannot run is a ModelError that says why."""
-    if runtime == AUTO:
+    if runtime == AUTO and not is_gguf(target):  # the default a GGUF file has no choice in
         runtime = os.environ.get(RUNTIME_ENV, AUTO) or AUTO
     if runtime not in RUNTIMES:
         raise ModelError(f"unknown runtime {runtime!r}: use {', '.join(RUNTIMES)}")
     cpu = device is None or device.type == "cpu"
+    if is_gguf(target):
+        if runtime not in (AUTO, llamacpp.RUNTIME):
+            raise ModelError(f"a GGUF file runs on llama.cpp; {target!r} cannot run on {runtime}")
+        if not llamacpp.available():
+            raise ModelError(f"a GGUF target runs on llama.cpp, which is not installed: {llamacpp.INSTALL_HINT}")
+        return llamacpp.RUNTIME
     if runtime == AUTO:
         if target != EMBEDDED or not cpu or dtype != torch.float32:
             return TORCH
@@ -345,7 +399,7 @@ def resolve_runtime(
         raise ModelError("the torch-kernels runtime runs a local target on the CPU in float32; use torch")
     if runtime == llamacpp.RUNTIME:
         if remote.is_remote(target) or target != EMBEDDED:
-            raise ModelError(f"the llama.cpp runtime runs the embedded target only; {target!r} runs on torch")
+            raise ModelError(f"the llama.cpp runtime runs the embedded target and GGUF files; {target!r} runs on torch")
         if not cpu or dtype != torch.float32:
             raise ModelError("the llama.cpp runtime runs on the CPU in float32: use device cpu and dtype float32")
         if not llamacpp.available():
@@ -397,6 +451,13 @@ def _draft(
         return target
     if spec == PROMPT_LOOKUP:
         return PromptLookupDrafter(target.vocab_size)
+    if is_gguf(spec):  # a GGUF draft beside the embedded target: checked against its GGUF, run on llama.cpp
+        if target_spec != EMBEDDED:
+            raise ModelError(
+                f"a GGUF draft ({spec!r}) pairs with the embedded target or a GGUF target; {target_spec!r} is neither"
+            )
+        target_info = gguf.read_info(embedded.ensure_f32_gguf(progress))
+        return _gguf_model(spec, target_info, progress)
     if spec == EMBEDDED and target_spec == EMBEDDED and drafts.is_draft_dir(drafts.DEFAULT_DIR):
         say = progress or (lambda _msg: None)
         say("Building the distilled draft from assets/draft...")
@@ -411,6 +472,105 @@ def _draft(
     model, draft_tokenizer = load_model(spec, limit, dev, torch_dtype, progress)
     check_vocabularies(tokenizer, draft_tokenizer, target.name, spec)
     return HFModel(model, spec)
+
+
+def is_gguf(spec: str) -> bool:
+    """A GGUF model spec: a .gguf file, "ollama:NAME[:TAG]", "hf:ORG/REPO:FILE_OR_QUANT", or "embedded:KIND" (the
+    embedded target quantized here: Q8_0, Q4_0, Q3_K_M, Q2_K)."""
+    spec = spec.strip()
+    return spec.startswith(QUANTIZED) or gguf.parse_spec(spec) is not None
+
+
+def gguf_path(spec: str, progress: embedded.Progress | None = None) -> Path:
+    """The file a GGUF spec names: made here for "embedded:KIND", found or downloaded otherwise
+    (specviz.models.gguf.resolve)."""
+    spec = spec.strip()
+    if spec.startswith(QUANTIZED):
+        return quantize.embedded_quantized(spec.removeprefix(QUANTIZED), progress)
+    return gguf.resolve(spec, gguf.default_places(os.environ, Path.home()), progress)
+
+
+def gguf_name(info: gguf.GGUFInfo, spec: str = "") -> str:
+    """How a GGUF model is named on every page: its name and quantization, "SmolLM2-135M-Instruct (Q4_0)". The
+    embedded target's own files (its float32 copy, its quantized drafts) go by the embedded model's name."""
+    ours = spec.strip().startswith(QUANTIZED) or Path(info.path).parent == embedded.cache_root()
+    return f"{embedded.NAME if ours else info.name} ({info.quantization})"
+
+
+def _gguf_model(spec: str, target: gguf.GGUFInfo | None, progress: embedded.Progress | None) -> NextTokenModel:
+    """A GGUF draft on llama.cpp, after its header was checked against the target's (vocabulary, special tokens,
+    chat template: IncompatibleModelsError naming the first differences)."""
+    path = gguf_path(spec, progress)
+    info = gguf.read_info(path)
+    if target is not None:
+        gguf.check_pair(target, info)
+    return llamacpp.LlamaCppModel(path, gguf_name(info, spec), _llama_context())
+
+
+def _llama_context() -> int:
+    return env_count(llamacpp.CONTEXT_ENV, llamacpp.DEFAULT_CONTEXT, "tokens", 64)
+
+
+def _gguf_pair(
+    target: str,
+    draft: str,
+    limit: int,
+    progress: embedded.Progress | None,
+    parts: _Parts,
+    rules: ClassPolicy,
+) -> ModelPair:
+    """A GGUF target on llama.cpp with its own tokenizer (specviz.models.ggufcodec), drafted by a second GGUF file of
+    the same vocabulary, by itself or by prompt lookup. The headers are checked, and the pair's memory set against the
+    machine's free memory, before anything heavy loads."""
+    say = progress or (lambda _msg: None)
+    say(f"Reading {target}...")
+    path = gguf_path(target, progress)
+    info = gguf.read_info(path)
+    if info.parameters > limit:
+        raise ModelTooLargeError(
+            f"{target} has {info.parameters / 1e9:.2f} B parameters, over the limit of {limit / 1e9:.2f} B; raise it "
+            f"with {limits.MAX_PARAMS_ENV}={int(info.parameters * 1.1)} if this machine has the memory"
+        )
+    draft_info = None
+    if is_gguf(draft):
+        draft_path = gguf_path(draft, progress)
+        draft_info = gguf.read_info(draft_path)
+        gguf.check_pair(info, draft_info)  # before anything heavy loads
+    elif draft not in (SELF, PROMPT_LOOKUP):
+        raise ModelError(
+            f"a GGUF target drafts with another GGUF file of its vocabulary, with itself (self) or by prompt lookup; "
+            f"{draft!r} is built from torch weights, which a GGUF target does not have here"
+        )
+    slots = llamacpp.CLASS_SLOTS if rules.on else 0  # a class server's runs share decodes
+    context = _llama_context()
+    held = {p.key for p in parts.store.parts()}
+    target_key = ("llama.cpp", str(path), slots)
+    needed = 0 if target_key in held else info.file_bytes + info.kv_bytes_per_token * context
+    if draft_info is not None and ("llama.cpp", str(draft_path), 0) not in held and draft_path != path:
+        needed += draft_info.file_bytes + draft_info.kv_bytes_per_token * context
+    gguf.check_fits(needed)
+    name = gguf_name(info, target)
+    say(f"Loading {name} on llama.cpp...")
+    runner = parts.take(
+        target_key,
+        lambda: llamacpp.LlamaCppModel(path, name, context, slots=slots),
+        f"{name} (llama.cpp)",
+        lambda model: model.nbytes(),
+    )
+    codec = LlamaCodec(runner, name)
+    if draft == SELF:
+        return ModelPair(runner, runner, codec)
+    if draft == PROMPT_LOOKUP:
+        return ModelPair(runner, PromptLookupDrafter(runner.vocab_size), codec)
+    draft_name = gguf_name(draft_info, draft)
+    say(f"Loading draft {draft_name} on llama.cpp...")
+    draft_lm = parts.take(
+        ("llama.cpp", str(draft_path), 0),
+        lambda: llamacpp.LlamaCppModel(draft_path, draft_name, context),
+        f"{draft_name} (llama.cpp)",
+        lambda model: model.nbytes(),
+    )
+    return ModelPair(runner, draft_lm, codec)
 
 
 def _layer_count(spec: str) -> int:

@@ -33,9 +33,9 @@ def test_runtime_choice_is_checked_with_messages_that_say_what_to_do(monkeypatch
     monkeypatch.delenv(loading.RUNTIME_ENV, raising=False)
     with pytest.raises(ModelError, match="unknown runtime 'onnx'"):
         resolve_runtime("embedded", "onnx")
-    with pytest.raises(ModelError, match="embedded target only"):
+    with pytest.raises(ModelError, match="the embedded target and GGUF files"):
         resolve_runtime("gpt2", "llama.cpp")
-    with pytest.raises(ModelError, match="embedded target only"):
+    with pytest.raises(ModelError, match="the embedded target and GGUF files"):
         resolve_runtime("vllm:http://host:8000/v1#m", "llama.cpp")
     with pytest.raises(ModelError, match="float32"):
         resolve_runtime("embedded", "llama.cpp", torch.device("cpu"), torch.bfloat16)

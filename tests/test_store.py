@@ -16,7 +16,7 @@ from specviz.errors import ModelError
 from specviz.loading import planned_parts
 from specviz.models.store import ModelStore, release_memory, tensor_bytes
 from specviz.policy import ClassPolicy, RefusedError
-from tests.helpers import save_tiny, table_pair, tiny_llama
+from tests.helpers import save_tiny, table_pair
 
 
 def test_pairs_from_one_store_share_their_target_and_the_last_close_frees_it(tmp_path):

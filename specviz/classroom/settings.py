@@ -28,11 +28,12 @@ from specviz.loading import EMBEDDED, KERNELS, PRESETS, RUNTIMES, resolve_runtim
 from specviz.models import llamacpp
 
 CUSTOM = "Custom: hub id, folder or server"
+ON_THIS_COMPUTER = "Models on this computer (GGUF)"
 RENAMED = {  # older menu labels that links may still carry
     "Custom: hub id or local folder": CUSTOM,
     "Prompt lookup: repeat a text with its spelling fixed": RACES[0].label,
 }
-PAIRS = (*(p.label for p in PRESETS), CUSTOM)
+PAIRS = (*(p.label for p in PRESETS), ON_THIS_COMPUTER, CUSTOM)
 LOSSLESS_SOURCES = ("Hand-made tables", "Real models (first step)")
 _SPEC = {f.name: f.default for f in dataclasses.fields(SpecConfig)}
 # The first page's prompt (chat template on): the embedded pair accepts about 3.5 tokens per step on
@@ -68,12 +69,13 @@ MODE_HELP = (
 
 RUNTIME_HELP = (
     "What runs the target. llama.cpp: in process, float32, at about the memory-bandwidth floor of this CPU "
-    "(the embedded target only; `make llama` installs it). torch-kernels: transformers with each product on "
-    "the kernel timed fastest here for its shape and row count (oneDNN prepacked for several rows: a pass over "
+    "(the embedded target and GGUF files; `make llama` installs it). torch-kernels: transformers with each product "
+    "on the kernel timed fastest here for its shape and row count (oneDNN prepacked for several rows: a pass over "
     "five tokens costs about one over a single token). torch: transformers, eager, the reference. Both faster "
     "runtimes agree with torch's p within 1e-4. auto: llama.cpp where it is installed, else torch-kernels, for "
-    "the embedded target; torch for any other. The draft runs on torch (a lean forward beside the faster "
-    "runtimes). Both sides of every comparison run on the same runtime."
+    "the embedded target; a GGUF file always runs on llama.cpp; torch for any other. The draft runs on torch (a lean "
+    "forward beside the faster runtimes), a GGUF draft on llama.cpp. Both sides of every comparison run on the same "
+    "runtime."
 )
 
 

@@ -42,6 +42,7 @@ LM_STUDIO = "LM Studio"
 OLLAMA = "Ollama"
 MODELS_DIR_ENV = "SPECVIZ_MODELS_DIR"
 MODELS_DIR = f"${MODELS_DIR_ENV}"
+FOLDER = "folder"  # any other folder of GGUF files, listed as $SPECVIZ_MODELS_DIR is (a class's, specviz's cache)
 DEFAULT_TOKENS = 2048  # positions of KV cache a session holds: specviz.models.llamacpp.DEFAULT_CONTEXT
 KV_BYTES_PER_VALUE = 4  # the llama.cpp runtime keeps its KV cache in float32
 MAX_DEPTH = 4  # folders below a place that discovery descends
@@ -601,7 +602,13 @@ def default_places(env: Mapping[str, str], home: Path) -> list[Place]:
 def find_models(places: Sequence[Place]) -> list[FoundModel]:
     """Every GGUF model in `places` (folders that do not exist are passed over), each read or with the reason
     it could not be; multimodal projectors (mmproj) and split parts after the first are not models of their own."""
-    listers = {HF_CACHE: _hf_models, LM_STUDIO: _folder_models, OLLAMA: _ollama_models, MODELS_DIR: _folder_models}
+    listers = {
+        HF_CACHE: _hf_models,
+        LM_STUDIO: _folder_models,
+        OLLAMA: _ollama_models,
+        MODELS_DIR: _folder_models,
+        FOLDER: _folder_models,
+    }
     found, seen = [], set()
     for place in places:
         if place.path in seen or not place.path.is_dir():

@@ -94,7 +94,14 @@ class LlamaCodec:
 
     # --- llama.cpp --------------------------------------------------------------------------------
 
+    def _alive(self) -> None:
+        """The vocabulary lives in the model: once the model was given back (a server evicted its pair), the codec
+        must not read freed memory."""
+        if self._owner.closed and not self._owner.held():
+            raise ModelError(f"{self.name} on llama.cpp was given back; load the pair again")
+
     def _tokenize(self, text: str, add_special: bool) -> list[int]:
+        self._alive()
         data = text.encode("utf-8")
         size = len(data) + 2  # at most one token per byte, plus BOS and EOS
         tokens = (self._lib.llama_token * size)()
@@ -109,6 +116,7 @@ class LlamaCodec:
 
     def _checked(self, token: int) -> int:
         """`token`, where it is an id of the vocabulary (llama.cpp would abort the process on another)."""
+        self._alive()
         if not 0 <= token < self.vocab_size:
             raise PromptError(f"token id {token} is not in {self.name}'s vocabulary of {self.vocab_size}")
         return token

@@ -154,7 +154,12 @@ class LlamaCppModel:
 
     @property
     def closed(self) -> bool:
+        """Given back: no session opens on it any more (its weights stay while sessions hold them: `held`)."""
         return self._closing
+
+    def held(self) -> bool:
+        """Its weights are still in memory."""
+        return self._model is not None
 
     def _opened(self, tokens: int) -> None:
         with self._life:

@@ -1,0 +1,95 @@
+"""The sidebar's "Models on this computer": the GGUF files found in the usual places (specviz.models.gguf), a target
+and the drafts that fit it, with what each is and what the pair needs. In class mode only the operator's folders
+are listed (and only they load: specviz.loading's guard)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import streamlit as st
+
+from specviz import policy
+from specviz.loading import PROMPT_LOOKUP, SELF
+from specviz.models import embedded, gguf
+from specviz.viz.plain import plain
+
+DRAFT_WORDS = {SELF: "the target itself (self)", PROMPT_LOOKUP: "prompt lookup (no model)"}
+
+
+def places() -> list[gguf.Place]:
+    """Where to look: the operator's folders in class mode; otherwise the usual places and specviz's own cache
+    (the embedded target's float32 file and the drafts quantized from it)."""
+    rules = policy.current()
+    if rules.on:
+        return [gguf.Place(source=gguf.FOLDER, path=Path(folder).expanduser()) for folder in rules.folders]
+    return [*gguf.default_places(os.environ, Path.home()), gguf.Place(source=gguf.FOLDER, path=embedded.cache_root())]
+
+
+@st.cache_data(ttl=30, show_spinner=False)
+def _found(where: tuple[tuple[str, str], ...]) -> list[gguf.FoundModel]:
+    return gguf.find_models([gguf.Place(source=s, path=Path(p)) for s, p in where])
+
+
+def found() -> list[gguf.FoundModel]:
+    """The GGUF models on this computer (looked for again at most every 30 s)."""
+    return _found(tuple((p.source, str(p.path)) for p in places()))
+
+
+def describe(model: gguf.FoundModel) -> str:
+    """ "SmolLM2-135M-Instruct · Q4_0 · 0.13 B parameters · 92 MB · specviz's cache"."""
+    info = model.info
+    if info is None:
+        return f"{model.name} (unreadable)"
+    return (
+        f"{model.name} · {info.quantization} · {info.parameters / 1e9:.2f} B parameters · "
+        f"{gguf.format_bytes(info.file_bytes)} · {model.source}"
+    )
+
+
+def picker(prefix: str, disabled: bool = False) -> tuple[str, str]:
+    """A found target and a draft that fits it: (target spec, draft spec); ("", "") when none is found."""
+    models = found()
+    readable = [m for m in models if m.info is not None]
+    if not readable:
+        where = ", ".join(str(p.path) for p in places()) or "none (the operator listed no folders)"
+        st.info(
+            f"No GGUF model found. Looked in: {plain(where)}. Put `.gguf` files in one of them, or name a folder "
+            f"with `{gguf.MODELS_DIR_ENV}`.",
+            icon=":material/folder_open:",
+        )
+        return "", ""
+    by_spec = {m.spec: m for m in readable}
+    target_spec = st.selectbox(
+        "Target (p), found on this computer",
+        list(by_spec),
+        format_func=lambda spec: describe(by_spec[spec]),
+        key=f"{prefix}_local_target",
+        disabled=disabled,
+    )
+    target = by_spec[target_spec]
+    fitting = {m.spec: m for m in gguf.compatible_drafts(target, readable)}
+    choices = [*fitting, SELF, PROMPT_LOOKUP]
+    draft_spec = st.selectbox(
+        "Draft (q): the files whose vocabulary matches, smaller than the target",
+        choices,
+        format_func=lambda spec: DRAFT_WORDS.get(spec) or describe(fitting[spec]),
+        key=f"{prefix}_local_draft",
+        disabled=disabled,
+    )
+    draft_info = fitting[draft_spec].info if draft_spec in fitting else target.info
+    needed = gguf.memory_needed(target.info, draft_info)
+    free = gguf.free_memory()
+    room = f"; {gguf.format_bytes(free)} free" if free is not None else ""
+    others = len(readable) - 1 - len(fitting)
+    st.caption(
+        f"{len(fitting)} of the other {len(readable) - 1} files fit this target as drafts"
+        + (f" ({others} do not: another vocabulary, special tokens or chat template, or not smaller)" if others else "")
+        + f". The pair needs about {gguf.format_bytes(needed)}{room}."
+    )
+    unreadable = [m for m in models if m.info is None]
+    if unreadable:
+        with st.expander(f"{len(unreadable)} file{'s' if len(unreadable) != 1 else ''} could not be read"):
+            for m in unreadable:
+                st.caption(plain(f"{m.name}: {m.error}"))
+    return target_spec, draft_spec
