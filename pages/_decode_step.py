@@ -99,10 +99,18 @@ def next_token_panel(step: specviz.StepTrace, brief: bool = False, **size: int) 
 
 
 def draw_step(
-    view: specviz.StepTrace, greedy: bool, hidden: bool, draws: bool, marks: tuple, present: bool, beside: list | None
+    view: specviz.StepTrace,
+    greedy: bool,
+    hidden: bool,
+    draws: bool,
+    marks: tuple,
+    present: bool,
+    beside: list | None,
+    names: tuple[str, str] = ("", ""),
 ) -> None:
     """The step shown: its tree (a tree step), q against p with every decision, the target's next token,
-    the top-10 of q and p at a position, and the step's numbers. `beside`: a projector's two columns."""
+    the top-10 of q and p at a position, and the step's numbers. `beside`: a projector's two columns. `names`: the
+    draft's and the target's (a GGUF file's quantization labels q and p)."""
     size = {"height": 390, "font_size": 20} if present else {"height": 420}  # a projector: chart and next token
     if view.tree is not None and not hidden:  # the whole tree first; the chart below reads its main line
         tree_size = {"height": 560, "font_size": 18} if present else {"height": 520}
@@ -112,14 +120,16 @@ def draw_step(
             "stopped and its first descendants (hover a node for q, p, r and the tops of q and p)."
         )
     with beside[0] if beside else st.container():
-        st.plotly_chart(chart(charts.step_chart, view, hidden, draws, marks=marks, **size), key="decode_step_chart")
+        st.plotly_chart(
+            chart(charts.step_chart, view, hidden, draws, marks=marks, names=names, **size), key="decode_step_chart"
+        )
     if beside and not hidden:
         with beside[1]:
             next_token_panel(view, brief=True, height=330, font_size=18, rows=6)
     position = st.segmented_control(
         "Top-10 at draft position", list(range(1, view.tau + 1)), default=1, key="decode_position"
     )
-    st.plotly_chart(chart(charts.top_chart, view, (position or 1) - 1, hidden), key="decode_top_chart")
+    st.plotly_chart(chart(charts.top_chart, view, (position or 1) - 1, hidden, names=names), key="decode_top_chart")
     left, right = st.columns([2, 3]) if not hidden and not present else (None, st.container())
     if left:  # where the next token came from (docs/algorithm.md, step 5); it tells n
         with left:

@@ -118,7 +118,8 @@ def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, 
             f"alone chose '{plain(view.next_text)}'."
         )
     else:
-        parts.draw_step(view, run.config.mode == "greedy", hidden, draws, tuple(marks), present, beside)
+        names = (run.draft_name, run.target_name)  # a GGUF file's quantization labels q and p
+        parts.draw_step(view, run.config.mode == "greedy", hidden, draws, tuple(marks), present, beside, names)
         if not hidden:  # what token-wise, one-hot and block make of this step's draft and draws
             parts.rules_panel(view, None if replay else dec.under_each_rule(view.index), pair, run.config.mode)
     parts.draw_run(run, view, hidden)

@@ -493,7 +493,7 @@ def gguf_path(spec: str, progress: embedded.Progress | None = None) -> Path:
 def gguf_name(info: gguf.GGUFInfo, spec: str = "") -> str:
     """How a GGUF model is named on every page: its name and quantization, "SmolLM2-135M-Instruct (Q4_0)". The
     embedded target's own files (its float32 copy, its quantized drafts) go by the embedded model's name."""
-    ours = spec.strip().startswith(QUANTIZED) or Path(info.path).parent == embedded.cache_root()
+    ours = spec.strip().startswith(QUANTIZED) or Path(info.path).resolve().parent == embedded.cache_root().resolve()
     return f"{embedded.NAME if ours else info.name} ({info.quantization})"
 
 

@@ -945,3 +945,54 @@ def test_the_decode_pages_panels_build_nothing_while_closed_and_everything_once_
     assert "decode_log_every" in [w.key for w in at.number_input]
     (rules,) = [e for e in at.expander if e.label.startswith("The same step under each rule")]
     assert rules.get("plotly_chart") and "One-hot q (vLLM's default, SGLang, EAGLE)" in rules.markdown[0].value
+
+
+@pytest.mark.slow
+def test_models_on_this_computer_lists_the_gguf_files_found_and_a_found_pair_steps(
+    embedded_cache, tmp_path, monkeypatch
+):
+    """A folder named by $SPECVIZ_MODELS_DIR holding the embedded target's float32 file and two quantized copies (and
+    a file that is not a model): the sidebar lists the three with quantization, parameters and size, offers the two
+    smaller ones as drafts for the float32 target (besides self and prompt lookup), says what the pair needs, reports
+    the unreadable file; Step runs the pair on llama.cpp with p and q labelled by each file's quantization."""
+    from specviz.models import embedded, llamacpp, quantize
+
+    if not llamacpp.available():
+        pytest.skip("llama.cpp is not installed (make llama)")
+    folder = tmp_path / "models"
+    folder.mkdir()
+    for kind in ("Q8_0", "Q2_K"):
+        (folder / f"smol.{kind}.gguf").symlink_to(quantize.embedded_quantized(kind))
+    (folder / "smol.F32.gguf").symlink_to(embedded.ensure_f32_gguf())
+    (folder / "notes.gguf").write_text("not a model")
+    monkeypatch.setenv("SPECVIZ_MODELS_DIR", str(folder))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no other place holds a model
+    for name in ("HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME", "OLLAMA_MODELS"):
+        monkeypatch.delenv(name, raising=False)
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    at = app(panels_open=False)
+    at.selectbox(key="decode_preset").set_value(settings.ON_THIS_COMPUTER).run()
+    targets = at.selectbox(key="decode_local_target")
+    ours = sorted(o for o in targets.options if o.endswith("$SPECVIZ_MODELS_DIR"))  # specviz's cache is listed too
+    assert ours == [
+        "smol.F32.gguf · F32 · 0.13 B parameters · 539.8 MB · $SPECVIZ_MODELS_DIR",
+        "smol.Q2_K.gguf · Q2_K · 0.13 B parameters · 88.2 MB · $SPECVIZ_MODELS_DIR",
+        "smol.Q8_0.gguf · Q8_0 · 0.13 B parameters · 144.8 MB · $SPECVIZ_MODELS_DIR",
+    ]
+    targets.set_value(str(folder / "smol.F32.gguf")).run()
+    drafts = at.selectbox(key="decode_local_draft")
+    assert drafts.options[-2:] == ["the target itself (self)", "prompt lookup (no model)"]
+    assert [o for o in ours if "F32" not in o] == sorted(o for o in drafts.options if o in ours)
+    assert not any("F32" in o for o in drafts.options)  # not smaller than the target: no draft for it
+    assert any("of the other" in c.value and "files fit this target as drafts" in c.value for c in at.sidebar.caption)
+    assert any("The pair needs about" in c.value for c in at.sidebar.caption)
+    drafts.set_value(str(folder / "smol.Q8_0.gguf")).run()
+    at.button(key="decode_step").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    run = decoder(at)
+    assert run.pair.runtime == "llama.cpp" and run.pair.draft.name == "SmolLM2-135M-Instruct (Q8_0)"
+    assert len(run.steps) == 1
+    names = {t["name"] for t in figure(at)["data"]}
+    assert {"q (draft, Q8_0)", "p (target, F32)"} <= names, names
+    st.cache_resource.clear()

@@ -446,3 +446,12 @@ def test_a_chart_is_sent_as_its_plain_dicts_and_they_read_as_plotlys_validated_f
     assert fig.layout.xaxis.type == "category"  # read: now plotly's figure
     fig.update_layout(height=123)
     assert fig.to_dict()["layout"]["height"] == 123  # an update after reading is what is sent
+
+
+def test_q_and_p_are_labelled_with_each_gguf_files_quantization():
+    from specviz.viz.charts import roles
+
+    assert roles() == ("q (draft)", "p (target)")
+    assert roles("SmolLM2-135M-Instruct (Q4_0)", "SmolLM2-135M-Instruct (F32)") == ("q (draft, Q4_0)", "p (target, F32)")
+    assert roles("Qwen2.5 0.5B Instruct (Q4_K_M)", "SmolLM2-135M-Instruct") == ("q (draft, Q4_K_M)", "p (target)")
+    assert roles("distilled draft (embedded)", "gpt2") == ("q (draft)", "p (target)")  # not a quantization

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
@@ -104,6 +105,20 @@ def prob_text(x: float) -> str:
     return f"{x * 100:.3g}%"
 
 
+QUANTIZATION = re.compile(r"\((F32|F16|BF16|I?Q\d[\w]*|TQ\d\w*)\)$")  # a GGUF model's name ends "(Q4_K_M)"
+
+
+def roles(draft_name: str = "", target_name: str = "") -> tuple[str, str]:
+    """How q and p are labelled: "q (draft)" and "p (target)", with each model's quantization where its name gives
+    one (a GGUF file: "q (draft, Q4_0)", "p (target, F32)")."""
+
+    def label(letter: str, role: str, name: str) -> str:
+        found = QUANTIZATION.search(name.strip())
+        return f"{letter} ({role}, {found.group(1)})" if found else f"{letter} ({role})"
+
+    return label("q", "draft", draft_name), label("p", "target", target_name)
+
+
 def step_chart(
     step: StepTrace,
     hide_decisions: bool = False,
@@ -111,13 +126,15 @@ def step_chart(
     height: int = 460,
     font_size: int = 16,
     marks: Sequence[bool | None] = (),
+    names: tuple[str, str] = ("", ""),
 ) -> go.Figure:
     """The centrepiece: per draft position, bars of q and p for the draft token, a marker for the
     acceptance probability min(1, p/q) and one for the draw r, coloured by the decision. With
     `hide_decisions` (quiz mode) only q, p and min(1, p/q) are drawn, in a neutral colour, and r
     too (neutral) with `show_draws` (the quiz on the rule itself). `marks` (quiz, after Reveal: per
     draft token, the class right, wrong, or None where it gave no answer) heads each column with
-    ✓ or ✗ in large type."""
+    ✓ or ✗ in large type. `names`: the draft's and the target's model names (their quantization labels q and p)."""
+    q_name, p_name = roles(*names)
     many = step.tau > MANY_TAU  # a long draft: each column narrow, so two short tick lines and no bar labels
     x = [
         f"{t + 1}<br>{token_label(s, SHORT_CHARS)}" if many else f"{t + 1}. {token_label(s, LABEL_CHARS)}"
@@ -139,7 +156,7 @@ def step_chart(
             "customdata": whole,
             "hovertemplate": f"%{{customdata}}: {name[0]} = %{{y:.4g}}<extra></extra>",
         }
-        for name, values, color in (("q (draft)", step.q, Q_COLOR), ("p (target)", step.p, P_COLOR))
+        for name, values, color in ((q_name, step.q, Q_COLOR), (p_name, step.p, P_COLOR))
     ]
     greedy = bool(step.r) and all(r is None for r in step.r)
     if greedy:  # kept iff it is p's most likely token: p's argmax marked, no chance that does not apply
@@ -256,13 +273,16 @@ def step_chart(
     return built(data, layout, font_size)
 
 
-def top_chart(step: StepTrace, position: int, hide_decisions: bool = False) -> go.Figure:
+def top_chart(
+    step: StepTrace, position: int, hide_decisions: bool = False, names: tuple[str, str] = ("", "")
+) -> go.Figure:
     """Top-n of q and of p at one draft position (0-based), side by side; the residual
     distribution too when lossless mode resampled at this position (not with `hide_decisions`:
     where it appears tells where the first rejection was)."""
+    q_name, p_name = roles(*names)
     panels: list[tuple[str, Sequence[TokenProb], str]] = [
-        (f"q (draft) at position {position + 1}", step.q_top[position], Q_COLOR),
-        (f"p (target) at position {position + 1}", step.p_top[position], P_COLOR),
+        (f"{q_name} at position {position + 1}", step.q_top[position], Q_COLOR),
+        (f"{p_name} at position {position + 1}", step.p_top[position], P_COLOR),
     ]
     if step.residual_top is not None and position == step.n_accepted and not hide_decisions:
         panels.append(("residual norm(max(0, p − q))", step.residual_top, RESIDUAL_COLOR))
