@@ -121,6 +121,7 @@ if not present:
     extras.verify_timing_panel(pair, prompts, high, settings.chat)
     extras.chain_tree_panel(pair, prompts, max_new, settings.chat)
     extras.rules_panel(pair, prompts, (low, high), max_new, settings.chat, sampling)
+    extras.drafts_panel(pair, target, settings)
 
 result = sweep.result()
 if not result.runs:

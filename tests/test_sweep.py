@@ -304,3 +304,33 @@ def test_a_sweep_takes_the_servers_turn_a_step_at_a_time(tiny_pair):
     assert len(taken) == sum(len(r.steps) + 1 for r in runs) and not held
     counts = lambda rs: [[(s.tau, s.n_accepted, s.beta, s.emitted) for s in r.steps] for r in rs]  # noqa: E731
     assert counts(runs) == counts(Sweep(tiny_pair, sweep.settings).run().runs)  # the same runs as without turns
+
+
+def test_the_sweep_across_drafts_runs_each_drafts_sweep_once_and_reads_each_ones_best_tau():
+    """Two drafts of one tiny target: the target itself (greedy: every draft token accepted, τ + 1 tokens a step) and a
+    random one-layer model. Each draft's own sweep, units counted across both, cached (a second call runs nothing);
+    the self-draft's tokens per step are exactly τ + 1, and the chart has one line per draft beside 1×."""
+    from specviz.analysis.draft_sweep import summarize, sweep_drafts
+    from specviz.viz.sweep_charts import draft_sweep_chart
+    from tests.helpers import tiny_text_pair
+
+    base = tiny_text_pair()
+    pairs = {"self": ModelPair(base.target, base.target, base.codec), "random": base}
+    settings = SweepSettings(taus=(1, 3), prompts=("a b c",), mode="greedy", max_new_tokens=8)
+    caches: dict = {}
+    progress = list(sweep_drafts(pairs, settings, caches))
+    assert [(done, total) for done, total, _ in progress] == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    assert [label for *_, label in progress] == ["self", "self", "random", "random"]
+    assert list(sweep_drafts(pairs, settings, caches)) == []  # finished units are kept
+    result = summarize(pairs, settings, caches)
+    rows = {(r.draft, r.tau): r for r in result.rows()}
+    assert sorted(rows) == [("random", 1), ("random", 3), ("self", 1), ("self", 3)]
+    # the self-draft keeps every token: τ + 1 a step, except a last step cut by max_new_tokens (8 tokens: 4 steps
+    # of 2 at τ = 1; at τ = 3 two steps of 4)
+    assert rows[("self", 1)].tokens_per_step == 2.0 and rows[("self", 3)].tokens_per_step == 4.0
+    assert rows[("self", 1)].alpha == pytest.approx(1.0)
+    assert set(result.best()) == {"self", "random"}
+    assert result.verdict().split(" pays best here.")[0] in {"self", "random"}
+    figure = draft_sweep_chart(result)
+    names = [t["name"] for t in figure.to_dict()["data"]]
+    assert names == ["self", "random", "target alone (1×)"]

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
+from specviz.analysis.draft_sweep import DraftSweep
 from specviz.analysis.rules_compare import RULE_WORDS, RuleComparison
 from specviz.analysis.sweep_summary import SweepSummary
 from specviz.core.config import VERIFICATIONS
@@ -304,5 +305,46 @@ def rules_acceptance_chart(
         "xaxis": {"title": "τ", "tickvals": comparison.taus},
         "yaxis": {"title": metric, "rangemode": "tozero", **({} if length else {"range": [0, 1.05]})},
         **legend_below(height, font_size, top=30, rows=1),
+    }
+    return built(data, layout, font_size)
+
+
+def draft_sweep_chart(result: DraftSweep, font_size: int = FONT["size"], height: int = 420) -> go.Figure:
+    """Measured speedup against τ, one line per draft (each with its 95% interval), the target alone at 1×."""
+    data: list[dict] = []
+    taus: list[int] = []
+    for draft, summary in result.summaries.items():
+        rows = [s for s in summary.rows if s.speedup is not None]
+        taus += [s.tau for s in rows]
+        data.append(
+            {
+                "type": "scatter",
+                "x": [s.tau for s in rows],
+                "y": [s.speedup.value for s in rows],
+                "mode": "lines+markers",
+                "name": draft,
+                "line": {"width": 3},
+                "error_y": _bars([s.speedup for s in rows]),
+            }
+        )
+    if taus:
+        data.append(
+            {
+                "type": "scatter",
+                "x": [min(taus) - 0.3, max(taus) + 0.3],
+                "y": [1.0, 1.0],
+                "mode": "lines",
+                "name": "target alone (1×)",
+                "line": {"color": "grey", "dash": "dot"},
+                "hoverinfo": "skip",
+            }
+        )
+    rows = legend_rows(data, font_size, 620)
+    height += max(rows - 2, 0) * (font_size + 10)
+    layout = {
+        "height": height,
+        "xaxis": {"title": "τ", "dtick": 1},
+        "yaxis": {"title": "speedup ×", "rangemode": "tozero"},
+        **legend_below(height, font_size, top=50, rows=rows),
     }
     return built(data, layout, font_size)

@@ -15,6 +15,7 @@ from specviz.classroom.lessons import (
     broken_draft,
     busy_server,
     choose_tau,
+    draft_bits,
     fast_but_wrong,
     how_many_kept,
     laptop_h100,
@@ -59,6 +60,7 @@ LESSONS: tuple[Lesson, ...] = tuple(
         after_failure,
         laptop_h100,
         busy_server,
+        draft_bits,
     )
 )
 BY_KEY = {lesson.key: lesson for lesson in LESSONS}
