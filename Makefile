@@ -86,6 +86,7 @@ bench: llama server
 	$(PY) -m benchmarks.runtime
 	$(PY) -m benchmarks.runtime_tasks
 	$(PY) -m benchmarks.calibration
+	$(PY) -m benchmarks.gguf_drafts
 	$(PY) -m benchmarks.remote
 
 # The README's pictures, regenerated from fixed links (fixed seeds) in headless Chromium.

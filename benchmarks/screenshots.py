@@ -54,6 +54,23 @@ SHOTS = (
 )
 
 
+def own_models_shot() -> Shot:
+    """Models on this computer: the embedded target's float32 GGUF with its 8-bit copy drafting (both in specviz's
+    cache, where the sidebar looks), two steps."""
+    from urllib.parse import urlencode
+
+    from specviz.classroom.settings import ON_THIS_COMPUTER
+    from specviz.models import embedded, quantize
+
+    query = {
+        "decode_preset": ON_THIS_COMPUTER,
+        "decode_local_target": str(embedded.ensure_f32_gguf()),
+        "decode_local_draft": str(quantize.embedded_quantized("Q4_0")),
+        "decode_steps": 2,
+    }
+    return Shot("own-models", "?" + urlencode(query), wait_text="Step 2:")
+
+
 def small(path: Path) -> None:
     """The PNG in 256 colours, optimised: a page's flat colours survive, and the file is a third."""
     from PIL import Image
@@ -108,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{CHROMIUM} is missing: apt-get install chromium", file=sys.stderr)
         return 2
     width, height = (int(v) for v in args.size.lower().split("x"))
-    shots = tuple(s for s in SHOTS if args.only is None or s.name in args.only)
+    everything = (*SHOTS, own_models_shot())
+    shots = tuple(s for s in everything if args.only is None or s.name in args.only)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()

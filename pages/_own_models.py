@@ -36,15 +36,28 @@ def found() -> list[gguf.FoundModel]:
     return _found(tuple((p.source, str(p.path)) for p in places()))
 
 
+def where(model: gguf.FoundModel) -> str:
+    """Where it was found: the place's name, or for a plain folder the folder (~ for the home folder)."""
+    if model.source != gguf.FOLDER:
+        return model.source
+    folder, home = str(model.path.parent), str(Path.home())
+    return "~" + folder[len(home) :] if folder.startswith(home + os.sep) else folder
+
+
 def describe(model: gguf.FoundModel) -> str:
-    """ "SmolLM2-135M-Instruct · Q4_0 · 0.13 B parameters · 92 MB · specviz's cache"."""
+    """ "Q4_0 · 0.13 B · 92 MB · SmolLM2-135M-Instruct.Q4_0.gguf · LM Studio": what tells models apart first, so a
+    narrow sidebar that cuts the line keeps it."""
     info = model.info
     if info is None:
         return f"{model.name} (unreadable)"
-    return (
-        f"{model.name} · {info.quantization} · {info.parameters / 1e9:.2f} B parameters · "
-        f"{gguf.format_bytes(info.file_bytes)} · {model.source}"
-    )
+    size = f"{info.parameters / 1e9:.2f} B · {gguf.format_bytes(info.file_bytes)}"
+    return f"{info.quantization} · {size} · {model.name} · {where(model)}"
+
+
+def keep(key: str, options: list[str]) -> None:
+    """A choice from a link or an earlier visit that is not on this computer (any more) is dropped, not an error."""
+    if st.session_state.get(key) not in options:
+        st.session_state.pop(key, None)
 
 
 def picker(prefix: str, disabled: bool = False) -> tuple[str, str]:
@@ -60,6 +73,7 @@ def picker(prefix: str, disabled: bool = False) -> tuple[str, str]:
         )
         return "", ""
     by_spec = {m.spec: m for m in readable}
+    keep(f"{prefix}_local_target", list(by_spec))
     target_spec = st.selectbox(
         "Target (p), found on this computer",
         list(by_spec),
@@ -68,8 +82,10 @@ def picker(prefix: str, disabled: bool = False) -> tuple[str, str]:
         disabled=disabled,
     )
     target = by_spec[target_spec]
+    st.caption(plain(describe(target)))
     fitting = {m.spec: m for m in gguf.compatible_drafts(target, readable)}
     choices = [*fitting, SELF, PROMPT_LOOKUP]
+    keep(f"{prefix}_local_draft", choices)
     draft_spec = st.selectbox(
         "Draft (q): the files whose vocabulary matches, smaller than the target",
         choices,

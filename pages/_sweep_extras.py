@@ -9,7 +9,7 @@ import streamlit as st
 import specviz
 from pages._shared import cached_pair, heavy_job, heavy_turn
 from specviz import policy
-from specviz.analysis.draft_sweep import summarize, sweep_drafts
+from specviz.analysis.draft_sweep import GRADED, summarize, sweep_drafts
 from specviz.analysis.passes import verify_timing
 from specviz.analysis.rules_compare import compare_rules
 from specviz.analysis.sweep import SweepSettings
@@ -117,24 +117,13 @@ def rules_panel(
         )
 
 
-GRADED = {  # the drafts a sweep across drafts offers for the embedded target: trained, and the target in fewer bits
-    "distilled draft (trained)": "embedded",
-    "the target in 8 bits (Q8_0)": "embedded:Q8_0",
-    "the target in 4 bits (Q4_0)": "embedded:Q4_0",
-    "the target in 2 bits (Q2_K)": "embedded:Q2_K",
-    "prompt lookup": "prompt-lookup",
-}
-
-
 def drafts_panel(pair: specviz.ModelPair, target: str, settings: SweepSettings) -> None:
     """The sweep above once per draft of the embedded target (specviz.analysis.draft_sweep): where each pays."""
     with st.expander("Across drafts: the same sweep for the distilled draft and the target in 8, 4 and 2 bits"):
         if target != "embedded":
             st.caption("Drafts of graded bits are made from the embedded target: choose an embedded pair above.")
             return
-        chosen = st.multiselect(
-            "Drafts", list(GRADED), default=list(GRADED)[:4], key="sweep_drafts", help="each one runs the whole sweep"
-        )
+        chosen = st.multiselect("Drafts", list(GRADED), key="sweep_drafts", help="each one runs the whole sweep")
         runs = len(settings.taus) * len(settings.prompts) * len(settings.seeds) * len(chosen)
         st.caption(
             f"The sweep's τ values, prompts and seeds for each draft: {runs} runs, each step timed beside the target "

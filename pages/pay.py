@@ -3,6 +3,7 @@
 import streamlit as st
 
 import specviz
+from pages import _pay_import
 from pages import _pay_parts as parts
 from pages import _shared as ui
 from pages._present import COMPACT_CSS, presentation_toggle
@@ -84,6 +85,7 @@ if accept.rates is not None or accept.source != "α by hand":
         "The acceptance was measured on this session's pair; another pair accepts differently. The model: "
         'docs/algorithm.md, "The cost of a pass on other hardware".'
     )
+_pay_import.section(hardware, target, draft, int(context), c, accept, batch)
 with st.expander("The presets: where the numbers come from"):
     hardware_rows, model_rows = ol.preset_tables()
     st.table(hardware_rows)

@@ -30,6 +30,7 @@ from specviz.loading import (
 )
 from specviz.models.lm import HFModel, NextTokenModel, Session, TableModel
 from specviz.models.pair import ModelPair
+from specviz.models.store import ModelStore
 from specviz.models.text import HFCodec, IdsCodec, WordCodec
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "Metrics",
     "ModelError",
     "ModelPair",
+    "ModelStore",
     "ModelTooLargeError",
     "NextTokenModel",
     "Preset",

@@ -31,3 +31,13 @@ class TraceError(SpecvizError, ValueError):
 class SnapshotError(SpecvizError, ValueError):
     """A file or link that is not a snapshot this app can reopen: not one at all, or a field of it missing,
     of the wrong type, out of range or at odds with another (the message names the field)."""
+
+
+class EngineLogError(SpecvizError, ValueError):
+    """A paste or file of a serving engine's speculative-decoding numbers that cannot be read: a line of a known
+    format malformed or cut off, counts that contradict each other, several engines mixed, or too much text. The
+    message names the line; `line` is its number (1-based), None where no one line is at fault."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line

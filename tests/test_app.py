@@ -917,6 +917,64 @@ def test_would_it_pay_answers_the_h100_70b_question_and_carries_the_decode_runs_
     assert any("takes 2 of them" in w.value for w in at.warning)  # 142 GB on an 80 GB device
 
 
+def test_would_it_pay_reads_twenty_vllm_lines_and_gives_tau_per_batch_and_the_flags(loads):
+    """An engineer pastes twenty log intervals of their vLLM server, picks an H100 and their pair, and reads the best
+    τ at batch 1 and 64, where to turn it off and the flags: the numbers of specviz.analysis.engine_advice on the same
+    text; a cut line is refused, named and escaped, with nothing imported."""
+    from specviz.analysis import engine_advice as ea
+    from specviz.analysis import engine_import as ei
+    from specviz.analysis.costmodel import HARDWARE, MODELS
+    from specviz.analysis.engine_logs import EngineCounts, vllm_line
+
+    lines = []
+    for i in range(20):  # 40–59 drafts an interval, positions kept by 80%, 60% and 45% of them
+        n = 40 + i
+        per_pos = (round(0.8 * n), round(0.6 * n), round(0.45 * n))
+        line = vllm_line(EngineCounts(n, 3 * n, sum(per_pos), per_pos, 10.0, n))
+        lines.append(f"(APIServer pid=1) INFO 06-01 10:{i:02d}:00 [metrics.py:101] {line}")
+    at = app(panels_open=False)
+    at.switch_page("pages/pay.py").run()
+    at.selectbox(key="pay_hardware").set_value("NVIDIA H100 SXM")
+    at.selectbox(key="pay_pair").set_value("Llama-3.1-8B + EAGLE-3 head")
+    at.text_area(key="pay_import_text").set_value("\n".join(lines)).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    accept = ea.from_import(ei.parse("\n".join(lines)))
+    target, draft = MODELS["Llama-3.1-8B"], MODELS["EAGLE-3 head for Llama-3.1-8B"]
+    expected = ea.advise(accept, HARDWARE["NVIDIA H100 SXM"], target, draft)
+    shown = {m.label: m.value for m in at.metric}
+    one, busy = expected.at(1), expected.at(64)
+    assert shown["τ it ran at"] == "3" and "pay_import_tau" not in [w.key for w in at.number_input]  # as read
+    assert shown["best τ, batch 1"] == str(one.tau) and shown["speedup, batch 1"] == f"{one.speedup:.2f}×"
+    assert shown["best τ, batch 64"] == str(busy.tau) and shown["speedup, batch 64"] == f"{busy.speedup:.2f}×"
+    assert shown["off from batch"] == str(expected.break_even or "–")
+    flags = [c.value for c in at.code][:4]  # then the page's share link
+    assert flags == [f.text for f in ea.flags(expected, 1, "eagle3", "")]
+    config = json.loads(flags[0].split("'")[1])
+    assert config["num_speculative_tokens_per_batch_size"] == ea.vllm_schedule(expected)
+    assert flags[1].startswith(f"--speculative-num-steps {one.tau} ")
+    at.text_input(key="pay_import_model").set_value("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B").run()
+    assert '"model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"' in at.code[0].value
+    at.radio(key="pay_import_hw").set_value(ea.HARDWARE_CHOICES[1]).run()  # their own timings: T(1), T(64)
+    at.number_input(key="pay_import_k").set_value(64)
+    at.number_input(key="pay_import_tk").set_value(9.0).run()
+    typed, _ = ea.typed_hardware(HARDWARE["NVIDIA H100 SXM"], target, 6.32, 9.0, 64)
+    busy = ea.advise(accept, typed, target, draft).at(64)
+    assert {m.label: m.value for m in at.metric}["speedup, batch 64"] == f"{busy.speedup:.2f}×"
+    assert any(c.value.startswith("Fitted to your T(1) = 6.32 ms and T(64) = 9 ms") for c in at.caption)
+    cut = lines[3][: lines[3].index("Per-position")] + "<b>x</b> [y](http://z)"
+    at.text_area(key="pay_import_text").set_value("\n".join([*lines[:3], cut])).run()
+    assert not at.exception and "best τ, batch 1" not in {m.label for m in at.metric}
+    assert not any(c.value.startswith("--speculative") for c in at.code)
+    (error,) = [e.value for e in at.error]
+    assert error.startswith("**Cannot read it.** Line 4:") and "Nothing was imported" in error
+    assert "\\<b\\>x" in error and "\\[y\\]" in error  # the quoted line as text: no markup, no link
+    sglang = (ROOT / "tests" / "fixtures" / "engine_logs" / "sglang_log.txt").read_text()
+    at.text_area(key="pay_import_text").set_value(sglang).run()  # 4 tokens verified: a chain of 3, or a tree
+    assert not at.exception and not at.error and {m.label: m.value for m in at.metric}["τ it ran at"] == "3"
+    at.toggle(key="pay_import_tree").set_value(True).run()
+    assert at.number_input(key="pay_import_tau").label == "its --speculative-num-steps" and not at.exception
+
+
 def test_the_decode_pages_panels_build_nothing_while_closed_and_everything_once_opened(loads):
     """The reading, the rules and the engine logs are built only while their panel is open: a class server reruns
     the page for every Step of every student. Opened (a rerun, as a click on the panel makes), each shows its
@@ -976,15 +1034,15 @@ def test_models_on_this_computer_lists_the_gguf_files_found_and_a_found_pair_ste
     targets = at.selectbox(key="decode_local_target")
     ours = sorted(o for o in targets.options if o.endswith("$SPECVIZ_MODELS_DIR"))  # specviz's cache is listed too
     assert ours == [
-        "smol.F32.gguf · F32 · 0.13 B parameters · 539.8 MB · $SPECVIZ_MODELS_DIR",
-        "smol.Q2_K.gguf · Q2_K · 0.13 B parameters · 88.2 MB · $SPECVIZ_MODELS_DIR",
-        "smol.Q8_0.gguf · Q8_0 · 0.13 B parameters · 144.8 MB · $SPECVIZ_MODELS_DIR",
+        "F32 · 0.13 B · 539.8 MB · smol.F32.gguf · $SPECVIZ_MODELS_DIR",
+        "Q2_K · 0.13 B · 88.2 MB · smol.Q2_K.gguf · $SPECVIZ_MODELS_DIR",
+        "Q8_0 · 0.13 B · 144.8 MB · smol.Q8_0.gguf · $SPECVIZ_MODELS_DIR",
     ]
     targets.set_value(str(folder / "smol.F32.gguf")).run()
     drafts = at.selectbox(key="decode_local_draft")
     assert drafts.options[-2:] == ["the target itself (self)", "prompt lookup (no model)"]
-    assert [o for o in ours if "F32" not in o] == sorted(o for o in drafts.options if o in ours)
-    assert not any("F32" in o for o in drafts.options)  # not smaller than the target: no draft for it
+    assert [o for o in ours if not o.startswith("F32")] == sorted(o for o in drafts.options if o in ours)
+    assert not any(o.startswith("F32") for o in drafts.options)  # not smaller than the target: no draft for it
     assert any("of the other" in c.value and "files fit this target as drafts" in c.value for c in at.sidebar.caption)
     assert any("The pair needs about" in c.value for c in at.sidebar.caption)
     drafts.set_value(str(folder / "smol.Q8_0.gguf")).run()
@@ -996,3 +1054,159 @@ def test_models_on_this_computer_lists_the_gguf_files_found_and_a_found_pair_ste
     names = {t["name"] for t in figure(at)["data"]}
     assert {"q (draft, Q8_0)", "p (target, F32)"} <= names, names
     st.cache_resource.clear()
+
+
+# --- Your draft on the real target (issue 47.3), the slide, the glossary ---------------------------------------------
+
+
+def typed_table_run(mode: str, tokens, seed: int = 0, **config):
+    """One step of the table pair p = (.5, .3, .2), q = (.2, .2, .6) over 'a b c' after 'a', the draft typed, and the
+    wrapped draft model (to check it is untouched)."""
+    from specviz.drafts.typed import TypedDraft
+
+    draft = specviz.TableModel([0.2, 0.2, 0.6], "q")
+    typed = TypedDraft(draft)
+    pair = specviz.ModelPair(specviz.TableModel([0.5, 0.3, 0.2], "p"), typed, specviz.WordCodec("abc"))
+    dec = specviz.Decoder(pair, "a", specviz.SpecConfig(tau=4, mode=mode, seed=seed, **config))
+    with typed.proposing(tokens):
+        step = dec.step()
+    return dec, step, draft
+
+
+def test_a_typed_draft_is_proposed_as_typed_and_decided_by_the_modes_own_rule_with_the_draft_models_q():
+    # seed 0 draws r = .9701, .7078 and then .4594 (torch's generator, float64). Typed 'b c' (ids 1, 2):
+    # 'b': q = .2 (the draft model's own first choice is 'c', q = .6), p = .3, p/q = 1.5 ≥ 1: accepted outright;
+    # 'c': q = .6, p = .2, p/q = 1/3 < r2 = .7078: rejected, so n = 1
+    dec, step, draft = typed_table_run("textbook", [1, 2])
+    assert step.draft_text == ("b", "c") and step.tau == 2  # τ = 4, but two tokens were typed
+    assert step.q == pytest.approx((0.2, 0.6)) and step.p == pytest.approx((0.3, 0.2))
+    assert step.ratio == pytest.approx((1.5, 1 / 3)) and step.r == pytest.approx((0.97005, 0.70782), abs=1e-5)
+    assert step.decision == ("accepted", "rejected") and step.n_accepted == 1
+    assert (step.next_text, step.next_rule, step.next_prob) == ("a", "argmax", pytest.approx(0.5))  # argmax p there
+    assert step.emitted == (1, 0) and [top[0].text for top in step.q_top] == ["c", "c"]
+    assert step.beta == pytest.approx((0.6, 0.6))  # Σ min(p, q) = .2 + .2 + .2: the full rows are the model's
+    from specviz.viz.render import own_choice, run_html
+
+    assert own_choice(step, 0).text == "c" and own_choice(step, 1) is None  # marked where it differs
+    html = run_html("a", [step], figures=True)
+    assert "q .20  p .30  r .97" in html and "q .60  p .20  r .71" in html and "draft's pick: c" in html
+    assert html.count("sv-own") == 2  # the style rule and the one token whose pick differs
+    ticks = json.loads(json.dumps(specviz.viz.charts.step_chart(step, own=True).to_dict()))["data"][0]["x"]
+    assert ticks == ["1. b<br>(draft: c)", "2. c"]
+    assert draft.table.tolist() == [0.2, 0.2, 0.6]  # the shared model: never changed
+    assert dec.step().draft_text == ("c", "c", "c", "c")  # the next step: the draft model's own again
+
+    # lossless, token-wise: the same decisions; the next token is drawn from norm(max(0, p − q)) = (.75, .25, 0)
+    # by the third draw, .4594 < .75: 'a', with probability .75. The typed tokens consume no draw.
+    _, step, _ = typed_table_run("lossless", [1, 2])
+    assert step.decision == ("accepted", "rejected") and step.r == pytest.approx((0.97005, 0.70782), abs=1e-5)
+    assert (step.next_text, step.next_rule, step.next_prob) == ("a", "residual", pytest.approx(0.75))
+    # greedy: 'b' is not argmax p ('a'): rejected at once, and the target's argmax follows
+    _, step, _ = typed_table_run("greedy", [1, 2])
+    assert step.decision == ("rejected", "not reached") and step.r == (None, None) and step.next_text == "a"
+    # q(ŷ) = 0 (top-k 1 keeps only the draft's 'c'): p/q has no value, so the draft stops before 'b'
+    _, step, _ = typed_table_run("textbook", [1, 2], top_k=1)
+    assert step.tau == 0 and step.emitted == (0,)
+
+
+def test_with_a_typed_draft_lossless_mode_no_longer_emits_the_targets_distribution():
+    # typed 'c' alone: kept with probability min(1, p/q) = .2/.6 = 1/3 (not p(c) = .2), else the residual (.75,
+    # .25, 0) has no 'c': the first token is 'c' a third of the time. 1,000 seeds: sd 0.015, so 1/3 ± 0.05 holds and
+    # p's 0.2 is 9 sd away
+    firsts = [typed_table_run("lossless", [2], seed=s)[1].emitted[0] for s in range(1000)]
+    assert firsts.count(2) / 1000 == pytest.approx(1 / 3, abs=0.05)
+
+
+def test_decode_steps_your_typed_draft_on_the_real_pair_and_a_link_reopens_it(loads):
+    at = app(panels_open=False)
+    at.text_input(key="decode_typed").set_value("w5 w6 w7").run()
+    assert any(c.value.startswith("Your draft as tokens: 'w5' · 'w6' · 'w7' (3).") for c in at.caption)
+    at.button(key="decode_typed_step").click().run()
+    assert not at.exception
+    dec = decoder(at)
+    step = dec.steps[0]
+    assert step.draft_tokens == (5, 6, 7)
+    # q and p of each typed token are the models' own, from fresh sessions of the same (shared) models
+    import torch
+
+    target, draft = dec.pair.target, dec.pair.draft.model
+    ids = list(dec.prompt_ids)
+    p_rows = torch.softmax(target.new_session().extend([*ids, 5, 6], keep=3), -1)
+    q_rows = torch.softmax(draft.new_session().extend([*ids, 5, 6], keep=3), -1)
+    assert step.p == pytest.approx([float(p_rows[t, y]) for t, y in enumerate((5, 6, 7))], rel=1e-6)
+    assert step.q == pytest.approx([float(q_rows[t, y]) for t, y in enumerate((5, 6, 7))], rel=1e-6)
+    assert any(i.value.startswith('**Your draft** "w5 w6 w7" (step 1): q is the draft model') for i in at.info)
+    assert any("Not drawn from q: in lossless mode the output is then not the target" in i.value for i in at.info)
+    link = at.code[-1].value
+    assert "decode_steps=1" in link and "decode_drafts=%7B%221%22%3A%22w5+w6+w7%22%7D" in link
+    at.button(key="decode_step").click().run()  # a plain Step: the draft model's own tokens
+    assert decoder(at).steps[1].draft_tokens != (5, 6, 7) and "decode_drafts" in at.code[-1].value
+
+    again = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    again.query_params.update(decode_steps="1", decode_drafts='{"1":"w5 w6 w7"}')
+    again.run()
+    assert not again.exception
+    (reopened,) = decoder(again).steps
+    assert (reopened.draft_tokens, reopened.q, reopened.r) == (step.draft_tokens, step.q, step.r)
+
+
+def test_the_textbook_exercise_is_one_click_and_q_p_r_can_be_written_under_the_tokens(loads):
+    at = app(panels_open=False)
+    at.button(key="decode_exercise_start").click().run()
+    values = {k: at.session_state[k] for k in ("decode_prompt", "decode_chat", "decode_mode", "decode_typed")}
+    assert values == {
+        "decode_prompt": "The cat sat on the",
+        "decode_chat": False,
+        "decode_mode": "textbook",
+        "decode_typed": "mat and then slept",
+    }
+    at.button(key="decode_story_start").click().run()
+    assert (at.session_state["decode_prompt"], at.session_state["decode_mode"]) == (
+        "Continue the story: The cat sat on the",
+        "lossless",
+    )
+    assert at.session_state["decode_temperature"] == 0.7 and at.session_state["decode_chat"]
+    at.button(key="decode_step").click().run()
+    marked = lambda: next(h.proto.body for h in at.get("html") if "sv-box" in h.proto.body)  # noqa: E731
+    assert "sv-num" not in marked().split("</style>")[-1]
+    at.toggle(key="decode_figures").set_value(True).run()
+    step = decoder(at).steps[0]
+    first = f"{step.q[0]:.2f}" if step.q[0] >= 0.005 else f"{step.q[0]:.1g}"
+    assert marked().split("</style>")[-1].count('class="sv-num"') == step.tau
+    assert f'<span class="sv-num">q {first.removeprefix("0")}  p ' in marked()
+
+
+def test_a_step_exports_as_one_16_9_picture_at_1920_by_1080(loads):
+    from specviz.viz import slide
+
+    at = app(panels_open=False)
+    at.button(key="decode_step").click().run()
+    at.session_state["decode_slide_open"] = True
+    at.run()
+    assert not at.exception
+    (chart,) = [c for c in at.get("plotly_chart") if "toImageButtonOptions" in c.proto.config]
+    options = json.loads(chart.proto.config)["toImageButtonOptions"]
+    spec = json.loads(chart.proto.spec)["layout"]
+    assert (spec["width"], spec["height"]) == (960, 540) and spec["width"] * 9 == spec["height"] * 16
+    assert (options["width"] * options["scale"], options["height"] * options["scale"]) == (1920, 1080)
+    assert options["format"] == "png" and options["filename"] == "specviz-step-1"
+    step = decoder(at).steps[0]
+    text = next(a["text"] for a in spec["annotations"] if "<span" in a["text"])
+    assert f"<b>{step.draft_text[0]}</b>" in text or f"<s>{step.draft_text[0]}</s>" in text  # the draft, marked
+    lines = slide.marked_lines("x " * 100, step)  # a long context: cut to its end, lines of at most 78 characters
+    assert lines[0].startswith("<span style='color:#555555'>…") and len(lines) >= 2
+
+
+def test_the_about_page_shows_the_engine_glossary_as_the_documents_table():
+    from specviz.analysis.glossary import COLUMNS, glossary_rows
+
+    text = (ROOT / "docs" / "algorithm.md").read_text()
+    block = text[text.index("| specviz | formula | vLLM | SGLang | llama.cpp |") :].split("\n\n")[0].splitlines()
+    rows = [[c.strip() for c in line.strip().strip("|").split(" | ")] for line in block if not line.startswith("|---")]
+    assert tuple(rows[0]) == COLUMNS and [list(r.values()) for r in glossary_rows()] == rows[1:]
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    at.switch_page("pages/about.py").run()
+    table = at.table[-1].value
+    assert list(table.index) == [r[0] for r in rows[1:]] and list(table.columns) == list(COLUMNS[1:])
+    assert table.loc["draft acceptance rate", "vLLM"] == "`Avg Draft acceptance rate: %.1f%%` = `100·Σ a / Σ k`"
+    assert table.loc["mean acceptance length", "llama.cpp"] == "not reported"

@@ -13,6 +13,14 @@ from specviz.analysis.sweep import Sweep, SweepSettings
 from specviz.analysis.sweep_summary import SweepSummary
 from specviz.models.pair import ModelPair
 
+GRADED = {  # the drafts a sweep across drafts offers for the embedded target: trained, and the target in fewer bits
+    "distilled draft (trained)": "embedded",
+    "the target in 8 bits (Q8_0)": "embedded:Q8_0",
+    "the target in 4 bits (Q4_0)": "embedded:Q4_0",
+    "the target in 2 bits (Q2_K)": "embedded:Q2_K",
+    "prompt lookup": "prompt-lookup",
+}
+
 
 @dataclass(frozen=True, kw_only=True)
 class DraftRow:

@@ -128,6 +128,21 @@ def llamacpp_line(run: RunTrace) -> str:
     return f"draft acceptance rate = {accepted / drafted:0.5f} ({accepted:5d} accepted / {drafted:5d} generated)"
 
 
+def llamacpp_timing_line(run: RunTrace) -> str:
+    """The line current llama.cpp servers print at the end of a request (ggml-org/llama.cpp#24536): the draft
+    acceptance, the mean acceptance length 1 + accepted / verify steps and the per-position rates over those steps,
+    each position's accepted drafts counted as vLLM counts them."""
+    c = EngineCounts.of(run.steps, _positions(run))
+    if c.num_draft_tokens == 0:
+        return "(no draft token: llama.cpp prints no draft acceptance)"
+    accepted, drafted = c.num_accepted_tokens, c.num_draft_tokens
+    rates = ", ".join(f"{a / c.num_drafts:.3f}" for a in c.accepted_per_pos)
+    return (
+        f"draft acceptance = {accepted / drafted:0.5f} ({accepted:5d} accepted / {drafted:5d} generated), "
+        f"mean acceptance length = {1 + accepted / c.num_drafts:5.2f}, acceptance rate per position = ({rates})"
+    )
+
+
 def engine_report(run: RunTrace, every: int = 0) -> str:
     """Everything above as one text file, with what each number covers."""
     settings = f"τ = {run.config.tau}" if not run.config.tree else f"a tree of {run.config.num_draft_tokens} nodes"
@@ -142,8 +157,9 @@ def engine_report(run: RunTrace, every: int = 0) -> str:
             vllm_prometheus(run),
             "# SGLang (scheduler_metrics_mixin.py, the Decode batch line), over the whole run:",
             sglang_line(run),
-            "# llama.cpp server (server-context.cpp), at the end of the request:",
+            "# llama.cpp server (server-context.cpp), at the end of the request (older builds, then current ones):",
             llamacpp_line(run),
+            llamacpp_timing_line(run),
             "",
         ]
     )

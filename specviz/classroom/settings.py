@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from specviz import policy
-from specviz.analysis import outlook
+from specviz.analysis import engine_advice, outlook
 from specviz.analysis.costmodel import CONTEXT, HARDWARE
+from specviz.analysis.draft_sweep import GRADED as DRAFT_GRADES
 from specviz.analysis.race import PRESETS as RACES
 from specviz.classroom import links
 from specviz.classroom.lessons import LESSONS
 from specviz.classroom.quiz import KINDS
+from specviz.classroom.sandbox import CUSTOM as SANDBOX_CUSTOM
 from specviz.classroom.sandbox import MAX_TAU as SANDBOX_TAU
 from specviz.classroom.sandbox import PRESETS as EXERCISES
 from specviz.core.config import MODES, TAU_POLICIES, SpecConfig
@@ -124,6 +126,8 @@ def _pair(page: str) -> list[Setting]:
         Setting(f"{page}_preset", PRESETS[0].label, PAIRS),
         Setting(f"{page}_target", "embedded"),
         Setting(f"{page}_draft", "embedded"),
+        Setting(f"{page}_local_target", ""),  # "Models on this computer": a found GGUF file (its spec)
+        Setting(f"{page}_local_draft", ""),
     ]
 
 
@@ -147,6 +151,9 @@ SETTINGS: dict[str, Setting] = {
         Setting("decode_tree_steps", 4, (1, 8)),
         Setting("decode_tree_nodes", 8, (1, 64)),
         Setting("decode_present", False),
+        Setting("decode_figures", False),  # q, p and r written under each draft token of the marked text
+        Setting("decode_typed", ""),  # "Your draft": the words the next Step proposes (specviz.drafts.typed)
+        Setting("decode_drafts", ""),  # link only: the run's typed drafts, {"step": "words"} (pages/_typed.py)
         Setting("decode_quiz", False),
         Setting("decode_quiz_kind", "predict", tuple(KINDS)),
         Setting("decode_steps", 0, (0, 10_000)),  # link only: steps to take on opening
@@ -163,6 +170,7 @@ SETTINGS: dict[str, Setting] = {
         Setting("sweep_confidence", False),
         Setting("sweep_policy_tau", 4, (1, 16)),
         Setting("sweep_threshold", _SPEC["confidence"], (0.05, 0.95)),
+        Setting("sweep_drafts", list(DRAFT_GRADES)[:4], link=False),  # the sweep across drafts' drafts
         Setting("sweep_present", False),
         Setting("pay_hardware", "NVIDIA H100 SXM", (outlook.HERE, *HARDWARE)),
         Setting("pay_pair", "Llama-3.1-70B + Llama-3.2-1B", tuple(outlook.PAIRS)),
@@ -171,7 +179,19 @@ SETTINGS: dict[str, Setting] = {
         Setting("pay_source", outlook.SOURCES[0], outlook.SOURCES),
         Setting("pay_alpha", 0.7, (0.0, 1.0)),
         Setting("pay_present", False),
-        Setting("sandbox_preset", next(iter(EXERCISES)), tuple(EXERCISES)),
+        Setting("pay_import_text", "", link=False),  # an engine's pasted numbers: too long for a link, and private
+        Setting("pay_import_tau", 4, (1, 16)),  # the τ the engine ran at, where its numbers do not say
+        Setting("pay_import_tree", False),  # SGLang ran a tree: its depth is typed, not nodes − 1
+        Setting("pay_import_hw", engine_advice.HARDWARE_CHOICES[0], engine_advice.HARDWARE_CHOICES),
+        Setting("pay_import_t1", 6.32, (0.001, 100_000.0)),  # ms; SGLang's Llama-3.1-8B on an H100 (158.34 tok/s)
+        Setting("pay_import_tk", 6.32, (0.001, 100_000.0)),  # ms, a pass over k tokens
+        Setting("pay_import_k", 4, (2, 65_536)),
+        Setting("pay_import_extrapolate", False),  # τ beyond what the engine ran allowed
+        Setting("pay_import_method", engine_advice.METHODS[0], engine_advice.METHODS),
+        Setting("pay_import_model", "", link=False),  # the draft for vLLM's "model"
+        Setting("sandbox_preset", next(iter(EXERCISES)), (*EXERCISES, SANDBOX_CUSTOM)),
+        Setting("sandbox_context", ""),  # the confirmed text before the draft, shown as the book writes it
+        Setting("sandbox_present", False),
         Setting("sandbox_mode", "textbook", MODES),
         Setting("sandbox_tau", 1, (1, SANDBOX_TAU)),
         Setting("sandbox_seed", 0, (0, 10_000)),
@@ -196,7 +216,7 @@ SETTINGS: dict[str, Setting] = {
         Setting("lessons_present", False),
     ]
 }
-LINK_ONLY = ("decode_steps", "sandbox_table", "lossless_table")  # read from links, never widgets
+LINK_ONLY = ("decode_steps", "decode_drafts", "sandbox_table", "lossless_table")  # read from links, never widgets
 
 
 # the settings a class server caps (specviz.policy): key → the class budget that is its largest value

@@ -1,12 +1,12 @@
 """GGUF model files as models: what a file holds (read from its header alone), whether two files pair as
 target and draft, the memory a pair needs, where GGUF files lie on this computer, and what a GGUF spec names.
 
-The format: github.com/ggml-org/ggml/blob/master/docs/gguf.md. The header (key–value metadata, then one record
-per tensor) is parsed here with `struct` over a memory map rather than through `gguf.GGUFReader`, which builds a
-numpy view of every array element and takes seconds over a large vocabulary and its merges; the constants (value
-types, quantization block sizes, llama.cpp's file types) are the `gguf` package's.
-A pair is checked before anything heavy loads, as llama.cpp's `llama-speculative` and LM Studio's draft picker
-check it: the same vocabulary, the same special tokens, and here the same chat template.
+The format is ggml's own GGUF specification. The header (key–value metadata, then one record per tensor) is parsed
+here with `struct` over a memory map rather than through `gguf.GGUFReader`, which builds a numpy view of every array
+element and takes seconds over a large vocabulary and its merges; the constants (value types, quantization block
+sizes, llama.cpp's file types) are the `gguf` package's. A pair is checked before anything heavy loads, as
+llama.cpp's `llama-speculative` and LM Studio's draft picker check it: the same vocabulary, the same special tokens,
+and here the same chat template.
 
 Places: the Hugging Face cache (huggingface_hub's layout, `models--ORG--NAME/snapshots/REV/...`), LM Studio's
 models folder (`PUBLISHER/REPO/*.gguf`), Ollama's store (`manifests/HOST/NAMESPACE/NAME/TAG` → `blobs/sha256-HEX`)

@@ -1,0 +1,418 @@
+"""From an engine's own numbers to its settings: the acceptance read by specviz.analysis.engine_import goes through
+the cost model of "Would it pay there?" (specviz.analysis.outlook and costmodel: S_v(τ) = E / (τc + v(τ + 1)) with
+every pass timed by the roofline) to give, on the chosen hardware, the best τ per batch, the batch from which
+speculation loses, the speedup with its interval and what bounds the verify pass; and then the settings as each
+engine takes them.
+
+The acceptance (AcceptanceModel): measured unconditional per-position rates a_i up to the τ the engine ran at,
+continued beyond it with the last measured conditional rate a_K / a_(K−1) (an extrapolation, marked as one); or,
+where a format gives only a mean length L, the i.i.d. model of Leviathan et al. (2023): a_i = α^i with α the root of
+α + α² + … + α^K = L − 1. E(τ) = 1 + Σ_{i≤τ} a_i. Its interval: min(n, τ) over N steps has mean Σ a_i and second
+moment Σ (2i − 1) a_i, so E ± 1.96 √(var / N) (steps taken as independent: a lower bound on the uncertainty).
+
+The settings (Flag), each from its engine's source: vLLM's `--speculative-config` JSON with
+`num_speculative_tokens` and `num_speculative_tokens_per_batch_size` ([first batch, last batch, τ], τ = 0 off;
+`vllm/config/speculative.py`, docs/features/speculative_decoding/dynamic_speculative_decoding.md); SGLang's
+`--speculative-num-steps`, `--speculative-eagle-topk`, `--speculative-num-draft-tokens` (the root counted:
+τ + 1 for a chain; `python/sglang/srt/server_args.py`); llama.cpp's `--draft-max`, `--draft-min`, `--draft-p-min`
+(`common/arg.cpp`); transformers' `num_assistant_tokens`, `num_assistant_tokens_schedule`,
+`assistant_confidence_threshold` (`transformers/generation/configuration_utils.py`)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from specviz.analysis import outlook as ol
+from specviz.analysis.costmodel import CONTEXT, Hardware, Model, draft_cost, pass_bytes, pass_flops, pass_time
+from specviz.analysis.engine_import import EngineImport
+from specviz.errors import ConfigError
+
+MAX_TAU = ol.MAX_TAU
+MAX_BATCH = ol.BATCHES[-1]  # the schedule covers batches 1 to 512
+Z = 1.96  # a 95% interval
+BOUND = {"read": "memory-bound", "compute": "compute-bound", "fixed": "overhead-bound"}
+FLAT = 0.10  # T(k) within 10% of the memory roof reads as that roof (a GPU's small k), not as a compute roof
+HARDWARE_CHOICES = ("the hardware chosen above", "my own timings T(1), T(k)")  # the page's two ways
+METHODS = ("eagle3", "eagle", "mtp", "draft_model", "ngram")  # vLLM's "method" values offered
+
+
+@dataclass(frozen=True)
+class AcceptanceModel:
+    """What a step accepts, position by position, and how much of it was measured."""
+
+    source: str  # in words
+    rates: tuple[float, ...]  # a_1 … a_MAX_TAU: the unconditional per-position acceptance rates
+    measured_upto: int  # positions the engine ran (its τ): beyond, the rates are extrapolated
+    alpha: float | None  # the i.i.d. α where only a mean length was given
+    steps: float | None  # the steps behind the numbers (for the interval); None: not known
+    assumption: str  # the model, in words
+
+    def acceptance(self) -> ol.Acceptance:
+        """The same rates as specviz.analysis.outlook takes them."""
+        return ol.Acceptance(self.source, rates=self.rates)
+
+    def tokens(self, tau: int) -> float:
+        """E(τ) = 1 + Σ_{i≤τ} a_i: tokens per step with a chain of τ."""
+        return 1.0 + sum(self.rates[:tau])
+
+    def interval(self, tau: int) -> tuple[float, float] | None:
+        """E(τ) ± 1.96 √(var / N), var of min(n, τ) from the rates; None where the steps are not known."""
+        if not self.steps:
+            return None
+        mean = sum(self.rates[:tau])
+        second = sum((2 * i + 1) * a for i, a in enumerate(self.rates[:tau]))
+        half = Z * math.sqrt(max(0.0, second - mean * mean) / self.steps)
+        return 1.0 + max(0.0, mean - half), 1.0 + min(float(tau), mean + half)
+
+
+def solve_alpha(length: float, k: int) -> float:
+    """The α with α + α² + … + α^k = length − 1 (bisection; the sum rises with α)."""
+    goal = length - 1.0
+    if goal <= 0.0:
+        return 0.0
+    if goal >= k:
+        return 1.0
+    low, high = 0.0, 1.0
+    for _ in range(100):
+        mid = (low + high) / 2
+        low, high = (mid, high) if sum(mid**i for i in range(1, k + 1)) < goal else (low, mid)
+    return (low + high) / 2
+
+
+def from_import(imp: EngineImport, positions: int | None = None, tree: bool = False) -> AcceptanceModel:
+    """The acceptance an engine reported; `positions`: the τ it ran at, where the paste does not say it (a tree's
+    depth where `tree`: its tokens per step are then fitted as a chain of that depth, and said)."""
+    k = positions or imp.positions
+    if not k:
+        raise ConfigError(f"{imp.format.name} do not say the τ the engine ran at: give it (its draft length)")
+    k = min(k, MAX_TAU)
+    steps = imp.steps if imp.steps is not None else imp.weight
+    if steps is None and imp.drafted:
+        steps = imp.drafted / k  # every step drafted k tokens (assumed)
+    source = f"{imp.engine} ({imp.format.name})"
+    if imp.rates is not None:
+        measured = imp.rates[:k]
+        m = len(measured)
+        before = measured[-2] if m > 1 else 1.0
+        q = measured[-1] / before if before > 0 else 0.0
+        rates = measured + tuple(measured[-1] * q**j for j in range(1, MAX_TAU - m + 1))
+        words = (
+            f"measured per-position rates up to τ = {m}; beyond, each further position is kept with the last measured "
+            f"conditional rate a{m} / a{m - 1} = {q:.3f} (an extrapolation)"
+        )
+        return AcceptanceModel(source, rates, m, None, steps, words)
+    length = imp.mean_length
+    how = "mean acceptance length"
+    if length is None and imp.acceptance_rate is not None:
+        length, how = 1.0 + imp.acceptance_rate * k, f"acceptance rate {imp.acceptance_rate:.3f} × τ (full drafts)"
+    if length is None:
+        raise ConfigError(f"{imp.format.name} give neither rates nor a mean length")
+    if length - 1.0 > k + 0.005:
+        raise ConfigError(
+            f"a mean acceptance length of {length:.2f} needs at least {math.ceil(length - 1.0 - 0.005)} draft tokens "
+            f"per step: the engine cannot have run at τ = {k}"
+        )
+    alpha = solve_alpha(length, k)
+    words = (
+        f"only a mean length ({how}: {length:.3f}); each draft token is taken to be kept independently with "
+        f"α = {alpha:.3f}, the α for which 1 + α + … + α^{k} = {length:.3f} (τ = {k}): the rates α^i are a model, "
+        f"and beyond τ = {k} an extrapolation"
+    )
+    if tree:
+        words += (
+            f"; a tree's tokens per step fitted as a chain {k} deep, so α stands for a level of the tree (several "
+            "tokens tried), above what a chain's single token would be kept with"
+        )
+    rates = tuple(alpha**i for i in range(1, MAX_TAU + 1))
+    return AcceptanceModel(source, rates, k, alpha, steps, words)
+
+
+def from_outlook(acc: ol.Acceptance) -> AcceptanceModel:
+    """The app's own acceptance (a run's measured rates, or α by hand) in the same form, beside an engine's."""
+    if acc.rates is not None:
+        m = len(acc.rates)
+        before = acc.rates[-2] if m > 1 else 1.0
+        q = acc.rates[-1] / before if before > 0 else 0.0
+        rates = acc.rates[:MAX_TAU] + tuple(acc.rates[-1] * q**j for j in range(1, MAX_TAU - m + 1))
+        return AcceptanceModel(acc.source, rates[:MAX_TAU], min(m, MAX_TAU), None, None, "measured by this app")
+    alpha = float(acc.alpha)
+    rates = tuple(alpha**i for i in range(1, MAX_TAU + 1))
+    return AcceptanceModel(acc.source, rates, MAX_TAU, alpha, None, f"i.i.d. α = {alpha:.2f}")
+
+
+def typed_hardware(base: Hardware, target: Model, t1_ms: float, tk_ms: float, k: int, context: int = CONTEXT):
+    """(hardware, words): the roofline of `base` fitted to a pass over 1 and over k tokens timed on the user's
+    machine (batch 1, the target's sizes): the fixed cost per pass from T(1) (and the bandwidth, where T(1) is
+    faster than the datasheet's bandwidth allows), the compute roof from T(k) where T(k) rises more than FLAT above
+    the memory roof (then both timings are reproduced exactly); else the datasheet's compute roof is kept, since the
+    timings do not reach the ridge: time a k past it (a few hundred tokens on a GPU) to see where it turns."""
+    t1, tk = t1_ms / 1000.0, tk_ms / 1000.0
+    if not (t1 > 0 and tk >= t1 and k >= 2):
+        raise ConfigError(f"give T(1) > 0 and T(k) ≥ T(1) for some k ≥ 2; got T(1) = {t1_ms} ms, T({k}) = {tk_ms} ms")
+    bandwidth = base.bandwidth
+    b1, bk = pass_bytes(target, 1, 1, context), pass_bytes(target, k, 1, context)
+    c1, ck = pass_flops(target, 1, 1, context), pass_flops(target, k, 1, context)
+    overhead = t1 - b1 / bandwidth
+    if overhead < 0:  # faster than the datasheet: the weights are smaller than the preset's (quantized, say)
+        overhead, bandwidth = 0.0, b1 / t1
+    room = tk - overhead
+    if room > bk / bandwidth * (1 + FLAT):  # above the memory roof: the compute roof explains T(k)
+        flops = ck / room
+        if c1 / flops > b1 / bandwidth:  # compute-bound at k = 1 as well (a CPU): both on the compute roof
+            flops = (ck - c1) / (tk - t1)
+            overhead = max(0.0, t1 - c1 / flops)
+        words = f"compute roof {flops / 1e12:.2f} TFLOP/s fitted to T({k})"
+    else:
+        flops = base.flops
+        words = (
+            f"T({k}) within the memory roof: the datasheet's {flops / 1e12:.0f} TFLOP/s kept (the ridge not reached)"
+        )
+    name = f"{base.name}, your timings"
+    source = f"T(1) = {t1_ms:g} ms, T({k}) = {tk_ms:g} ms typed in"
+    hw = Hardware(name, bandwidth, flops, overhead, source, 0.0, base.memory)
+    said = (
+        f"Fitted to your T(1) = {t1_ms:g} ms and T({k}) = {tk_ms:g} ms: fixed cost {overhead * 1000:.2f} ms a pass, "
+        f"{bandwidth / 1e9:,.0f} GB/s, {words}. The fit gives T(1) = {pass_time(target, hw, 1, 1, context) * 1000:.2f} "
+        f"ms and T({k}) = {pass_time(target, hw, k, 1, context) * 1000:.2f} ms."
+    )
+    return hw, said
+
+
+@dataclass(frozen=True)
+class BatchAdvice:
+    """The best chain at one batch."""
+
+    batch: int
+    tau: int  # the fastest τ allowed (the least slow where none pays)
+    speedup: float  # S_v at that τ
+    interval: tuple[float, float] | None  # its 95% interval from the acceptance's; None: not known
+    bound: str  # what bounds its verify pass: memory-bound, compute-bound or overhead-bound
+    extrapolated: bool  # τ beyond what the engine ran
+
+    @property
+    def pays(self) -> bool:
+        return self.speedup > 1.0
+
+
+@dataclass(frozen=True)
+class Advice:
+    """One acceptance on one hardware and pair: the best τ at every batch up to MAX_BATCH."""
+
+    acceptance: AcceptanceModel
+    hardware: Hardware
+    target: Model
+    draft: Model
+    context: int
+    c: float | None  # the draft's cost measured here (None: modelled)
+    extrapolate: bool  # τ beyond the measured positions allowed
+    rows: tuple[BatchAdvice, ...]  # at specviz.analysis.outlook.BATCHES
+    schedule: tuple[tuple[int, int, int], ...]  # (first batch, last batch, τ), τ = 0: off, over 1 … MAX_BATCH
+
+    @property
+    def break_even(self) -> int | None:
+        """The smallest batch from which no τ pays (None: it pays up to MAX_BATCH)."""
+        return next((first for first, _, tau in self.schedule if tau == 0), None)
+
+    def at(self, batch: int) -> BatchAdvice:
+        return next(r for r in self.rows if r.batch == batch) if batch in ol.BATCHES else self.row(batch)
+
+    def speed(self, tau: int, batch: int) -> float:
+        """S_v(τ) at this batch, as specviz.analysis.outlook computes it."""
+        return _speed(self, tau, batch)
+
+    def row(self, batch: int) -> BatchAdvice:
+        top = self.acceptance.measured_upto if not self.extrapolate else MAX_TAU
+        speeds = {t: self.speed(t, batch) for t in range(1, top + 1)}
+        tau = max(speeds, key=speeds.__getitem__)
+        found = self.acceptance.interval(tau)
+        ratio = speeds[tau] / self.acceptance.tokens(tau)
+        interval = (found[0] * ratio, found[1] * ratio) if found else None
+        parts = ol.pass_parts(self.target, self.hardware, tau + 1, batch, self.context)
+        bound = BOUND[max(parts, key=parts.__getitem__)]
+        return BatchAdvice(batch, tau, speeds[tau], interval, bound, tau > self.acceptance.measured_upto)
+
+    def why(self, batch: int) -> str:
+        """The answer at one batch in a sentence, with what bounds the verify pass."""
+        row = self.at(batch)
+        parts = ol.pass_parts(self.target, self.hardware, row.tau + 1, batch, self.context)
+        read, compute, fixed = (parts[k] * 1000 for k in ("read", "compute", "fixed"))
+        gain = f"{row.speedup:.2f}×" + (f" ({row.interval[0]:.2f}–{row.interval[1]:.2f})" if row.interval else "")
+        beyond = " (τ beyond what ran: extrapolated)" if row.extrapolated else ""
+        verdict = f"τ = {row.tau}{beyond} gives {gain}" if row.pays else f"no τ pays (the best, τ = {row.tau}: {gain})"
+        return (
+            f"Batch {batch}: {verdict}. Its verify pass over {row.tau + 1} tokens per sequence is {row.bound}: reading "
+            f"weights and caches {read:.2f} ms, arithmetic {compute:.2f} ms, fixed cost {fixed:.2f} ms."
+        )
+
+
+def _speed(advice: Advice, tau: int, batch: int) -> float:
+    """specviz.analysis.outlook's S_v: E(τ) · T(1) / (τ · c · T(1) + T(τ + 1)), c modelled where not measured."""
+    target, hw, context = advice.target, advice.hardware, advice.context
+    one = pass_time(target, hw, 1, batch, context)
+    cost = advice.c if advice.c is not None else draft_cost(advice.draft, target, hw, batch, context)
+    return advice.acceptance.tokens(tau) * one / (tau * cost * one + pass_time(target, hw, tau + 1, batch, context))
+
+
+def advise(
+    acceptance: AcceptanceModel,
+    hardware: Hardware,
+    target: Model,
+    draft: Model,
+    context: int = CONTEXT,
+    c: float | None = None,
+    extrapolate: bool = False,
+) -> Advice:
+    """The best τ at every batch 1 … MAX_BATCH (τ up to what the engine ran unless `extrapolate`), the schedule of
+    τ against the batch (0 where no τ pays) and the rows at outlook's batches."""
+    if context < 1:
+        raise ConfigError(f"the context is at least 1 token; got {context}")
+    advice = Advice(acceptance, hardware, target, draft, context, c, extrapolate, (), ())
+    chosen = []
+    for batch in range(1, MAX_BATCH + 1):
+        row = advice.row(batch)
+        chosen.append(row.tau if row.pays else 0)
+    schedule: list[tuple[int, int, int]] = []
+    for batch, tau in enumerate(chosen, 1):
+        if schedule and schedule[-1][2] == tau:
+            schedule[-1] = (schedule[-1][0], batch, tau)
+        else:
+            schedule.append((batch, batch, tau))
+    rows = tuple(advice.row(b) for b in ol.BATCHES)
+    return Advice(acceptance, hardware, target, draft, context, c, extrapolate, rows, tuple(schedule))
+
+
+def table(mine: Advice, theirs: Advice | None = None, mine_name: str = "your engine", theirs_name: str = "this app"):
+    """Rows per batch: the engine's best τ, speedup, interval and bound, beside the app's own run's."""
+    rows = []
+    for row in mine.rows:
+        gain = f"{row.speedup:.2f}×" + (f" ({row.interval[0]:.2f}–{row.interval[1]:.2f})" if row.interval else "")
+        entry = {
+            "batch": row.batch,
+            f"{mine_name}: best τ": f"{row.tau}{' (extrapolated)' if row.extrapolated else ''}" if row.pays else "off",
+            f"{mine_name}: speedup": gain,
+            "verify pass": row.bound,
+        }
+        if theirs is not None:
+            other = theirs.at(row.batch)
+            entry[f"{theirs_name}: best τ"] = str(other.tau) if other.pays else "off"
+            entry[f"{theirs_name}: speedup"] = f"{other.speedup:.2f}×"
+        rows.append(entry)
+    return rows
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A setting as one engine takes it."""
+
+    engine: str
+    text: str  # to copy as it is
+    reason: str  # one line
+
+
+def vllm_schedule(advice: Advice) -> list[list[int]]:
+    """num_speculative_tokens_per_batch_size: [first batch, last batch, τ] over 1 … MAX_BATCH, τ = 0 off."""
+    return [[first, last, tau] for first, last, tau in advice.schedule]
+
+
+def _drafting(advice: Advice, tau: int, batch: int) -> tuple[int, float]:
+    """(draft-min, draft-p-min) for a chain of at most τ at this batch. draft-min: the shortest draft that pays
+    verified alone (S_v(n) ≥ 1). draft-p-min: the τ-th token is worth drafting when kept with probability p above
+    S_v(τ − 1) · δ / a_(τ−1), δ = c + v(τ + 1) − v(τ) its cost in one-token passes (adding it raises E by
+    a_(τ−1) · p and the step's cost by δ); the draft's own probability is taken for p (a calibrated draft)."""
+    n_min = next((n for n in range(1, tau + 1) if advice.speed(n, batch) >= 1.0), tau)
+    target, hw, ctx = advice.target, advice.hardware, advice.context
+    one = pass_time(target, hw, 1, batch, ctx)
+    cost = advice.c if advice.c is not None else draft_cost(advice.draft, target, hw, batch, ctx)
+    delta = cost + (pass_time(target, hw, tau + 1, batch, ctx) - pass_time(target, hw, tau, batch, ctx)) / one
+    before = 1.0 if tau == 1 else advice.speed(tau - 1, batch)
+    kept = 1.0 if tau == 1 else advice.acceptance.rates[tau - 2]
+    return n_min, min(1.0, before * delta / kept) if kept > 0 else 1.0
+
+
+def flags(advice: Advice, batch: int = 1, method: str = "eagle3", model: str = "") -> tuple[Flag, ...]:
+    """vLLM's --speculative-config (τ per batch), SGLang's, llama.cpp's and transformers' settings, each with its
+    reason; `batch` is the batch for the engines that take one setting for all."""
+    row, first = advice.at(batch), advice.at(1)
+    return (
+        _vllm_flag(advice, method, model),
+        _sglang_flag(row, batch),
+        _llamacpp_flag(advice, row, batch),
+        _transformers_flag(advice, first),
+    )
+
+
+def _vllm_flag(advice: Advice, method: str, model: str) -> Flag:
+    schedule = vllm_schedule(advice)
+    top = max(t for _, _, t in schedule)
+    if top == 0:
+        return Flag("vLLM", "# no --speculative-config: no τ pays at any batch up to 512", "Speculation loses here.")
+    config: dict = {"method": method}
+    if model:
+        config["model"] = model
+    config["num_speculative_tokens"] = top
+    if len(schedule) > 1:
+        config["num_speculative_tokens_per_batch_size"] = schedule
+    off = advice.break_even
+    paying = [f"τ = {t} for batches {a}–{b}" for a, b, t in schedule if t]
+    reason = "; ".join(paying[:4]) + ("; …" if len(paying) > 4 else "")
+    reason += f"; off from batch {off} on" if off else "; it pays up to batch 512"
+    reason += (
+        " (num_speculative_tokens_per_batch_size of vllm/config/speculative.py, over batches 1–512; tested with "
+        "EAGLE, EAGLE-3 and DFlash, not with data parallelism)"
+    )
+    if not model and method not in ("ngram", "mtp"):
+        reason += '; add "model": your draft'
+    quoted = json.dumps(config).replace("'", "'\\''")  # a shell's single quotes around JSON that may hold one
+    return Flag("vLLM", f"--speculative-config '{quoted}'", reason)
+
+
+def _sglang_flag(row: BatchAdvice, batch: int) -> Flag:
+    if not row.pays:
+        return Flag(
+            "SGLang", "# leave --speculative-algorithm out", f"At batch {batch} no τ pays ({row.speedup:.2f}×)."
+        )
+    text = f"--speculative-num-steps {row.tau} --speculative-eagle-topk 1 --speculative-num-draft-tokens {row.tau + 1}"
+    return Flag(
+        "SGLang",
+        text,
+        f"A chain of {row.tau} at batch {batch} ({row.speedup:.2f}×), beside your --speculative-algorithm and "
+        "--speculative-draft-model-path; SGLang takes one setting for every batch, and --speculative-num-draft-tokens "
+        "counts the root (τ + 1).",
+    )
+
+
+def _llamacpp_flag(advice: Advice, row: BatchAdvice, batch: int) -> Flag:
+    if not row.pays:
+        return Flag("llama.cpp", "# leave --model-draft out", f"At batch {batch} no τ pays ({row.speedup:.2f}×).")
+    n_min, p_min = _drafting(advice, row.tau, batch)
+    return Flag(
+        "llama.cpp",
+        f"--draft-max {row.tau} --draft-min {n_min} --draft-p-min {p_min:.2f}",
+        f"At most {row.tau} tokens at batch {batch}; {n_min}: the shortest draft that pays on its own (S_v ≥ 1); stop "
+        f"drafting when the draft is less sure than {p_min:.2f}, where token {row.tau} stops paying "
+        "(S_v(τ − 1) · δ / a_(τ−1)). Newer builds also spell --draft-max as --spec-draft-n-max.",
+    )
+
+
+def _transformers_flag(advice: Advice, row: BatchAdvice) -> Flag:
+    if not row.pays:
+        return Flag("transformers", "# generate without assistant_model", "At batch 1 no τ pays.")
+    _, p_min = _drafting(advice, row.tau, 1)
+    text = (
+        f'num_assistant_tokens={row.tau}, num_assistant_tokens_schedule="constant", '
+        f"assistant_confidence_threshold={p_min:.2f}"
+    )
+    return Flag(
+        "transformers",
+        text,
+        f"Keyword arguments of generate(..., assistant_model=draft): τ = {row.tau} at batch 1 "
+        "(assisted generation decodes one sequence), held constant; the threshold as llama.cpp's --draft-p-min.",
+    )
+
+
+def extrapolated_positions(acceptance: AcceptanceModel) -> Sequence[int]:
+    """The positions whose rates are extrapolated, not read from the engine."""
+    return range(acceptance.measured_upto + 1, MAX_TAU + 1)
