@@ -20,6 +20,8 @@ from specviz.classroom.paircache import PairCache
 from specviz.classroom.turns import Pacer, Slots, Turns, each_in_turn
 from specviz.loading import EMBEDDED, planned_parts
 from specviz.models.store import ModelStore, release_memory
+from specviz.policy import RefusedError
+from specviz.viz.plain import plain
 
 T = TypeVar("T")
 COMPUTE_ENV = "SPECVIZ_COMPUTE"  # "turns" (default): one step at a time, in arrival order; "free": no queue
@@ -36,7 +38,17 @@ def _turns() -> Turns:
 @st.cache_resource(show_spinner=False)
 def _slots() -> Slots:
     rules = policy.current()
-    return Slots(rules.heavy_jobs if rules.on else None)
+    if not rules.on:
+        return Slots(None)
+    return Slots(rules.heavy_jobs, per_owner=rules.heavy_jobs_per_address, waiting_most=rules.heavy_jobs_waiting)
+
+
+def _address() -> str | None:
+    """The client's address (a student's tabs share it), where Streamlit knows it."""
+    try:
+        return st.context.ip_address
+    except (AttributeError, RuntimeError):
+        return None
 
 
 def _kind(kind: str) -> str:
@@ -107,9 +119,27 @@ def heavy_job() -> contextlib.AbstractContextManager:
                 )
             )
 
-        return _slots().hold(waiting)
+        return _slots().hold(waiting, owner=_address())
 
-    return _waiting_note(hold)
+    return _refused_stops(_waiting_note(hold))
+
+
+@contextlib.contextmanager
+def _refused_stops(held: contextlib.AbstractContextManager) -> Iterator[None]:
+    """A heavy job the class refuses (too many from this address, or the queue full): said on the page, and the
+    script stops there, before any work; a refusal from inside the job is the job's own to show."""
+    try:
+        held.__enter__()
+    except RefusedError as exc:
+        st.warning(plain(exc), icon=":material/block:")
+        st.stop()
+    try:
+        yield
+    except BaseException as exc:
+        if not held.__exit__(type(exc), exc, exc.__traceback__):
+            raise
+    else:
+        held.__exit__(None, None, None)
 
 
 def pacer() -> Pacer:

@@ -48,6 +48,8 @@ class ClassPolicy:
     lossless_trials: int = 2_000
     steps_per_second: float = 2.0  # a student's Steps, each session
     heavy_jobs: int = 1  # sweeps, lossless checks, lessons and races running at once, the whole server
+    heavy_jobs_per_address: int = 2  # running or waiting, from one client address (a student's tabs)
+    heavy_jobs_waiting: int = 40  # waiting at once, the whole server; past it a new one is refused
     steps_at_once: int = 8  # model steps computing at once; on llama.cpp their target passes share one decode
     upload_bytes: int = 2_000_000  # a replayed trace file
     upload_depth: int = 32  # its nesting

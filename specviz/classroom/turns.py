@@ -19,10 +19,12 @@ import heapq
 import itertools
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Literal, TypeVar
+
+from specviz.policy import RefusedError
 
 T = TypeVar("T")
 Kind = Literal["lecturer", "step", "heavy"]
@@ -124,23 +126,51 @@ def _kind(ticket: tuple[int, int]) -> str:
 
 
 class Slots:
-    """At most `most` heavy jobs at once (None: no bound); the others wait, first come first served."""
+    """At most `most` heavy jobs at once (None: no bound); the others wait, first come first served. A job names its
+    `owner` (a client's address): one owner has at most `per_owner` jobs running or waiting, and at most `waiting_most`
+    jobs wait in all; past either, a new job is refused (RefusedError) instead of queued, so a student who starts a
+    sweep in every tab neither fills the queue nor keeps the class's jobs waiting behind theirs."""
 
-    def __init__(self, most: int | None) -> None:
-        self.most = most
+    def __init__(self, most: int | None, per_owner: int | None = None, waiting_most: int | None = None) -> None:
+        self.most, self.per_owner, self.waiting_most = most, per_owner, waiting_most
         self._cond = threading.Condition()
         self._queue: list[int] = []
         self._running = 0
         self._tickets = itertools.count()
+        self._owners: dict[Hashable, int] = {}  # owner → jobs running or waiting
+
+    def _admit(self, owner: Hashable | None) -> None:
+        """Count the job in (under the lock), or refuse it with why."""
+        if owner is not None and self.per_owner is not None and self._owners.get(owner, 0) >= self.per_owner:
+            raise RefusedError(
+                f"class mode: you already have {self.per_owner} heavy job{'s' if self.per_owner != 1 else ''} (a "
+                "sweep, a lossless check, a lesson or a race) running or waiting, maybe in another tab; wait for "
+                "it to finish, or stop it, then start this one."
+            )
+        if self.waiting_most is not None and len(self._queue) >= self.waiting_most:
+            raise RefusedError(
+                f"class mode: {len(self._queue)} heavy jobs already wait for this server; try again in a minute "
+                "(Steps are not affected)."
+            )
+        if owner is not None:
+            self._owners[owner] = self._owners.get(owner, 0) + 1
+
+    def _leave(self, owner: Hashable | None) -> None:
+        if owner is not None:
+            self._owners[owner] -= 1
+            if not self._owners[owner]:
+                del self._owners[owner]
 
     @contextlib.contextmanager
-    def hold(self, waiting: Callable[[int], None] | None = None) -> Iterator[None]:
-        """A slot for one heavy job; `waiting(ahead)` hears how many jobs run or wait before this one."""
+    def hold(self, waiting: Callable[[int], None] | None = None, owner: Hashable | None = None) -> Iterator[None]:
+        """A slot for one heavy job; `waiting(ahead)` hears how many jobs run or wait before this one. RefusedError
+        when `owner` holds its most jobs already, or the queue is full."""
         if self.most is None:
             yield
             return
         me, said = next(self._tickets), None
         with self._cond:
+            self._admit(owner)
             self._queue.append(me)
         try:
             while True:
@@ -159,6 +189,7 @@ class Slots:
             with self._cond:
                 if me in self._queue:
                     self._queue.remove(me)
+                self._leave(owner)
                 self._cond.notify_all()
             raise
         try:
@@ -166,6 +197,7 @@ class Slots:
         finally:
             with self._cond:
                 self._running -= 1
+                self._leave(owner)
                 self._cond.notify_all()
 
 
