@@ -10,8 +10,8 @@ import streamlit as st
 import specviz
 from pages._present import COMPACT_CSS, presentation_toggle
 from specviz.classroom import quiz
-from specviz.viz.charts import token_label
 from specviz.viz.plain import plain
+from specviz.viz.render import token_label
 
 BOOK = "decode_quiz_book"
 PER_ROW = 4  # answer columns per row: "not reached" must fit on a 1280-pixel screen
@@ -93,8 +93,13 @@ def decode_header() -> tuple[bool, list, bool, str]:
         cols = []
         toggles = st.columns([3.6, 1.7, 1.2], vertical_alignment="center")
         toggles[0].title("Speculative decoding, step by step")
-    with toggles[1]:
+    with toggles[1]:  # under the presentation toggle: a column of its own would cut the buttons' labels at 1280 px
         presentation_toggle("decode_present")
+        st.toggle(  # read by the page where it draws the marked text
+            "q, p, r under tokens",
+            key="decode_figures",
+            help="Each draft token's q, p and r in small type under it, readable on a projector without hovering",
+        )
     quiz_on = toggles[2].toggle(
         "Quiz mode", key="decode_quiz", help="Hide r and the decisions until the class has guessed"
     )

@@ -5,8 +5,8 @@ import re
 import pytest
 
 from specviz.analysis.theory import expected_tokens_per_step
-from specviz.viz.charts import DECISION_COLORS, legend_rows, step_chart, token_label, top_chart
-from specviz.viz.render import run_html
+from specviz.viz.charts import DECISION_COLORS, legend_rows, step_chart, top_chart
+from specviz.viz.render import chart_label, run_html, token_label
 from specviz.viz.run_charts import history_chart, per_position_chart, theory_chart
 from tests.helpers import runs_by_mode
 
@@ -306,12 +306,12 @@ def test_step_chart_labels_bars_with_percentages(runs):
     step = next(s for s in runs["lossless"].steps if s.tau)
     fig = step_chart(step)
     q_bar, p_bar = fig.data[0], fig.data[1]
-    assert list(q_bar.text) == [f"{v * 100:.3g}%" if v >= 1e-6 else "<0.0001%" for v in step.q]
-    assert list(p_bar.y) == list(step.p) and all(t.endswith("%") for t in p_bar.text)
+    assert list(q_bar.text) == [f"{v * 100:.3g}%" if v >= 0.01 else "" for v in step.q]  # a sliver: no label
+    assert list(p_bar.y) == list(step.p) and all(t.endswith("%") for t in p_bar.text if t)
 
 
 def test_long_tokens_are_cut_on_axes_and_whole_on_hover():
-    from specviz.viz.charts import token_label
+    from specviz.viz.render import token_label
 
     assert token_label(" extraordinarily", 12) == "·extraordin…"  # 11 characters and the mark
     assert token_label(" extraordinarily") == "·extraordinarily"
@@ -452,6 +452,45 @@ def test_q_and_p_are_labelled_with_each_gguf_files_quantization():
     from specviz.viz.charts import roles
 
     assert roles() == ("q (draft)", "p (target)")
-    assert roles("SmolLM2-135M-Instruct (Q4_0)", "SmolLM2-135M-Instruct (F32)") == ("q (draft, Q4_0)", "p (target, F32)")
+    assert roles("SmolLM2-135M-Instruct (Q4_0)", "SmolLM2-135M-Instruct (F32)") == (
+        "q (draft, Q4_0)",
+        "p (target, F32)",
+    )
     assert roles("Qwen2.5 0.5B Instruct (Q4_K_M)", "SmolLM2-135M-Instruct") == ("q (draft, Q4_K_M)", "p (target)")
     assert roles("distilled draft (embedded)", "gpt2") == ("q (draft)", "p (target)")  # not a quantization
+
+
+def test_tiny_bars_carry_no_label_to_run_into_their_neighbours():
+    """Issue 47: "0.297% 0.0375%", two labels of sliver bars run into one. A draft token sampled at u = 0.999 from
+    q = (0.99703, 0.00297): 'b', with q = 0.297% and p = 0.0375% (both under TINY_BAR = 1%: no label, the hover and
+    the table keep the values); position 2's 60% and 50% keep theirs. The lossless check's chart likewise."""
+    from specviz.analysis.lossless import LosslessCheck
+    from specviz.classroom.sandbox import SandboxCase, sandbox_step
+    from specviz.viz.charts import TINY_BAR
+    from specviz.viz.run_charts import lossless_chart
+
+    case = SandboxCase(
+        ("a", "b", "c"),
+        ((0.99703, 0.00297, 0.0), (0.6, 0.4, 0.0)),
+        ((0.999625, 0.000375, 0.0), (0.5, 0.5, 0.0), (0.3, 0.3, 0.4)),
+        (0.5, 0.5),
+        u=(0.999, 0.1),
+    )
+    step = sandbox_step(case, "lossless")
+    assert step.draft_text[0] == "b" and step.q[0] == pytest.approx(0.00297) and step.p[0] == pytest.approx(0.000375)
+    q_bar, p_bar = step_chart(step).data[:2]
+    assert TINY_BAR == 0.01 and list(q_bar.text) == ["", "60%"] and list(p_bar.text) == ["", "50%"]
+    assert list(q_bar.y) == pytest.approx([0.00297, 0.6])  # the bar itself is still drawn, its value in the hover
+    check = LosslessCheck("lossless", 8000, (0, 1, 2), (7600, 397, 3), (0.95, 0.04703, 0.00297), 0.1, 2, 0.9, 0)
+    target, emitted = lossless_chart(check, str).data[:2]
+    assert list(target.text) == ["95%", "4.7%", ""] and list(emitted.text) == ["95%", "4.96%", ""]
+
+
+def test_token_text_on_a_chart_is_text_never_a_link_or_a_style():
+    """Plotly reads <a href>, <span style> and a few other tags in its texts: a token from a replayed file or a model
+    is written with entities, so the chart shows its characters and makes no element of them."""
+
+    hostile = '<a href="http://example.invalid/x">click</a> & <span style="color:red">'
+    label = chart_label(hostile)
+    assert "<" not in label and ">" not in label
+    assert label == '&lt;a href="http://example.invalid/x"&gt;click&lt;/a&gt; &amp; &lt;span style="color:red"&gt;'

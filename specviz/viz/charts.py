@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from specviz.core.rules import RuleOutcome
 from specviz.core.trace import StepTrace, TokenProb
 from specviz.viz.memo import PlainFigure
-from specviz.viz.render import decision_parts, decision_reason, token_label
+from specviz.viz.render import chart_label, decision_parts, decision_reason, own_choice
 
 DECISION_COLORS = {"accepted": "#1a9850", "rejected": "#d73027", "not reached": "#9e9e9e"}
 Q_COLOR, P_COLOR, RESIDUAL_COLOR, TARGET_COLOR = "#f4a261", "#457b9d", "#8e44ad", "#1f5fbf"
@@ -51,9 +51,18 @@ def built(data: list[dict], layout: dict, size: int) -> go.Figure:
 
 
 def sized(fig: go.Figure, size: int) -> go.Figure:
-    """An already-built figure with every text at `size` px, the way `built` sets them."""
+    """An already-built figure with every text at `size` px, the way `built` sets them (its own sizes replaced:
+    a lesson's chart on a projector)."""
     json = fig.to_plotly_json()
-    return built(json["data"], json["layout"], size)
+    layout = {k: v for k, v in json["layout"].items() if k not in ("font", "hoverlabel")}
+    resized = lambda part: {**part, "font": {**part.get("font", {}), "size": size}} if isinstance(part, dict) else part  # noqa: E731
+    layout["title"] = resized(layout.get("title"))
+    for name in [k for k in layout if k.startswith(("xaxis", "yaxis"))]:
+        layout[name] = {**layout[name], "title": resized(layout[name].get("title"))}
+    if layout.get("annotations"):
+        layout["annotations"] = [{**a, "font": {**a.get("font", {}), "size": size}} for a in layout["annotations"]]
+    data = [{k: v for k, v in trace.items() if k != "textfont"} for trace in json["data"]]
+    return built(data, layout, size)
 
 
 def legend_below(height: int, font_size: int, top: int = 50, rows: int = 3) -> dict:
@@ -105,6 +114,17 @@ def prob_text(x: float) -> str:
     return f"{x * 100:.3g}%"
 
 
+# A bar under 1% is a sliver, and its label is the longest prob_text writes ("0.297%", "0.0375%": wider than a
+# grouped pair's bar at τ = 6 on a projector), at the height of its neighbour's label: the two ran into one
+# ("0.297% 0.0375%", issue 47). Such a bar's label is left out; its value is in the hover and the step's table.
+TINY_BAR = 0.01
+
+
+def bar_texts(values: Sequence[float]) -> list[str]:
+    """Labels of grouped vertical bars: prob_text, empty under TINY_BAR."""
+    return [prob_text(v) if v >= TINY_BAR else "" for v in values]
+
+
 QUANTIZATION = re.compile(r"\((F32|F16|BF16|I?Q\d[\w]*|TQ\d\w*)\)$")  # a GGUF model's name ends "(Q4_K_M)"
 
 
@@ -127,20 +147,28 @@ def step_chart(
     font_size: int = 16,
     marks: Sequence[bool | None] = (),
     names: tuple[str, str] = ("", ""),
+    own: bool = False,
 ) -> go.Figure:
     """The centrepiece: per draft position, bars of q and p for the draft token, a marker for the
     acceptance probability min(1, p/q) and one for the draw r, coloured by the decision. With
     `hide_decisions` (quiz mode) only q, p and min(1, p/q) are drawn, in a neutral colour, and r
     too (neutral) with `show_draws` (the quiz on the rule itself). `marks` (quiz, after Reveal: per
     draft token, the class right, wrong, or None where it gave no answer) heads each column with
-    ✓ or ✗ in large type. `names`: the draft's and the target's model names (their quantization labels q and p)."""
+    ✓ or ✗ in large type. `names`: the draft's and the target's model names (their quantization labels q and p).
+    `own` (a typed draft): under a token that is not the draft model's own first choice, that choice."""
     q_name, p_name = roles(*names)
     many = step.tau > MANY_TAU  # a long draft: each column narrow, so two short tick lines and no bar labels
     x = [
-        f"{t + 1}<br>{token_label(s, SHORT_CHARS)}" if many else f"{t + 1}. {token_label(s, LABEL_CHARS)}"
+        f"{t + 1}<br>{chart_label(s, SHORT_CHARS)}" if many else f"{t + 1}. {chart_label(s, LABEL_CHARS)}"
         for t, s in enumerate(step.draft_text)
     ]
-    whole = [f"{t + 1}. {token_label(s)}" for t, s in enumerate(step.draft_text)]
+    if own:  # a typed draft: what the draft model itself would have proposed, where it differs
+        picks = [own_choice(step, t) for t in range(step.tau)]
+        x = [
+            f"{label}<br>(draft: {chart_label(o.text, SHORT_CHARS if many else LABEL_CHARS)})" if o else label
+            for label, o in zip(x, picks, strict=True)
+        ]
+    whole = [f"{t + 1}. {chart_label(s)}" for t, s in enumerate(step.draft_text)]
     colors = ["#777777"] * step.tau if hide_decisions else [DECISION_COLORS[d] for d in step.decision]
     accept_prob = [min(1.0, ratio) for ratio in step.ratio]
     data = [
@@ -150,7 +178,7 @@ def step_chart(
             "x": x,
             "y": list(values),
             "marker": {"color": color},
-            "text": [] if many else [prob_text(v) for v in values],
+            "text": [] if many else bar_texts(values),
             "textposition": "outside",
             "cliponaxis": False,
             "customdata": whole,
@@ -169,7 +197,7 @@ def step_chart(
                     "x": x,
                     "y": [b.prob for b in best],
                     "mode": "markers",
-                    "customdata": [token_label(b.text) for b in best],
+                    "customdata": [chart_label(b.text) for b in best],
                     "marker": {"symbol": "star", "size": 22, "color": colors, "line": {"width": 2, "color": "black"}},
                     "hovertemplate": "argmax p: %{customdata} (p = %{y:.3f})<extra></extra>",
                 }
@@ -257,7 +285,7 @@ def step_chart(
         f"Step {step.index + 1}: {step.tau} draft tokens: which will the target accept?"
         if hide_decisions
         else f"Step {step.index + 1}: {step.n_accepted} of {step.tau} draft tokens accepted, then "
-        f"'{token_label(step.next_text)}' from the target ({step.next_rule})"
+        f"'{chart_label(step.next_text)}' from the target ({step.next_rule})"
     )
     top = 110 + (font_size + 14 if any(m is not None for m in marks) else 0)
     layout = {
@@ -266,7 +294,7 @@ def step_chart(
         "title": {"text": title, "y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 10}},  # above all
         "yaxis": {"range": [0, 1.22], "tickvals": [0, 0.2, 0.4, 0.6, 0.8, 1], "title": "probability"},
         "xaxis": {"type": "category", "tickangle": 0},  # labels such as "4. ," would otherwise read as numbers
-        "legend": {"orientation": "h", "y": -0.34 if many else -0.2, "yanchor": "top"},
+        "legend": {"orientation": "h", "y": -0.34 if many or own else -0.2, "yanchor": "top"},
         "margin": {"t": top, "b": 40, "l": 80},
         "height": height,
     }
@@ -299,9 +327,9 @@ def top_chart(
                 "orientation": "h",
                 "name": title,
                 "showlegend": False,
-                "y": [f"{token_label(e.text, LABEL_CHARS)} #{e.token}" for e in entries],
+                "y": [f"{chart_label(e.text, LABEL_CHARS)} #{e.token}" for e in entries],
                 "text": [prob_text(e.prob) for e in entries],
-                "customdata": [token_label(e.text) for e in entries],
+                "customdata": [chart_label(e.text) for e in entries],
                 "hovertemplate": "%{customdata}: %{x:.4g}<extra></extra>",
                 "xaxis": f"x{suffix}",
                 "yaxis": f"y{suffix}",
@@ -352,8 +380,8 @@ def next_token_chart(step: StepTrace, height: int = 360, font_size: int = 16, ro
         "type": "bar",
         "x": [e.prob for e in entries],
         "orientation": "h",
-        "y": [f"{token_label(e.text, LABEL_CHARS)} #{e.token}" for e in entries],
-        "customdata": [token_label(e.text) for e in entries],
+        "y": [f"{chart_label(e.text, LABEL_CHARS)} #{e.token}" for e in entries],
+        "customdata": [chart_label(e.text) for e in entries],
         "text": [prob_text(e.prob) for e in entries],
         "marker": {"color": [TARGET_COLOR if e.token == step.next_token else base for e in entries]},
         "hovertemplate": "%{customdata}: %{x:.4g}<extra></extra>",
@@ -364,7 +392,7 @@ def next_token_chart(step: StepTrace, height: int = 360, font_size: int = 16, ro
     layout = {
         "height": height,
         "margin": {"t": 2 * font_size + 40, "l": 10, "r": 10, "b": 10},
-        "title": f"{title}<br>chosen: '{token_label(step.next_text)}' ({step.next_rule})",
+        "title": f"{title}<br>chosen: '{chart_label(step.next_text)}' ({step.next_rule})",
         "xaxis": {"range": [0, 1.3], "visible": False},
         "yaxis": {"type": "category"},  # each bar carries its p
     }
@@ -380,7 +408,7 @@ def rules_chart(step: StepTrace, outcomes: Sequence[RuleOutcome], height: int = 
     "Verification as serving engines run it"): one bar per rule and position, its height the threshold
     (min(1, p/q), p(ŷ), h), solid where the rule keeps the token and pale where it does not; r as a black
     diamond. A bar above r passed; block keeps every position up to its last pass, passed or not."""
-    labels = [f"{t + 1}. {token_label(s, LABEL_CHARS)}" for t, s in enumerate(step.draft_text)]
+    labels = [f"{t + 1}. {chart_label(s, LABEL_CHARS)}" for t, s in enumerate(step.draft_text)]
     data: list[dict] = []
     for o in outcomes:
         data.append(

@@ -40,6 +40,12 @@ STYLE = """<style>
 .sv-legend { font-family: sans-serif; font-size: 0.95rem; color: #333; margin-bottom: 0.3rem; }
 .sv-legend span { margin-right: 0.9em; padding: 1px 6px; border-radius: 4px; }
 .sv-rule { font-size: 0.7rem; vertical-align: super; color: #1f5fbf; margin-left: 2px; }
+.sv-fig { display: inline-flex; flex-direction: column; align-items: flex-start; vertical-align: top;
+          line-height: 1.6; margin-bottom: 0.2rem; }
+.sv-num { font-family: sans-serif; font-size: 0.75rem; line-height: 1.15; color: #222; white-space: nowrap;
+          padding: 0 2px; }
+.sv-own { font-family: sans-serif; font-size: 0.75rem; line-height: 1.15; color: #9a4a00; white-space: nowrap;
+          padding: 0 2px; }
 </style>"""
 
 
@@ -51,6 +57,14 @@ def token_label(text: str, limit: int | None = None) -> str:
         shown = "·" + shown[1:]
     shown = shown if shown.strip() else repr(text)
     return shown[: limit - 1] + "…" if limit and len(shown) > limit else shown
+
+
+def chart_label(text: str, limit: int | None = None) -> str:
+    """A token as a Plotly chart shows it (axis, bar text, hover): token_label with <, > and & written as entities,
+    because Plotly reads a few HTML tags in its text (links, styles): a token from a replayed file or a model is text,
+    never a link on the chart."""
+    label = token_label(text, limit)
+    return label.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _show(text: str) -> str:
@@ -131,25 +145,51 @@ def _distinct(a: float, b: float) -> tuple[str, str]:
     return f"{a:.{digits}f}", f"{b:.{digits}f}"
 
 
+def own_choice(step: StepTrace, t: int):
+    """The draft model's own first choice at draft position t (the top of q), where the draft token is not it (a
+    typed draft, or a token lossless mode sampled); else None."""
+    top = step.q_top[t][0] if step.q_top[t] else None
+    return top if top is not None and top.token != step.draft_tokens[t] else None
+
+
 def draft_tooltip(step: StepTrace, t: int) -> str:
     r = step.r[t]
     r_text = "no draw (greedy: compares argmaxes)" if r is None else f"{r:.3f}"
+    own = own_choice(step, t)
+    pick = f" (the draft model's own first choice: {own.text!r}, q = {own.prob:.4f})" if own else ""
     return (
         f"position {t + 1}: q = {step.q[t]:.4f}, p = {step.p[t]:.4f}, p/q = {step.ratio[t]:.3f}, "
-        f"r = {r_text}: {decision_reason(step, t)}"
+        f"r = {r_text}: {decision_reason(step, t)}{pick}"
     )
 
 
-def _quiz_spans(step: StepTrace, show_draws: bool) -> list[str]:
+def short(x: float) -> str:
+    """A probability or a draw in a few characters, under a token: ".42", "1.00", ".0003"."""
+    return (f"{x:.2f}" if x >= 0.005 else f"{x:.1g}").removeprefix("0")
+
+
+def _figures(span: str, step: StepTrace, t: int, draws: bool = True) -> str:
+    """A draft token with its q, p and (`draws`, where there is one) r in small type under it, and the draft model's
+    own first choice where the token is not it: readable on a projector without hovering."""
+    numbers = f"q {short(step.q[t])}  p {short(step.p[t])}"
+    if draws and step.r[t] is not None:
+        numbers += f"  r {short(step.r[t])}"
+    own = own_choice(step, t)
+    pick = f'<span class="sv-own">draft\'s pick: {_show(token_label(own.text))}</span>' if own else ""
+    return f'<span class="sv-fig">{span}<span class="sv-num">{numbers}</span>{pick}</span>'
+
+
+def _quiz_spans(step: StepTrace, show_draws: bool, figures: bool = False) -> list[str]:
     """The draft with q and p (and, for the quiz on the rule, p/q and r): no decision, no target
-    token (the class predicts)."""
+    token (the class predicts). `figures`: q and p (and r with `show_draws`) written under each token."""
     spans = []
     for t, text in enumerate(step.draft_text):
         tip = f"position {t + 1}: q = {step.q[t]:.4f}, p = {step.p[t]:.4f}"
         if show_draws:
             r = step.r[t]
             tip += f", p/q = {step.ratio[t]:.3f}" + ("" if r is None else f", r = {r:.3f}")
-        spans.append(_span(text, "sv-quiz", tip + " — its fate?"))
+        span = _span(text, "sv-quiz", tip + " — its fate?")
+        spans.append(_figures(span, step, t, draws=show_draws) if figures else span)
     return spans
 
 
@@ -161,7 +201,7 @@ def _mark(right: bool | None) -> str:
     return f'<span class="sv-mark {"sv-right" if right else "sv-wrong"}" title="{title}">{"✓" if right else "✗"}</span>'
 
 
-def _step_spans(step: StepTrace, current: bool, marks: Sequence[bool | None] = ()) -> list[str]:
+def _step_spans(step: StepTrace, current: bool, marks: Sequence[bool | None] = (), figures: bool = False) -> list[str]:
     shown = len(step.emitted)
     accepted = min(step.n_accepted, shown)
     parts = []
@@ -173,6 +213,8 @@ def _step_spans(step: StepTrace, current: bool, marks: Sequence[bool | None] = (
             parts.append(_span(text, "sv-rej", draft_tooltip(step, t)))
         elif current:  # after the first rejection: never tested, not rejected
             parts.append(_span(text, "sv-nr", draft_tooltip(step, t)))
+        if current and figures:  # q, p and r under the token just drawn
+            parts[-1] = _figures(parts[-1], step, t)
         if current and t < len(marks):
             parts.append(_mark(marks[t]))
     if shown == step.n_accepted + 1:
@@ -211,13 +253,16 @@ def run_html(
     show_draws: bool = False,
     legend: bool = False,
     marks: Sequence[bool | None] = (),
+    figures: bool = False,
 ) -> str:
     """The prompt, then every step's emitted tokens; the last step fully marked. With `chat`, the
     prompt and the reply are labelled as the user's and the assistant's turns; with `words`, tokens
     are whole words and get a space between them; with `hide_last`, the last step shows its draft
     without decisions or the target's token, and without r unless `show_draws` (quiz mode); with
     `legend`, a key of the marks comes first; `marks` (one per draft token of the last step, None
-    where the class gave no answer) puts a ✓ or ✗ after each answered token."""
+    where the class gave no answer) puts a ✓ or ✗ after each answered token; with `figures`, the last step's
+    draft tokens carry their q, p and r in small type under them (and the draft model's own first choice where
+    the token is not it), readable without hovering."""
     parts = [STYLE, LEGEND if legend and not hide_last else ""]
     parts.append(f'<div class="sv-text{" sv-words" if words else ""}">')
     if chat:
@@ -228,9 +273,9 @@ def run_html(
     for i, step in enumerate(steps):
         last = i == len(steps) - 1
         if last and hide_last:
-            parts.extend(_quiz_spans(step, show_draws))
+            parts.extend(_quiz_spans(step, show_draws, figures))
         else:
-            parts.extend(_step_spans(step, current=last, marks=marks if last else ()))
+            parts.extend(_step_spans(step, current=last, marks=marks if last else (), figures=figures and last))
     parts.append("</div>")
     return "".join(parts)
 

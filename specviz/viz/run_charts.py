@@ -15,10 +15,10 @@ from specviz.viz.charts import (
     FONT,
     LABEL_CHARS,
     P_COLOR,
+    bar_texts,
     built,
-    prob_text,
-    token_label,
 )
+from specviz.viz.render import chart_label
 
 
 def history_chart(steps: Sequence[StepTrace], shown: int | None = None) -> go.Figure:
@@ -180,7 +180,7 @@ def lossless_chart(
 ) -> go.Figure:
     """Empirical frequency of the first emitted token beside the target's probability. With more than a
     few tokens each bar is narrow, so its label stands upright beside it (never over its neighbour's)."""
-    labels = [token_label(text(t), LABEL_CHARS) for t in check.tokens]
+    labels = [chart_label(text(t), LABEL_CHARS) for t in check.tokens]
     observed = [o / check.trials for o in check.observed]
     upright = len(labels) > 4
     bar = {
@@ -197,13 +197,13 @@ def lossless_chart(
             "name": "target",
             "y": list(check.expected),
             "marker": {"color": P_COLOR},
-            "text": [prob_text(v) for v in check.expected],
+            "text": bar_texts(check.expected),
         },
         {
             **bar,
             "name": f"emitted ({check.mode})",
             "y": observed,
-            "text": [prob_text(v) for v in observed],
+            "text": bar_texts(observed),
             "marker": {"color": DECISION_COLORS["accepted" if check.consistent else "rejected"]},
         },
     ]

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from specviz.analysis.trees import ChainTreeResult
 from specviz.core.trace import StepTrace, TopN, TreeTrace
 from specviz.viz.charts import DECISION_COLORS, FONT, TARGET_COLOR, built, one_line, prob_text
-from specviz.viz.render import token_label
+from specviz.viz.render import chart_label
 
 MAX_SHOWN = 16
 NODE_COLORS = {
@@ -71,7 +71,7 @@ def layout_rows(tree: TreeTrace, drawn: Sequence[int]) -> dict[int, float]:
 
 
 def _top_text(top: TopN, n: int = 5) -> str:
-    return ", ".join(f"{token_label(t.text, 14)} {prob_text(t.prob)}" for t in top[:n]) or "–"
+    return ", ".join(f"{chart_label(t.text, 14)} {prob_text(t.prob)}" for t in top[:n]) or "–"
 
 
 def tree_chart(step: StepTrace, height: int = 520, font_size: int = 16) -> go.Figure:
@@ -145,11 +145,11 @@ def tree_chart(step: StepTrace, height: int = 520, font_size: int = 16) -> go.Fi
             "name": f"next token ({step.next_rule})",
             "x": [stop_depth + 1],
             "y": [row[NEXT]],
-            "text": [f"<b>{token_label(step.next_text, LABEL)}</b>"],
+            "text": [f"<b>{chart_label(step.next_text, LABEL)}</b>"],
             "textposition": "middle right",
             "marker": {"size": 24, "symbol": "star", "color": TARGET_COLOR},
             "hovertext": [
-                f"the target's token: {token_label(step.next_text)} ({step.next_rule}, {prob_text(step.next_prob)})"
+                f"the target's token: {chart_label(step.next_text)} ({step.next_rule}, {prob_text(step.next_prob)})"
             ],
             "hoverinfo": "text",
         }
@@ -169,7 +169,7 @@ def tree_chart(step: StepTrace, height: int = 520, font_size: int = 16) -> go.Fi
     deepest = max([n.depth for n in tree.nodes] + [stop_depth + 1])
     title = (
         f"Step {step.index + 1}: {len(tree.nodes)} nodes verified in one pass; {len(tree.path)} accepted "
-        f"(depth {len(tree.path)}), then '{token_label(step.next_text, LABEL)}' from the target"
+        f"(depth {len(tree.path)}), then '{chart_label(step.next_text, LABEL)}' from the target"
     )
     layout = {
         "title": {"text": title, "y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 10}},
@@ -195,7 +195,7 @@ def _rims(nodes: Sequence[int], path: set[int]) -> list[str]:
 def _label(tree: TreeTrace, i: int, folded: int) -> str:
     node = tree.nodes[i]
     more = f" +{folded}" if folded else ""
-    return f"{token_label(node.text, LABEL)} q{_short(node.q)} p{_short(node.p)}{more}"
+    return f"{chart_label(node.text, LABEL)} q{_short(node.q)} p{_short(node.p)}{more}"
 
 
 def _short(x: float) -> str:
@@ -206,7 +206,7 @@ def _short(x: float) -> str:
 def _hover(tree: TreeTrace, i: int, step: StepTrace) -> str:
     node = tree.nodes[i]
     lines = [
-        f"<b>{token_label(node.text)}</b> (depth {node.depth}, rank {node.rank}): {node.decision}",
+        f"<b>{chart_label(node.text)}</b> (depth {node.depth}, rank {node.rank}): {node.decision}",
         f"q = {node.q:.4g}, p = {node.p:.4g}, path score {node.score:.3g}",
     ]
     if node.r is not None and node.ratio is not None:
