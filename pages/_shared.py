@@ -23,7 +23,7 @@ from specviz import policy
 from specviz.classroom import links, settings
 from specviz.classroom.settings import CUSTOM, MODE_HELP, ON_THIS_COMPUTER, RULE_HELP
 from specviz.core.config import VERIFICATIONS
-from specviz.loading import AUTO, resolve_runtime
+from specviz.loading import AUTO, check_allowed, resolve_runtime
 from specviz.models import hub
 from specviz.viz.plain import plain
 from specviz.viz.render import sentence
@@ -58,7 +58,12 @@ def load_pair(target: str, draft: str) -> specviz.ModelPair | None:
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def codec_for(target: str):
-    """The tokenizer a replayed trace's texts are checked against, loaded once per process (or None)."""
+    """The tokenizer a replayed trace's texts are checked against, loaded once per process (or None). The name comes
+    from an uploaded file: in class mode a folder or hub id outside the operator's list is never read for it."""
+    try:
+        check_allowed(target, "self", policy.current())
+    except specviz.SpecvizError:
+        return None
     return hub.codec_for(target)
 
 
