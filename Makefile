@@ -82,6 +82,7 @@ bench: llama server
 	$(PY) -m benchmarks.sessions
 	$(PY) -m benchmarks.server_cpu
 	$(PY) -m benchmarks.class_load --students 80 --minutes 3
+	$(PY) -m benchmarks.class_memory
 	$(PY) -m benchmarks.verdicts_under_load --students 20
 	$(PY) -m benchmarks.runtime
 	$(PY) -m benchmarks.runtime_tasks
