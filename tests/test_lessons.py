@@ -3,14 +3,17 @@ opened from its link and run in the app on the real embedded pair (slow)."""
 
 from __future__ import annotations
 
+import itertools
+import math
 import re
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from specviz.classroom.lessons import BY_KEY, LESSONS
-from specviz.classroom.sandbox import PRESETS
+from specviz.classroom.lessons import BY_KEY, LESSONS, after_failure
+from specviz.classroom.sandbox import PRESETS, sandbox_step
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -106,19 +109,52 @@ def test_the_roles_swapped_lesson_compares_both_sizes_on_one_runtime():
     assert asked == [("embedded", "early-exit:8", "torch")]
 
 
-def test_accepting_after_a_failure_on_the_worked_example():
-    """docs/algorithm.md's example: E[n] = 10/9 token-wise and 11/9 block with a sampled draft; with a greedy draft
-    (q one-hot at 'a', p('a') = 1/3) both are 1/3 + 1/9 = 4/9. On the step drawn (r = 0.9, 0.5; h = 0, 1) block keeps
-    both tokens and token-wise none."""
+def block_expected(p: dict, q: dict, tau: int) -> Fraction:
+    """E[n] of block verification with a sampled draft, straight from docs/algorithm.md's formulas in fractions:
+    every draft weighted by its q, n the last pass, each r_i ≤ h_i independent with probability h_i."""
+    total = Fraction(0)
+    for draft in itertools.product(sorted(q), repeat=tau):
+        w = [Fraction(1)]
+        for x in draft:
+            w.append(min(Fraction(1), w[-1] * p[x] / q[x]))
+        h = []
+        for i in range(1, tau):
+            residual = sum(max(Fraction(0), w[i] * p[v] - q[v]) for v in q)
+            h.append(residual / (residual + 1 - w[i]) if residual + 1 - w[i] else Fraction(1))
+        h.append(w[tau])
+        last = [h[k] * math.prod(1 - x for x in h[k + 1 :]) for k in range(tau)]  # P(n = k + 1)
+        total += math.prod(q[x] for x in draft) * sum((k + 1) * pk for k, pk in enumerate(last))
+    return total
+
+
+def test_accepting_after_a_failure_runs_the_case_it_asks_about():
+    """The question: a 4-token draft, position 2 fails its test, 3 passes, 4 fails; block keeps 3 (docs/algorithm.md:
+    n is the last pass). The run: docs/algorithm.md's p = (1/3, 2/3), q = (2/3, 1/3), the draft 'b', 'a', 'b', 'a'
+    (p/q = 2, 1/2, 2, 1/2), r = 0.3, 0.6, 0.4, 0.7. By hand: w = 1, 1/2, 1, 1/2; Σ max(0, w·p − q) = 1/3 where w = 1,
+    0 where w = 1/2, so h = (1/3)/(1/3 + 0) = 1, 0/(0 + 1/2) = 0, 1, and h_4 = w_4 = 1/2: passes ✓ ✗ ✓ ✗, n = 3.
+    Token-wise tests r ≤ min(1, p/q) = 1, 1/2, 1, 1/2: the same passes, stopping at the first failure, n = 1; one-hot
+    tests r ≤ p(ŷ) = 2/3, 1/3, 2/3, 1/3: n = 1. In expectation, sampled draft: token-wise Σ (2/3)^k, k = 1..4 = 130/81;
+    block 166/81 (the formulas, enumerated below; at τ = 2 they give docs/algorithm.md's 11/9); greedy (q one-hot at
+    'a', p('a') = 1/3): both Σ (1/3)^k = 40/81."""
     lesson = BY_KEY["after-failure"]
-    evidence = lesson.run(None, None)
+    assert "4-token draft" in lesson.question and "position 2's draw fails" in lesson.question
+    assert "3's passes" in lesson.question and "4's fails" in lesson.question
     assert lesson.choices[lesson.right].startswith("3")
-    assert evidence.table["E[n] token-wise"].tolist() == pytest.approx([10 / 9, 4 / 9], abs=1e-4)
-    assert evidence.table["E[n] block"].tolist() == pytest.approx([11 / 9, 4 / 9], abs=1e-4)
-    assert evidence.finding.startswith("On this step block keeps 2 tokens although position 1 failed its own draw")
-    assert "token-wise keeps 0" in evidence.finding
-    bars = [t for t in evidence.figures[0].to_plotly_json()["data"] if t["type"] == "bar"]
-    assert [b["name"] for b in bars] == ["token-wise: keeps 0", "one-hot q: keeps 0", "block: keeps 2"]
+    evidence = lesson.run(None, None)
+    step = sandbox_step(after_failure.CASE, "lossless", "block")
+    assert step.tau == 4 and step.draft_text == ("b", "a", "b", "a")
+    assert step.verify.threshold == pytest.approx((1.0, 0.0, 1.0, 0.5))
+    assert step.verify.passed == (True, False, True, False) and step.n_accepted == 3  # the question's case and answer
+    bars = {t["name"]: t for t in evidence.figures[0].to_plotly_json()["data"] if t["type"] == "bar"}
+    assert list(bars) == ["token-wise: keeps 1", "one-hot q: keeps 1", "block: keeps 3"]
+    assert list(bars["block: keeps 3"]["text"]) == ["✓ 1.00", "✗ 0.00", "✓ 1.00", "✗ 0.50"]
+    assert list(bars["token-wise: keeps 1"]["text"]) == ["✓ 1.00", "✗ 0.50", "✓ 1.00", "✗ 0.50"]
+    assert evidence.finding.startswith("On this 4-token draft (✓✗✓✗: position 2 fails, 3 passes, 4 fails) block")
+    assert "block keeps 3 tokens" in evidence.finding and "token-wise keeps 1" in evidence.finding
+    p, q = {"a": Fraction(1, 3), "b": Fraction(2, 3)}, {"a": Fraction(2, 3), "b": Fraction(1, 3)}
+    assert block_expected(p, q, 2) == Fraction(11, 9) and block_expected(p, q, 4) == Fraction(166, 81)
+    assert evidence.table["E[n] token-wise"].tolist() == pytest.approx([130 / 81, 40 / 81], abs=1e-4)
+    assert evidence.table["E[n] block"].tolist() == pytest.approx([166 / 81, 40 / 81], abs=1e-4)
 
 
 def test_what_your_engine_does_on_a_tiny_pair():
@@ -158,3 +194,73 @@ def test_a_busy_server_loses_the_bet_and_a_gpu_keeps_five_tokens_at_one_pass():
     limits = devices["what limits a pass over 5 tokens"].tolist()
     assert limits[:2] == ["reading the weights", "the fixed cost (launches)"]
     assert devices["how"].iloc[2].startswith("measured: ")
+
+
+@pytest.fixture
+def lessons_page(monkeypatch):
+    """The lessons page, model loading patched to the tiny pair; opens the lesson named by its `key` link."""
+    import streamlit as st
+
+    import specviz
+    from tests.helpers import tiny_text_pair
+
+    monkeypatch.setattr(
+        specviz, "load_pair", lambda target, draft, runtime="torch", **_: tiny_text_pair(chat=True, runtime="torch")
+    )
+    st.cache_resource.clear()
+
+    def open_lesson(key: str, present: bool = False) -> AppTest:
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        at.query_params["lessons_lesson"] = key
+        at.query_params["lessons_present"] = str(present).lower()
+        at.run()
+        at.switch_page("pages/lessons.py").run()
+        return at.button(key="lessons_run").click().run()
+
+    yield open_lesson
+    st.cache_resource.clear()
+
+
+def test_a_timed_lesson_says_where_it_was_measured_and_that_the_server_was_busy(lessons_page, monkeypatch):
+    """ "Why one verification pass" times passes on this server: the load of the minute it ran, and where (so its
+    numbers are not read against the README's); "Accepting after a failure" is exact: no notice, no caption."""
+    from specviz.analysis import busy
+
+    monkeypatch.setattr(busy, "current_load", lambda: busy.MachineLoad(3.5, 2))
+    at = lessons_page("one-pass")
+    assert not at.exception and "one-pass" in at.session_state["lessons_results"]  # it ran, on the tiny pair
+    (notice,) = [w.value for w in at.warning if "This server is busy" in w.value]
+    assert notice.startswith("**This server is busy** (load 3.5 on 2 cores): timings are not reliable.")
+    (where,) = [c.value for c in at.caption if c.value.startswith("Measured: timed just now on torch, ")]
+    assert "on the prompt “Write a Python function that reverses a list.” with this lesson's settings" in where
+    exact = lessons_page("after-failure")
+    assert not any("This server is busy" in w.value for w in exact.warning)
+    assert not any(c.value.startswith("Measured: ") for c in exact.caption)
+
+
+def test_a_lessons_charts_read_at_18_px_on_a_projector(lessons_page):
+    """In presentation view a lesson's figures are drawn with every text at 18 px: the global font, the bar labels,
+    the axes and the legend (docs/app.md's promise for a projector)."""
+    import json
+
+    at = lessons_page("after-failure", present=True)
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert spec["layout"]["font"]["size"] == 18 and spec["layout"]["legend"]["font"]["size"] == 18
+    assert {t["textfont"]["size"] for t in spec["data"] if t["type"] == "bar"} == {18}
+    assert spec["layout"]["yaxis"]["tickfont"]["size"] == 18 and spec["layout"]["yaxis"]["title"]["font"]["size"] == 18
+    normal = lessons_page("after-failure")
+    assert json.loads(normal.get("plotly_chart")[0].proto.spec)["layout"]["font"]["size"] == 16
+
+
+def test_the_laptop_slowdown_and_the_server_speedup_from_the_same_three_numbers():
+    """S = E / (τc + v) by hand, α = 0.7. Laptop (τ = 16, c = 0.4, v = 1.8): E = (1 − 0.7¹⁷) / 0.3 = 3.3258, the cost
+    16 · 0.4 + 1.8 = 8.2, so 0.4056× — inside the reported 0.38–0.51×. Server (τ = 4, c = 0.03, v = 1.1):
+    E = (1 − 0.7⁵) / 0.3 = 2.7731, the cost 1.22, so 2.273× — near the reported 2.7× on prose (α there is higher)."""
+    from specviz.classroom.lessons.laptop_slowdown import CASES, speedup
+
+    (_, _, *laptop), (_, _, *server) = CASES
+    assert speedup(0.7, *laptop) == pytest.approx(3.32576 / 8.2, abs=1e-4)
+    assert 0.38 <= speedup(0.7, *laptop) <= 0.51
+    assert speedup(0.7, *server) == pytest.approx(2.77310 / 1.22, abs=1e-4)
+    lesson = BY_KEY["laptop-slowdown"]
+    assert lesson.choices[lesson.right].startswith("What the draft costs against its target (c)")

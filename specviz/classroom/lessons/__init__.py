@@ -20,6 +20,7 @@ from specviz.classroom.lessons import (
     fast_but_wrong,
     how_many_kept,
     laptop_h100,
+    laptop_slowdown,
     low_speedup,
     next_token,
     one_pass,
@@ -63,6 +64,7 @@ LESSONS: tuple[Lesson, ...] = tuple(
         laptop_h100,
         busy_server,
         draft_bits,
+        laptop_slowdown,
     )
 )
 BY_KEY = {lesson.key: lesson for lesson in LESSONS}
