@@ -162,3 +162,28 @@ def test_class_mode_loads_gguf_files_only_from_the_operators_folders(files, tmp_
     assert [p.key[2] for p in store.parts()] == [llamacpp.CLASS_SLOTS, 0]  # the target's runs share decodes
     pair.close()
     assert store.parts() == []
+
+
+@pytest.mark.slow
+def test_a_gguf_pair_runs_token_trees_and_back_gives_the_same_steps(files):
+    """The f32 file drafted by its Q4_0 copy: a lossless token tree steps; Back then Step again gives the step that
+    never went back, bit for bit; a chain run's pooled streams (a class's shared decodes) give the same trace as
+    contexts of their own."""
+    pair = specviz.load_pair(str(files["F32"]), str(files["Q4_0"]))
+    tree = SpecConfig(topk=2, steps=2, num_draft_tokens=4, mode="lossless", seed=3, max_new_tokens=12)
+    dec = Decoder(pair, PROMPT, tree)
+    first = [dec.step() for _ in range(2)]
+    assert all(s.tree is not None for s in first)
+    dec.undo()
+    again = dec.step()
+    timings = ("draft_ms", "verify_ms")
+    assert {k: v for k, v in again.to_dict().items() if k not in timings} == {
+        k: v for k, v in first[1].to_dict().items() if k not in timings
+    }
+    pair.close()
+    chain = SpecConfig(tau=3, mode="lossless", seed=5, max_new_tokens=16)
+    alone = Decoder(specviz.load_pair(str(files["F32"]), str(files["Q4_0"])), PROMPT, chain).run()
+    rules = ClassPolicy(on=True, folders=(str(files["F32"].parent),))
+    pooled_pair = specviz.load_pair(str(files["F32"]), str(files["Q4_0"]), guard=rules)
+    pooled = Decoder(pooled_pair, PROMPT, chain).run()
+    assert pooled.outcome() == alone.outcome()
