@@ -8,8 +8,10 @@ import contextlib
 import streamlit as st
 
 import specviz
+from pages._busy import busy_notice
 from pages._decode_panels import chart, engine_logs_panel, rules_panel  # noqa: F401 (rules_panel: the page)
 from pages._shared import heavy_turn, pacer
+from pages._typed import typed_step
 from specviz.analysis.engine_logs import GLOSSARY
 from specviz.viz import charts, run_charts
 from specviz.viz import view as view_of
@@ -25,9 +27,10 @@ def step_table(view: specviz.StepTrace, greedy: bool, hidden: bool, draws: bool)
 
 
 def step(dec: specviz.Decoder, turn) -> bool:
-    """One step in a compute turn; a failure (a remote server down mid-run) is a message, the run kept."""
+    """One step in a compute turn, with the typed draft asked for, if any (pages/_typed.py); a failure (a remote server
+    down mid-run) is a message, the run kept."""
     try:
-        with turn():
+        with turn(), typed_step(dec):
             dec.step()
     except specviz.SpecvizError as exc:
         st.error(
@@ -61,11 +64,12 @@ def take_clicks(stepper, settings, start_run, replay, turn) -> None:
         st.info(note.text) if note.kind == "info" else st.toast(note.text)
 
 
-def metrics_row(m: specviz.Metrics, target_top_k: int | None = None, tree: bool = False) -> None:
+def metrics_row(m: specviz.Metrics, target_top_k: int | None = None, tree: bool = False, steps=()) -> None:
     """The running metrics, one tile each (specviz.viz.view.metric_tiles), in two rows of three: no
-    label is cut at 1280 px."""
-    for column, tile in zip([*st.columns(3), *st.columns(3)], view_of.metric_tiles(m, target_top_k, tree), strict=True):
-        column.metric(tile.label, tile.value, help=tile.help)
+    label is cut at 1280 px. A timing tile's note (its spread over `steps`, or "one step") under its value."""
+    tiles = view_of.metric_tiles(m, target_top_k, tree, steps)
+    for column, tile in zip([*st.columns(3), *st.columns(3)], tiles, strict=True):
+        column.metric(tile.label, tile.value, tile.note or None, "off", help=tile.help, delta_arrow="off")
 
 
 def step_picker(steps: tuple[specviz.StepTrace, ...], hidden: bool) -> specviz.StepTrace:
@@ -107,10 +111,12 @@ def draw_step(
     present: bool,
     beside: list | None,
     names: tuple[str, str] = ("", ""),
+    typed: str | None = None,
 ) -> None:
     """The step shown: its tree (a tree step), q against p with every decision, the target's next token,
     the top-10 of q and p at a position, and the step's numbers. `beside`: a projector's two columns. `names`: the
-    draft's and the target's (a GGUF file's quantization labels q and p)."""
+    draft's and the target's (a GGUF file's quantization labels q and p). `typed` (a typed draft): what it was, said
+    under the chart, whose ticks name the draft model's own first choice under each token that is not it."""
     size = {"height": 390, "font_size": 20} if present else {"height": 420}  # a projector: chart and next token
     if view.tree is not None and not hidden:  # the whole tree first; the chart below reads its main line
         tree_size = {"height": 560, "font_size": 18} if present else {"height": 520}
@@ -121,8 +127,11 @@ def draw_step(
         )
     with beside[0] if beside else st.container():
         st.plotly_chart(
-            chart(charts.step_chart, view, hidden, draws, marks=marks, names=names, **size), key="decode_step_chart"
+            chart(charts.step_chart, view, hidden, draws, marks=marks, names=names, own=typed is not None, **size),
+            key="decode_step_chart",
         )
+        if typed:
+            st.info(typed, icon=":material/keyboard:")
     if beside and not hidden:
         with beside[1]:
             next_token_panel(view, brief=True, height=330, font_size=18, rows=6)
@@ -138,13 +147,17 @@ def draw_step(
         step_table(view, greedy, hidden, draws)
 
 
-def draw_run(run: specviz.RunTrace, view: specviz.StepTrace, hidden: bool) -> None:
+def draw_run(run: specviz.RunTrace, view: specviz.StepTrace, hidden: bool, live: bool = True) -> None:
     """The running metrics up to the step shown (until a quiz's Reveal, the step before), the accepted length of
-    every step, the per-position (per-depth) rates and, for trees, depth against nodes verified."""
+    every step, the per-position (per-depth) rates and, for trees, depth against nodes verified. `live`: timed on
+    this server just now (not a replayed trace), so a busy server's notice goes above its times."""
     shown = run.steps[:-1] if hidden else run.steps  # until Reveal, nothing counts the current step
-    m, upto = view_of.metrics_upto(run, shown if hidden else run.steps[: view.index + 1])
+    counted = shown if hidden else run.steps[: view.index + 1]
+    m, upto = view_of.metrics_upto(run, counted)
     st.subheader("Running metrics" + (" (up to the previous step until Reveal)" if hidden else f": {upto}"))
-    metrics_row(m, run.target_top_k, run.config.tree)
+    if live:
+        busy_notice()
+    metrics_row(m, run.target_top_k, run.config.tree, counted)
     left, right = st.columns(2)
     left.markdown("**Accepted length per step** (the whole run; the step shown is marked)")
     left.plotly_chart(

@@ -2,14 +2,27 @@
 
 import streamlit as st
 
+# A projector: every text a room reads at 18 px or more (docs/app.md; a rem is 16 px). The floor, with no
+# specificity (:where), lifts whatever Streamlit draws smaller (widget labels 14 px, captions, alert boxes 16 px,
+# buttons, tables, code) and leaves larger text larger; Plotly's charts set their own sizes (font_size) and are left
+# alone. The rules after it size what a room reads first: the marked text and its tags, verdicts, labels, tiles.
 PRESENTATION_CSS = """<style>
 section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none; }
 .stMainBlockContainer { max-width: 100%; padding: 0.6rem 1.5rem 2rem; }
 .stMainBlockContainer [data-testid="stVerticalBlock"] { gap: 0.5rem; }
+:where(.stMainBlockContainer) :where(:not(h1, h2, h3, h4, h5, h6, svg, svg *, .js-plotly-plot *)) {
+  font-size: max(18px, 1em) !important; }
 .stMarkdown p, .stMarkdown li, [data-testid="stMetricLabel"] p, [data-testid="stRadio"] label p {
   font-size: 1.3rem !important; }
+[data-testid="stAlertContainer"] p, [data-testid="stAlertContainer"] li { font-size: 1.3rem !important; }
+[data-testid="stWidgetLabel"] p, [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p {
+  font-size: 1.2rem !important; }
 [data-testid="stMetricValue"] { font-size: 2.4rem !important; }
+[data-testid="stMetricDelta"] div { font-size: 1.2rem !important; }
 .sv-text { font-size: 1.45rem !important; line-height: 2 !important; }
+.sv-rule, .sv-role, .sv-cut { font-size: 1.15rem !important; }
+.sv-legend { font-size: 1.2rem !important; }
+.sv-race { font-size: 1.3rem !important; }
 .sv-box { max-height: 8.8rem; overflow-y: auto; display: flex; flex-direction: column-reverse; }
 h1 { font-size: 3.2rem !important; }
 </style>"""

@@ -5,9 +5,10 @@ import streamlit as st
 
 import specviz
 from pages import _snapshot as snapshots
+from pages._busy import busy_notice
 from pages._shared import lazy_expander
 from specviz.analysis.diagnosis import Diagnosis, diagnose
-from specviz.analysis.measure import paired_run
+from specviz.analysis.measure import MeasurementError, paired_run
 from specviz.analysis.snapshot import freeze, runtime_of
 from specviz.core.trace import RunTrace
 from specviz.viz.plain import plain
@@ -37,8 +38,14 @@ def trace_reading(run: RunTrace, pair: specviz.ModelPair | None = None, turn=Non
         ):
             with st.spinner(f"Decoding the {len(run.steps)} steps again, each beside the target alone on its tokens…"):
                 measured = paired_run(pair, list(run.prompt_ids), run.config, turn=turn, max_steps=len(run.steps))
-            cache[key] = diagnose(run, measured)
+            try:
+                cache[key] = diagnose(run, measured)
+            except MeasurementError as exc:  # impossible timings (a busy machine): said, never shown as a result
+                cache.pop(key, None)
+                st.warning(f"**Could not measure this run.** {plain(exc)}. Time it again when the server is quieter.")
         d = Diagnosis.from_dict(frozen) if frozen else cache.get(key) or diagnose(run)
+        if key is not None and not frozen:  # times of this server, just now
+            busy_notice()
         _tiles(d, run, None if key is None else key[0], frozen is not None)
         if key is not None and d.run_speedup is not None and not frozen:
             snapshots.panel("reading", freeze("reading", key[0], {"trace": run.to_dict(), "reading": d.to_dict()}))

@@ -5,8 +5,31 @@ from __future__ import annotations
 
 import streamlit as st
 
+from pages._busy import busy_notice
+from specviz.analysis.busy import where_measured
 from specviz.analysis.sweep_summary import SweepSummary
 from specviz.viz import sweep_charts as charts
+from specviz.viz.plain import plain
+
+
+def refused(dropped: list[tuple[int, str]]) -> None:
+    """The τ whose timings could not be right (specviz.analysis.sweep.Sweep.drop_impossible): why, and that Run
+    times them again."""
+    for tau, why in dropped:
+        st.warning(
+            f"**τ = {tau} could not be measured:** {plain(why)}. Its runs are taken out: **Run** times them again.",
+            icon=":material/timer_off:",
+        )
+
+
+def conditions(runtime: str, prompts: int) -> None:
+    """Above live results: the busy server's notice, and where and on what the speedups were measured (so they
+    are not read against the README's or a lesson's, measured on other prompts, machines or loads)."""
+    load = busy_notice()
+    st.caption(
+        f"Measured: {where_measured(runtime, load)}, on the {prompts} prompt{'s' if prompts != 1 else ''} in the "
+        "sidebar. A speedup depends on the prompt, the draft, the runtime, the machine and its load."
+    )
 
 
 def draw(summary: SweepSummary, present: bool) -> None:

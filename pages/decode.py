@@ -11,7 +11,9 @@ from pages import _decode_step as parts
 from pages import _quiz as quiz_ui
 from pages import _shared as ui
 from pages import _snapshot as snapshots
-from pages._decode_panels import before_first_step
+from pages import _typed as typed_ui
+from pages._decode_panels import before_first_step, slide_panel
+from pages._keys import keyboard_stepping
 from pages._reading import trace_reading
 from specviz.classroom.replay import replay_for
 from specviz.classroom.settings import BROKEN_HELP
@@ -35,6 +37,7 @@ if upload or frozen:
 off = replay is not None
 with st.sidebar:
     target, draft, prompt, chat, config, tau, broken = sidebar.inputs(off)
+    keyboard_stepping()  # → / PageDown = Step, ← / PageUp = Back (a presenter's clicker)
 
 
 # Everything below the sidebar is one fragment: a Step, Back, a step picked, a quiz answer or a toggle reruns only
@@ -63,7 +66,8 @@ def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, 
             return None
         try:
             with st.spinner(f"Reading the prompt into both models ({len(prompt):,} characters)…"), ui.compute_turn():
-                return specviz.Decoder(pair, prompt, config, chat=None if chat else False, compare_rules=True)
+                mine = typed_ui.run_pair(pair, config)  # a chain's draft can then be given a typed draft
+                return specviz.Decoder(mine, prompt, config, chat=None if chat else False, compare_rules=True)
         except specviz.SpecvizError as exc:
             st.error(
                 f"**Cannot start a new run.** {plain(sentence(exc))} The run below is kept.", icon=":material/error:"
@@ -82,12 +86,15 @@ def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, 
             args=(action,),
             type="primary" if action == "step" else "secondary",
         )
+    if present:  # no sidebar: a button that steps with the typed words, once there are some
+        typed_ui.present_row()
     if (autostep := st.session_state.pop("decode_autostep", 0)) and pair is not None:  # opened from a link
         with st.spinner(f"Opening the shared run: {autostep} steps with the link's settings…"):
             stepper.open_link(settings, autostep, start_run, lambda d: parts.step(d, turn))
     parts.take_clicks(stepper, settings, start_run, replay, turn)  # every click queued, in order
     dec, stale = replay or stepper.decoder, replay is None and stepper.stale(settings)
     link_steps = {"decode_steps": len(dec.steps) if dec and not stale and not replay else 0}
+    link_steps |= typed_ui.link_value(link_steps["decode_steps"])  # the run's typed drafts, for its steps
     if dec is None or not dec.steps:
         ui.share_link("decode", link_steps, show=not present)
         before_first_step(tau)
@@ -108,9 +115,9 @@ def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, 
         view = parts.step_picker(run.steps, hidden)  # the step drawn: the newest, or one picked
     upto = run.steps[: view.index + 1]
     marks = quiz_ui.marks(view) if quiz_on else ()  # after Reveal: the class right or wrong, per token
-    text = run_html(
-        run.prompt if run.chat else run.prompt_text, upto, run.chat, hide_last=hidden, show_draws=draws, marks=marks
-    )
+    figures = present and bool(st.session_state.get("decode_figures"))  # a projector: q, p, r under each token
+    shown = run.prompt if run.chat else run.prompt_text
+    text = run_html(shown, upto, run.chat, hide_last=hidden, show_draws=draws, marks=marks, figures=figures)
     text_box.html(f'{"" if hidden else LEGEND}<div class="sv-box">{text}</div>')  # on short screens: the newest lines
     if view.tau == 0:
         st.info(
@@ -119,10 +126,13 @@ def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, 
         )
     else:
         names = (run.draft_name, run.target_name)  # a GGUF file's quantization labels q and p
-        parts.draw_step(view, run.config.mode == "greedy", hidden, draws, tuple(marks), present, beside, names)
+        typed = None if replay else typed_ui.note(view, run.config.tau)  # a step that proposed your draft
+        greedy = run.config.mode == "greedy"
+        parts.draw_step(view, greedy, hidden, draws, tuple(marks), present, beside, names, typed)
         if not hidden:  # what token-wise, one-hot and block make of this step's draft and draws
             parts.rules_panel(view, None if replay else dec.under_each_rule(view.index), pair, run.config.mode)
-    parts.draw_run(run, view, hidden)
+            slide_panel(run, view, names, typed is not None)  # the step as one 16:9 picture for a slide
+    parts.draw_run(run, view, hidden, live=replay is None)
     if not hidden:
         trace_reading(run, None if replay else pair, ui.compute_turn, frozen.data["reading"] if frozen else None)
     if quiz_on:

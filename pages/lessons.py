@@ -4,8 +4,12 @@ import streamlit as st
 
 import specviz
 from pages import _shared as ui
+from pages._busy import busy_notice
 from pages._present import COMPACT_CSS, presentation_toggle
+from specviz.analysis import busy
+from specviz.analysis.measure import MeasurementError
 from specviz.classroom.lessons import BY_KEY, LESSONS
+from specviz.viz import charts
 from specviz.viz.plain import plain, plain_cells
 
 ui.ensure_shell()
@@ -26,6 +30,7 @@ guess = st.radio(
     format_func=lambda i: lesson.choices[i],
 )
 results = st.session_state.setdefault("lessons_results", {})
+timed = st.session_state.setdefault("lessons_timed", {})
 if st.button("Run it", type="primary", key="lessons_run", icon=":material/play_arrow:"):
     pair = ui.load_pair("embedded", "embedded")
     if pair is None:
@@ -34,6 +39,14 @@ if st.button("Run it", type="primary", key="lessons_run", icon=":material/play_a
         with ui.heavy_job(), ui.heavy_turn(), st.spinner("Running it live…"):
             load = lambda target, draft, runtime=None: ui.cached_pair(target, draft, runtime or pair.runtime)  # noqa: E731
             results[key] = lesson.run(pair, load)
+        timed[key] = (busy.current_load(), pair.runtime)  # the load of the minute it ran, and where
+    except MeasurementError as exc:  # timings no runtime could give (a busy server): said, with the answer
+        st.warning(
+            f"**This run could not be measured.** {plain(exc)}. Run it again when the server is quieter. The answer, "
+            f"in general: {lesson.choices[lesson.right]}",
+            icon=":material/timer_off:",
+        )
+        st.stop()
     except specviz.SpecvizError as exc:
         st.error(f"**This lesson could not run.** {plain(exc)}", icon=":material/error:")
         st.stop()
@@ -42,6 +55,15 @@ if evidence is None:
     st.info("Predict, then press **Run it**: the app reproduces the situation live and shows the answer.")
     ui.share_link("lessons", show=not present)
     st.stop()
+if evidence.timed and key in timed:  # its times are this server's, just now: said, with the load then
+    when, runtime = timed[key]
+    busy_notice(when)
+    prompt = " ".join(evidence.prompt.split())  # one line, cut after 90 characters
+    prompt = prompt if len(prompt) <= 90 else prompt[:87] + "…"
+    st.caption(
+        f"Measured: {busy.where_measured(runtime, when)}, on the prompt “{plain(prompt)}” with this lesson's "
+        "settings; the README's numbers and the τ sweep's come from other prompts, settings, machines or loads."
+    )
 right = lesson.choices[lesson.right]
 if evidence.held is False and evidence.gates:  # the run did not show what the question rests on: no Right / Not quite
     st.warning(
@@ -60,8 +82,8 @@ if evidence.held is False and not evidence.gates:  # the answer is exact; the ta
 if evidence.held:
     st.caption(f"The premise, checked on this run: {evidence.premise}. It held.")
 st.markdown(f"**What the run showed.** {evidence.finding}")
-for i, figure in enumerate(evidence.figures):
-    st.plotly_chart(figure, key=f"lessons_figure_{i}")
+for i, figure in enumerate(evidence.figures):  # on a projector every label at 18 px (docs/app.md)
+    st.plotly_chart(charts.sized(figure, 18) if present else figure, key=f"lessons_figure_{i}")
 if evidence.table is not None:
     st.table(plain_cells(evidence.table).style.hide(axis="index").format(precision=3))  # every column whole at 1280 px
 st.markdown("**Takeaway.** " + "  \n".join(lesson.takeaway.splitlines()))

@@ -1,12 +1,17 @@
 """Race: the target alone against speculative decoding on the same prompt, tokens appearing as made."""
 
+import time
+
 import streamlit as st
 
 import specviz
 from pages import _shared as ui
 from pages import _snapshot as snapshots
+from pages._busy import busy_notice
 from pages._present import COMPACT_CSS, presentation_toggle
-from specviz.analysis.race import BY_LABEL, Race, RaceResult
+from specviz.analysis.busy import where_measured
+from specviz.analysis.measure import MeasurementError
+from specviz.analysis.race import BY_LABEL, Race, RaceResult, at_race_time, finish, stop_reason
 from specviz.analysis.snapshot import freeze, runtime_of
 from specviz.viz.plain import plain
 from specviz.viz.render import RACE_STYLE, lane_html, lane_text, sentence
@@ -25,8 +30,10 @@ with cols[3]:
 preset = BY_LABEL[label]
 st.caption(
     f"{preset.note} Greedy decoding, so both sides must write the same text. Draft: `{preset.draft}`, "
-    f"τ = {preset.tau}; each side's clock counts only its own work, as if on two machines."
+    f"τ = {preset.tau}. The two sides take turns (a step of speculation, then the target alone's same tokens), so "
+    "a busy moment slows both; each side's clock counts only its own work, as if on two machines."
 )
+notice = st.empty()  # the busy server's notice: timings taken under load are not reliable
 
 lanes = st.columns(2)
 with lanes[0]:
@@ -35,6 +42,7 @@ with lanes[0]:
 with lanes[1]:
     st.markdown(f"#### Speculative decoding (τ = {preset.tau})")
     spec_box, spec_line = st.empty(), st.empty()
+stopped = st.empty()  # why both lanes stopped where they did
 
 
 def lane_words(lane) -> str:
@@ -51,12 +59,30 @@ def draw(pair: specviz.ModelPair, alone, spec) -> None:
         line.markdown(lane_words(lane))
 
 
-def verdict(result: RaceResult) -> None:
-    """The result in words, coloured by what its interval says; and whether both wrote the same text."""
-    spread = result.speedup_spread()
-    (st.success if spread.above(1.0) else st.warning if spread.below(1.0) else st.info)(
-        result.summary(), icon=":material/sports_score:"
-    )
+def verdict(result: RaceResult, where: str = "", busy: bool = False) -> None:
+    """The result in words, coloured by what its interval says (on a `busy` server, not as a result at all), or why
+    it could not be measured; where it was timed; and whether both wrote the same text."""
+    try:
+        summary = result.summary()
+    except MeasurementError as exc:  # impossible timings: said, never shown as a result
+        st.warning(
+            f"**The race could not measure a speed.** {plain(exc)}. The texts are right; their times are not: "
+            "start again when the server is quieter.",
+            icon=":material/timer_off:",
+        )
+    else:
+        spread = result.speedup_spread()
+        shown = st.info if busy else st.success if spread.above(1.0) else st.warning if spread.below(1.0) else st.info
+        shown(
+            ("**Not a result: the server was busy while it ran.** " if busy else "") + summary,
+            icon=":material/sports_score:",
+        )
+    if where:
+        st.caption(
+            f"Measured: {where}, this preset's prompt, greedy, τ = {result.tau}. A speedup depends on the prompt, "
+            "the draft, the runtime, the machine and its load: the README's (2026-11-24, a quiet 2-core AMD EPYC, "
+            "llama.cpp) and a lesson's are other measurements."
+        )
     if result.same_text:
         st.markdown(
             "**The same text, token for token**: greedy speculative decoding emits the target's own greedy "
@@ -84,26 +110,39 @@ if start:
     if pair is None:
         st.stop()
     config = specviz.SpecConfig(tau=preset.tau, mode="greedy", max_new_tokens=max_new)
+    busy_notice(box=notice)  # before it starts: the load now
     try:
         with ui.heavy_job(), ui.heavy_turn():  # one race at a time on the server: each side's clock is its own
             race = Race(pair, preset.prompt, config)
-            for alone, spec in race.frames():
+            shown = 0.0
+            for alone, spec in race.frames():  # both lanes as they stood at the same moment of their clocks
+                shown, alone, spec = at_race_time(alone, spec)
                 draw(pair, alone, spec)
     except specviz.SpecvizError as exc:
         st.error(f"**The race could not run.** {plain(sentence(exc))}", icon=":material/error:")
         st.stop()
-    results[key] = (race.result(), pair)
+    result = race.result()
+    for moment, alone, spec in finish(result.alone, result.speculative, shown):  # the slower lane, at its pace
+        time.sleep(min(moment - shown, 1.0))
+        shown = moment
+        draw(pair, alone, spec)
+    load = busy_notice(box=notice)  # the load of the minute it ran
+    results[key] = (result, pair, load)
 if key not in results:
     st.info("Press **Start**: both sides decode the prompt below live, each at its own measured speed.")
     with st.expander("The prompt"):
         st.code(preset.prompt, language=None, wrap_lines=True)
     ui.share_link("race", show=not present)
     st.stop()
-result, pair = results[key]
+result, pair, load = results[key]
+both = (result.alone, result.speculative)
+busy_notice(load, box=notice)
 draw(pair, result.alone, result.speculative)
-verdict(result)
+alone_why, spec_why = (stop_reason(lane, pair.codec.eos_token_id, max_new) for lane in both)
+stopped.caption(f"Both {alone_why}." if alone_why == spec_why else f"Target alone {alone_why}; speculation {spec_why}.")
+verdict(result, where_measured(runtime_of(pair), load), load is not None and load.busy)
 with st.expander("The prompt"):
     st.code(preset.prompt, language=None, wrap_lines=True)
-texts = [lane_text(pair.codec, lane.tokens) for lane in (result.alone, result.speculative)]
+texts = [lane_text(pair.codec, lane.tokens) for lane in both]
 snapshots.panel("race", freeze("race", runtime_of(pair), {"preset": label, "result": result.to_dict(), "texts": texts}))
 ui.share_link("race", show=not present)

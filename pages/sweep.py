@@ -94,6 +94,7 @@ except specviz.SpecvizError as exc:
     st.error(f"**Cannot sweep.** {plain(exc)}", icon=":material/error:")
     st.stop()
 
+view.refused(sweep.drop_impossible())  # impossible timings are timed again, never shown
 total, pending = len(sweep.units()), len(sweep.pending())
 cols = st.columns([1.6, 1, 4])
 run_clicked = cols[0].button(
@@ -133,6 +134,7 @@ if not result.complete:
 summary = result.summary()
 names = {"runtime": pair.runtime, "target": pair.target.name, "draft": pair.draft.name}
 st.session_state["pay_sweep"] = {**names, "summary": summary}  # what "Would it pay there?" carries over
+view.conditions(runtime_of(pair), len(prompts))
 view.draw(summary, present)
 downloads(
     "sweep",

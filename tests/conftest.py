@@ -44,3 +44,12 @@ def one_torch_thread_count():
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(torch.get_num_threads())
+
+
+@pytest.fixture(autouse=True)
+def quiet_machine(monkeypatch):
+    """The busy notice reads the machine's load (specviz.analysis.busy.current_load); tests run beside others on
+    shared cores, so every test sees a quiet machine unless it sets a load itself (tests/test_race.py does)."""
+    from specviz.analysis import busy
+
+    monkeypatch.setattr(busy, "current_load", lambda: busy.MachineLoad(0.0, 2))

@@ -135,3 +135,34 @@ def runs_by_mode(prompt: Sequence[int], **config) -> dict:
 
     pair = hf_pair()
     return {m: Decoder(pair, prompt, SpecConfig(mode=m, **config)).run() for m in ("textbook", "lossless", "greedy")}
+
+
+def css_font_sizes(css: str) -> dict[str, float]:
+    """Each selector of a stylesheet (no @media blocks) and the font size it sets, in px (a rem is 16 px, Streamlit's
+    root); `max(18px, 1em)`, a floor, reads as its 18 px. Selectors are split at commas outside parentheses."""
+    import re
+
+    def px(value: str) -> float:
+        value = value.replace("!important", "").strip()
+        if value.startswith("max("):
+            value = value[4:].split(",")[0]
+        number = float(re.match(r"[\d.]+", value).group())
+        return number * 16 if value.endswith("rem") else number
+
+    sizes: dict[str, float] = {}
+    for selectors, body in re.findall(r"([^{}]+)\{([^{}]*)\}", css.replace("<style>", "").replace("</style>", "")):
+        found = re.search(r"font-size:\s*([^;]+)", body)
+        if not found:
+            continue
+        depth, part, parts = 0, "", []
+        for char in selectors:
+            depth += char == "("
+            depth -= char == ")"
+            if char == "," and depth == 0:
+                parts.append(part)
+                part = ""
+            else:
+                part += char
+        for selector in [*parts, part]:
+            sizes[" ".join(selector.split())] = px(found.group(1))
+    return sizes

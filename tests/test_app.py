@@ -91,7 +91,15 @@ def test_first_page_opens_ready_to_step_with_the_embedded_pair(loads):
     assert loads == [("embedded", "embedded")]  # loaded up front, once
     assert at.text_area(key="decode_prompt").value == "Write a Python function that reverses a list."
     assert at.toggle(key="decode_chat").value and at.slider(key="decode_tau").value == 4
-    assert [b.label for b in at.button] == ["Step", "Run to end", "Back", "Reset"]
+    assert [
+        b.label for b in at.button if b.key in ("decode_step", "decode_run_all", "decode_back", "decode_reset")
+    ] == [
+        "Step",
+        "Run to end",
+        "Back",
+        "Reset",
+    ]
+    assert at.button(key="decode_typed_step").disabled  # "Your draft": nothing typed yet
     assert "Press **Step**" in at.info[0].value
     expect = figure(at, 0)  # what a step can yield, drawn before the first Step (and the chart code loaded)
     assert [t["name"] for t in expect["data"]] == ["α = 0.5", "α = 0.7", "α = 0.9"]
@@ -1120,7 +1128,6 @@ def test_with_a_typed_draft_lossless_mode_no_longer_emits_the_targets_distributi
 def test_decode_steps_your_typed_draft_on_the_real_pair_and_a_link_reopens_it(loads):
     at = app(panels_open=False)
     at.text_input(key="decode_typed").set_value("w5 w6 w7").run()
-    assert any(c.value.startswith("Your draft as tokens: 'w5' · 'w6' · 'w7' (3).") for c in at.caption)
     at.button(key="decode_typed_step").click().run()
     assert not at.exception
     dec = decoder(at)
@@ -1137,6 +1144,9 @@ def test_decode_steps_your_typed_draft_on_the_real_pair_and_a_link_reopens_it(lo
     assert step.q == pytest.approx([float(q_rows[t, y]) for t, y in enumerate((5, 6, 7))], rel=1e-6)
     assert any(i.value.startswith('**Your draft** "w5 w6 w7" (step 1): q is the draft model') for i in at.info)
     assert any("Not drawn from q: in lossless mode the output is then not the target" in i.value for i in at.info)
+    at.run()  # the sidebar (drawn before the step) shows the words as tokens after the text on screen
+    shown = "As tokens after the text on screen: 'w5' · 'w6' · 'w7' (3; at most τ are proposed)."
+    assert any(c.value.startswith(shown) for c in at.sidebar.caption)
     link = at.code[-1].value
     assert "decode_steps=1" in link and "decode_drafts=%7B%221%22%3A%22w5+w6+w7%22%7D" in link
     at.button(key="decode_step").click().run()  # a plain Step: the draft model's own tokens
@@ -1148,6 +1158,10 @@ def test_decode_steps_your_typed_draft_on_the_real_pair_and_a_link_reopens_it(lo
     assert not again.exception
     (reopened,) = decoder(again).steps
     assert (reopened.draft_tokens, reopened.q, reopened.r) == (step.draft_tokens, step.q, step.r)
+    again.toggle(key="decode_tree").set_value(True).run()  # a tree's draft is no chain: said, not a silent own draft
+    again.text_input(key="decode_typed").set_value("w5 w6 w7").run()
+    again.button(key="decode_typed_step").click().run()
+    assert not again.exception and any("a typed draft is a chain of tokens" in e.value for e in again.error)
 
 
 def test_the_textbook_exercise_is_one_click_and_q_p_r_can_be_written_under_the_tokens(loads):
@@ -1169,6 +1183,7 @@ def test_the_textbook_exercise_is_one_click_and_q_p_r_can_be_written_under_the_t
     at.button(key="decode_step").click().run()
     marked = lambda: next(h.proto.body for h in at.get("html") if "sv-box" in h.proto.body)  # noqa: E731
     assert "sv-num" not in marked().split("</style>")[-1]
+    at.toggle(key="decode_present").set_value(True).run()  # a projector's option
     at.toggle(key="decode_figures").set_value(True).run()
     step = decoder(at).steps[0]
     first = f"{step.q[0]:.2f}" if step.q[0] >= 0.005 else f"{step.q[0]:.1g}"
@@ -1210,3 +1225,79 @@ def test_the_about_page_shows_the_engine_glossary_as_the_documents_table():
     assert list(table.index) == [r[0] for r in rows[1:]] and list(table.columns) == list(COLUMNS[1:])
     assert table.loc["draft acceptance rate", "vLLM"] == "`Avg Draft acceptance rate: %.1f%%` = `100·Σ a / Σ k`"
     assert table.loc["mean acceptance length", "llama.cpp"] == "not reported"
+
+
+def busy_machine(monkeypatch, average: float = 3.5) -> None:
+    """The machine's load as the pages read it (specviz.analysis.busy.current_load), 2 cores."""
+    from specviz.analysis import busy
+
+    monkeypatch.setattr(busy, "current_load", lambda: busy.MachineLoad(average, 2))
+
+
+def test_decodes_timing_tiles_say_one_step_then_their_spread_and_a_busy_server(loads, monkeypatch):
+    """Issue 47: tokens/s read 28.9 after step 1 and 2.2 after step 2 with no word on either, and nothing on the page
+    said the machine was busy. One step: its time, said to be one step's; two: the 95% interval over them."""
+    busy_machine(monkeypatch)
+    at = app(panels_open=False)
+    at.button(key="decode_step").click().run()
+    tiles = {m.label: m for m in at.metric}
+    assert tiles["tokens/s"].proto.delta == "one step's time: not yet a rate"
+    assert tiles["time: draft / verify"].proto.delta == "one step's time"
+    (notice,) = [w.value for w in at.warning if "This server is busy" in w.value]
+    assert notice.startswith("**This server is busy** (load 3.5 on 2 cores): timings are not reliable.")
+    busy_machine(monkeypatch, 0.5)
+    at.button(key="decode_step").click().run()
+    tiles = {m.label: m for m in at.metric}
+    assert tiles["tokens/s"].proto.delta.endswith("over 2 steps (95%)")
+    assert not tiles["time: draft / verify"].proto.delta
+    assert not any("This server is busy" in w.value for w in at.warning) and not at.exception
+
+
+def test_the_reading_says_it_could_not_measure_an_impossible_run(loads, monkeypatch):
+    from pages import _reading
+    from specviz.analysis.measure import MeasurementError
+
+    def impossible(run, measured=None):
+        if measured is None:
+            return _reading.Diagnosis.from_dict(real(run).to_dict())
+        raise MeasurementError("a target pass over 5 tokens would have cost 0.30 single-token passes")
+
+    real = _reading.diagnose
+    at = app()
+    at.button(key="decode_run_all").click().run()
+    monkeypatch.setattr(_reading, "diagnose", impossible)
+    at.button(key="decode_measure").click().run()
+    assert not at.exception
+    assert any(w.value.startswith("**Could not measure this run.** a target pass over 5 tokens") for w in at.warning)
+    assert {m.label: m.value for m in at.metric}["this run vs the target alone"] == "–"  # no number shown
+
+
+def test_the_sweep_says_where_it_measured_and_a_busy_server(loads, monkeypatch):
+    busy_machine(monkeypatch)
+    at = sweep_page(app())
+    at.button(key="sweep_run").click().run()
+    assert not at.exception
+    assert any(w.value.startswith("**This server is busy** (load 3.5 on 2 cores)") for w in at.warning)
+    (where,) = [c.value for c in at.caption if c.value.startswith("Measured: ")]
+    assert where.startswith("Measured: timed just now on torch, 1 thread, ") and "on the 2 prompts in the" in where
+
+
+def test_the_sweep_takes_out_a_tau_it_could_not_measure_and_times_it_again(loads):
+    """τ = 2's runs re-timed as a busy minute would (a verify pass of 6 ms for 2 tokens the target alone took 30 ms
+    for: v = 0.4): the page says τ = 2 could not be measured, and Run times its 2 runs again."""
+    import dataclasses
+
+    from specviz.analysis.measure import PairedStep
+
+    at = sweep_page(app())
+    at.button(key="sweep_run").click().run()
+    cache = at.session_state["sweep_cache"]
+    busy = PairedStep(tokens=2, drafted=2, spec_ms=40.0, draft_ms=1.0, verify_ms=6.0, alone_ms=30.0)
+    for key, run in list(cache.items()):
+        if run.tau == 2:
+            cache[key] = dataclasses.replace(run, paired=(busy,) * len(run.paired))
+    at.run()
+    assert not at.exception
+    (said,) = [w.value for w in at.warning if w.value.startswith("**τ = 2 could not be measured:**")]
+    assert "0.40 single-token passes" in said and at.button(key="sweep_run").label == "Run 2 of 6 units"
+    assert list(at.table[0].value["τ"]) == [1, 3]  # the rest is drawn

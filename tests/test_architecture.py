@@ -126,10 +126,8 @@ def reads_class_settings(found: dict[str, list[tuple[str, list[str]]]]) -> list[
         for module, targets in found.items()
         if module.startswith(HANDED_IN)
         for target, names in targets
-        if (target == "specviz.policy"
-        and set(names) - {"ClassPolicy", "RefusedError"})
-        or (target == "specviz"
-        and "policy" in names)
+        if (target == "specviz.policy" and set(names) - {"ClassPolicy", "RefusedError"})
+        or (target == "specviz" and "policy" in names)
     ]
 
 

@@ -494,3 +494,18 @@ def test_token_text_on_a_chart_is_text_never_a_link_or_a_style():
     label = chart_label(hostile)
     assert "<" not in label and ">" not in label
     assert label == '&lt;a href="http://example.invalid/x"&gt;click&lt;/a&gt; &amp; &lt;span style="color:red"&gt;'
+
+
+def test_a_built_chart_resized_has_every_text_at_the_new_size():
+    """A lesson's chart on a projector (charts.sized): the global font, the title, each axis's ticks and title, the
+    legend, the bar labels and the annotations, all at the new size, whatever they were built with."""
+    from specviz.viz.charts import sized
+
+    step = next(s for s in runs_by_mode([3, 9, 4], tau=3, max_new_tokens=8)["textbook"].steps if s.tau)
+    layout_of = lambda fig: fig.to_plotly_json()  # noqa: E731
+    big = layout_of(sized(step_chart(step, font_size=16), 18))
+    layout = big["layout"]
+    assert layout["font"]["size"] == layout["legend"]["font"]["size"] == layout["title"]["font"]["size"] == 18
+    assert layout["xaxis"]["tickfont"]["size"] == layout["yaxis"]["title"]["font"]["size"] == 18
+    assert {a["font"]["size"] for a in layout["annotations"]} == {18}
+    assert {t["textfont"]["size"] for t in big["data"] if t["type"] == "bar"} == {18}

@@ -98,3 +98,17 @@ def test_a_speedup_no_step_could_make_is_refused():
             run_with(4, [1, 1, 2], beta=0.6, draft_ms=8.0, verify_ms=250.0),
             paired([2, 2, 3], 4, 100.0, 8.0, 250.0, 100.0),
         )
+
+
+def test_a_verify_pass_cheaper_than_any_runtimes_is_refused_where_passes_read_weights():
+    """τ = 4, three steps of 2, 2 and 3 tokens, each verified in 40 ms beside a target alone at 100 ms a token:
+    v(5) = Σ verify · Σ tokens / (steps · Σ alone) = 120 · 7 / (3 · 700) = 0.40 one-token passes, under V_FLOOR (0.6).
+    At 100 ms a token a pass reads its weights: refused. The same ratio at 1 ms a token (the tests' tiny models, where a
+    pass is call overhead and the one-token step also samples) is possible, and read."""
+    run = run_with(4, [1, 1, 2], beta=0.6, draft_ms=8.0, verify_ms=40.0)
+    with pytest.raises(MeasurementError, match=r"pass over 5 tokens would have cost 0\.40 single-token passes"):
+        diagnose(run, paired([2, 2, 3], 4, 50.0, 8.0, 40.0, 100.0))
+    quick = diagnose(
+        run_with(4, [1, 1, 2], beta=0.6, draft_ms=0.08, verify_ms=0.4), paired([2, 2, 3], 4, 0.5, 0.08, 0.4, 1.0)
+    )
+    assert quick.verify_cost.value == pytest.approx(0.4)

@@ -1,59 +1,203 @@
-"""The race: both lanes on one pair, the lane behind in time always moves next, greedy lanes write the
-same text, and the result's sentence from numbers worked by hand."""
+"""The race: both lanes on one pair taking turns step by step, greedy lanes write the same text, the result's
+sentence from numbers worked by hand, an impossible measurement refused, the busy server's notice; the page."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
 
+import specviz
 from specviz import SpecConfig
-from specviz.analysis.race import PRESETS, Lane, Race, RaceResult
-from tests.helpers import tiny_text_pair
+from specviz.analysis import busy
+from specviz.analysis.busy import MachineLoad, busy_notice
+from specviz.analysis.measure import V_FLOOR, MeasurementError, check_bounds
+from specviz.analysis.race import PRESETS, Lane, Race, RaceResult, at_race_time, finish, stop_reason
+from specviz.viz.render import STYLE
+from tests.helpers import css_font_sizes, tiny_text_pair
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_greedy_lanes_write_the_same_text_and_the_lane_behind_moves_next():
+def test_greedy_lanes_write_the_same_text_taking_turns_step_by_step():
+    """Interleaved: a step of speculation, then the target alone decodes as many tokens as that step emitted,
+    then the next step (issue 47: one lane after the other let a busy minute fall on one side only)."""
     race = Race(tiny_text_pair(), "w1 w2 w3 w4", SpecConfig(tau=3, mode="greedy", max_new_tokens=20))
-    before = (0.0, 0.0)
-    for alone, spec in race.frames():
-        moved_alone = len(alone.tokens) > 0 and alone.seconds != before[0]
-        moved_spec = spec.seconds != before[1]
-        assert moved_alone != moved_spec  # one piece of work per frame
-        if moved_alone and not race.spec.done and spec.passes:  # the alone lane moved: it was not ahead
-            assert before[0] <= before[1]
-        if moved_spec and not race.alone.done:
-            assert before[1] < before[0]
-        before = (alone.seconds, spec.seconds)
+    frames = list(race.frames())
+    expected = [lane for step in race.spec.steps for lane in ["speculative"] + ["alone"] * len(step.emitted)]
+    assert race.order == expected and len(race.order) == len(frames)
+    for alone, spec in frames:  # the target alone never runs ahead of speculation, nor more than a step behind
+        assert len(spec.tokens) - race.config.tau - 1 <= len(alone.tokens) <= len(spec.tokens)
     result = race.result()
     assert result.same_text and len(result.alone.tokens) == len(result.speculative.tokens) == 20
     assert result.alone.passes == 20 and result.speculative.passes == len(race.spec.steps)
     assert result.tokens_per_pass == pytest.approx(20 / len(race.spec.steps))
 
 
+def test_both_lanes_are_shown_at_the_same_moment_of_their_clocks():
+    # target alone: tokens of 0.1 s each; speculation: steps of 0.15 s (2 tokens) and 0.15 s (3 tokens). At t = 0.25 s
+    # the target alone had made 2 tokens (0.1 + 0.1 ≤ 0.25 < 0.3) and speculation 2 (0.15 ≤ 0.25 < 0.3).
+    alone = Lane((7,) * 5, 0.5, 5, True, ((0.1, 1),) * 5)
+    spec = Lane((7,) * 5, 0.3, 2, True, ((0.15, 2), (0.15, 3)))
+    early = alone.upto(0.25)
+    assert (len(early.tokens), early.seconds, early.passes, early.done) == (2, pytest.approx(0.2), 2, False)
+    assert spec.upto(0.25).tokens == (7, 7) and spec.upto(0.3) == spec  # finished by then: the whole lane
+    t, shown_alone, shown_spec = at_race_time(alone, spec)
+    assert t == pytest.approx(0.3) and len(shown_alone.tokens) == 3 and shown_spec == spec
+    # the rest as the clocks saw it: the target alone's last two tokens, at 0.4 s and 0.5 s
+    rest = list(finish(alone, spec, t))
+    assert [round(m, 6) for m, _, _ in rest] == [0.4, 0.5] and rest[-1][1] == alone and rest[-1][2] == spec
+
+
+def test_why_the_lanes_stopped_is_said():
+    ended = Lane((5, 6, 2), 0.3, 3, True)  # 2: the end-of-text token
+    assert stop_reason(ended, 2, 48) == (
+        "stopped at 3 tokens: the target ended its answer (its end-of-text token) before the 48 asked for"
+    )
+    assert stop_reason(Lane((5,) * 48, 1.0, 48, True), 2, 48) == "stopped at the 48 tokens asked for"
+    assert stop_reason(Lane((5,) * 40, 1.0, 40, True), 2, 48) == "stopped at 40 tokens: the model's context is full"
+
+
+def test_an_impossible_measurement_is_refused_not_stated():
+    """Issue 47's race, by hand: the target alone slowed to 100 ms a token (a busy minute) while speculation made
+    the same 10 tokens in 4 steps of 50 ms with verify passes of 30 ms: v(5) = 30 / 100 = 0.30, a pass over 5 tokens
+    cheaper than a third of one over a single token, which no runtime does (V_FLOOR = 0.6; the cheapest measured
+    is 0.90). The speedup it implies, 1.0 / 0.2 = 5.0×, is within 2.5 tokens per pass / 0.3 = 8.3×: only v tells."""
+    alone = Lane(tuple(range(10)), 1.0, 10, True, ((0.1, 1),) * 10)
+    spec = Lane(tuple(range(10)), 0.2, 4, True, ((0.05, 2), (0.05, 3), (0.05, 2), (0.05, 3)))
+    result = RaceResult(alone=alone, speculative=spec, verify_ms=30.0, draft_ms_per_token=0.1, tau=4, same_text=True)
+    assert result.speedup == pytest.approx(5.0) and result.verify_cost == pytest.approx(0.3)
+    with pytest.raises(MeasurementError, match=r"pass over 5 tokens would have cost 0\.30 single-token passes"):
+        result.summary()
+    # the one check, as the sweep, the reading and the lessons call it: v at the floor passes, below it does not
+    check_bounds(2.0, 2.5, V_FLOOR)
+    with pytest.raises(MeasurementError, match=r"would have cost 0\.59"):
+        check_bounds(2.0, 2.5, 0.59)
+    check_bounds(2.5 / 0.9, 2.5, 0.9)  # torch-kernels: a pass over 5 tokens cheaper than one over 1 (v = 0.90)
+    with pytest.raises(MeasurementError, match=r"above what 2\.50 tokens per step at v = 0\.90 allow \(2\.78×\)"):
+        check_bounds(2.8, 2.5, 0.9)  # a step costs at least its verify pass: 2.5 tokens for 0.9 passes at most
+
+
+@pytest.mark.parametrize(("average", "cores", "shown"), [(0.5, 2, False), (3.0, 2, False), (3.5, 2, True)])
+def test_the_busy_notice_from_the_load_and_the_cores(average, cores, shown):
+    """Shown above BUSY_PER_CORE = 1.5 threads per core (2 cores: above 3.0), never at 0.5 on 2 cores."""
+    notice = busy_notice(average, cores)
+    assert (notice is not None) == shown == MachineLoad(average, cores).busy
+    if shown:
+        assert notice.startswith("**This server is busy** (load 3.5 on 2 cores): timings are not reliable.")
+
+
 def test_the_result_in_words_from_numbers_worked_by_hand():
     # target alone: 10 tokens, 0.1 s each (10 tok/s, 100 ms a token); speculation: 10 tokens in 4 passes of
-    # 0.125 s (2, 3, 2, 3 tokens: 20 tok/s): 2.0× faster, 2.5 tokens per pass; a verify pass of 150 ms = 1.5
-    # single-token passes; a draft token of 5 ms = 0.05 of one. The interval resamples the pieces: the alone
-    # lane's are all alike (10 tok/s); four passes of 2 or 3 tokens average 2 to 3 (each 1/16 of the time, more
-    # than the 2.5% each end leaves out): 16 to 24 tok/s, 1.6× to 2.4×.
+    # 0.125 s (2, 3, 2, 3 tokens: 20 tok/s): 2.0× faster, 2.5 tokens per pass; a verify pass of 110 ms = 1.1
+    # single-token passes (at most 2.5 / 1.1 = 2.27×: possible); a draft token of 5 ms = 0.05 of one. The interval
+    # resamples the pieces: the alone lane's are all alike (10 tok/s); four passes of 2 or 3 tokens average 2 to 3
+    # (each 1/16 of the time, more than the 2.5% each end leaves out): 16 to 24 tok/s, 1.6× to 2.4×.
     alone = Lane(tuple(range(10)), 1.0, 10, True, ((0.1, 1),) * 10)
     spec = Lane(tuple(range(10)), 0.5, 4, True, ((0.125, 2), (0.125, 3), (0.125, 2), (0.125, 3)))
-    result = RaceResult(alone=alone, speculative=spec, verify_ms=150.0, draft_ms_per_token=5.0, tau=4, same_text=True)
-    assert result.speedup == pytest.approx(2.0) and result.verify_cost == pytest.approx(1.5)
+    result = RaceResult(alone=alone, speculative=spec, verify_ms=110.0, draft_ms_per_token=5.0, tau=4, same_text=True)
+    assert result.speedup == pytest.approx(2.0) and result.verify_cost == pytest.approx(1.1)
     spread = result.speedup_spread()
     assert (spread.value, spread.low, spread.high) == pytest.approx((2.0, 1.6, 2.4))
     assert result.summary() == (
         "Speculative decoding was 2.0× faster than the target alone (1.6–2.4×): 20.0 against 10.0 tokens/s, 2.5 "
-        "tokens per target pass; each pass cost 1.5 single-token passes, and each of up to τ = 4 draft tokens 0.05 "
+        "tokens per target pass; each pass cost 1.1 single-token passes, and each of up to τ = 4 draft tokens 0.05 "
         "of one."
     )
     slow = RaceResult(alone, Lane((1,) * 10, 4.0, 10, True, ((0.4, 1),) * 10), 150.0, 50.0, 4, True)
     assert slow.summary().startswith("Speculative decoding was 4.0× slower than the target alone (0.25× its speed)")
-    # the same 10 tok/s as the target alone, its steps taking 50 ms or 150 ms: the interval reaches both sides of 1
-    even = RaceResult(alone, Lane((1,) * 10, 1.0, 10, True, ((0.05, 1), (0.15, 1)) * 5), 150.0, 5.0, 4, True)
+    # the same 10 tok/s as the target alone, its steps taking 50 ms or 150 ms (verify passes of 90 ms, v = 0.9: one
+    # token a pass allows 1 / 0.9 = 1.11×): the interval reaches both sides of 1
+    even = RaceResult(alone, Lane((1,) * 10, 1.0, 10, True, ((0.05, 1), (0.15, 1)) * 5), 90.0, 5.0, 4, True)
     assert even.speedup_spread().low < 1.0 < even.speedup_spread().high
     assert even.summary().startswith("Speculative decoding was within noise of the target alone (")
     assert RaceResult.from_dict(result.to_dict()) == result  # a snapshot reopens the same race
 
 
 def test_presets_name_drafts_that_load_and_prompts_with_text():
-    assert {p.draft for p in PRESETS} <= {"prompt-lookup", "embedded", "early-exit:8"}
+    assert {p.draft for p in PRESETS} <= {"prompt-lookup", "embedded", "early-exit:8", "embedded:Q8_0", "embedded:Q2_K"}
     assert all(p.prompt.strip() and 1 <= p.tau <= 16 for p in PRESETS)
+
+
+# --- the page ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def race_page(monkeypatch):
+    """The race page with model loading patched to the tiny pair."""
+    monkeypatch.setattr(
+        specviz, "load_pair", lambda target, draft, runtime="torch", **_: tiny_text_pair(chat=True, runtime="torch")
+    )
+    st.cache_resource.clear()
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    yield at.switch_page("pages/race.py").run()
+    st.cache_resource.clear()
+
+
+def machine_at(monkeypatch, average: float) -> None:
+    monkeypatch.setattr(busy, "current_load", lambda: MachineLoad(average, 2))
+
+
+def test_the_race_page_says_a_busy_server_and_why_both_lanes_stopped(race_page, monkeypatch):
+    at = race_page
+    machine_at(monkeypatch, 3.5)
+    at.number_input(key="race_max_new").set_value(12)
+    at.button(key="race_start").click().run()
+    assert not at.exception
+    notices = [w.value for w in at.warning if "This server is busy" in w.value]
+    assert len(notices) == 1 and notices[0].startswith("**This server is busy** (load 3.5 on 2 cores)")
+    verdict = next(i.value for i in at.info if "Speculative decoding was" in i.value)
+    assert verdict.startswith("**Not a result: the server was busy while it ran.** Speculative decoding was")
+    assert not at.success  # never a green box from a busy server
+    result = next(iter(at.session_state["race_results"].values()))[0]
+    why = stop_reason(result.alone, tiny_text_pair().codec.eos_token_id, 12)
+    assert f"Both {why}." in [c.value for c in at.caption]  # "Tokens 12", and why they stopped where they did
+    assert any(c.value.startswith("Measured: timed just now on torch, 1 thread, ") for c in at.caption)
+    machine_at(monkeypatch, 0.5)  # a quiet machine: no notice, the verdict coloured by its interval
+    at.button(key="race_start").click().run()
+    assert not any("This server is busy" in w.value for w in at.warning)
+    assert not any(i.value.startswith("**Not a result") for i in at.info)
+
+
+def test_the_race_page_says_it_could_not_measure_an_impossible_race(race_page, monkeypatch):
+    """A race whose verify pass over 5 tokens cost 0.3 of the target alone's 10 ms tokens: refused in words, no
+    verdict box, the texts still drawn."""
+    alone = Lane(tuple(range(1, 11)), 0.1, 10, True, ((0.01, 1),) * 10)
+    spec = Lane(tuple(range(1, 11)), 0.02, 4, True, ((0.005, 2), (0.005, 3), (0.005, 2), (0.005, 3)))
+    impossible = RaceResult(alone, spec, verify_ms=3.0, draft_ms_per_token=0.01, tau=4, same_text=True)
+    monkeypatch.setattr(Race, "result", lambda self: impossible)
+    at = race_page
+    at.number_input(key="race_max_new").set_value(8)
+    at.button(key="race_start").click().run()
+    assert not at.exception
+    (refusal,) = [w.value for w in at.warning if "could not measure" in w.value]
+    assert refusal.startswith("**The race could not measure a speed.** a target pass over 5 tokens would have cost")
+    assert not any("Speculative decoding was" in box.value for box in (*at.success, *at.info, *at.warning))
+    assert len([h for h in at.get("html") if 'class="sv-race"' in h.proto.body]) == 2
+
+
+def test_presentation_view_sets_every_label_a_room_reads_at_18_px_or_more(race_page):
+    """Issue 47: the rule tag after the target's token at 0.7rem (11.2 px), the step picker's and "Top-10 at draft
+    position"'s labels (widget labels, 14 px), the verdict boxes (16 px). In presentation view the page injects a
+    floor of 18 px for every text outside the charts, and sizes for what a room reads first (a rem is 16 px)."""
+    at = race_page
+    at.toggle(key="race_present").set_value(True).run()
+    (css,) = [h.proto.body for h in at.get("html") if "stSidebar" in h.proto.body]
+    sizes = css_font_sizes(css)
+    (floor,) = [s for s in sizes if s.startswith(":where(.stMainBlockContainer)")]
+    assert sizes[floor] == 18 and "svg" in floor and ".js-plotly-plot" in floor  # every text but the charts'
+    read_first = (
+        ".sv-rule",  # the rule tag after the target's token
+        ".sv-role",
+        ".sv-legend",
+        ".sv-text",
+        ".sv-race",
+        '[data-testid="stWidgetLabel"] p',  # the step picker's, "Top-10 at draft position"
+        '[data-testid="stAlertContainer"] p',  # the race's and the lessons' verdicts, the busy notice
+        '[data-testid="stCaptionContainer"] p',
+        '[data-testid="stMetricDelta"] div',  # a timing tile's spread
+    )
+    assert {s: sizes[s] for s in read_first if sizes[s] < 18} == {}
+    assert css_font_sizes(STYLE)[".sv-rule"] == pytest.approx(11.2)  # what the normal view keeps

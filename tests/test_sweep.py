@@ -11,7 +11,7 @@ import pytest
 from scipy.stats import chisquare
 
 from specviz import ConfigError, HFCodec, HFModel, ModelPair, PromptError
-from specviz.analysis.measure import PairedStep
+from specviz.analysis.measure import MeasurementError, PairedStep
 from specviz.analysis.sweep import RunSummary, Sweep, SweepResult, SweepSettings, histogram
 from specviz.analysis.sweep_summary import SweepSummary
 from specviz.analysis.theory import acceptance_length_pmf, expected_speedup, expected_tokens_per_step
@@ -334,3 +334,25 @@ def test_the_sweep_across_drafts_runs_each_drafts_sweep_once_and_reads_each_ones
     figure = draft_sweep_chart(result)
     names = [t["name"] for t in figure.to_dict()["data"]]
     assert names == ["self", "random", "target alone (1×)"]
+
+
+def test_a_tau_whose_timings_no_runtime_could_give_is_taken_out_and_timed_again(tiny_pair):
+    """τ = 2's steps re-timed by hand as a busy minute would: each step made 2 tokens in a verify pass of 6 ms while
+    the target alone took 15 ms a token (30 ms the step's two): v(3) = 6 · 2 / 30 = 0.4, under V_FLOOR (0.6), at a
+    one-token time of 15 ms (weight-bound, over WEIGHT_BOUND_MS). Its runs leave the cache; τ = 1 and 3 stay."""
+    import dataclasses
+
+    settings = SweepSettings(taus=(1, 2, 3), prompts=("w1 w2",), max_new_tokens=8)
+    cache: dict = {}
+    sweep = Sweep(tiny_pair, settings, cache)
+    sweep.run()
+    (unit,) = [u for u in sweep.units() if u.tau == 2]
+    run = cache[sweep.key(unit)]
+    busy = tuple(PairedStep(2, 2, 40.0, 1.0, 6.0, 30.0) for _ in run.paired)
+    cache[sweep.key(unit)] = dataclasses.replace(run, paired=busy)
+    with pytest.raises(MeasurementError, match=r"pass over 3 tokens would have cost 0\.40 single-token passes"):
+        sweep.result().summary()
+    ((tau, why),) = sweep.drop_impossible()
+    assert tau == 2 and "0.40 single-token passes" in why
+    assert [u.tau for u in sweep.pending()] == [2] and [s.tau for s in sweep.result().by_tau()] == [1, 3]
+    assert sweep.drop_impossible() == []  # the rest is possible: nothing more to take out

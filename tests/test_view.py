@@ -139,3 +139,23 @@ def test_the_step_table_worked_by_hand():
     assert list(hidden.columns) == ["token", "q", "p", "p/q", "target argmax"]
     assert list(hidden["target argmax"]) == ["b", "b"]
     assert list(step_frame(rejected, greedy=False, hidden=True, draws=True)["r"]) == ["0.9000", "0.5000"]
+
+
+def test_timing_tiles_say_their_spread_or_that_they_are_one_steps(run):
+    """Issue 47: tokens/s read 28.9 after one step and 2.2 after the next, with no word on either. By hand: two
+    steps of 100 ms making 2 and 4 tokens: 20 and 40 tokens/s, 30 together. Resampling the two steps gives both the
+    first (1/4: 20), one of each (1/2: 30) or both the second (1/4: 40), so the 95% interval is 20–40."""
+    two = (
+        dataclasses.replace(run.steps[0], emitted=(1, 2), draft_ms=10.0, verify_ms=90.0),
+        dataclasses.replace(run.steps[1], emitted=(1, 2, 3, 4), draft_ms=10.0, verify_ms=90.0),
+    )
+    assert view.rate_note(two) == "20.0–40.0 over 2 steps (95%)"
+    assert view.rate_note(two[:1]) == "one step's time: not yet a rate"
+    m, _ = view.metrics_upto(run, run.steps[:1])
+    tiles = {t.label: t for t in view.metric_tiles(m, steps=run.steps[:1])}
+    assert tiles["tokens/s"].note == "one step's time: not yet a rate"
+    assert tiles["time: draft / verify"].note == "one step's time"
+    assert all(not t.note for label, t in tiles.items() if label not in ("tokens/s", "time: draft / verify"))
+    many = {t.label: t for t in view.metric_tiles(run.metrics, steps=run.steps)}
+    assert many["tokens/s"].note.endswith(f"over {len(run.steps)} steps (95%)")
+    assert not many["time: draft / verify"].note

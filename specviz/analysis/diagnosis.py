@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from specviz.analysis.measure import PairedRun, Spread, against_one, check_bounds
+from specviz.analysis.measure import PairedRun, Spread, against_one, check_bounds, median_one_token_ms
 from specviz.analysis.theory import best_tau, expected_speedup, speedup_with_verify_cost
 from specviz.core.trace import RunTrace
 
@@ -64,7 +64,9 @@ def diagnose(run: RunTrace, measured: PairedRun | None = None) -> Diagnosis:
     if measured is not None and measured.steps:
         v, c1, achieved = measured.verify_cost(), measured.draft_cost(), measured.speedup()
         steps = measured.steps
-        check_bounds(achieved.value, sum(s.tokens for s in steps) / len(steps), v.value)
+        per_step = sum(s.tokens for s in steps) / len(steps)
+        in_pass = None if run.config.tree else tau + 1
+        check_bounds(achieved.value, per_step, v.value, in_pass, median_one_token_ms(steps))
         if alpha is not None:
             at = lambda cost: speedup_with_verify_cost(alpha, tau, c1.value, cost)  # noqa: E731
             s_v = Spread(at(v.value), at(v.high), at(v.low), v.n, f"S_v over v's {v.how}")

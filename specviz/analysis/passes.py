@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from specviz.analysis.measure import Spread, median_iqr
+from specviz.analysis.measure import Spread, check_verify_cost, median_iqr
 from specviz.core.prompt import encode_prompt
 from specviz.errors import ConfigError
 from specviz.models.pair import ModelPair
@@ -61,7 +61,8 @@ def verify_timing(pair: ModelPair, prompt: str, tau: int, chat: bool | None = No
     """Time verification both ways on the prompt's own text: the target's cache holds the prompt
     minus its last τ + 1 tokens, which are then scored in one pass, or one at a time, the two
     alternating round by round (the cache cropped back after each); medians and interquartile
-    ranges of `repeats` rounds after one warm-up round."""
+    ranges of `repeats` rounds after one warm-up round. Raises MeasurementError where the one pass came out
+    cheaper than any runtime's (measure.check_verify_cost)."""
     _, ids, _ = encode_prompt(pair, prompt, chat)
     if len(ids) < tau + 2:
         raise ConfigError(f"the prompt needs at least {tau + 2} tokens to time τ = {tau}; it has {len(ids)}")
@@ -80,5 +81,7 @@ def verify_timing(pair: ModelPair, prompt: str, tau: int, chat: bool | None = No
         sequential.append((time.perf_counter() - start) * 1000.0)
         session.crop(len(head))
     parallel, sequential = parallel[1:], sequential[1:]  # the first round warms up
-    ratios = [p / (s / len(tail)) for p, s in zip(parallel, sequential, strict=True)]
-    return VerifyTiming(len(tail), median_iqr(parallel), median_iqr(sequential), median_iqr(ratios))
+    ratios = median_iqr([p / (s / len(tail)) for p, s in zip(parallel, sequential, strict=True)])
+    one_by_one = median_iqr(sequential)
+    check_verify_cost(ratios.value, len(tail), one_by_one.value / len(tail))  # no runtime's pass is that cheap
+    return VerifyTiming(len(tail), median_iqr(parallel), one_by_one, ratios)

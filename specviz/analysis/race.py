@@ -1,25 +1,30 @@
 """A race: the same prompt decoded by the target alone and by speculative decoding, side by side.
 
-Both lanes run in one process on the same runtime, one piece at a time: whichever lane's clock is
-behind takes its next piece (one token for the target alone, one step for speculation), so at
-every moment both have had the same compute time, as if each ran on a machine of its own. A lane's
-clock counts only the wall time of its own pieces, sampling and the engine's bookkeeping included
-(the prompt's reading excluded on both sides, as for the sweep's baseline). In greedy mode both
-lanes emit the same tokens (docs/algorithm.md): the race checks it.
+Both lanes run in one process on the same runtime, interleaved: a step of speculation, then the target
+alone decodes as many tokens as that step emitted, then the next step, so the two alternate every few
+tens of milliseconds and a load that comes and goes falls on both alike (issue 47: run one after the other,
+a busy minute slowed only the target alone and the race said 12.4× faster). A lane's clock counts only the
+wall time of its own pieces, sampling and the engine's bookkeeping included (the prompt's reading excluded on
+both sides, as for the sweep's baseline), as if each ran on a machine of its own; `at_race_time` shows both
+lanes as they stood at the same moment of those clocks. In greedy mode both lanes emit the same tokens
+(docs/algorithm.md): the race checks it.
 
 The result says why the faster lane is faster (docs/algorithm.md, "Verify cost"): tokens per target pass on
-one side, and what a target pass over τ + 1 tokens cost in one-token passes on the other.
+one side, and what a target pass over τ + 1 tokens cost in one-token passes on the other; a result that no
+runtime could give is refused (specviz.analysis.measure.check_bounds), never stated.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import statistics
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from specviz.analysis.measure import Spread, TargetAlone, point, rate_ratio
+from specviz.analysis.measure import Spread, TargetAlone, check_bounds, point, rate_ratio
 from specviz.core.config import SpecConfig
 from specviz.core.engine import Decoder
 from specviz.models.pair import ModelPair
@@ -78,6 +83,21 @@ PRESETS: tuple[RacePreset, ...] = (
         "The target's own first 8 layers, untrained (they run on torch): rarely right, so nearly every step "
         "wastes its drafts and a target pass for one token.",
     ),
+    RacePreset(
+        "The target in 8 bits drafting for itself",
+        "embedded:Q8_0",
+        "Write a Python function that reverses a list.",
+        4,
+        "A real second model on llama.cpp: the target's own weights in 8 bits, right almost every time, but a pass "
+        "of it costs about half a target pass on a CPU, so four drafts cost two target passes.",
+    ),
+    RacePreset(
+        "The target in 2 bits drafting for itself",
+        "embedded:Q2_K",
+        "Write a Python function that reverses a list.",
+        4,
+        "The same weights in 2 bits: a little cheaper than 8 bits, and wrong far more often.",
+    ),
 )
 BY_LABEL = {p.label: p for p in PRESETS}
 
@@ -93,6 +113,18 @@ class Lane:
     @property
     def tokens_per_second(self) -> float:
         return len(self.tokens) / self.seconds if self.seconds else 0.0
+
+    def upto(self, seconds: float) -> Lane:
+        """The lane as it stood when its own clock read `seconds`: the pieces finished by then (one target pass
+        each: a token of the target alone, a step of speculation)."""
+        clock, count, made = 0.0, 0, 0
+        for spent, tokens in self.pieces:
+            if clock + spent > seconds * (1 + 1e-12):
+                break
+            clock, count, made = clock + spent, count + 1, made + tokens
+        if count == len(self.pieces):
+            return self
+        return Lane(self.tokens[:made], clock, count, False, self.pieces[:count])
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Lane:
@@ -141,9 +173,17 @@ class RaceResult:
         """v(τ + 1): a verify pass over the target alone's time per token, both measured here."""
         return self.verify_ms / self.one_token_ms if self.one_token_ms else 0.0
 
+    def check(self) -> None:
+        """Refuse what no runtime could give (specviz.analysis.measure.check_bounds): a verify pass over τ + 1
+        tokens cheaper than V_FLOOR single-token passes, or a speedup above tokens per pass / v. Raises
+        MeasurementError."""
+        typical = statistics.median(t for t, _ in self.alone.pieces) * 1000.0 if self.alone.pieces else None
+        check_bounds(self.speedup, self.tokens_per_pass, self.verify_cost, self.tau + 1, typical)
+
     def summary(self) -> str:
         """The result in words: how much faster (or slower) with its interval, said only where the interval
-        says it; and why."""
+        says it; and why. Raises MeasurementError where the timings cannot be right (`check`)."""
+        self.check()
         spread = self.speedup_spread()
         if spread.above(1.0):
             outcome = f"{spread.value:.1f}× faster than the target alone ({spread.range_text(1)})"
@@ -169,14 +209,50 @@ class RaceResult:
         )
 
 
+def stop_reason(lane: Lane, eos: int | None, asked: int) -> str:
+    """Why a lane stopped where it did, in words: the target ended its answer, or the tokens asked for."""
+    if lane.tokens and eos is not None and lane.tokens[-1] == eos:
+        return (
+            f"stopped at {len(lane.tokens)} tokens: the target ended its answer (its end-of-text token) before the "
+            f"{asked} asked for"
+        )
+    if len(lane.tokens) >= asked:
+        return f"stopped at the {asked} tokens asked for"
+    return f"stopped at {len(lane.tokens)} tokens: the model's context is full"
+
+
+def at_race_time(alone: Lane, spec: Lane) -> tuple[float, Lane, Lane]:
+    """(t, target alone, speculation) as both stood at the same moment t of their own clocks: the latest moment
+    both are known up to, the clock that is behind (`finish` shows the rest once the race has run)."""
+    t = min(alone.seconds, spec.seconds)
+    return t, alone.upto(t), spec.upto(t)
+
+
+def finish(alone: Lane, spec: Lane, since: float) -> Iterator[tuple[float, Lane, Lane]]:
+    """After the race ran, the rest of it as the clocks saw it: (t, alone, speculation) at the end of every piece
+    either lane finished after `since`, in time order (the slower lane's last tokens, at its own pace)."""
+    ends = sorted(
+        {
+            end
+            for lane in (alone, spec)
+            for end in itertools.accumulate(seconds for seconds, _ in lane.pieces)
+            if end > since * (1 + 1e-12)  # as `upto` rounds: a piece that ended at `since` was shown then
+        }
+    )
+    for t in ends:
+        yield t, alone.upto(t), spec.upto(t)
+
+
 class Race:
-    """Both lanes on one pair; `frames()` advances them in turn, the lane behind in time first."""
+    """Both lanes on one pair; `frames()` advances them interleaved: a step of speculation, then the target alone
+    up to as many tokens. `order` records which lane each piece was ("speculative" or "alone"), in order."""
 
     def __init__(self, pair: ModelPair, prompt: str, config: SpecConfig, chat: bool | None = None) -> None:
         self.config = config
         self.alone = TargetAlone(pair, prompt, config, chat)
         self.spec = Decoder(pair, prompt, config, chat=chat)
         self.spec_pieces: list[tuple[float, int]] = []  # whole steps, wall time: drafting, verifying, the engine
+        self.order: list[str] = []
 
     @property
     def spec_seconds(self) -> float:
@@ -199,15 +275,22 @@ class Race:
             tuple((t, 1) for t in self.alone.times),
         )
 
+    def _spec_moves(self) -> bool:
+        """Speculation's turn: the target alone has caught up with its tokens (or has finished)."""
+        return not self.spec.done and (self.alone.done or len(self.alone.tokens) >= len(self.spec.new_tokens))
+
     def frames(self) -> Iterator[tuple[Lane, Lane]]:
-        """(target alone, speculative) after every piece of work, until both are done."""
+        """(target alone, speculative) after every piece of work, until both are done: a step of speculation, then
+        the target alone's tokens until it has as many, then the next step."""
         while not (self.alone.done and self.spec.done):
-            if self.spec.done or (not self.alone.done and self.alone.seconds <= self.spec_seconds):
-                self.alone.step()
-            else:
+            if self._spec_moves():
                 start = time.perf_counter()
                 step = self.spec.step()
                 self.spec_pieces.append((time.perf_counter() - start, len(step.emitted)))
+                self.order.append("speculative")
+            else:
+                self.alone.step()
+                self.order.append("alone")
             yield self._lane(False), self._lane(True)
 
     def result(self) -> RaceResult:

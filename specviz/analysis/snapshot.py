@@ -8,37 +8,20 @@ import base64
 import datetime
 import json
 import os
-import platform
 import zlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from specviz import policy
 from specviz.analysis import snapshot_data
+from specviz.analysis.busy import machine
 from specviz.errors import SnapshotError
 
 KINDS = ("sweep", "race", "reading")
 HEADER = ("kind", "created", "machine", "runtime", "load")  # a snapshot's fields besides its data, all text
 LINK_LIMIT = 6000  # characters of a link's snapshot parameter; a larger snapshot travels as a file
 MAX_BYTES = 2_000_000  # a snapshot file larger than this is refused before it is read
-
-
-def machine() -> str:
-    """This machine in words: its processor's name and core count."""
-    name = ""
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        name = next(
-            (
-                line.split(":", 1)[1].strip()
-                for line in cpuinfo.read_text().splitlines()
-                if line.startswith("model name")
-            ),
-            "",
-        )
-    return f"{name or platform.processor() or platform.machine()}, {os.cpu_count()} cores"
 
 
 def load() -> str:

@@ -20,10 +20,12 @@ from typing import Any
 import pandas as pd
 
 from specviz.analysis.measure import (
+    MeasurementError,
     PairedStep,
     Spread,
     check_bounds,
     draft_cost_of,
+    median_one_token_ms,
     paired_run,
     speedup_of,
     verify_cost_of,
@@ -175,6 +177,24 @@ class Sweep:
             pass
         return self.result()
 
+    def drop_impossible(self) -> list[tuple[int, str]]:
+        """Take out of the cache the runs of every fixed τ whose timings no runtime could give (check_bounds: a
+        verify pass cheaper than V_FLOOR one-token passes, or a speedup above tokens per step / v), so that the
+        next `advance` times them again; returns (τ, why) for each τ taken out."""
+        dropped = []
+        for tau in sorted({u.tau for u in self.units() if u.policy == "fixed"}):
+            result = self.result()
+            if not result._runs(tau):
+                continue
+            try:
+                result._summary(tau)
+            except MeasurementError as exc:
+                for unit in self.units():
+                    if unit.tau == tau and unit.policy == "fixed":
+                        self.cache.pop(self.key(unit), None)
+                dropped.append((tau, str(exc)))
+        return dropped
+
     def result(self) -> SweepResult:
         """Whatever has finished so far."""
         found = [self.cache.get(self.key(u)) for u in self.units()]
@@ -249,7 +269,7 @@ class SweepResult:
         speedup = speedup_of(paired) if paired else None
         v = verify_cost_of(paired) if paired else None
         if speedup is not None and v is not None:  # a step costs at least its verify pass
-            check_bounds(speedup.value, (m.emitted_tokens / m.steps), v.value)
+            check_bounds(speedup.value, (m.emitted_tokens / m.steps), v.value, tau + 1, median_one_token_ms(paired))
         s_v = None
         if None not in (alpha, v, c):
             at = lambda cost: speedup_with_verify_cost(alpha, tau, c.value, cost)  # noqa: E731

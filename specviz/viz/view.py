@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from specviz.analysis.engine_logs import GLOSSARY
+from specviz.analysis.measure import bootstrap
 from specviz.core.config import SpecConfig
 from specviz.core.metrics import Metrics, compute_metrics
 from specviz.core.trace import RunTrace, StepTrace
@@ -25,12 +26,32 @@ class Tile:
     label: str
     value: str
     help: str
+    note: str = ""  # under the value, for a time: its spread over the steps, or that it is one step's
 
 
-def metric_tiles(m: Metrics, target_top_k: int | None = None, tree: bool = False) -> list[Tile]:
+def rate_note(steps: Sequence[StepTrace]) -> str:
+    """Tokens/s as a measurement, not a fact: with one step, that it is one step's time; with more, the 95%
+    bootstrap interval over the steps (a busy moment in one step moves one step's rate, not the interval's
+    other end)."""
+    timed = [s for s in steps if s.draft_ms + s.verify_ms > 0]
+    if len(timed) == 1:
+        return "one step's time: not yet a rate"
+    if len(timed) < 2:
+        return ""
+    spread = bootstrap(
+        {"emitted": [len(s.emitted) for s in timed], "ms": [s.draft_ms + s.verify_ms for s in timed]},
+        lambda c: 1000.0 * c["emitted"] / c["ms"],
+    )
+    return f"{spread.low:.1f}–{spread.high:.1f} over {len(timed)} steps (95%)"
+
+
+def metric_tiles(
+    m: Metrics, target_top_k: int | None = None, tree: bool = False, steps: Sequence[StepTrace] = ()
+) -> list[Tile]:
     """The running metrics of docs/algorithm.md, one tile each, each defined in its help. With a remote target
     (`target_top_k`), α is marked approximate: the server returned only its top-k probabilities. For
-    token trees (`tree`) each tile names what it counts: nodes verified, or depth accepted."""
+    token trees (`tree`) each tile names what it counts: nodes verified, or depth accepted. `steps` (those
+    counted in `m`): the timing tiles say their spread over them, or that they are one step's."""
     approx = f" — approximate (top-{target_top_k}): p beyond the server's top {target_top_k} is spread evenly"
     share = m.draft_ms / (m.draft_ms + m.verify_ms) if m.draft_ms + m.verify_ms else 0
     accepted = "accepted depth" if tree else "accepted"
@@ -65,17 +86,23 @@ def metric_tiles(m: Metrics, target_top_k: int | None = None, tree: bool = False
         Tile(
             "tokens/s",
             f"{(m.tokens_per_second or 0):.1f}",
-            "emitted tokens per second of drafting and verifying (the prompt's reading not counted)",
+            "emitted tokens per second of drafting and verifying (the prompt's reading not counted); below it, the "
+            "95% interval over the steps (a wall-clock time: on a busy server one step can take ten times another)",
+            rate_note(steps),
         ),
         Tile(
             "time: draft / verify",
             f"{share:.0%} / {1 - share:.0%}",
             f"share of the decoding time spent drafting and verifying. c = {m.c or 0:.2f}: the time of one draft "
             "forward over one target forward (docs/algorithm.md); speculation can pay only where α > c",
+            "one step's time" if len(steps) == 1 else "",
         ),
     ]
     engines = {**GLOSSARY, "α ≈ (top-k)": GLOSSARY["α"]}  # under the engines' names: one glossary
-    return [Tile(t.label, t.value, f"{t.help}. {engines[t.label]}." if t.label in engines else t.help) for t in tiles]
+    return [
+        Tile(t.label, t.value, f"{t.help}. {engines[t.label]}." if t.label in engines else t.help, t.note)
+        for t in tiles
+    ]
 
 
 def default_step(steps: Sequence[StepTrace]) -> int:

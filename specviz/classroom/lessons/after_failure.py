@@ -12,10 +12,14 @@ from specviz.core.rules import each_rule
 from specviz.models.pair import ModelPair
 from specviz.viz import charts
 
-# docs/algorithm.md's worked example: p = (1/3, 2/3) and q = (2/3, 1/3) at every position, τ = 2
-Q, P = ((2 / 3, 1 / 3),) * 2, ((1 / 3, 2 / 3),) * 3
-# draft ("a", "b") (u = 0.3 falls in q's [0, 2/3): 'a'; u = 0.8 in [2/3, 1): 'b') and draws r = (0.9, 0.5)
-CASE = SandboxCase(("a", "b"), Q, P, (0.9, 0.5), u=(0.3, 0.8))
+# docs/algorithm.md's worked example, p = (1/3, 2/3) and q = (2/3, 1/3) at every position, with the question's
+# 4-token draft: 'b', 'a', 'b', 'a' (u = 0.8 falls in q's [2/3, 1): 'b'; u = 0.3 in [0, 2/3): 'a'). Block's
+# weights w = min(1, w·p/q) are 1, 1/2, 1, 1/2 ('b': p/q = 2, 'a': 1/2); its residual masses Σ max(0, w·p − q) are
+# 1/3 where w = 1 and 0 where w = 1/2, so its thresholds are h = (1, 0, 1, 1/2) (h_τ = w_τ). The draws
+# r = (0.3, 0.6, 0.4, 0.7) then pass at positions 1 and 3 and fail at 2 and 4, under block's thresholds and under
+# each token's own test r ≤ p/q (1, 1/2, 1, 1/2) alike: the question's case exactly.
+Q, P = ((2 / 3, 1 / 3),) * 4, ((1 / 3, 2 / 3),) * 5
+CASE = SandboxCase(("a", "b"), Q, P, (0.3, 0.6, 0.4, 0.7), u=(0.8, 0.3, 0.8, 0.3))
 
 
 def after_failure(pair: ModelPair, load: Load) -> Evidence:
@@ -35,12 +39,15 @@ def after_failure(pair: ModelPair, load: Load) -> Evidence:
     )
     sampled, greedy = table.iloc[0], table.iloc[1]
     kept = {o.rule: o.n for o in outcomes}
+    passes = "".join("✓" if ok else "✗" for ok in step.verify.passed)
+    h = ", ".join(f"{x:.2f}" for x in step.verify.threshold)
     return Evidence(
-        f"On this step block keeps {kept['block']} tokens although position 1 failed its own draw (r = 0.90 > h = "
-        f"{step.verify.threshold[0]:.2f}); token-wise keeps {kept['token']}. In expectation over every draft and draw "
-        f"(computed exactly): {sampled['E[n] token-wise']:.4f} token-wise against {sampled['E[n] block']:.4f} block "
-        f"(10/9 against 11/9); with a greedy draft (q one-hot) {greedy['E[n] token-wise']:.4f} against "
-        f"{greedy['E[n] block']:.4f}: no gain.",
+        f"On this {step.tau}-token draft ({passes}: position 2 fails, 3 passes, 4 fails) block keeps "
+        f"{kept['block']} tokens, everything up to its last pass (r = {', '.join(f'{x:.1f}' for x in step.r)} "
+        f"against h = {h}); token-wise keeps {kept['token']}, stopping at its first failure. In expectation over "
+        f"every draft and draw (computed exactly): {sampled['E[n] token-wise']:.4f} token-wise against "
+        f"{sampled['E[n] block']:.4f} block (130/81 against 166/81); with a greedy draft (q one-hot) "
+        f"{greedy['E[n] token-wise']:.4f} against {greedy['E[n] block']:.4f}: no gain.",
         (charts.rules_chart(step, outcomes),),
         table.round(4),
     )

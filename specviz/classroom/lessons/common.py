@@ -33,6 +33,13 @@ class Evidence:
     held: bool | None = None
     why_not: str = ""  # where the premise did not appear: why (runtime, load), in one sentence
     gates: bool = True  # whether the question's answer rests on the premise (else it is the takeaway's, and exact)
+    prompt: str = PROMPT  # what a timed lesson decoded (the lesson prompt unless it names another), said with its times
+
+    @property
+    def timed(self) -> bool:
+        """Whether the run timed something (a lesson that rests on a measurement states its premise): its numbers
+        are this server's, just now, and a busy server makes them unreliable."""
+        return bool(self.premise)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ def race(pair: ModelPair, load: Load) -> Evidence:
         why_not=f"its speedup, {speed.text()}, {'reaches' if not speed.below(1.0) else 'is below'} 1: each target pass "
         f"cost {result.verify_cost:.1f} single-token passes on {lookup.runtime} with the "
         "load of the moment; run it again on a quieter machine.",
+        prompt=preset.prompt,
     )
 
 
