@@ -9,19 +9,7 @@ Usage: python -m benchmarks.calibration [--runtime torch-kernels] [--repeats 5]
 from __future__ import annotations
 
 import argparse
-import platform
 import sys
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,6 +22,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import specviz
     from specviz.analysis import outlook as ol
+    from specviz.analysis.busy import machine
     from specviz.analysis.sweep import Sweep, SweepSettings
     from specviz.classroom.settings import FIRST_PROMPT
     from specviz.core.prompt import encode_prompt
@@ -42,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     pair = specviz.load_pair("embedded", "embedded", runtime=args.runtime)
     _, ids, _ = encode_prompt(pair, FIRST_PROMPT + " " + FIRST_PROMPT, None)
     cal = ol.calibrate(pair, ids, repeats=args.repeats)
-    print(f"{cpu_name()}, {pair.runtime}")
+    print(f"{machine()}, {pair.runtime}")
     for row in cal.rows():
         print("  " + "  ".join(f"{k}: {v}" for k, v in row.items()))
     print(cal.sentence())

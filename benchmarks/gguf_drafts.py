@@ -12,7 +12,6 @@ Usage: python -m benchmarks.gguf_drafts [--taus 2 3 4 6] [--quick]
 from __future__ import annotations
 
 import argparse
-import platform
 import sys
 import time
 from datetime import date
@@ -20,17 +19,6 @@ from datetime import date
 from benchmarks.runtime import PROMPTS
 
 DRAFTS = ("embedded", "embedded:Q8_0", "embedded:Q4_0", "embedded:Q3_K_M", "embedded:Q2_K")
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,12 +32,13 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     import specviz
+    from specviz.analysis.busy import machine
     from specviz.analysis.measure import PairedRun, draft_cost_of, paired_run, speedup_of, verify_cost_of
     from specviz.models.store import ModelStore
 
     torch.set_num_threads(1)  # as app.py sets it
     store = ModelStore()
-    print(f"{date.today()}, {cpu_name()}, llama.cpp, {len(prompts)} held-out prompts, {new} tokens each")
+    print(f"{date.today()}, {machine()}, llama.cpp, {len(prompts)} held-out prompts, {new} tokens each")
     print("draft | mode | τ | α | tokens/step | c | v(τ+1) | speedup (95%)")
     best: dict[tuple[str, str], tuple[int, str, float]] = {}
     for draft in DRAFTS:

@@ -20,7 +20,6 @@ import json
 import mmap
 import os
 import re
-import socket
 import struct
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -28,12 +27,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import gguf
 
 from specviz.errors import ConfigError, IncompatibleModelsError, ModelError
-from specviz.models.hub import HUB_TIMEOUT_S, HubUnreachableError, ModelTooLargeError, first_line
+from specviz.models.hub import HubUnreachableError, ModelTooLargeError, first_line, require_hub
 
 Progress = Callable[[str], None]
 
@@ -848,24 +846,11 @@ def _parts(name: str) -> list[str]:
 
 
 def _require_hub(repo: str, wanted: str, caches: list[Path]) -> None:
-    from huggingface_hub import constants
-
     looked = ", ".join(str(cache) for cache in caches) or "no cache folder given"
     missing = f"{wanted} of {repo} is not in the Hugging Face cache ({looked})"
-    hint = "choose a GGUF file on this computer, or the embedded pair (works offline)"
-    if constants.HF_HUB_OFFLINE:
-        raise HubUnreachableError(
-            f"cannot download hf:{repo}:{wanted}: the hub is switched off (HF_HUB_OFFLINE) and {missing}; {hint}"
-        )
-    url = urlparse(constants.ENDPOINT)
-    port = url.port or (443 if url.scheme == "https" else 80)
-    try:
-        socket.create_connection((url.hostname, port), timeout=HUB_TIMEOUT_S).close()
-    except OSError as exc:
-        raise HubUnreachableError(
-            f"cannot download hf:{repo}:{wanted}: the Hugging Face hub is unreachable ({exc.strerror or exc}) and "
-            f"{missing}; {hint}"
-        ) from exc
+    require_hub(
+        f"hf:{repo}:{wanted}", missing, "choose a GGUF file on this computer, or the embedded pair (works offline)"
+    )
 
 
 def _repo_files(repo: str) -> list[str]:

@@ -105,18 +105,24 @@ def _is_cached_on_disk(repo_id: str) -> bool:
 
 
 def _require_hub(repo_id: str) -> None:
+    require_hub(repr(repo_id), "", "choose the embedded pair (works offline) or a local folder")
+
+
+def require_hub(what: str, missing: str, hint: str) -> None:
+    """HubUnreachableError unless the Hugging Face hub can be reached: "cannot download WHAT: why[ and MISSING];
+    HINT" (hub switched off by HF_HUB_OFFLINE, or no connection within HUB_TIMEOUT_S)."""
     from huggingface_hub import constants
 
-    hint = "choose the embedded pair (works offline) or a local folder"
+    also = f" and {missing}" if missing else ""
     if constants.HF_HUB_OFFLINE:
-        raise HubUnreachableError(f"cannot download {repo_id!r}: the hub is switched off (HF_HUB_OFFLINE); {hint}")
+        raise HubUnreachableError(f"cannot download {what}: the hub is switched off (HF_HUB_OFFLINE){also}; {hint}")
     url = urlparse(constants.ENDPOINT)
     port = url.port or (443 if url.scheme == "https" else 80)
     try:
         socket.create_connection((url.hostname, port), timeout=HUB_TIMEOUT_S).close()
     except OSError as exc:
         raise HubUnreachableError(
-            f"cannot download {repo_id!r}: the Hugging Face hub is unreachable ({exc.strerror or exc}); {hint}"
+            f"cannot download {what}: the Hugging Face hub is unreachable ({exc.strerror or exc}){also}; {hint}"
         ) from exc
 
 

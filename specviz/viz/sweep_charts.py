@@ -254,6 +254,12 @@ def sweep_speedup_chart(
                     "marker": {"symbol": "diamond", "size": 16},
                 }
             )
+    return _speedup_figure(data, taus, font_size, height, width)
+
+
+def _speedup_figure(data: list[dict], taus: list[int], font_size: int, height: int, width: int) -> go.Figure:
+    """Speedup against τ: the traces given, the target alone's 1× across them, the legend below the τ axis in as
+    many rows as it needs at `width` px (the chart grows by those rows, so the plot keeps its height)."""
     if taus:
         data.append(
             {
@@ -327,24 +333,4 @@ def draft_sweep_chart(result: DraftSweep, font_size: int = FONT["size"], height:
                 "error_y": _bars([s.speedup for s in rows]),
             }
         )
-    if taus:
-        data.append(
-            {
-                "type": "scatter",
-                "x": [min(taus) - 0.3, max(taus) + 0.3],
-                "y": [1.0, 1.0],
-                "mode": "lines",
-                "name": "target alone (1×)",
-                "line": {"color": "grey", "dash": "dot"},
-                "hoverinfo": "skip",
-            }
-        )
-    rows = legend_rows(data, font_size, 620)
-    height += max(rows - 2, 0) * (font_size + 10)
-    layout = {
-        "height": height,
-        "xaxis": {"title": "τ", "dtick": 1},
-        "yaxis": {"title": "speedup ×", "rangemode": "tozero"},
-        **legend_below(height, font_size, top=50, rows=rows),
-    }
-    return built(data, layout, font_size)
+    return _speedup_figure(data, taus, font_size, height, 620)
