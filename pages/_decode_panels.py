@@ -8,7 +8,7 @@ import streamlit as st
 import specviz
 from pages._shared import LIMITS, lazy_expander
 from specviz.analysis.engine_logs import engine_report
-from specviz.viz import charts, run_charts
+from specviz.viz import charts, run_charts, slide
 from specviz.viz import view as view_of
 from specviz.viz.memo import FigureMemo
 from specviz.viz.render import rule_sentence
@@ -70,3 +70,26 @@ def before_first_step(tau: int) -> None:
     )
     st.markdown(view_of.expectation(tau))
     st.plotly_chart(run_charts.theory_chart([0.5, 0.7, 0.9], max_tau=max(8, tau)), key="decode_expect_chart")
+
+
+def slide_panel(run: specviz.RunTrace, view: specviz.StepTrace, names: tuple[str, str], own: bool = False) -> None:
+    """The step shown as one 16:9 picture for a slide (specviz.viz.slide): the marked text above q against p and every
+    decision, saved by the chart's own camera button at 1920×1080 (made in the browser: nothing runs here). `own`: a
+    typed draft, whose draft model's own first choices are named."""
+    with lazy_expander(
+        "This step as a 16:9 picture for a slide", "decode_slide_open", icon=":material/slideshow:"
+    ) as box:
+        if not box.open:
+            return
+        before = "".join(slide.emitted_text(s) for s in run.steps[: view.index])
+        context = (f"{run.prompt}\n" if run.chat else run.prompt_text) + before
+        st.plotly_chart(
+            chart(slide.slide_figure, context, view, names, own=own),
+            key="decode_slide_chart",
+            config=slide.slide_config(slide.slide_name(view)),
+            width="content",
+        )
+        st.caption(
+            "Hover the picture and press the camera at its top right: it saves a 1920×1080 PNG (16:9), drawn by your "
+            "browser."
+        )

@@ -8,6 +8,7 @@ import streamlit as st
 
 import specviz
 from pages import _shared as ui
+from pages import _typed as typed_ui
 from specviz.classroom.settings import BROKEN_HELP, POLICY_HELP, TREE_HELP
 from specviz.viz import view as view_of
 
@@ -29,8 +30,10 @@ def inputs(off: bool) -> Inputs:
     st.header("Models")
     target, draft = ui.model_picker("decode", disabled=off)
     st.header("Prompt")
+    typed_ui.prompt_presets(off)  # the textbook's exercise, and the sentence as a story that reads well
     prompt = st.text_area("Prompt", key="decode_prompt", height=90, disabled=off, max_chars=ui.PROMPT_CHARS)
     chat = st.toggle("Chat template", key="decode_chat", help="Wrap the prompt as a user message", disabled=off)
+    typed_ui.sidebar_panel(off, prompt, chat)  # "Your draft": the words the next Step proposes
     st.header("Decoding")
     tau = st.slider("τ — draft tokens per step", *ui.LIMITS["decode_tau"], key="decode_tau", disabled=off)
     sampling = ui.sampling_widgets("decode", disabled=off)

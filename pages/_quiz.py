@@ -93,13 +93,14 @@ def decode_header() -> tuple[bool, list, bool, str]:
         cols = []
         toggles = st.columns([3.6, 1.7, 1.2], vertical_alignment="center")
         toggles[0].title("Speculative decoding, step by step")
-    with toggles[1]:  # under the presentation toggle: a column of its own would cut the buttons' labels at 1280 px
+    with toggles[1]:
         presentation_toggle("decode_present")
-        st.toggle(  # read by the page where it draws the marked text
-            "q, p, r under tokens",
-            key="decode_figures",
-            help="Each draft token's q, p and r in small type under it, readable on a projector without hovering",
-        )
+        if present:  # a projector's option (under its toggle: a column of its own would cut the buttons' labels)
+            st.toggle(  # read by the page where it draws the marked text
+                "q, p, r under tokens",
+                key="decode_figures",
+                help="Each draft token's q, p and r in small type under it: readable on a projector without hovering",
+            )
     quiz_on = toggles[2].toggle(
         "Quiz mode", key="decode_quiz", help="Hide r and the decisions until the class has guessed"
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 import specviz
+from pages._typed import from_link as typed_from_link
 from specviz import policy
 from specviz.analysis import snapshot
 from specviz.classroom import links, sandbox, settings
@@ -27,6 +28,7 @@ def prepare_session() -> None:
         st.session_state["specviz_lecturer"] = bool(rules.on and rules.lecturer_key and key == rules.lecturer_key)
         from_link, problems = settings.from_link(st.query_params.to_dict())
         st.session_state["decode_autostep"] = from_link.pop("decode_steps", 0)
+        typed_from_link(from_link.pop("decode_drafts", ""), problems)  # the typed drafts of the steps it replays
         st.session_state["lossless_table_link"] = links.table(from_link.pop("lossless_table", ""), problems)
         worksheet = {k: from_link.pop(k) for k in list(from_link) if k.startswith("sandbox_")}
         st.session_state["specviz_kept"] = {**defaults, **from_link}

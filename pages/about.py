@@ -1,9 +1,12 @@
 """About: the algorithm of docs/algorithm.md and the three acceptance modes, for teaching."""
 
+import pandas as pd
 import streamlit as st
 
 import specviz
 from pages._shared import ensure_shell
+from specviz.analysis.glossary import NOTE as GLOSSARY_NOTE
+from specviz.analysis.glossary import glossary_rows
 from specviz.analysis.theory import first_token_distribution
 from specviz.viz import charts, run_charts
 from specviz.viz.plain import plain
@@ -76,3 +79,12 @@ st.markdown(
     "some τ exactly when α > c."
 )
 st.plotly_chart(run_charts.theory_chart([0.5, 0.7, 0.8, 0.9]), key="about_theory_chart")
+
+st.subheader("The same numbers in the serving engines")
+st.markdown(
+    "What each number specviz shows is called in vLLM's, SGLang's and llama.cpp's logs, read from their source "
+    '(files and commits in docs/algorithm.md, "Glossary: the same numbers in the serving engines"). ' + GLOSSARY_NOTE
+)
+# the engines' long metric names are code: let them break, so that every column fits the page
+st.html("<style>[data-testid='stTable'] code { white-space: pre-wrap; overflow-wrap: anywhere; }</style>")
+st.table(pd.DataFrame(glossary_rows()).set_index("specviz"))

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from pages._decode_step import step_table
+from pages._present import COMPACT_CSS, presentation_toggle
 from pages._shared import LIMITS, ensure_shell, share_link
 from specviz import MODES, ConfigError
 from specviz.analysis.theory import expected_accepted
@@ -13,11 +14,18 @@ from specviz.viz.plain import plain
 from specviz.viz.render import run_html
 
 ensure_shell()
-st.title("Sandbox: one step by hand")
 state = st.session_state
-
-cols = st.columns([3, 2.2, 1.6, 0.8])
-preset = cols[0].selectbox("Exercise", list(sb.PRESETS), key="sandbox_preset")
+present = bool(state.get("sandbox_present"))  # a projector: one row of controls, the verdict and chart first
+if present:  # no title; the mode's three choices on one line
+    cols = st.columns([2.6, 3.0, 1.5, 0.7, 2.2], vertical_alignment="bottom")
+    toggle_at = cols[4]
+else:
+    st.html(COMPACT_CSS)
+    head = st.columns([4, 1.4], vertical_alignment="center")
+    head[0].title("Sandbox: one step by hand")
+    toggle_at = head[1]
+    cols = st.columns([3, 2.2, 1.6, 0.8], vertical_alignment="bottom")
+preset = cols[0].selectbox("Exercise", [*sb.PRESETS, sb.CUSTOM], key="sandbox_preset")
 mode = cols[1].radio("Mode", MODES, key="sandbox_mode", horizontal=True)
 lossless = mode == "lossless"
 rule = cols[2].selectbox(
@@ -28,16 +36,29 @@ rule = cols[2].selectbox(
     help="token: r ≤ p/q.  one-hot: r ≤ p(ŷ), as vLLM and SGLang verify EAGLE, MTP and n-gram "
     "drafts.  block: the last position whose r ≤ h (Sun et al.)",
 )
-if state.get("sandbox_loaded") != preset:  # a new exercise: its table, τ and draws
-    case = sb.PRESETS[preset]
-    state.update({"sandbox_loaded": preset, "sandbox_tau": case.tau, "sandbox_case": case, **sb.draw_values(case)})
+with toggle_at:
+    presentation_toggle("sandbox_present")
+state.setdefault("sandbox_case", next(iter(sb.PRESETS.values())))
+if state.get("sandbox_loaded") != preset:  # a new exercise: its table, context, τ and draws (custom: the table kept)
+    case = state["sandbox_case"] if preset == sb.CUSTOM else sb.PRESETS[preset]
+    state.update({"sandbox_loaded": preset, "sandbox_tau": case.tau, "sandbox_case": case})
+    if preset != sb.CUSTOM:
+        state.update({"sandbox_context": case.context, **sb.draw_values(case)})
 tau = cols[3].number_input("τ", *LIMITS["sandbox_tau"], key="sandbox_tau")
 case = sb.resize(state["sandbox_case"], tau)  # the edited table, resized: no edit is lost when τ changes
+results = st.container()  # the verdict, the marked text and the chart: first on screen, drawn once the table is read
+
+st.markdown("**The worksheet**: the text before the draft, q and p per position, and every draw")
+context = st.text_input(
+    "Context: the confirmed text before the draft (shown as the book writes it)",
+    key="sandbox_context",
+    max_chars=200,
+    placeholder="The cat sat on the",
+)
 st.caption(
     f"**Rule shown — {sb.rule_of(mode, rule)}.** Edit q and p (one column per draft position; the last p is "
     "the target at position τ+1, where the bonus token comes from) and every draw."
 )
-
 edited = st.data_editor(
     sb.case_frame(case),
     key=f"sandbox_table_{preset}_{tau}",
@@ -81,20 +102,32 @@ if r_cols[tau].button("Draw", key="sandbox_draw", icon=":material/casino:", help
 
 try:
     draws = [state[k] for k in sb.draw_keys(tau)]
-    case = sb.case_from_frame(edited, draws[:tau], draws[tau : 2 * tau], draws[-1])
+    case = sb.case_from_frame(edited, draws[:tau], draws[tau : 2 * tau], draws[-1], context)
     step = sb.sandbox_step(case, mode, rule)
 except ConfigError as exc:
-    st.error(f"**Check the table.** {plain(exc)}", icon=":material/error:")
+    results.error(f"**Check the table.** {plain(exc)}", icon=":material/error:")
     st.stop()
 state["sandbox_case"] = case  # every edit kept, through τ changes and other pages
-share_link("sandbox", {"sandbox_table": sb.case_to_json(case)})
+share_link("sandbox", {"sandbox_table": sb.case_to_json(case)}, show=not present)
 
-rejected = f"position {step.n_accepted + 1} is the first rejected" if step.n_accepted < step.tau else "none rejected"
-st.success(
-    f"**n = {step.n_accepted}** of {step.tau} accepted ({rejected}); the target then adds "
-    f"**'{plain(step.next_text)}'** by rule **{step.next_rule}**.",
-    icon=":material/check_circle:",
-)
+with results:
+    rejected = (
+        f"position {step.n_accepted + 1} is the first rejected" if step.n_accepted < step.tau else "none rejected"
+    )
+    name = sb.table_name(preset, case)  # on a projector the menu names an exercise: said only when it is not one
+    named = "" if present and name == f"Exercise '{preset}'" else f"{plain(name)}: "
+    st.success(
+        f"{named}**n = {step.n_accepted}** of {step.tau} accepted ({rejected}); the target then adds "
+        f"**'{plain(step.next_text)}'** by rule **{step.next_rule}**.",
+        icon=":material/check_circle:",
+    )
+    before = f"{context.rstrip()} |" if context.strip() else ""  # where the draft starts, as the book marks it
+    st.html(run_html(before, [step], words=True, legend=True, figures=present))
+    chart_col, next_col = st.columns([2, 1]) if present else (st.container(), None)
+    size = {"height": 380, "font_size": 20} if present else {"height": 380}
+    chart_col.plotly_chart(charts.step_chart(step, **size), key="sandbox_step_chart")
+    if next_col is not None:
+        next_col.plotly_chart(charts.next_token_chart(step, height=380, font_size=18, rows=6), key="sandbox_next_chart")
 for note in sb.explain(step, case, mode):  # computed from the table on screen, never a note written for another
     st.info(note, icon=":material/lightbulb:")
 if lossless:  # what each rule keeps on average on this table, exactly (every draft q can sample, every draw)
@@ -105,12 +138,11 @@ if lossless:  # what each rule keeps on average on this table, exactly (every dr
             f"{name} {'too many drafts to enumerate' if v is None else f'{v:.3f}'}" for name, v in lengths.items()
         )
     )
-st.html(run_html("", [step], words=True, legend=True))
-st.plotly_chart(charts.step_chart(step), key="sandbox_step_chart")
-numbers, source = st.columns([3, 2])
+numbers, source = st.columns([3, 2]) if next_col is None else (st.container(), None)
 with numbers:
     step_table(step, mode == "greedy", hidden=False, draws=False)
-source.plotly_chart(charts.next_token_chart(step, height=300), key="sandbox_next_chart")
+if source is not None:
+    source.plotly_chart(charts.next_token_chart(step, height=300), key="sandbox_next_chart")
 position = step.n_accepted if step.n_accepted < step.tau else step.tau - 1
 st.markdown(
     f"**Position {position + 1}: q and p"

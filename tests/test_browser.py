@@ -314,3 +314,59 @@ def test_presentation_views_read_on_a_projector(server):
             assert page.locator('[data-testid="stException"]').count() == 0
             page.close()
         browser.close()
+
+
+def test_a_clicker_steps_and_goes_back_and_a_step_saves_as_a_1920_by_1080_picture(server, tmp_path):
+    """Decode with the keyboard, as a presenter's clicker drives it: → and PageDown press Step, ← and PageUp press
+    Back, also right after a toggle was clicked; in a text box the keys stay the text box's. Then the step's 16:9
+    slide, saved by the chart's own camera button: a 1920×1080 PNG."""
+    import struct
+
+    need_chromium()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720}, accept_downloads=True)
+        page.goto(server)
+        page.get_by_text("Press Step").wait_for(timeout=180_000)
+        page.locator(IDLE).wait_for(timeout=60_000)
+        box = page.get_by_placeholder("mat and then slept")  # the sidebar's "Your draft"
+        box.click()
+        box.type("mat")
+        page.keyboard.press("ArrowLeft")  # the cursor moves: no Back
+        page.keyboard.press("PageDown")  # and no Step
+        page.wait_for_timeout(1500)
+        page.locator(IDLE).wait_for(timeout=60_000)
+        assert page.get_by_text("Press Step").count() == 1 and page.get_by_text("Step 1:").count() == 0
+        page.get_by_text("Presentation view").first.click()  # the focus on a toggle: the keys still step
+        page.locator(IDLE).wait_for(timeout=60_000)
+        page.keyboard.press("ArrowRight")
+        page.get_by_text("Step 1:").first.wait_for(timeout=180_000)
+        page.locator(IDLE).wait_for(timeout=60_000)
+        page.keyboard.press("PageDown")
+        page.get_by_text("Step 2:").first.wait_for(timeout=120_000)
+        page.locator(IDLE).wait_for(timeout=60_000)
+        page.keyboard.press("ArrowLeft")
+        page.get_by_text("Step 2:").first.wait_for(state="detached", timeout=60_000)
+        page.locator(IDLE).wait_for(timeout=60_000)
+        assert page.get_by_text("Step 1:").count() >= 1
+        page.keyboard.press("PageUp")
+        page.get_by_text("Press Step").wait_for(timeout=60_000)  # back before the first step
+        page.locator(IDLE).wait_for(timeout=60_000)
+        assert page.locator('[data-testid="stException"]').count() == 0
+
+        page.keyboard.press("ArrowRight")
+        page.get_by_text("Step 1:").first.wait_for(timeout=120_000)
+        page.locator(IDLE).wait_for(timeout=60_000)
+        page.get_by_text("This step as a 16:9 picture for a slide").click()
+        slide = page.locator('[data-testid="stExpander"]').filter(has_text="16:9").locator(".stPlotlyChart")
+        slide.wait_for(timeout=60_000)
+        page.locator(IDLE).wait_for(timeout=60_000)
+        slide.scroll_into_view_if_needed()
+        slide.hover()
+        with page.expect_download() as saved:
+            slide.locator('[data-title="Download plot as a PNG"]').first.click()
+        png = Path(saved.value.path()).read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", png[16:24]) == (1920, 1080)
+        browser.close()

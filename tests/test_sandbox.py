@@ -3,6 +3,7 @@ chi-square verdicts on table models."""
 
 import dataclasses
 import itertools
+import re
 from fractions import Fraction
 
 import pytest
@@ -11,6 +12,7 @@ from specviz import ConfigError, Decoder, SpecConfig
 from specviz.analysis.lossless import check, first_tokens, reference
 from specviz.analysis.theory import expected_accepted
 from specviz.classroom.sandbox import (
+    CUSTOM,
     PRESETS,
     SandboxCase,
     case_frame,
@@ -24,7 +26,7 @@ from specviz.classroom.sandbox import (
 )
 from tests.helpers import hf_pair, table_pair
 
-ONE, FIVE, NEXT = PRESETS
+ONE, FIVE, NEXT, BOOK = PRESETS
 
 
 def test_notes_are_computed_from_the_table_on_screen():
@@ -225,3 +227,87 @@ def test_expected_accepted_length_of_the_worked_example():
     assert expected_accepted(q, p, "block") == pytest.approx(float(Fraction(11, 9)), abs=1e-15)
     assert expected_accepted(q, p, "one-hot") == pytest.approx(float(Fraction(52, 81)), abs=1e-15)
     assert expected_accepted(q[:1], p[:2], "block") == pytest.approx(2 / 3)  # τ = 1: block is token-wise
+
+
+# --- the Sandbox on a projector (issue 47.2): the context line, a custom table named as such, presentation view ------
+
+
+@pytest.fixture
+def sandbox_page(monkeypatch):
+    """The app on the Sandbox page, models patched to a tiny pair (the sandbox itself uses none)."""
+    from pathlib import Path
+
+    import streamlit as st
+    from streamlit.testing.v1 import AppTest
+
+    import specviz
+    from tests.helpers import tiny_text_pair
+
+    monkeypatch.setattr(specviz, "load_pair", lambda t, d, **k: tiny_text_pair(chat=True))
+    st.cache_resource.clear()
+
+    def open_page(**query: str) -> AppTest:
+        at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=120)
+        at.query_params.update(query)
+        at.run()
+        at.switch_page("pages/sandbox.py").run()
+        assert not at.exception
+        return at
+
+    yield open_page
+    st.cache_resource.clear()
+
+
+def marked(at) -> str:
+    """The marked text's body (after its style sheet)."""
+    return next(h.proto.body for h in at.get("html") if "sv-text" in h.proto.body).split("</style>")[-1]
+
+
+def test_the_textbooks_example_reads_as_the_book_writes_it_with_the_context_before_the_draft(sandbox_page):
+    # by hand: 'mat' q .6 > p .5, r .4 ≤ 5/6: kept; 'and' q .7 ≤ p .8: kept outright; 'then' q .6, p .2: r .7 > 1/3,
+    # rejected; the target's argmax at position 3 is 'purred' (.55); 'slept' (r .3 ≤ .6/.7) is not reached
+    at = sandbox_page()
+    at.selectbox(key="sandbox_preset").set_value(BOOK).run()
+    assert BOOK == "The cat sat on the | mat and then slept"
+    assert at.text_input(key="sandbox_context").value == "The cat sat on the"
+    assert at.success[0].value.startswith("Exercise 'The cat sat on the \\| mat and then slept': **n = 2** of 4")
+    assert "**'purred'** by rule **argmax**" in at.success[0].value
+    body = marked(at)
+    assert body.index('<span class="sv-prompt">The cat sat on the |</span>') < body.index(">mat</span>")
+    shown = re.findall(r'class="sv-(acc|rej|nr|tgt)"[^>]*>([^<]*)<', body.split('class="sv-text')[1])
+    assert shown == [("acc", "mat"), ("acc", "and"), ("rej", "then"), ("nr", "slept"), ("tgt", "purred")]
+    step = sandbox_step(PRESETS[BOOK])
+    assert step.ratio == pytest.approx((0.5 / 0.6, 0.8 / 0.7, 0.2 / 0.6, 0.6 / 0.7))
+    assert step.decision == ("accepted", "accepted", "rejected", "not reached")
+    at.text_input(key="sandbox_context").set_value("").run()  # no context: the draft alone, no bar
+    assert 'sv-prompt"></span>' in marked(at) and "|" not in marked(at).split(">mat<")[0]
+
+
+def test_a_custom_table_from_a_link_is_named_as_such_and_an_exercises_own_table_by_its_name(sandbox_page):
+    edited = '{"words":["cat","dog"],"q":[[0.9,0.1]],"p":[[0.6,0.4],[0.5,0.5]]}'  # q .8 → .9: no longer the exercise
+    at = sandbox_page(sandbox_preset=next(iter(PRESETS)), sandbox_tau="1", sandbox_r0="0.7", sandbox_table=edited)
+    assert at.selectbox(key="sandbox_preset").value == CUSTOM
+    assert at.success[0].value.startswith("Custom table: **n = 0** of 1")  # .6/.9 = .667 < r .7
+    assert not any("Exercise" in s.value for s in at.success)
+    own = '{"words":["cat","dog"],"q":[[0.8,0.2]],"p":[[0.6,0.4],[0.5,0.5]]}'  # the exercise's own table
+    at = sandbox_page(sandbox_preset=next(iter(PRESETS)), sandbox_tau="1", sandbox_r0="0.7", sandbox_table=own)
+    assert at.selectbox(key="sandbox_preset").value == next(iter(PRESETS))
+    assert at.success[0].value.startswith("Exercise 'One token: q = 0.8, p = 0.6, r = 0.7': **n = 1** of 1")
+    at.selectbox(key="sandbox_preset").set_value(CUSTOM).run()  # chosen from the menu: the table on screen, kept
+    assert at.success[0].value.startswith("Custom table: **n = 1** of 1")
+
+
+def test_presentation_view_puts_the_verdict_and_both_charts_first_without_the_sidebar(sandbox_page):
+    at = sandbox_page()
+    at.selectbox(key="sandbox_preset").set_value(BOOK).run()
+    at.toggle(key="sandbox_present").set_value(True).run()
+    assert not at.exception and not at.title  # no title: the room sees the verdict first
+    assert any("stSidebar" in h.proto.body and "display: none" in h.proto.body for h in at.get("html"))
+    import json
+
+    charts = [json.loads(c.proto.spec)["layout"] for c in at.get("plotly_chart")]
+    assert charts[0]["title"]["text"].startswith("Step 1: 2 of 4 draft tokens accepted")  # q against p
+    assert charts[1]["title"]["text"].startswith("p at position 3, the first rejected")  # beside it: the next token
+    assert charts[0]["title"]["font"]["size"] >= 18 and charts[1]["title"]["font"]["size"] >= 18
+    assert marked(at).count('class="sv-num"') == 4  # q, p and r under each draft token
+    assert not at.code  # no share box on the projector

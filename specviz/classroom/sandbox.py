@@ -12,6 +12,7 @@ app show it like any real step.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,6 +27,7 @@ from specviz.core.trace import StepTrace
 from specviz.errors import ConfigError
 
 MAX_TAU = 8
+CUSTOM = "Custom table (your own, or from a link)"  # the menu's name for a table that is no exercise's
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class SandboxCase:
     # samples the next token; () and None: the defaults (`draft_draws`, 0.5)
     u: tuple[float, ...] = ()
     s: float | None = None
+    context: str = ""  # the confirmed text before the draft (an exercise's own; the page lets it be edited)
 
     @property
     def tau(self) -> int:
@@ -106,7 +109,48 @@ PRESETS: dict[str, SandboxCase] = {
         p=((0.8, 0.1, 0.05, 0.05), (0.5, 0.1, 0.3, 0.1), (0.25, 0.25, 0.25, 0.25)),
         r=(0.4, 0.5),
     ),
+    # the textbook's example as the book writes it: "The cat sat on the | mat and then slept". 'mat': q .6 > p .5,
+    # r .4 ≤ p/q ≈ .83, kept; 'and': q .7 ≤ p .8, kept outright; 'then': q .6, p .2, r .7 > p/q = 1/3, rejected, and
+    # the target says 'purred' (argmax of p there); 'slept' would pass its own test (r .3 ≤ 6/7) but is not reached
+    "The cat sat on the | mat and then slept": SandboxCase(
+        words=("mat", "and", "then", "slept", "purred", "rug"),
+        q=(
+            (0.6, 0.025, 0.025, 0.025, 0.025, 0.3),
+            (0.05, 0.7, 0.1, 0.05, 0.05, 0.05),
+            (0.05, 0.025, 0.6, 0.1, 0.2, 0.025),
+            (0.05, 0.05, 0.05, 0.7, 0.1, 0.05),
+        ),
+        p=(
+            (0.5, 0.025, 0.025, 0.025, 0.025, 0.4),
+            (0.025, 0.8, 0.05, 0.05, 0.05, 0.025),
+            (0.05, 0.025, 0.2, 0.15, 0.55, 0.025),
+            (0.05, 0.05, 0.05, 0.6, 0.2, 0.05),
+            (0.1, 0.4, 0.2, 0.1, 0.1, 0.1),
+        ),
+        r=(0.4, 0.9, 0.7, 0.3),
+        context="The cat sat on the",
+    ),
 }
+
+
+def same_table(a: SandboxCase, b: SandboxCase) -> bool:
+    """Whether two cases have the same vocabulary and the same q and p (to 1e-9): the draws may differ."""
+    rows_a, rows_b = [*a.q, *a.p], [*b.q, *b.p]
+    if a.words != b.words or len(rows_a) != len(rows_b):
+        return False
+    return all(
+        len(x) == len(y) and all(math.isclose(u, v, abs_tol=1e-9) for u, v in zip(x, y, strict=True))
+        for x, y in zip(rows_a, rows_b, strict=True)
+    )
+
+
+def table_name(exercise: str, case: SandboxCase) -> str:
+    """What the table on screen is, in words: an exercise by its name (edited, where its table is no longer the
+    exercise's), or a custom table."""
+    if exercise not in PRESETS:
+        return "Custom table"
+    edited = "" if same_table(case, resize(PRESETS[exercise], case.tau)) else ", edited"
+    return f"Exercise '{exercise}'{edited}"
 
 
 def _check_tau(tau: int) -> None:
@@ -132,10 +176,10 @@ def column_sums(frame: pd.DataFrame) -> dict[str, float]:
 
 
 def case_from_frame(
-    frame: pd.DataFrame, r: Sequence[float], u: Sequence[float] = (), s: float | None = None
+    frame: pd.DataFrame, r: Sequence[float], u: Sequence[float] = (), s: float | None = None, context: str = ""
 ) -> SandboxCase:
     """Read an edited table back, checking it; each column is normalised to sum to 1 (column_sums
-    names the ones that did not)."""
+    names the ones that did not). `context`: the text before the draft."""
     words = [str(w).strip() for w in frame["token"].tolist()]
     if len(words) < 2 or any(not w for w in words) or len(set(words)) != len(words):
         raise ConfigError("the vocabulary needs at least two distinct, non-empty tokens")
@@ -155,7 +199,7 @@ def case_from_frame(
     p = tuple(column(f"p{t}") for t in range(1, tau + 2))
     if any(not 0.0 <= x < 1.0 for x in (*r, *u, *([] if s is None else [s]))):
         raise ConfigError("each draw (r, u, s) is a number in [0, 1)")
-    return SandboxCase(tuple(words), q, p, tuple(float(x) for x in r), tuple(float(x) for x in u[:tau]), s)
+    return SandboxCase(tuple(words), q, p, tuple(float(x) for x in r), tuple(float(x) for x in u[:tau]), s, context)
 
 
 def case_to_json(case: SandboxCase) -> str:
@@ -192,8 +236,9 @@ def from_link(values: dict, problems: list[str]) -> tuple[str, SandboxCase, dict
     values the page then shows). What the link does not set comes from the exercise; a table that
     cannot be read is reported in `problems`, and the exercise's own table is used."""
     exercise = values.get("sandbox_preset", next(iter(PRESETS)))
-    case = PRESETS[exercise]
+    case = PRESETS.get(exercise, next(iter(PRESETS.values())))
     tau = values.get("sandbox_tau", case.tau)
+    context = values.get("sandbox_context", case.context)
     if values.get("sandbox_table"):
         try:
             draws = [values.get(k, 0.5) for k in draw_keys(tau)]
@@ -201,12 +246,13 @@ def from_link(values: dict, problems: list[str]) -> tuple[str, SandboxCase, dict
         except ConfigError as exc:
             problems.append(str(exc))
     case = resize(case, tau)
+    if exercise in PRESETS and not same_table(case, resize(PRESETS[exercise], tau)):
+        exercise = CUSTOM  # the link's own table: named as such, not as the exercise it started from
     shown = {**draw_values(case), **{k: v for k, v in values.items() if k in draw_keys(tau)}}
     u = [shown[f"sandbox_u{t}"] for t in range(tau)]
-    case = SandboxCase(
-        case.words, case.q, case.p, tuple(shown[f"sandbox_r{t}"] for t in range(tau)), tuple(u), shown["sandbox_s"]
-    )
-    return exercise, case, {"sandbox_tau": tau, **shown}
+    r = tuple(shown[f"sandbox_r{t}"] for t in range(tau))
+    case = SandboxCase(case.words, case.q, case.p, r, tuple(u), shown["sandbox_s"], context)
+    return exercise, case, {"sandbox_preset": exercise, "sandbox_tau": tau, "sandbox_context": context, **shown}
 
 
 def resize(case: SandboxCase, tau: int) -> SandboxCase:
@@ -216,7 +262,7 @@ def resize(case: SandboxCase, tau: int) -> SandboxCase:
     p = (*(case.p[min(t, case.tau - 1)] for t in range(tau)), case.p[case.tau])
     r = tuple(case.r[t] if t < case.tau else 0.5 for t in range(tau))
     u = tuple(case.draft_draws[t] if t < case.tau else middle_of_mode(q[t]) for t in range(tau))
-    return SandboxCase(case.words, q, p, r, u, case.s)
+    return SandboxCase(case.words, q, p, r, u, case.s, case.context)
 
 
 def draw_r(tau: int, seed: int) -> tuple[float, ...]:

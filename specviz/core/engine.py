@@ -234,6 +234,9 @@ class Decoder:
         (with `broken_draft`, deliberately, on the prefix alone: the same q at every position)."""
         cfg, eos = self.config, self.pair.codec.eos_token_id
         lossless = cfg.mode == "lossless"
+        # a typed draft (specviz.drafts.typed): its tokens are proposed as they are, scored by the draft model's q
+        given = self._draft.typed_draft() if self.pair.draft.capabilities.proposes else None
+        tau = tau if given is None else min(tau, len(given))
         tokens: list[int] = []
         rows: list[torch.Tensor] = []
         feed = self._ids[self._draft.length :]
@@ -241,15 +244,17 @@ class Decoder:
         for t in range(tau):
             if logits is None or not cfg.broken_draft:
                 logits = self._draft.extend(feed, keep=1)[-1]
-            best = int(logits.argmax())  # = argmax of q: warping keeps the order of tokens
+            best = int(logits.argmax()) if given is None else given[t]  # = argmax of q: warping keeps the order
             if logits[best] == float("-inf"):  # the drafter has no proposal: stop drafting
                 break
+            if given is not None and not self._warp(logits)[best] > 0:
+                break  # q(ŷ) = 0 (cut by top-k, top-p or temperature 0): p/q is undefined, the draft stops before it
             if cfg.tau_policy == "confidence" and t and float(self._warp(logits).max()) < cfg.confidence:
                 break  # the draft is unsure at this position: stop early (its q is computed, not used)
             row = logits
             if lossless:
                 row = self._warp(logits)
-                best = sample(row, self._gen)
+                best = sample(row, self._gen) if given is None else best  # a typed token is not drawn from q
             tokens.append(best)
             rows.append(row)
             if best == eos:

@@ -41,7 +41,7 @@ STYLE = """<style>
 .sv-legend span { margin-right: 0.9em; padding: 1px 6px; border-radius: 4px; }
 .sv-rule { font-size: 0.7rem; vertical-align: super; color: #1f5fbf; margin-left: 2px; }
 .sv-fig { display: inline-flex; flex-direction: column; align-items: flex-start; vertical-align: top;
-          line-height: 1.6; margin-bottom: 0.2rem; }
+          line-height: 1.6; margin: 0 0.5em 0.2rem 0; }
 .sv-num { font-family: sans-serif; font-size: 0.75rem; line-height: 1.15; color: #222; white-space: nowrap;
           padding: 0 2px; }
 .sv-own { font-family: sans-serif; font-size: 0.75rem; line-height: 1.15; color: #9a4a00; white-space: nowrap;

@@ -1,0 +1,221 @@
+"""Decode's "Your draft" panel: type the draft as words, see them as tokens, and take the next Step with them on the
+real target (specviz.drafts.typed): p of each typed token, the draft model's q for it, the mode's decisions and the
+target's next token. Widgets and calls; the typed draft itself is specviz.drafts.typed."""
+
+from __future__ import annotations
+
+import contextlib
+
+import streamlit as st
+
+import specviz
+from specviz.classroom.stepper import Stepper
+from specviz.drafts.typed import MAX_CHARS, TypedDraft, typed_from_link, typed_to_link, typed_tokens
+from specviz.viz.plain import plain
+from specviz.viz.render import token_label
+
+WORDS = "decode_typed"  # the text box
+NEXT = "decode_typed_next"  # the words the next Step proposes (a click on "Step with your draft")
+BOOK = "decode_typed_steps"  # step index → (the words typed for it, their tokens), in the run on screen
+LINK = "decode_typed_link"  # a link's typed steps, taken by the steps the link replays
+GUARANTEE = (
+    "A typed token is not drawn from q, so no rule's guarantee holds for it: in lossless mode the output is no longer "
+    "the target's distribution (a typed token is kept with probability min(1, p/q), not p: a token the draft model "
+    "finds unlikely is kept almost surely). Greedy mode still writes the target's own greedy text."
+)
+
+
+# One click from the textbook's setting to what a class should see on the embedded pair (docs/app.md, Decode):
+EXERCISE = {  # the textbook's exercise 1: the sentence as a completion, its draft typed for the next Step
+    "decode_prompt": "The cat sat on the",
+    "decode_chat": False,
+    "decode_mode": "textbook",
+    "decode_temperature": 1.0,
+    "decode_top_k": 0,
+    "decode_top_p": 1.0,
+    "decode_tree": False,
+    "decode_broken": False,
+    WORDS: "mat and then slept",
+}
+# live text that reads well: the bare sentence with lossless sampling at T = 1 wrote junk ('The cat sat on the
+# "Other", opposite. For example the'), and with the chat template a chat model answers it as a question; asked for
+# a story at T = 0.7 it writes one, on each of seeds 0 to 4 (docs/app.md, Decode)
+STORY = {
+    "decode_prompt": "Continue the story: The cat sat on the",
+    "decode_chat": True,
+    "decode_mode": "lossless",
+    "decode_temperature": 0.7,
+    "decode_top_k": 0,
+    "decode_top_p": 1.0,
+    "decode_tree": False,
+    "decode_broken": False,
+}
+
+
+def prompt_presets(disabled: bool) -> None:
+    """Two buttons above the prompt: the textbook's exercise, and the same sentence as a story that reads well."""
+    st.button(
+        "The textbook's exercise",
+        key="decode_exercise_start",
+        icon=":material/menu_book:",
+        on_click=st.session_state.update,
+        args=(EXERCISE,),
+        disabled=disabled,
+        width="stretch",
+        help="'The cat sat on the' as the book writes it: chat off, textbook mode, T = 1, and the draft 'mat and then "
+        'slept\' typed for "Step with your draft"',
+    )
+    st.button(
+        "The cat sat on the…, as a story",
+        key="decode_story_start",
+        icon=":material/auto_stories:",
+        on_click=st.session_state.update,
+        args=(STORY,),
+        disabled=disabled,
+        width="stretch",
+        help="'Continue the story: The cat sat on the': chat on, lossless, temperature 0.7, so the live text reads "
+        "well (the bare sentence at T = 1 writes junk on this small pair)",
+    )
+
+
+def run_pair(pair: specviz.ModelPair | None, config) -> specviz.ModelPair | None:
+    """The pair a Decode run starts with: a chain's draft wrapped so that a step can be given a typed draft (the
+    shared models are not changed; the wrapper is the run's own)."""
+    if pair is None or not isinstance(config, specviz.SpecConfig) or config.tree:
+        return pair
+    if pair.draft.capabilities.runtime == "model-free":
+        return pair
+    return specviz.ModelPair(pair.target, TypedDraft(pair.draft), pair.codec)
+
+
+def context_text(dec: specviz.Decoder) -> str:
+    """The text a typed draft continues: the prompt as encoded, and everything emitted so far."""
+    return dec.prompt_text + dec.pair.codec.decode(list(dec.new_tokens))
+
+
+@contextlib.contextmanager
+def typed_step(dec: specviz.Decoder):
+    """Around one step of `dec`: the typed draft it was asked to propose (a click on "Step with your draft", or a
+    link's typed step), if any, given to the run's draft; the run's record of its typed steps kept up to date."""
+    state = st.session_state
+    index = len(dec.steps)
+    words = state.pop(NEXT, None)
+    if words is None:
+        words = state.get(LINK, {}).pop(index, None)
+    book = state.setdefault(BOOK, {})
+    book.pop(index, None)
+    draft = dec.pair.draft
+    if not words:
+        yield
+        return
+    if not isinstance(draft, TypedDraft):
+        raise specviz.ConfigError(_refusal(dec))
+    tokens = typed_tokens(dec.pair.codec, words, context_text(dec))
+    with draft.proposing(tokens):
+        yield
+    book[index] = (words, len(tokens))
+
+
+def typed_words(step: specviz.StepTrace | None) -> tuple[str, int] | None:
+    """(the words typed for `step` of the live run on screen, how many tokens they made), or None: the draft model
+    proposed it."""
+    return None if step is None else st.session_state.get(BOOK, {}).get(step.index)
+
+
+def link_value(steps: int) -> dict:
+    """What a link carries of the run's typed drafts (the first `steps` steps)."""
+    book = {i: words for i, (words, _) in st.session_state.get(BOOK, {}).items() if i < steps}
+    return {"decode_drafts": typed_to_link(book)} if book else {}
+
+
+def from_link(text: str, problems: list[str]) -> None:
+    """A link's typed drafts, for the steps it replays; what cannot be read is said and left out."""
+    try:
+        st.session_state[LINK] = typed_from_link(text)
+    except specviz.ConfigError as exc:
+        problems.append(str(exc))
+
+
+def _stepper() -> Stepper:
+    return st.session_state.setdefault("decode_stepper", Stepper())  # the page's: every click queued, none lost
+
+
+def _press() -> None:
+    """A click on "Step with your draft": the words for the next step, and a Step queued like any other."""
+    st.session_state[NEXT] = st.session_state.get(WORDS, "")
+    _stepper().press("step")
+
+
+def _refusal(dec: specviz.Decoder) -> str:
+    """Why `dec` cannot take a typed draft (its draft is not wrapped: a token tree, or a drafter with no q)."""
+    if dec.config.tree:
+        return "a typed draft is a chain of tokens: turn the token tree off in the sidebar"
+    return f"{dec.pair.draft.name} has no q to score typed words with: choose a pair with a draft model"
+
+
+def sidebar_panel(off: bool, prompt: str, chat: bool) -> None:
+    """The sidebar's "Your draft": the words, "Step with your draft", and the tokens the words make as they would
+    continue the text of the run on screen."""
+    st.header("Your draft")
+    words = st.text_input(
+        "Words the next Step proposes instead of the draft model's own",
+        key=WORDS,
+        max_chars=MAX_CHARS,
+        placeholder="mat and then slept",
+        disabled=off,
+        help="Type the draft yourself: p is then the target's probability of each typed token and q the draft "
+        "model's; the mode's rule decides. " + GUARANTEE,
+    ).strip()
+    st.button(
+        "Step with your draft",
+        key="decode_typed_step",
+        icon=":material/edit:",
+        on_click=_press,
+        disabled=off or not words,
+        width="stretch",
+    )
+    dec = _stepper().decoder
+    if not words or off:
+        return
+    if dec is None or dec.prompt != prompt or dec.chat != chat:  # no run yet, or another text: tokens with the Step
+        st.caption("A space goes before the words unless the text ends with one. " + GUARANTEE)
+        return
+    try:
+        tokens = typed_tokens(dec.pair.codec, words, context_text(dec))
+    except specviz.ConfigError as exc:
+        st.caption(plain(exc))
+        return
+    shown = " · ".join(f"'{plain(token_label(dec.pair.codec.token_text(t)))}'" for t in tokens)
+    st.caption(f"As tokens after the text on screen: {shown} ({len(tokens)}; at most τ are proposed). {GUARANTEE}")
+
+
+def present_row() -> None:
+    """On a projector (no sidebar), once words are typed: one button that steps with them."""
+    words = st.session_state.get(WORDS, "").strip()
+    if words:
+        st.button(
+            f"Step with your draft: \u201c{plain(words)}\u201d",
+            key="decode_typed_present_step",
+            icon=":material/edit:",
+            on_click=_press,
+            help=GUARANTEE,
+        )
+
+
+def note(step: specviz.StepTrace, tau: int) -> str | None:
+    """Above a typed step's chart: what was proposed, and what the numbers are."""
+    typed = typed_words(step)
+    if typed is None:
+        return None
+    words, count = typed
+    cut = ""
+    if step.tau < count:
+        cut = (
+            f" Only {step.tau} of its {count} tokens were proposed: τ = {tau}, the tokens left, or q = 0 for the next "
+            "one (outside the draft's vocabulary, or cut by top-k, top-p or temperature 0), where p/q has no value."
+        )
+    return (
+        f'**Your draft** "{plain(words)}" (step {step.index + 1}): q is the draft model\'s probability of each typed '
+        "token, p the target's; under a token, the draft's own first choice where it differs. Not drawn from q: in "
+        f"lossless mode the output is then not the target's distribution.{cut}"
+    )
