@@ -46,7 +46,7 @@ def test_step_chart_in_greedy_mode_has_no_r_and_marks_ps_argmax_not_a_chance(run
     assert not any("min(1, p/q)" in t.name or "chance" in t.name for t in fig.data)  # greedy has no chance to accept
     best = _trace(fig, "max p: the target's most likely token")
     assert list(best.y) == [top[0].prob for top in step.p_top]  # p's argmax at each position, its token in the hover
-    assert list(best.customdata) == [token_label(top[0].text) for top in step.p_top]
+    assert list(best.customdata) == [chart_label(top[0].text) for top in step.p_top]
     assert list(best.marker.color) == [DECISION_COLORS[d] for d in step.decision]
     n = step.n_accepted  # accepted exactly where the draft token is the argmax, up to the first mismatch
     assert all(step.p_top[t][0].token == step.draft_tokens[t] for t in range(n))
