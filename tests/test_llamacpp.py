@@ -71,7 +71,7 @@ def test_the_thread_count_and_the_context_are_read_from_the_environment_and_chec
         monkeypatch.setenv(llamacpp.THREADS_ENV, bad)
         with pytest.raises(ModelError, match="whole number of threads, 1 or more"):
             llamacpp.default_threads()
-    monkeypatch.setattr(llamacpp, "LlamaCppModel", lambda path, name, context: context)  # no model loaded
+    monkeypatch.setattr(llamacpp, "LlamaCppModel", lambda path, name, context, slots=0: context)  # no model loaded
     monkeypatch.setattr(embedded, "ensure_f32_gguf", lambda progress=None: None)
     monkeypatch.delenv(llamacpp.CONTEXT_ENV, raising=False)
     assert llamacpp.load_embedded() == 2048  # tokens per session
