@@ -1,6 +1,6 @@
 # make test: create .venv if missing, install everything, lint, run the whole test suite (what CI runs).
 # make test-fast: the inner loop, without the real-model, browser and heavy statistical tests.
-# make llama: the fast runtime (llama.cpp in process, about 3x faster on a CPU); builds llama-cpp-python (~5 min).
+# make llama: the fast runtime (llama.cpp in process, about 3x faster on a CPU); builds llama-cpp-python (~8 min).
 # make run:  start the app.  make bench: the benchmarks (step overhead; engine against HF assisted generation;
 #            many browser sessions on one server; the server's CPU per action; a class of 80 over the websocket).
 # make screenshots: the README's pictures, taken from the running app.
@@ -26,16 +26,19 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml | $(PY)
 
 install: $(STAMP)
 
-# llama-cpp-python, built from source once into .wheels/ with portable flags (the native build
-# segfaults on some of these CPUs) and ggml's own thread pool instead of OpenMP (the app sets
-# OMP_WAIT_POLICY=PASSIVE for torch, which made llama.cpp's two threads slower than one); then
-# installed from there: into .venv for the llama.cpp runtime
+# llama-cpp-python, built from source once into .wheels/ with ggml's CPU variants: one CPU library per x86 level
+# (SSE4.2, AVX2, AVX-512 in five kinds, AMX), the widest this CPU runs loaded at start (specviz.models.llamacpp;
+# no -march=native, which segfaults on some of these CPUs; the variants go beside libggml in the package), and
+# ggml's own thread pool instead of OpenMP (the app sets OMP_WAIT_POLICY=PASSIVE for torch, which made llama.cpp's
+# two threads slower than one); then installed from there: into .venv for the llama.cpp runtime
 # (`make llama`), and with its server into .venv-llama for the remote-target tests (`make server`).
+# About 8 minutes on 2 cores (5 with one portable AVX2 library: the 13 more take 6 CPU-minutes); the stamp's name
+# changes with the flags.
 LLAMA_PIN := llama-cpp-python==0.3.36
 LLAMA_WHEELS := .wheels
-LLAMA_WHEEL_STAMP := $(LLAMA_WHEELS)/.built
-LLAMA_CMAKE := -DGGML_NATIVE=OFF -DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_BF16=OFF \
-	-DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_OPENMP=OFF
+LLAMA_WHEEL_STAMP := $(LLAMA_WHEELS)/.built-cpu-variants
+LLAMA_CMAKE := -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DCMAKE_INSTALL_BINDIR=llama_cpp/lib \
+	-DGGML_OPENMP=OFF
 $(LLAMA_WHEEL_STAMP): | $(PY)
 	CMAKE_ARGS="$(LLAMA_CMAKE)" $(PY) -m pip wheel --quiet --no-cache-dir --no-deps -w $(LLAMA_WHEELS) "$(LLAMA_PIN)"
 	touch $@
@@ -85,6 +88,7 @@ bench: llama server
 	$(PY) -m benchmarks.class_memory
 	$(PY) -m benchmarks.verdicts_under_load --students 20
 	$(PY) -m benchmarks.runtime
+	$(PY) -m benchmarks.floor
 	$(PY) -m benchmarks.runtime_tasks
 	$(PY) -m benchmarks.calibration
 	$(PY) -m benchmarks.gguf_drafts

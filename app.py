@@ -10,16 +10,19 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import streamlit as st
 import torch
 
-from pages import _reruns
+from pages import _downloads, _reruns
 from pages._shell import mode_line, prepare_session, runtime_picker
 
 # One thread per model operation: with passive waiting, a second thread's wake-ups cost more than it
 # saves on this model's small products (a Step: 0.22 CPU-s and 0.18 s with two threads, 0.15 and 0.15 s
 # with one, measured 2026-11-23 on a 2-core AMD EPYC), and the other core serves the other sessions' pages.
+# The models loaded after this line keep this count for every pass, from any session's thread: the same
+# sums, so the same trace, whichever thread steps a run (specviz.models.threads).
 torch.set_num_threads(int(os.environ.get("SPECVIZ_TORCH_THREADS", "1")))
 
 st.set_page_config(page_title="specviz", page_icon=":material/compare_arrows:", layout="wide")
 _reruns.install()  # a click in the Decode page's fragment while its script runs: taken, never merged into another
+_downloads.install()  # a download's file waits a minute for its fetch, however busy the server
 
 prepare_session()  # the link's settings on a first run; every page's settings kept across pages
 

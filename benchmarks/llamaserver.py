@@ -41,10 +41,11 @@ def llama_server(model: Path | None = None, n_ctx: int = 2048, timeout: float = 
     `model`: a GGUF file, by default the embedded one; a float32 file gets a float32 KV cache."""
     from specviz.models import embedded
 
-    model = model or embedded.gguf_path()
+    model = (model or embedded.gguf_path()).resolve()
     port = free_port()
+    python = server_python()
     cmd = [
-        str(server_python()),
+        str(python),
         "-m",
         "llama_cpp.server",
         "--model",
@@ -63,7 +64,9 @@ def llama_server(model: Path | None = None, n_ctx: int = 2048, timeout: float = 
     if _is_f32(model):
         cmd += ["--type_k", str(GGML_F32), "--type_v", str(GGML_F32)]
     log = open(os.devnull, "wb")  # noqa: SIM115
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    # run from the package's library folder: ggml looks for its CPU variants (`make server` builds one library per
+    # x86 level) beside the executable and in the working directory only
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=_library_folder(python))
     try:
         deadline = time.time() + timeout
         while True:
@@ -84,6 +87,14 @@ def llama_server(model: Path | None = None, n_ctx: int = 2048, timeout: float = 
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+def _library_folder(python: Path) -> str | None:
+    """llama_cpp/lib of the server's interpreter (None: where it cannot say)."""
+    ask = "import importlib.util as u, os; print(os.path.dirname(u.find_spec('llama_cpp').origin))"
+    done = subprocess.run([str(python), "-c", ask], capture_output=True, text=True, timeout=60)
+    folder = Path(done.stdout.strip()) / "lib"
+    return str(folder) if done.returncode == 0 and folder.is_dir() else None
 
 
 def _is_f32(model: Path) -> bool:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from specviz.core.config import VERIFICATIONS, Mode, Verification
-from specviz.core.sampling import residual, sample_at
+from specviz.core.sampling import residual, sample_at, total
 from specviz.core.trace import NextRule
 
 __all__ = [
@@ -72,7 +72,7 @@ def block_numbers(draft: Sequence[int], q: torch.Tensor, p: torch.Tensor) -> Blo
         weight = min(1.0, weight * float(p[i, y]) / float(q[i, y])) if float(q[i, y]) > 0 else 1.0
         w.append(weight)
         if i < k - 1:
-            mass = float((weight * p[i + 1] - q[i + 1]).clamp(min=0.0).sum())
+            mass = float(total((weight * p[i + 1] - q[i + 1]).clamp(min=0.0)))
             denominator = mass + (1.0 - weight)  # in this order (docs/algorithm.md)
             h.append(mass / denominator if denominator > 0 else 1.0)
         else:

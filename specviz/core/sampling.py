@@ -8,6 +8,16 @@ from __future__ import annotations
 
 import torch
 
+from specviz.models import threads
+
+
+def total(x: torch.Tensor, keepdim: bool = False) -> torch.Tensor:
+    """Σ over the last dimension, summed in the same order whatever the calling thread's torch count: torch splits
+    a sum of more than 32,768 numbers (a vocabulary's) over the thread's threads, and each split rounds otherwise
+    (β and the residual moved in their last bits between one and two threads). One thread, as the app sums."""
+    with threads.pinned(1):
+        return x.sum(-1, keepdim=keepdim)
+
 
 def logits_to_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
     """Temperature, then top-k, then top-p, then softmax; temperature 0 gives a one-hot argmax."""
@@ -31,7 +41,7 @@ def _nucleus(probs: torch.Tensor, top_p: float) -> torch.Tensor:
     drop_sorted = mass_before >= top_p
     drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
     kept = probs.masked_fill(drop, 0.0)
-    return kept / kept.sum(-1, keepdim=True)
+    return kept / total(kept, keepdim=True)
 
 
 def one_hot(index: torch.Tensor, size: int) -> torch.Tensor:
@@ -53,10 +63,10 @@ def sample_at(probs: torch.Tensor, u: float | torch.Tensor) -> int:
 def residual(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     """norm(max(0, p − q)); falls back to p where p == q leaves no mass (then no rejection occurs)."""
     diff = (p - q).clamp(min=0.0)
-    total = diff.sum(-1, keepdim=True)
-    return torch.where(total > 0, diff / total.clamp(min=1e-300), p)
+    mass = total(diff, keepdim=True)
+    return torch.where(mass > 0, diff / mass.clamp(min=1e-300), p)
 
 
 def overlap(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     """β = Σ_y min(p(y), q(y)) = 1 − TV(p, q), per row."""
-    return torch.minimum(p, q).sum(-1)
+    return total(torch.minimum(p, q))

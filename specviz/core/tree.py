@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import torch
 
 from specviz.core.config import Mode, SpecConfig
-from specviz.core.sampling import residual, sample
+from specviz.core.sampling import residual, sample, total
 from specviz.core.trace import NextRule, NodeDecision, TokenProb
 
 Warp = Callable[[torch.Tensor], torch.Tensor]
@@ -139,12 +139,13 @@ def _children(tree: DraftTree, node: int, topk: int, shape: set, gen: torch.Gene
     wanted = max((path[-1] for path in shape if path[:-1] == prefix), default=0)
     left, out = dist.clone(), []
     for rank in range(1, wanted + 1):  # without replacement, in drawing order
-        if left.sum() <= 0:
+        if total(left) <= 0:
             break
         token = sample(left, gen)
         out.append(tree.add(node, token, float(dist[token]), rank))
         left[token] = 0.0
-        left = left / left.sum() if left.sum() > 0 else left
+        mass = total(left)
+        left = left / mass if mass > 0 else left
     return out
 
 
@@ -248,7 +249,8 @@ def walk(
                 p_now = residual(p_now, q_now)
                 q_now = q_now.clone()
                 q_now[x] = 0.0
-                q_now = q_now / q_now.sum() if q_now.sum() > 0 else q_now
+                mass = total(q_now)
+                q_now = q_now / mass if mass > 0 else q_now
                 residuals[kid] = (p_now, q_now)
         if taken is None:  # every kept child rejected
             if mode == "lossless":

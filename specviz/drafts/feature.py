@@ -27,6 +27,7 @@ from torch import nn
 from specviz.drafts.files import TENSORS_FILE, DraftFileError, DraftSpec, write_spec
 from specviz.drafts.lean import LeanFeatureDraft
 from specviz.drafts.subset import SubsetHead, layer_subset
+from specviz.models import threads as torch_threads
 from specviz.models.lm import Capabilities, FeatureSession, HFSession, SessionStats, gather_cache
 
 KIND = "feature"
@@ -86,12 +87,20 @@ class FeatureDraft(nn.Module):
 class FeatureDraftModel:
     """The draft behind the protocol. Its sessions need the target's session: `new_session(target)`."""
 
-    capabilities = Capabilities(reads_target=True, can_target=False)
-
-    def __init__(self, draft: FeatureDraft, name: str, max_length: int | None = None, lean: bool = False) -> None:
+    def __init__(
+        self,
+        draft: FeatureDraft,
+        name: str,
+        max_length: int | None = None,
+        lean: bool = False,
+        threads: int | None = None,
+    ) -> None:
         """`lean`: run the draft with specviz.drafts.lean (the same function, less overhead per
-        token); otherwise through its transformers modules (the reference)."""
+        token); otherwise through its transformers modules (the reference). `threads`: the torch threads of
+        every pass, from whatever thread (default: the count of the thread that makes it; specviz.models.threads)."""
         self.draft = draft.eval()
+        self.threads = threads or torch_threads.current()
+        self.capabilities = Capabilities(reads_target=True, can_target=False, threads=self.threads)
         self.name = name
         self.vocab_size = draft.full_vocab_size
         self.max_length = max_length
@@ -112,6 +121,7 @@ class FeatureDraftSession(SessionStats):
     def __init__(self, owner: FeatureDraftModel, target: HFSession) -> None:
         super().__init__()
         self._draft = owner.forward
+        self._threads = owner.threads
         self._dtype = owner.draft.fc.weight.dtype
         self._target = target
         target.record_features()
@@ -138,7 +148,7 @@ class FeatureDraftSession(SessionStats):
             self._crop(redo)
         outputs: list[torch.Tensor] = []
         i = 0
-        with torch.inference_mode():
+        with torch.inference_mode(), torch_threads.pinned(self._threads):
             while i < len(ids):
                 pos = len(self._tokens)
                 known = self._known()
@@ -171,7 +181,7 @@ class FeatureDraftSession(SessionStats):
         new, allowed = self._tree_layout(parents)
         known = self._known()
         g_new: list[torch.Tensor] = []
-        with torch.inference_mode():
+        with torch.inference_mode(), torch_threads.pinned(self._threads):
             prev = []
             for parent in parents:
                 if parent >= self.length:  # a node of this same call: its g is not computed yet

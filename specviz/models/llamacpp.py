@@ -35,11 +35,12 @@ from specviz.models.llamapool import BATCH, PooledSession, RecordingSession, Slo
 from specviz.models.lm import Capabilities
 
 RUNTIME = "llama.cpp"
-INSTALL_HINT = "run `make llama` (builds llama-cpp-python 0.3.36 into .venv, about 5 minutes) and restart the app"
+INSTALL_HINT = "run `make llama` (builds llama-cpp-python 0.3.36 into .venv, about 8 minutes) and restart the app"
 DEFAULT_CONTEXT = 2048  # tokens a session holds; its float32 KV cache: 46 KB per token for the embedded model
 # sequence 0 (the text), one per tree node, and one per pending token verified with the tree
 MAX_SEQUENCES = 1 + MAX_TREE_NODES + 1
 THREADS_ENV = "SPECVIZ_LLAMA_THREADS"
+CPU_ENV = "SPECVIZ_LLAMA_CPU"  # one of ggml's CPU variants by name (haswell, zen4, …) instead of the best for this CPU
 CONTEXT_ENV = "SPECVIZ_LLAMA_CONTEXT"  # tokens per session; each session allocates its whole KV cache at once
 SLOTS_ENV = "SPECVIZ_LLAMA_SLOTS"  # chain runs whose passes share decodes (specviz.models.llamapool); 0: none
 SLOT_TOKENS_ENV = "SPECVIZ_LLAMA_SLOT_TOKENS"  # tokens each of them holds
@@ -67,9 +68,70 @@ def backend():
             _log_callback = llama_cpp.llama_log_callback(lambda _level, _text, _data: None)
             llama_cpp.llama_log_set(_log_callback, ctypes.c_void_p(0))
         if not _initialised:
+            _load_cpu_backend(Path(llama_cpp.__file__).parent / "lib")
             llama_cpp.llama_backend_init()
             _initialised = True
     return llama_cpp
+
+
+def _load_cpu_backend(lib: Path) -> None:
+    """ggml's CPU backend, where the build made one library per x86 level (`make llama`: GGML_BACKEND_DL with
+    GGML_CPU_ALL_VARIANTS, libggml-cpu-haswell.so … libggml-cpu-sapphirerapids.so): the one with the widest
+    vectors this CPU has, chosen by each library's own check of the CPU (or $SPECVIZ_LLAMA_CPU's), loaded from
+    the package's own folder (ggml itself looks only beside the Python executable and in the working directory).
+    A build with its CPU backend linked in (no variants) has it registered already: nothing to do."""
+    ggml = _loaded_ggml(lib)
+    if ggml is None:
+        return
+    ggml.ggml_backend_reg_count.restype = ctypes.c_size_t
+    if ggml.ggml_backend_reg_count():
+        return
+    variant = os.environ.get(CPU_ENV, "").strip()
+    if variant:
+        chosen = lib / f"libggml-cpu-{variant}.so"
+        names = ", ".join(cpu_variants(lib)) or "none"
+        if not chosen.exists():
+            raise ModelError(f"{CPU_ENV}={variant!r}: no such CPU variant in this build (it has: {names})")
+        ggml.ggml_backend_load.restype = ctypes.c_void_p
+        ggml.ggml_backend_load.argtypes = [ctypes.c_char_p]
+        if not ggml.ggml_backend_load(str(chosen).encode()):
+            raise ModelError(f"{CPU_ENV}={variant!r}: this CPU cannot run that variant (the build has: {names})")
+        return
+    ggml.ggml_backend_load_all_from_path.argtypes = [ctypes.c_char_p]
+    ggml.ggml_backend_load_all_from_path(str(lib).encode())
+
+
+def _loaded_ggml(lib: Path) -> ctypes.CDLL | None:
+    """The libggml that llama.cpp's library has loaded, found by its SONAME (libggml.so.0): the wheel holds the
+    library under three names as three files, and opening another of them would load a second copy, with a backend
+    registry of its own that llama.cpp never sees."""
+    for path in sorted(lib.glob("libggml.so.*"), key=lambda found: len(found.name)):
+        try:
+            return ctypes.CDLL(path.name, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+        except OSError:  # not loaded under this name
+            continue
+    return None
+
+
+def cpu_variants(lib: Path | None = None) -> list[str]:
+    """The names of the CPU variants the installed llama.cpp build has (none: one CPU backend linked in)."""
+    if lib is None:
+        spec = importlib.util.find_spec("llama_cpp")
+        if spec is None or spec.origin is None:
+            return []
+        lib = Path(spec.origin).parent / "lib"
+    return sorted(path.name[len("libggml-cpu-") : -len(".so")] for path in lib.glob("libggml-cpu-*.so"))
+
+
+def cpu_variant() -> str | None:
+    """The CPU variant this process runs llama.cpp on (the library it loaded), None before it is loaded or where
+    the build has none."""
+    maps = Path("/proc/self/maps")  # Linux: the libraries mapped into this process
+    for line in maps.read_text().splitlines() if maps.exists() else []:
+        name = line.rsplit("/", 1)[-1]
+        if name.startswith("libggml-cpu-") and name.endswith(".so"):
+            return name[len("libggml-cpu-") : -len(".so")]
+    return None
 
 
 class LlamaCppModel:

@@ -22,6 +22,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import torch
 
+from specviz.models import threads as torch_threads
+
 NO_PROPOSAL = float("-inf")
 
 
@@ -75,13 +77,16 @@ class Capabilities:
     read this, never an attribute they probe for."""
 
     runtime: str = "torch"  # what runs it: torch, torch-kernels, llama.cpp, "vllm server", table, …
-    threads: int | None = None  # the threads it runs on, where it sets them itself (llama.cpp)
+    threads: int | None = None  # the threads it runs on: its own (llama.cpp's contexts; torch's, pinned at each pass)
     top_k: int | None = None  # it returns only its top-k probabilities (a served target); None: all of p
     trees: bool = True  # it scores a token tree in one pass (its sessions are TreeSessions)
     splits_drafts: bool = False  # it may take only a prefix of a draft (its sessions' scorable_draft)
     reads_target: bool = False  # a draft whose sessions read the target's session (new_session(target))
     can_target: bool = True  # it can be a target on its own (a pair's roles can be swapped to it)
     sized_sessions: bool = False  # new_session(tokens=n) allocates a session's memory for n tokens only
+    # its sessions may hand the engine a draft to propose instead of q's choice (`typed_draft()`: a person's typed
+    # draft, specviz.drafts.typed); q is still the model's own distribution
+    proposes: bool = False
 
 
 @runtime_checkable
@@ -178,11 +183,17 @@ class SessionStats:
 
 
 class HFModel:
-    """A transformers causal LM behind the protocol; each session owns a `DynamicCache`."""
+    """A transformers causal LM behind the protocol; each session owns a `DynamicCache`. Every forward pass runs
+    on `threads` torch threads (default: the count of the thread that makes it), from whatever thread it is
+    called: the same bits everywhere (specviz.models.threads)."""
 
-    def __init__(self, model: torch.nn.Module, name: str = "", runtime: str = "torch") -> None:
+    def __init__(
+        self, model: torch.nn.Module, name: str = "", runtime: str = "torch", threads: int | None = None
+    ) -> None:
         self.model = model.eval()
-        self.capabilities = Capabilities(runtime=runtime)  # "torch-kernels": its Linear modules on chosen kernels
+        self.threads = threads or torch_threads.current()
+        # runtime "torch-kernels": its Linear modules on chosen kernels
+        self.capabilities = Capabilities(runtime=runtime, threads=self.threads)
         self.name = name or getattr(model.config, "name_or_path", "") or type(model).__name__
         head = model.get_output_embeddings()  # a restricted head reports the full width it fills
         self.vocab_size = int(getattr(head, "full_vocab_size", 0) or head.weight.shape[0])
@@ -203,6 +214,7 @@ class HFSession(SessionStats):
         super().__init__()
         self._model = owner.model
         self._device = owner.device
+        self._threads = owner.threads
         self._cache = DynamicCache(config=owner.model.config)
         self._features: torch.Tensor | None = None  # final hidden states, when a draft reads them
 
@@ -237,7 +249,7 @@ class HFSession(SessionStats):
         start = time.perf_counter()
         input_ids = torch.tensor([list(ids)], dtype=torch.long, device=self._device)
         shape = shape or {}
-        with torch.inference_mode():
+        with torch.inference_mode(), torch_threads.pinned(self._threads):
             if self._features is None:
                 out = self._model(
                     input_ids=input_ids, past_key_values=self._cache, use_cache=True, logits_to_keep=keep, **shape

@@ -1,0 +1,46 @@
+"""Every torch forward pass on its model's own thread count, whatever thread runs it.
+
+The bits of a float32 product depend on how many threads compute it: MKL splits a product's sums over its
+threads (torch 2.13's MKL 2024.2 on a 2-core AMD EPYC: a product of 5 or 6 rows of the embedded model's shapes
+rounds differently on 1 and 2 threads, by ~1e-6), and on an Intel Xeon it picks another kernel by the count.
+
+The count is per thread. `torch.set_num_threads(n)` sets the calling thread's OpenMP count (the team of every
+`at::parallel_for` and oneDNN kernel the thread starts) and MKL's count for that thread
+(`mkl_set_num_threads_local`), and stores n as the count any other thread takes at its first parallel
+operation (`at::init_num_threads`). Until then a new thread's products run on MKL's own default: every core.
+So a Streamlit script thread, a class server's turn or a test's thread computed with whichever count it
+happened to have (a fragment's rerun, in a thread of its own, ran the feature draft's first product on every
+core after app.py had set one), and a run's numbers depended on where it ran.
+
+A model fixes its count when it is made (`threads=`, else the count of the thread that makes it), and its
+every forward pass runs `pinned` to that count: the same bits from any thread, whatever count the process
+or the thread was set to since, beside any other run. llama.cpp's threads are its contexts' own
+(specviz.models.llamacpp), and its sums do not depend on their number.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import torch
+
+
+def current() -> int:
+    """This thread's torch count; a thread that has not computed yet takes the process's count here, as its
+    first parallel operation would (so that MKL's count for the thread is set, not MKL's default)."""
+    return torch.get_num_threads()
+
+
+@contextlib.contextmanager
+def pinned(threads: int) -> Iterator[None]:
+    """Within: this thread computes on `threads` threads (torch's OpenMP count and MKL's count for the thread);
+    after: on its own count again. Setting a count costs ~0.1 µs, and nothing when it is already the count."""
+    own = current()
+    if own != threads:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        if own != threads:
+            torch.set_num_threads(own)
