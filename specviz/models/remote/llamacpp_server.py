@@ -8,6 +8,7 @@ from typing import Any
 
 from specviz.models.remote.engine import Engine, Row
 from specviz.models.remote.errors import RemoteProtocolError, RemoteTokenizerError
+from specviz.models.remote.http import Check
 from specviz.models.remote.spec import RemoteSpec
 
 MAX_PROBES = 4  # extra requests to tell which of the ids that share a text is most likely
@@ -23,8 +24,8 @@ class LlamaCpp(Engine):
     It drops a leading BOS token and lines the rows up correctly only then (0.3.x): a prompt that does
     not start with the model's BOS is refused (for SmolLM2 the chat template's <|im_start|> is BOS)."""
 
-    def __init__(self, spec: RemoteSpec, codec: Any) -> None:
-        super().__init__(spec, codec)
+    def __init__(self, spec: RemoteSpec, codec: Any, check: Check | None = None) -> None:
+        super().__init__(spec, codec, check)
         tokenizer = codec.tokenizer
         by_text: dict[str, list[int]] = {}
         special = set(getattr(tokenizer, "all_special_ids", ()))
