@@ -20,9 +20,10 @@ from streamlit.runtime.media_file_storage import MediaFileKind
 
 KEEP_S = 60.0  # seconds a download waits for its fetch after no session refers to it
 clock = time.monotonic
+STREAMLIT_METADATA = media_file_manager.MediaFileMetadata  # Streamlit's own, as it was before install()
 
 
-class KeptMetadata(media_file_manager.MediaFileMetadata):
+class KeptMetadata(STREAMLIT_METADATA):
     """Streamlit's record of a stored file, whose "marked for delete" comes true KEEP_S after it was marked."""
 
     def __init__(self, kind: MediaFileKind = MediaFileKind.MEDIA) -> None:

@@ -21,8 +21,9 @@ class Clock:
 
 @pytest.fixture
 def clock(monkeypatch) -> Clock:
-    """Streamlit's class as it was (install() replaces it for the rest of the test only), and a clock to move."""
-    monkeypatch.setattr(media_file_manager, "MediaFileMetadata", media_file_manager.MediaFileMetadata)
+    """Streamlit's own class (an earlier test's app may have installed ours for the process; install() here replaces
+    it for the rest of the test only), and a clock to move."""
+    monkeypatch.setattr(media_file_manager, "MediaFileMetadata", _downloads.STREAMLIT_METADATA)
     fake = Clock()
     monkeypatch.setattr(_downloads, "clock", fake)
     return fake
