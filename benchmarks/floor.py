@@ -51,19 +51,11 @@ def weights_read_ms(model, repeats: int) -> float:
 
 
 def alone_tokens_per_s(pair) -> float:
-    """The target alone on `pair`'s runtime (specviz.analysis.measure.TargetAlone, greedy), every prompt, tokens per
-    second (wall clock of its steps)."""
+    """The target alone on `pair`'s runtime (greedy), every prompt, tokens per second (benchmarks.runtime's count)."""
     import specviz
-    from specviz.analysis.measure import TargetAlone
+    from benchmarks import runtime
 
-    config = specviz.SpecConfig(mode="greedy", max_new_tokens=MAX_NEW)
-    seconds, tokens = 0.0, 0
-    for prompt in PROMPTS:
-        alone = TargetAlone(pair, prompt, config)
-        while not alone.done:
-            alone.step()
-        seconds, tokens = seconds + alone.seconds, tokens + len(alone.tokens)
-    return tokens / seconds
+    return runtime.alone_tokens_per_s(pair, PROMPTS, specviz.SpecConfig(mode="greedy", max_new_tokens=MAX_NEW))
 
 
 def generate_tokens_per_s(pair) -> float:

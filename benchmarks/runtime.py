@@ -44,7 +44,7 @@ CANDIDATES = {  # name: (runtime, threads)
 MAX_NEW = 48
 
 
-def _alone_tokens_per_s(pair, prompts, config) -> float:
+def alone_tokens_per_s(pair, prompts, config) -> float:
     from specviz.analysis.measure import TargetAlone
 
     seconds, tokens = 0.0, 0
@@ -90,7 +90,7 @@ def measure(runtime: str, repeats: int, taus: tuple[int, ...]) -> dict:
     draft_ms, drafted = 0.0, 0
     for mode in ("greedy", "textbook"):
         base = specviz.SpecConfig(mode=mode, temperature=1.0, max_new_tokens=MAX_NEW)
-        alone = _alone_tokens_per_s(pair, PROMPTS, base)
+        alone = alone_tokens_per_s(pair, PROMPTS, base)
         speedups = {}
         for tau in taus:
             rate, ms, n = _spec(
@@ -110,7 +110,7 @@ def measure(runtime: str, repeats: int, taus: tuple[int, ...]) -> dict:
     out["prompt_lookup"] = {}  # each input-grounded race prompt at its own τ
     for race in (r for r in RACES if r.draft == "prompt-lookup"):
         greedy = specviz.SpecConfig(mode="greedy", tau=race.tau, max_new_tokens=MAX_NEW)
-        alone = _alone_tokens_per_s(lookup, [race.prompt], greedy)
+        alone = alone_tokens_per_s(lookup, [race.prompt], greedy)
         out["prompt_lookup"][race.label] = round(_spec(lookup, [race.prompt], greedy)[0] / alone, 3)
     if runtime != "torch":
         reference = specviz.load_pair("embedded", "embedded", runtime="torch")
