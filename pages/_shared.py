@@ -8,20 +8,18 @@ from pathlib import Path
 import streamlit as st
 
 import specviz
-from pages import _own_models as own_models
 from pages._compute import (  # noqa: F401 (re-exported for the pages)
     COMPUTE_ENV,
-    cached_pair,
     compute_turn,
     heavy_job,
     heavy_turn,
     in_turns,
     pacer,
-    pair_cache,
 )
+from pages._pairs import cached_pair, pair_cache  # noqa: F401 (re-exported for the pages)
 from specviz import policy
 from specviz.classroom import links, settings
-from specviz.classroom.settings import CUSTOM, MODE_HELP, ON_THIS_COMPUTER, RULE_HELP
+from specviz.classroom.settings import MODE_HELP, RULE_HELP
 from specviz.core.config import VERIFICATIONS
 from specviz.loading import AUTO, check_allowed, resolve_runtime
 from specviz.models import embedded, hub
@@ -72,30 +70,7 @@ def codec_for(target: str):
 LIMITS = settings.allowed()
 PROMPT_CHARS = settings.prompt_chars()  # class mode: the longest prompt a student may type
 UPLOAD_MB = max(1, -(-(policy.current().upload_bytes if policy.current().on else policy.UPLOAD_BYTES) // 1_000_000))
-PRESETS = {p.label: p for p in specviz.PRESETS}
-
-
-def model_picker(prefix: str, disabled: bool = False) -> tuple[str, str]:
-    """Preset pairs, or free text for a hub id, a local folder or a served target: (target, draft)."""
-    label = st.selectbox("Pair", [*PRESETS, ON_THIS_COMPUTER, CUSTOM], key=f"{prefix}_preset", disabled=disabled)
-    if label == ON_THIS_COMPUTER:
-        return own_models.picker(prefix, disabled)
-    if label == CUSTOM:
-        target = st.text_input(
-            "Target (p)",
-            key=f"{prefix}_target",
-            disabled=disabled,
-            help="embedded, a hub id, a local folder, a GGUF file (path.gguf, ollama:NAME:TAG, hf:ORG/REPO:Q4_K_M), "
-            "or a serving engine: vllm:http://host:8000/v1#MODEL, sglang:http://host:30000, llamacpp:http://host:8080/v1",
-        )
-        hint = (
-            "also: self, prompt-lookup, early-exit:K, a folder made by scripts/train_draft.py, a GGUF file of the "
-            "target's vocabulary, or embedded:Q8_0 / Q4_0 / Q3_K_M / Q2_K (the embedded target quantized here)"
-        )
-        draft = st.text_input("Draft (q)", key=f"{prefix}_draft", help=hint, disabled=disabled)
-        return target, draft
-    st.caption(PRESETS[label].description)
-    return PRESETS[label].target, PRESETS[label].draft
+from pages._picker import PRESETS, model_picker  # noqa: E402,F401 (re-exported for the pages)
 
 
 def sampling_widgets(prefix: str, disabled: bool = False) -> dict:

@@ -4,6 +4,7 @@ import streamlit as st
 
 import specviz
 from pages import _snapshot as snapshots
+from pages import _sweep_drafts as sweep_drafts
 from pages import _sweep_extras as extras
 from pages import _sweep_view as view
 from pages._present import COMPACT_CSS, presentation_toggle
@@ -122,7 +123,7 @@ if not present:
     extras.verify_timing_panel(pair, prompts, high, settings.chat)
     extras.chain_tree_panel(pair, prompts, max_new, settings.chat)
     extras.rules_panel(pair, prompts, (low, high), max_new, settings.chat, sampling)
-    extras.drafts_panel(pair, target, settings)
+    sweep_drafts.drafts_panel(pair, target, settings)
 
 result = sweep.result()
 if not result.runs:
