@@ -9,8 +9,10 @@ import contextlib
 import streamlit as st
 
 import specviz
+from specviz.classroom.settings import TYPED_EXERCISE as EXERCISE
+from specviz.classroom.settings import TYPED_STORY as STORY
 from specviz.classroom.stepper import Stepper
-from specviz.drafts.typed import MAX_CHARS, TypedDraft, typed_from_link, typed_to_link, typed_tokens
+from specviz.drafts.typed import GUARANTEE, MAX_CHARS, TypedDraft, typed_from_link, typed_to_link, typed_tokens
 from specviz.viz.plain import plain
 from specviz.viz.render import token_label
 
@@ -18,38 +20,6 @@ WORDS = "decode_typed"  # the text box
 NEXT = "decode_typed_next"  # the words the next Step proposes (a click on "Step with your draft")
 BOOK = "decode_typed_steps"  # step index → (the words typed for it, their tokens), in the run on screen
 LINK = "decode_typed_link"  # a link's typed steps, taken by the steps the link replays
-GUARANTEE = (
-    "A typed token is not drawn from q, so no rule's guarantee holds for it: in lossless mode the output is no longer "
-    "the target's distribution (a typed token is kept with probability min(1, p/q), not p: a token the draft model "
-    "finds unlikely is kept almost surely). Greedy mode still writes the target's own greedy text."
-)
-
-
-# One click from the textbook's setting to what a class should see on the embedded pair (docs/app.md, Decode):
-EXERCISE = {  # the textbook's exercise 1: the sentence as a completion, its draft typed for the next Step
-    "decode_prompt": "The cat sat on the",
-    "decode_chat": False,
-    "decode_mode": "textbook",
-    "decode_temperature": 1.0,
-    "decode_top_k": 0,
-    "decode_top_p": 1.0,
-    "decode_tree": False,
-    "decode_broken": False,
-    WORDS: "mat and then slept",
-}
-# live text that reads well: the bare sentence with lossless sampling at T = 1 wrote junk ('The cat sat on the
-# "Other", opposite. For example the'), and with the chat template a chat model answers it as a question; asked for
-# a story at T = 0.7 it writes one, on each of seeds 0 to 4 (docs/app.md, Decode)
-STORY = {
-    "decode_prompt": "Continue the story: The cat sat on the",
-    "decode_chat": True,
-    "decode_mode": "lossless",
-    "decode_temperature": 0.7,
-    "decode_top_k": 0,
-    "decode_top_p": 1.0,
-    "decode_tree": False,
-    "decode_broken": False,
-}
 
 
 def prompt_presets(disabled: bool) -> None:

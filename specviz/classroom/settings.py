@@ -283,3 +283,30 @@ def linkable() -> dict[str, Any]:
 def for_link(prefix: str, values: dict[str, Any]) -> dict[str, Any]:
     """The values of page `prefix` that go into its link."""
     return {k: v for k, v in values.items() if k.startswith(f"{prefix}_") and k in SETTINGS and SETTINGS[k].link}
+
+
+# One click from the textbook's setting to what a class should see on the embedded pair (docs/app.md, Decode):
+TYPED_EXERCISE = {  # the textbook's exercise 1: the sentence as a completion, its draft typed for the next Step
+    "decode_prompt": "The cat sat on the",
+    "decode_chat": False,
+    "decode_mode": "textbook",
+    "decode_temperature": 1.0,
+    "decode_top_k": 0,
+    "decode_top_p": 1.0,
+    "decode_tree": False,
+    "decode_broken": False,
+    "decode_typed": "mat and then slept",
+}
+# live text that reads well: the bare sentence with lossless sampling at T = 1 wrote junk ('The cat sat on the
+# "Other", opposite. For example the'), and with the chat template a chat model answers it as a question; asked for
+# a story at T = 0.7 it writes one, on each of seeds 0 to 4 (docs/app.md, Decode)
+TYPED_STORY = {
+    "decode_prompt": "Continue the story: The cat sat on the",
+    "decode_chat": True,
+    "decode_mode": "lossless",
+    "decode_temperature": 0.7,
+    "decode_top_k": 0,
+    "decode_top_p": 1.0,
+    "decode_tree": False,
+    "decode_broken": False,
+}

@@ -141,3 +141,11 @@ def typed_from_link(text: str) -> dict[int, str]:
             raise ConfigError(f"the link's typed draft of step {key} is not 1 to {MAX_CHARS} characters of text")
         steps[int(key) - 1] = words
     return steps
+
+
+# said wherever a typed step is shown (pages, docs/algorithm.md "A typed draft")
+GUARANTEE = (
+    "A typed token is not drawn from q, so no rule's guarantee holds for it: in lossless mode the output is no longer "
+    "the target's distribution (a typed token is kept with probability min(1, p/q), not p: a token the draft model "
+    "finds unlikely is kept almost surely). Greedy mode still writes the target's own greedy text."
+)
