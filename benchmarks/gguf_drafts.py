@@ -6,7 +6,7 @@ For each draft and τ, greedy and lossless (T = 1): every step timed beside the 
 the four prompts pooled: the speedup (Σ alone / Σ speculative, a 95% bootstrap interval over steps), α, tokens per
 step, c (a draft pass over a one-token target pass) and v(τ + 1) (a verify pass over a one-token pass). The best τ
 per draft and mode is the one with the highest measured speedup. One run on this machine; compare only within it.
-Usage: python -m benchmarks.gguf_drafts [--taus 2 3 4 6] [--quick]
+Usage: python -m benchmarks.gguf_drafts [--taus 2 3 4 6] [--drafts embedded:Q4_0 ...] [--quick]
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--taus", type=int, nargs="+", default=[2, 3, 4, 6])
     parser.add_argument("--max-new", type=int, default=48)
+    parser.add_argument("--drafts", nargs="+", default=list(DRAFTS), help="the drafts to run (default: all five)")
     parser.add_argument("--quick", action="store_true", help="two prompts, τ 2 and 4, 24 tokens")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     prompts, taus, new = (PROMPTS[:2], [2, 4], 24) if args.quick else (PROMPTS, args.taus, args.max_new)
@@ -41,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{date.today()}, {machine()}, llama.cpp, {len(prompts)} held-out prompts, {new} tokens each")
     print("draft | mode | τ | α | tokens/step | c | v(τ+1) | speedup (95%)")
     best: dict[tuple[str, str], tuple[int, str, float]] = {}
-    for draft in DRAFTS:
+    for draft in args.drafts:
         pair = specviz.load_pair("embedded", draft, runtime="llama.cpp", store=store)
         for mode in ("greedy", "lossless"):
             for tau in taus:

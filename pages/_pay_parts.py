@@ -6,11 +6,14 @@ from __future__ import annotations
 import streamlit as st
 
 import specviz
+from pages._picker import decode_choice
 from pages._shared import heavy_job, heavy_turn, load_pair
 from specviz.analysis import outlook as ol
 from specviz.analysis.measure import Spread
 from specviz.classroom.settings import FIRST_PROMPT
 from specviz.core.prompt import encode_prompt
+from specviz.loading import is_gguf
+from specviz.models.hub import EMBEDDED
 from specviz.viz.plain import plain
 from specviz.viz.render import sentence
 
@@ -61,26 +64,46 @@ def acceptance(source: str, alpha: float) -> tuple[ol.Acceptance, str | None]:
     )
 
 
+def timed_pair() -> tuple[str, str, str | None]:
+    """The pair this machine is timed on: the Decode page's, where its target's sizes are known (the embedded target
+    or a GGUF file), else the embedded pair; and a note when the Decode page's pair could not be taken."""
+    chosen = decode_choice()
+    if chosen is None:
+        return EMBEDDED, EMBEDDED, None
+    target, draft = chosen[:2]
+    if target == EMBEDDED or is_gguf(target):
+        return target, draft, None
+    note = f"The Decode page's target ({plain(target)}) is not sized here: the embedded pair instead."
+    return EMBEDDED, EMBEDDED, note
+
+
 def measured_here() -> tuple[ol.Calibration | None, specviz.ModelPair | None]:
-    """This machine's calibration on the embedded pair and the runtime chosen in the sidebar, made on a click."""
-    pair = load_pair("embedded", "embedded")
+    """This machine's calibration on the Decode page's pair (timed_pair) and the runtime chosen in the sidebar, made
+    on a click."""
+    target, draft, note = timed_pair()
+    pair = load_pair(target, draft)
     if pair is None:
         return None, None
+    st.caption(
+        f"Timed on {plain(pair.target.name)} drafted by {plain(pair.draft.name)} ({pair.runtime}): the Decode page's "
+        "pair where it has one." + (f" {note}" if note else "")
+    )
     made = st.session_state.setdefault("pay_calibration", {})
-    if pair.runtime not in made and st.button(
+    key = (pair.runtime, target, draft)
+    if key not in made and st.button(
         f"Time the passes on this machine ({pair.runtime})", key="pay_measure", icon=":material/timer:"
     ):
         try:
             with heavy_job(), heavy_turn(), st.spinner("Timing one pass over 1 to 16 tokens, interleaved; then c…"):
                 _, ids, _ = encode_prompt(pair, FIRST_PROMPT + " " + FIRST_PROMPT, None)
-                made[pair.runtime] = (ol.calibrate(pair, ids), ol.measure_draft_cost(pair, FIRST_PROMPT))
+                made[key] = (ol.calibrate(pair, ids), ol.measure_draft_cost(pair, FIRST_PROMPT))
         except specviz.SpecvizError as exc:
             st.error(f"**Cannot time the passes.** {plain(sentence(exc))}", icon=":material/error:")
-    found = made.get(pair.runtime)
+    found = made.get(key)
     if found is None:
         st.info(
-            "Press the button: about 20 s to time the embedded target's passes over 1 to 16 tokens and the draft's "
-            "cost c, then the model is fitted to them.",
+            "Press the button: about 20 s to time the target's passes over 1 to 16 tokens and the draft's cost c, "
+            "then the model is fitted to them.",
             icon=":material/timer:",
         )
         return None, pair

@@ -7,6 +7,7 @@ import streamlit as st
 
 import specviz
 from pages import _own_models as own_models
+from specviz.analysis.race import RacePreset, your_race
 from specviz.classroom.settings import CUSTOM, ON_THIS_COMPUTER
 
 PRESETS = {p.label: p for p in specviz.PRESETS}
@@ -33,3 +34,26 @@ def model_picker(prefix: str, disabled: bool = False) -> tuple[str, str]:
         return target, draft
     st.caption(PRESETS[label].description)
     return PRESETS[label].target, PRESETS[label].draft
+
+
+def decode_choice() -> tuple[str, str, str, int, bool | None] | None:
+    """The Decode page's run as it was started: (target spec, draft spec, prompt, τ, chat); None before its first
+    Step (the other pages take the user's pair from there)."""
+    stepper = st.session_state.get("decode_stepper")
+    if stepper is None or stepper.decoder is None or not stepper.settings:
+        return None
+    target, draft, _runtime, prompt, chat, config = stepper.settings
+    return target, draft, prompt, config.tau, chat
+
+
+def decode_race() -> RacePreset:
+    """The Decode page's pair, prompt and τ as a race; before its first Step, what to do, and the page stops."""
+    if (chosen := decode_choice()) is None:
+        st.info(
+            "Choose a pair on the **Decode** page (your own GGUF files under *Models on this computer*, say), press "
+            "**Step** there once, then come back: the race runs that pair on that prompt with that τ.",
+            icon=":material/swap_horiz:",
+        )
+        st.stop()
+    target, draft, prompt, tau, chat = chosen
+    return your_race(target=target, draft=draft, prompt=prompt, tau=tau, chat=chat)

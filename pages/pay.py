@@ -23,7 +23,13 @@ with top[1]:
     presentation_toggle("pay_present")
 cols = st.columns([2.2, 2.4, 1.6, 1.2], vertical_alignment="bottom")
 where = cols[0].selectbox("Hardware", [parts.HERE, *HARDWARE], key="pay_hardware")
-pair_name = cols[1].selectbox("Model pair", list(ol.PAIRS), key="pay_pair")
+pair_name = cols[1].selectbox(
+    "Model pair",
+    list(ol.PAIRS),
+    key="pay_pair",
+    disabled=where == parts.HERE,
+    help="On this machine: the pair timed here (the Decode page's)",
+)
 batch = cols[2].select_slider("Batch (sequences at once)", ol.BATCHES, key="pay_batch")
 context = cols[3].number_input("Context (tokens)", *ui.LIMITS["pay_context"], step=256, key="pay_context")
 cols = st.columns([3, 1.6, 3.4], vertical_alignment="bottom")
@@ -38,13 +44,11 @@ target, draft = (MODELS[name] for name in ol.PAIRS[pair_name])
 measured: list = []
 c = None
 if where == parts.HERE:
-    if pair_name != next(iter(ol.PAIRS)):
-        st.info("This machine is measured on the embedded pair: the pair is set to it.", icon=":material/info:")
-        target, draft = (MODELS[name] for name in next(iter(ol.PAIRS.values())))
     calibration, pair = parts.measured_here()
     if calibration is None:
         st.stop()
-    hardware = calibration.hardware
+    hardware, target = calibration.hardware, calibration.model
+    draft = ol.draft_model(pair, target)
     c = parts.draft_cost(pair)[0].value
     context = calibration.context  # the fit holds at the cache length it was timed at
 else:

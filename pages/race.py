@@ -8,10 +8,11 @@ import specviz
 from pages import _shared as ui
 from pages import _snapshot as snapshots
 from pages._busy import busy_notice
+from pages._picker import decode_race
 from pages._present import COMPACT_CSS, presentation_toggle
 from specviz.analysis.busy import where_measured
 from specviz.analysis.measure import MeasurementError
-from specviz.analysis.race import BY_LABEL, Race, RaceResult, at_race_time, finish, stop_reason
+from specviz.analysis.race import BY_LABEL, YOURS, Race, RaceResult, at_race_time, finish, stop_reason
 from specviz.analysis.snapshot import freeze, runtime_of
 from specviz.viz.plain import plain
 from specviz.viz.render import RACE_STYLE, lane_html, lane_text, sentence
@@ -22,14 +23,14 @@ if not present:
     st.html(COMPACT_CSS)
     st.title("Race: the target alone against speculation")
 cols = st.columns([3.2, 1, 1, 1.6], vertical_alignment="bottom")
-label = cols[0].selectbox("Race", list(BY_LABEL), key="race_preset")
+label = cols[0].selectbox("Race", [*BY_LABEL, YOURS], key="race_preset")
 max_new = cols[1].number_input("Tokens", *ui.LIMITS["race_max_new"], key="race_max_new")
 start = cols[2].button("Start", type="primary", key="race_start", icon=":material/flag:")
 with cols[3]:
     presentation_toggle("race_present")
-preset = BY_LABEL[label]
+preset = BY_LABEL.get(label) or decode_race()
 st.caption(
-    f"{preset.note} Greedy decoding, so both sides must write the same text. Draft: `{preset.draft}`, "
+    f"{preset.note} Greedy decoding, so both sides must write the same text. Draft: {plain(preset.draft)}, "
     f"τ = {preset.tau}. The two sides take turns (a step of speculation, then the target alone's same tokens), so "
     "a busy moment slows both; each side's clock counts only its own work, as if on two machines."
 )
@@ -94,7 +95,7 @@ def verdict(result: RaceResult, where: str = "", busy: bool = False) -> None:
 
 st.html(RACE_STYLE)
 results = st.session_state.setdefault("race_results", {})
-key = (label, max_new)
+key = (label, max_new, preset.target, preset.draft, preset.prompt, preset.tau)
 if frozen := snapshots.opened("race"):  # a snapshot for slides: the race as it ran then
     result, texts = RaceResult.from_dict(frozen.data["result"]), frozen.data["texts"]
     for lane, box, line, text in zip(
@@ -106,14 +107,14 @@ if frozen := snapshots.opened("race"):  # a snapshot for slides: the race as it 
     snapshots.panel("race", frozen)
     st.stop()
 if start:
-    pair = ui.load_pair("embedded", preset.draft)
+    pair = ui.load_pair(preset.target, preset.draft)
     if pair is None:
         st.stop()
     config = specviz.SpecConfig(tau=preset.tau, mode="greedy", max_new_tokens=max_new)
     busy_notice(box=notice)  # before it starts: the load now
     try:
         with ui.heavy_job(), ui.heavy_turn():  # one race at a time on the server: each side's clock is its own
-            race = Race(pair, preset.prompt, config)
+            race = Race(pair, preset.prompt, config, preset.chat)
             shown = 0.0
             for alone, spec in race.frames():  # both lanes as they stood at the same moment of their clocks
                 shown, alone, spec = at_race_time(alone, spec)

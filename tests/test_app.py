@@ -11,6 +11,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import specviz
+from specviz.analysis import outlook, race
 from specviz.classroom import quiz, settings
 from specviz.viz.plain import plain
 from tests.helpers import tiny_text_pair
@@ -1061,6 +1062,27 @@ def test_models_on_this_computer_lists_the_gguf_files_found_and_a_found_pair_ste
     assert len(run.steps) == 1
     names = {t["name"] for t in figure(at)["data"]}
     assert {"q (draft, Q8_0)", "p (target, F32)"} <= names, names
+    # the same pair raced against its target alone (issue 43.5), on the Decode run's prompt and τ
+    at.switch_page("pages/race.py").run()
+    at.selectbox(key="race_preset").set_value(race.YOURS).run()
+    at.number_input(key="race_max_new").set_value(8).run()
+    at.button(key="race_start").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    ((result, raced, _load),) = at.session_state["race_results"].values()
+    assert raced.target is run.pair.target and raced.draft.name == run.pair.draft.name
+    assert result.same_text and len(result.alone.tokens) == 8
+    # and this machine timed on it for "Would it pay there?": the target's sizes read from its header
+    at.switch_page("pages/pay.py").run()
+    at.selectbox(key="pay_hardware").set_value(outlook.HERE).run()
+    timed_on = f"Timed on {run.pair.target.name} drafted by {run.pair.draft.name}"
+    assert any(c.value.startswith(timed_on) for c in at.caption)
+    at.button(key="pay_measure").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    (calibration, c), *_ = at.session_state["pay_calibration"].values()
+    assert calibration.model.source == "the GGUF header of smol.F32.gguf" and calibration.model.layers == 30
+    assert 0 < c.value < 1.5  # a Q8_0 pass is cheaper than the float32 target's, give or take the timing's noise
+    summary = (at.success or at.warning)[0].value
+    assert f"{run.pair.target.name} drafted by SmolLM2-135M-Instruct (Q8_0)" in summary, summary
     st.cache_resource.clear()
 
 

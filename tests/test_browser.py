@@ -370,3 +370,68 @@ def test_a_clicker_steps_and_goes_back_and_a_step_saves_as_a_1920_by_1080_pictur
         png = Path(saved.value.path()).read_bytes()
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", png[16:24]) == (1920, 1080)
         browser.close()
+
+
+def choose(page, label: str, option: str) -> None:
+    """Pick the option starting with `option` in the selectbox labelled `label`, as a user does: open its list,
+    click the option; then wait until the box shows it and the app has run again."""
+    box = page.locator('[data-testid="stSelectbox"]', has=page.get_by_text(label, exact=True)).first
+    box.scroll_into_view_if_needed()
+    for attempt in range(3):  # a click while the app still reruns can land on the box before it is redrawn
+        page.locator(IDLE).wait_for(timeout=120_000)
+        box.locator('[role="combobox"]').first.click()
+        try:
+            page.get_by_role("option").filter(has_text=option).first.click(timeout=10_000)
+            break
+        except Exception:
+            assert attempt < 2, f"no option {option!r} under {label!r}"
+            page.keyboard.press("Escape")
+    field = box.locator('[role="combobox"]').first  # the box shows its value in a text field
+    for _ in range(120):
+        if field.input_value().startswith(option):
+            break
+        page.wait_for_timeout(500)
+    assert field.input_value().startswith(option), field.input_value()
+    page.wait_for_timeout(500)
+    page.locator(IDLE).wait_for(timeout=120_000)
+
+
+def test_a_gguf_pair_found_on_this_computer_is_picked_and_stepped_in_a_real_browser(embedded_cache, tmp_path):
+    """Issue 43: a folder named by $SPECVIZ_MODELS_DIR holds the embedded target's float32 GGUF and an 8-bit copy. In
+    the sidebar the user picks "Models on this computer", the float32 file as target and the 8-bit one as draft, and
+    presses Step: the step's chart labels p and q with each file's quantization, no error on the page."""
+    need_chromium()
+    from playwright.sync_api import sync_playwright
+
+    from specviz.classroom.settings import ON_THIS_COMPUTER
+    from specviz.models import embedded, llamacpp, quantize
+
+    if not llamacpp.available():
+        pytest.skip("llama.cpp is not installed (make llama)")
+    folder = tmp_path / "models"
+    folder.mkdir()
+    (folder / "smol.F32.gguf").symlink_to(embedded.ensure_f32_gguf())
+    (folder / "smol.Q8_0.gguf").symlink_to(quantize.embedded_quantized("Q8_0"))
+    env = {"SPECVIZ_MODELS_DIR": str(folder), "HOME": str(tmp_path / "home")}  # no other place holds a model
+    with serve(tmp_path / "streamlit.log", env=env) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(url)
+        page.get_by_text("Press Step").wait_for(timeout=180_000)
+        page.locator(IDLE).wait_for(timeout=60_000)
+        choose(page, "Pair", ON_THIS_COMPUTER)
+        target = page.locator('[data-testid="stSelectbox"]', has=page.get_by_text("Target (p), found on this computer"))
+        target.wait_for(timeout=60_000)
+        choose(page, "Target (p), found on this computer", "F32 · 0.13 B · 539.8 MB · smol.F32.gguf")
+        choose(page, "Draft (q): the files whose vocabulary matches, smaller than the target", "Q8_0 · 0.13 B")
+        page.get_by_text("files fit this target as drafts").first.wait_for(timeout=60_000)  # and what the pair needs
+        page.get_by_role("button", name="Step", exact=True).click()
+        page.locator(".js-plotly-plot").first.wait_for(timeout=180_000)
+        page.get_by_text("Step 1:").first.wait_for(timeout=120_000)
+        page.locator(IDLE).wait_for(timeout=60_000)
+        legend = page.locator(".js-plotly-plot .legendtext").evaluate_all("els => els.map(e => e.textContent)")
+        assert {"q (draft, Q8_0)", "p (target, F32)"} <= set(legend), legend
+        assert page.locator('[data-testid="stException"]').count() == 0
+        assert page.get_by_text("Traceback").count() == 0
+        page.screenshot(path=str(tmp_path / "own-pair.png"), full_page=True)
+        browser.close()

@@ -35,9 +35,10 @@ def write_gguf(
     width=8,
     name="tiny",
     split_max_tensors=0,
+    output=False,
 ) -> Path:
     """A llama-shaped GGUF: 2 layers, hidden size `width`, 2 heads, 1 KV head, and two tensors: the token
-    embedding (len(tokens) × width) and the output norm (width)."""
+    embedding (len(tokens) × width) and the output norm (width); with `output`, an output matrix as well."""
     path.parent.mkdir(parents=True, exist_ok=True)
     writer = GGUFWriter(path, "llama", split_max_tensors=split_max_tensors)
     if name is not None:
@@ -58,6 +59,8 @@ def write_gguf(
         writer.add_chat_template(template)
     writer.add_tensor("token_embd.weight", np.zeros((len(tokens), width), dtype=embd_dtype))
     writer.add_tensor("output_norm.weight", np.ones(width, dtype=np.float32))
+    if output:  # an output matrix of its own: not tied to the embedding
+        writer.add_tensor("output.weight", np.zeros((len(tokens), width), dtype=np.float32))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

@@ -89,8 +89,25 @@ def test_measured_speedups_against_the_fitted_model():
 def test_calibration_is_refused_on_a_target_whose_sizes_the_model_does_not_know():
     from tests.helpers import hf_pair
 
-    with pytest.raises(ConfigError, match="choose the embedded pair"):
+    with pytest.raises(ConfigError, match=r"the embedded target or a GGUF file.*choose one of those"):
         ol.calibrate(hf_pair(), list(range(40)))
+
+
+def test_a_gguf_file_is_sized_for_the_cost_model_from_its_header(tmp_path):
+    """The tiny GGUF of tests/test_gguf.py: 6 tokens, width 8, 2 layers, 2 heads of 4, 1 KV head. Tied (no output
+    matrix): a pass reads the 6 × 8 table once and the norm's 8 = 56 weights; with an output matrix of its own, the
+    input table is not read whole: 48 + 8 = 56 of the 104 in the file. KV per token in float32: 2 layers × (key +
+    value) × 1 head × 4 × 4 bytes = 64. Bytes per weight: the file's size over every weight it holds."""
+    from specviz.models.gguf import read_info
+    from tests.test_gguf import write_gguf
+
+    tied = write_gguf(tmp_path / "tied.gguf", name="tiny")
+    untied = write_gguf(tmp_path / "untied.gguf", name="tiny", output=True, file_type=None)
+    a, b = ol.gguf_model(read_info(tied)), ol.gguf_model(read_info(untied))
+    assert (a.name, a.params, a.layers, a.kv_bytes_per_token, a.attn_width) == ("tiny (F32)", 56, 2, 64, 8)
+    assert a.bytes_per_weight == pytest.approx(tied.stat().st_size / 56)
+    assert (b.params, b.bytes_per_weight) == (56, pytest.approx(untied.stat().st_size / 104))
+    assert b.source == "the GGUF header of untied.gguf"
 
 
 @pytest.mark.slow

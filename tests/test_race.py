@@ -201,3 +201,32 @@ def test_presentation_view_sets_every_label_a_room_reads_at_18_px_or_more(race_p
     )
     assert {s: sizes[s] for s in read_first if sizes[s] < 18} == {}
     assert css_font_sizes(STYLE)[".sv-rule"] == pytest.approx(11.2)  # what the normal view keeps
+
+
+def test_your_pair_races_the_decode_pages_pair_prompt_and_tau(race_page):
+    """Issue 43.5: "Your pair" before any Decode run says where to choose one; after a Step on the Decode page with
+    its own prompt, τ and draft, the race runs those: the draft named, the prompt the Decode run's, its τ."""
+    from specviz.analysis.race import YOURS
+
+    at = race_page
+    at.selectbox(key="race_preset").set_value(YOURS).run()
+    assert not at.exception
+    assert any("Choose a pair on the **Decode** page" in i.value for i in at.info)
+    assert not any(m.value == "#### Target alone" for m in at.markdown)  # the page stopped before the lanes
+    at.switch_page("app.py").run()
+    at.text_area(key="decode_prompt").set_value("Once upon a time").run()
+    at.slider(key="decode_tau").set_value(2).run()
+    at.button(key="decode_step").click().run()
+    assert not at.exception and at.session_state["decode_stepper"].decoder is not None
+    target, draft = at.session_state["decode_stepper"].settings[:2]
+    at.switch_page("pages/race.py").run()
+    at.selectbox(key="race_preset").set_value(YOURS).run()
+    assert any(c.value.startswith("The pair, prompt and τ of your Decode run") for c in at.caption)
+    assert any(f"Draft: {draft}, τ = 2." in c.value for c in at.caption)
+    at.number_input(key="race_max_new").set_value(8).run()
+    at.button(key="race_start").click().run()
+    assert not at.exception and not at.error
+    ((label, _new, raced_target, raced_draft, prompt, tau),) = at.session_state["race_results"]
+    assert (label, raced_target, raced_draft, prompt, tau) == (YOURS, target, draft, "Once upon a time", 2)
+    result = next(iter(at.session_state["race_results"].values()))[0]
+    assert result.tau == 2 and result.same_text

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from specviz.analysis.costmodel import (
     CONTEXT,
@@ -32,6 +33,7 @@ from specviz.analysis.passes import pass_times
 from specviz.analysis.trees import TREE_SHAPES
 from specviz.core.config import SpecConfig
 from specviz.errors import ConfigError
+from specviz.models.gguf import GGUFInfo, read_info
 from specviz.models.pair import ModelPair
 
 # model pairs a lecturer asks about: (target preset, draft preset), each in specviz.analysis.costmodel.MODELS
@@ -274,13 +276,14 @@ class Calibration:
     measured_ms: dict[int, Spread]  # k → T(k), median and interquartile range
     fit: Fit
     context: int  # tokens in the cache while the passes were timed
+    model: Model = EMBEDDED_TARGET  # the target timed, as the cost model sees it
 
     @property
     def hardware(self) -> Hardware:
         return self.fit.hardware
 
     def predicted_ms(self, k: int) -> float:
-        return pass_time(EMBEDDED_TARGET, self.hardware, k, 1, self.context) * 1000.0
+        return pass_time(self.model, self.hardware, k, 1, self.context) * 1000.0
 
     def error_at(self, k: int) -> float:
         """|fitted − measured| / measured at k where k was timed; the fit's largest error elsewhere."""
@@ -321,10 +324,10 @@ def against_measured(
     it lies in the measured interval widened by the fit's own error at τ + 1 tokens."""
     hw = calibration.hardware
     at = calibration.context if context is None else context
-    one = pass_time(EMBEDDED_TARGET, hw, 1, 1, at)
+    one = pass_time(calibration.model, hw, 1, 1, at)
     rows = []
     for tau, tokens, speed in measured:
-        predicted = tokens / (tau * c + pass_time(EMBEDDED_TARGET, hw, tau + 1, 1, at) / one)
+        predicted = tokens / (tau * c + pass_time(calibration.model, hw, tau + 1, 1, at) / one)
         err = calibration.error_at(tau + 1)
         low, high = speed.low * (1 - err), speed.high * (1 + err)
         rows.append(
@@ -339,20 +342,71 @@ def against_measured(
     return rows
 
 
+def gguf_model(info: GGUFInfo, name: str | None = None) -> Model:
+    """A GGUF file as the cost model sees it, from its header: the weights a pass reads at the file's own bytes per
+    weight (its size over its elements: the quantization's, scales included), its layers, its KV cache per token and
+    its attention width (the hidden size). `name`: as the pages name it (else the header's name and quantization)."""
+    if not (info.n_layer and info.n_embd and info.kv_bytes_per_token):
+        raise ConfigError(
+            f"the header of {info.path.name} does not give its layers, hidden size and attention heads: the cost "
+            "model cannot size its passes"
+        )
+    return Model(
+        name=name or f"{info.name} ({info.quantization})",
+        params=info.read_per_pass,
+        bytes_per_weight=info.file_bytes / info.parameters,
+        layers=info.n_layer,
+        kv_bytes_per_token=info.kv_bytes_per_token,
+        attn_width=info.n_embd,
+        source=f"the GGUF header of {info.path.name}",
+    )
+
+
+def target_model(pair: ModelPair) -> Model:
+    """The pair's target as the cost model sees it: the embedded target's sizes, or a GGUF file's from its header
+    (on llama.cpp); ConfigError for any other (a hub model's or a served one's sizes are not known here)."""
+    if pair.target.name == EMBEDDED_NAME:
+        return EMBEDDED_TARGET
+    path = getattr(pair.target, "path", None)  # a llama.cpp model's file
+    if isinstance(path, Path) and path.suffix == ".gguf":
+        return gguf_model(read_info(path), pair.target.name)
+    raise ConfigError(
+        f"this machine is calibrated on the embedded target or a GGUF file, whose sizes the model reads; the target "
+        f"is {pair.target.name}: choose one of those"
+    )
+
+
+def draft_model(pair: ModelPair, target: Model) -> Model:
+    """The pair's draft as the cost model sees it: the target itself, a GGUF file's sizes from its header, the
+    embedded draft's; any other draft by its name alone (its cost is the c measured beside the target)."""
+    if pair.draft is pair.target:
+        return target
+    path = getattr(pair.draft, "path", None)  # a llama.cpp model's file
+    if isinstance(path, Path) and path.suffix == ".gguf":
+        return gguf_model(read_info(path), pair.draft.name)
+    if pair.target.name == EMBEDDED_NAME and pair.draft.name == f"{EMBEDDED_NAME} distilled draft":
+        return MODELS["SmolLM2-135M embedded draft (fp32)"]
+    return Model(
+        name=pair.draft.name,
+        params=0,
+        bytes_per_weight=0,
+        layers=1,
+        kv_bytes_per_token=0,
+        attn_width=0,
+        source="no sizes known here: its cost is the c measured beside the target",
+    )
+
+
 def calibrate(pair: ModelPair, ids: Sequence[int], ks: Sequence[int] = CALIBRATION_KS, repeats: int = 5) -> Calibration:
     """Time the target's passes over k tokens here (interleaved, at one cache length) and fit the roofline to
-    them: the embedded target's sizes, this runtime's numbers."""
-    if pair.target.name != EMBEDDED_NAME:
-        raise ConfigError(
-            f"this machine is calibrated on the embedded target, whose sizes the model knows; the target is "
-            f"{pair.target.name}: choose the embedded pair"
-        )
+    them: the target's sizes (target_model), this runtime's numbers."""
+    model = target_model(pair)
     measured = pass_times(pair, ids, ks, repeats)
     context = len(ids) - max(ks)
     seconds = [s.value / 1000.0 for s in measured.values()]
     name = f"this machine ({pair.runtime})"
-    fit = fit_hardware(list(measured), seconds, EMBEDDED_TARGET, context, name=name, single_row=True)
-    return Calibration(pair.runtime, measured, fit, context)
+    fit = fit_hardware(list(measured), seconds, model, context, name=name, single_row=True)
+    return Calibration(pair.runtime, measured, fit, context, model)
 
 
 def measure_draft_cost(pair: ModelPair, prompt: str, chat: bool | None = None) -> Spread:

@@ -33,10 +33,12 @@ from specviz.models.pair import ModelPair
 @dataclass(frozen=True)
 class RacePreset:
     label: str
-    draft: str  # a draft spec for load_pair (the target is the embedded one)
+    draft: str  # a draft spec for load_pair
     prompt: str
     tau: int
     note: str  # what it shows, in one line
+    target: str = "embedded"  # a target spec for load_pair
+    chat: bool | None = None  # the prompt wrapped as a user message (None: where the target has a chat template)
 
 
 PRESETS: tuple[RacePreset, ...] = (
@@ -100,6 +102,16 @@ PRESETS: tuple[RacePreset, ...] = (
     ),
 )
 BY_LABEL = {p.label: p for p in PRESETS}
+YOURS = "Your pair: the Decode page's models, prompt and τ"
+
+
+def your_race(target: str, draft: str, prompt: str, tau: int, chat: bool | None) -> RacePreset:
+    """A race of the pair, prompt and τ the user chose elsewhere (a GGUF pair of their own, say)."""
+    note = (
+        "The pair, prompt and τ of your Decode run: the race says whether that draft pays on this machine, and why "
+        "(its cost c and the verify pass v(τ + 1) beside the tokens a step keeps)."
+    )
+    return RacePreset(YOURS, draft, prompt, tau, note, target=target, chat=chat)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from specviz.analysis import engine_advice, outlook
 from specviz.analysis.costmodel import CONTEXT, HARDWARE
 from specviz.analysis.draft_sweep import GRADED as DRAFT_GRADES
 from specviz.analysis.race import PRESETS as RACES
+from specviz.analysis.race import YOURS
 from specviz.classroom import links
 from specviz.classroom.lessons import LESSONS
 from specviz.classroom.quiz import KINDS
@@ -93,7 +94,11 @@ def runtime_line(choice: str) -> str:
             "Speculation pays most on **torch-kernels**, where a pass over five tokens costs about one over "
             "a single token, as on a GPU."
         )
-    faster = "" if llamacpp.available() else f" For the faster llama.cpp runtime, {llamacpp.INSTALL_HINT}."
+    faster = (
+        " A GGUF file runs on llama.cpp whatever this says."
+        if llamacpp.available()
+        else f" For the faster llama.cpp runtime, {llamacpp.INSTALL_HINT}."
+    )
     if runs == KERNELS:
         return (
             "The target runs on **torch with per-shape kernels**: a pass over several tokens costs about one "
@@ -209,7 +214,7 @@ SETTINGS: dict[str, Setting] = {
         Setting("lossless_prompt", "The cat sat on the"),
         Setting("lossless_trials_real", 200, (10, 1000)),
         Setting("lossless_present", False),
-        Setting("race_preset", RACES[0].label, tuple(r.label for r in RACES)),
+        Setting("race_preset", RACES[0].label, (*(r.label for r in RACES), YOURS)),
         Setting("race_max_new", 48, (8, 256)),
         Setting("race_present", False),
         Setting("lessons_lesson", LESSONS[0].key, tuple(lesson.key for lesson in LESSONS)),

@@ -81,6 +81,8 @@ class GGUFInfo:
     architecture: str  # general.architecture: "llama", "qwen2", ...
     name: str  # general.name, else the file's stem
     parameters: int  # elements of every tensor (every part of a split model)
+    read_per_pass: int  # elements one decoding pass reads: all but the input embedding table where the file has its
+    # own output matrix (a pass reads k rows of that table); where the two are tied, the table once
     quantization: str  # llama.cpp's name of the file type: "F32", "Q8_0", "Q4_K_M", ...
     file_bytes: int  # size on disk (every part), the memory its weights take mapped
     context_length: int | None  # positions it was trained for
@@ -341,6 +343,7 @@ def _info(path: Path, header: _Header, tensors: list[tuple[str, int, int]], file
         architecture=arch,
         name=str(md.get("general.name") or path.stem),
         parameters=sum(elements for _name, elements, _kind in tensors),
+        read_per_pass=_read_per_pass(tensors),
         quantization=_quantization(md.get("general.file_type"), tensors),
         file_bytes=file_bytes,
         context_length=_int(md.get(f"{arch}.context_length")),
@@ -357,6 +360,12 @@ def _info(path: Path, header: _Header, tensors: list[tuple[str, int, int]], file
         chat_template=md.get("tokenizer.chat_template"),
         vocab_fingerprint=_fingerprint(header.tokens),
     )
+
+
+def _read_per_pass(tensors: list[tuple[str, int, int]]) -> int:
+    names = {name for name, _elements, _kind in tensors}
+    untied = "output.weight" in names  # llama.cpp's name of the output matrix; absent: tied to token_embd
+    return sum(elements for name, elements, _kind in tensors if not (untied and name == "token_embd.weight"))
 
 
 def _int(value: Any) -> int | None:
