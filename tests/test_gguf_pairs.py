@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -187,3 +188,61 @@ def test_a_gguf_pair_runs_token_trees_and_back_gives_the_same_steps(files):
     pooled_pair = specviz.load_pair(str(files["F32"]), str(files["Q4_0"]), guard=rules)
     pooled = Decoder(pooled_pair, PROMPT, chain).run()
     assert pooled.outcome() == alone.outcome()
+
+
+@pytest.mark.slow
+def test_an_hf_spec_is_downloaded_by_the_hub_client_from_a_real_server_with_progress_then_runs(files, tmp_path):
+    """hf:ORG/REPO:QUANT through huggingface_hub's own client against a hub stand-in on a loopback port
+    (tests/hubserver.py: the listing and resolve endpoints, over HTTP), in a process of its own whose HF_ENDPOINT
+    names it: the repository listed, the one Q4_0 file chosen from three, downloaded with progress into the hub cache
+    byte for byte, loaded on llama.cpp and stepped; asked again, it comes from the cache with no request at all."""
+    import hashlib
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.hubserver import hub
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    shutil.copy(files["Q4_0"], repo / "smol-Q4_0.gguf")
+    (repo / "smol-Q8_0.gguf").write_bytes(b"never asked for")
+    (repo / "README.md").write_text("a model card")
+    code = (
+        "import json, specviz\n"
+        "said = []\n"
+        "pair = specviz.load_pair('hf:org/smol:q4_0', 'self', runtime='llama.cpp', progress=said.append)\n"
+        "run = specviz.Decoder(pair, 'The cat sat on the', specviz.SpecConfig(tau=2, mode='greedy', max_new_tokens=4),"
+        " chat=False).run()\n"
+        "print(json.dumps({'said': said, 'name': pair.target.name, 'tokens': list(run.new_tokens),"
+        " 'path': str(pair.target.path)}))\n"
+    )
+    with hub({"org/smol": repo}) as (url, requests):
+        env = {**os.environ, "HF_ENDPOINT": url, "HF_HUB_OFFLINE": "0", "HF_HOME": str(tmp_path / "hf")}
+        runs = []
+        for _ in range(2):
+            done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, done.stderr[-2000:]
+            runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            if len(runs) == 1:
+                asked = [r for r in requests if "/org/smol" in r[1]]
+                requests.clear()
+    assert asked == [
+        ("GET", "/api/models/org/smol/tree/main?recursive=true&expand=false"),
+        ("HEAD", "/org/smol/resolve/main/smol-Q4_0.gguf"),
+        ("GET", "/org/smol/resolve/main/smol-Q4_0.gguf"),
+    ]
+    first, second = runs
+    size = f"{files['Q4_0'].stat().st_size / 1e6:.1f} MB"
+    assert first["said"][0] == "Reading hf:org/smol:q4_0..."
+    assert first["said"][-2] == f"Downloading org/smol smol-Q4_0.gguf: {size} of {size} (100 %)"
+    assert len(first["said"]) > 4  # told as it came, not only at the end
+    downloaded = first["path"]
+    assert downloaded.startswith(str(tmp_path / "hf" / "hub" / "models--org--smol" / "snapshots"))
+    digest = [hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in (downloaded, files["Q4_0"])]
+    assert digest[0] == digest[1]
+    assert first["name"].endswith("(Q4_0)") and len(first["tokens"]) == 4
+    assert [r for r in requests if "/org/smol" in r[1]] == []  # the second time: the cache only
+    assert second["tokens"] == first["tokens"] and not any(s.startswith("Downloading") for s in second["said"])
