@@ -292,6 +292,46 @@ def test_heavy_jobs_past_the_classs_number_wait_their_turn():
     assert done
 
 
+def test_one_students_tabs_and_a_full_queue_are_refused_with_why_and_the_others_still_queue():
+    """Issue 46.4: one heavy job runs at a time; a student (an address) may have 2 running or waiting, so a third tab's
+    sweep is refused with why; another student still queues; with 3 waiting in all the next is refused too; and once
+    the student's job has finished, they may start another."""
+    slots = Slots(1, per_owner=2, waiting_most=3)
+    release = {name: threading.Event() for name in ("a1", "a2", "b1", "c1")}
+    entered: list[str] = []
+
+    def job(name: str, owner: str) -> threading.Thread:
+        def run():
+            with slots.hold(owner=owner):
+                entered.append(name)
+                release[name].wait(10)
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        time.sleep(0.2)
+        return thread
+
+    threads = [job("a1", "10.0.0.1"), job("a2", "10.0.0.1")]  # one runs, one waits: the same student's tabs
+    assert entered == ["a1"]
+    third_tab = r"you already have 2 heavy jobs \(a sweep, .*\) running or waiting, maybe in another tab"
+    with pytest.raises(RefusedError, match=third_tab), slots.hold(owner="10.0.0.1"):
+        pass
+    threads += [job("b1", "10.0.0.2"), job("c1", "10.0.0.3")]  # others still queue: 3 waiting now
+    with pytest.raises(RefusedError, match="class mode: 3 heavy jobs already wait"), slots.hold(owner="10.0.0.4"):
+        pass
+    release["a1"].set()
+    deadline = time.monotonic() + 10
+    while "a2" not in entered and time.monotonic() < deadline:
+        time.sleep(0.05)
+    release["a3"] = threading.Event()
+    threads.append(job("a3", "10.0.0.1"))  # a1 done, a2 running: the student may queue one more
+    for name in ("a2", "b1", "c1", "a3"):
+        release[name].set()
+    for thread in threads:
+        thread.join(10)
+    assert entered == ["a1", "a2", "b1", "c1", "a3"]
+
+
 def test_a_students_steps_are_paced():
     now, slept = [0.0], []
     pacer = Pacer(2.0, clock=lambda: now[0], sleep=lambda s: (slept.append(s), now.__setitem__(0, now[0] + s)))

@@ -19,7 +19,8 @@ from specviz.core.trace import RunTrace, StepTrace
 # docs/algorithm.md, "Glossary: the same numbers in the serving engines").
 GLOSSARY = {
     "mean acceptance length": "vLLM logs it as 'Mean acceptance length' (1 + accepted / num_drafts); SGLang as "
-    "'accept len' (gauge sglang:spec_accept_length); llama.cpp does not report it",
+    "'accept len' (gauge sglang:spec_accept_length); llama.cpp's server as 'mean acceptance length' (since "
+    "ggml-org/llama.cpp#24536; older servers do not report it)",
     "draft acceptance rate": "vLLM: 'Avg Draft acceptance rate' (100 × accepted / drafted); llama.cpp: 'draft "
     "acceptance rate = … (accepted / generated)'. SGLang's 'accept rate' is not this: it counts the bonus token "
     "and divides by the tree's nodes and root",
@@ -31,8 +32,9 @@ GLOSSARY = {
     "tokens/s": "no engine counterpart: vLLM's 'Accepted throughput' counts accepted draft tokens only, over its "
     "log interval's wall time",
     "per-position acceptance rate": "vLLM's 'Per-position acceptance rate' is this unconditional rate (counter "
-    "vllm:spec_decode_num_accepted_tokens_per_pos / num_drafts); EAGLE's old alpha is the conditional one; SGLang "
-    "and llama.cpp do not report either",
+    "vllm:spec_decode_num_accepted_tokens_per_pos / num_drafts), and so is llama.cpp's server's 'acceptance rate "
+    "per position' (since ggml-org/llama.cpp#24536); EAGLE's old alpha is the conditional one; SGLang does not "
+    "report either",
 }
 
 

@@ -13,7 +13,7 @@ ROWS: tuple[tuple[str, str, str, str, str], ...] = (
         "target passes",
         "`vllm:spec_decode_num_drafts` (`num_drafts`): steps with at least one draft token",
         "not reported (internal counter `spec_num_forward_ct`: (request, step) pairs)",
-        "not reported",
+        "`#gen drafts = %d` in the server's `statistics` line (ggml-org/llama.cpp#24536); not reported before",
     ),
     (
         "drafted",
@@ -41,14 +41,15 @@ ROWS: tuple[tuple[str, str, str, str, str], ...] = (
         "`1 + Σ a / steps`",
         "`Mean acceptance length: %.2f` = `1 + Σ a / num_drafts`",
         "`accept len: %.2f` = `Σ (a + 1) / Σ batch size`; gauge `sglang:spec_accept_length`; `avg_spec_accept_length`",
-        "not reported",
+        "`mean acceptance length = %.2f` in the server's timings, `#mean acc len` in `statistics` "
+        "(ggml-org/llama.cpp#24536); not reported before",
     ),
     (
         "mean accepted draft tokens",
         "`Σ a / steps`",
         "mean acceptance length − 1",
         "`accept len` − 1",
-        "not reported",
+        "mean acceptance length − 1 (where reported)",
     ),
     (
         "per-position acceptance rate `i`",
@@ -56,7 +57,7 @@ ROWS: tuple[tuple[str, str, str, str, str], ...] = (
         "`Per-position acceptance rate: %s` (one `%.3f` per position); counter "
         '`vllm:spec_decode_num_accepted_tokens_per_pos{position="i−1"}` / `num_drafts`',
         "not reported",
-        "not reported",
+        "`acceptance rate per position = (%.3f, …)`, `#acc rate/pos` (ggml-org/llama.cpp#24536); not reported before",
     ),
     (
         "conditional per-position rate `i`",
