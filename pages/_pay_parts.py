@@ -32,7 +32,8 @@ def _from_decode(trees) -> ol.Acceptance | None:
     if dec is None or not dec.steps:
         return None
     run = dec.trace()
-    words = f"the Decode run ({len(run.steps)} steps, {run.config.mode}, {plain(run.draft_name)})"
+    count = f"{len(run.steps)} step{'s' if len(run.steps) != 1 else ''}"
+    words = f"the Decode run ({count}, {run.config.mode}, {plain(run.draft_name)})"
     return ol.Acceptance.from_rates(run.metrics.per_position_acceptance_rate, words).with_trees(trees)
 
 
@@ -75,6 +76,16 @@ def timed_pair() -> tuple[str, str, str | None]:
         return target, draft, None
     note = f"The Decode page's target ({plain(target)}) is not sized here: the embedded pair instead."
     return EMBEDDED, EMBEDDED, note
+
+
+def timed_pair_words() -> str:
+    """The pair this machine is timed on, in words, before it loads: for the Model pair box."""
+    stepper = st.session_state.get("decode_stepper")
+    target, draft, _note = timed_pair()
+    if stepper is not None and stepper.decoder is not None and (target, draft) != (EMBEDDED, EMBEDDED):
+        pair = stepper.decoder.pair
+        return f"{pair.target.name} + {pair.draft.name}"
+    return "the embedded pair (SmolLM2-135M + its draft)" if draft == EMBEDDED else f"the embedded target + {draft}"
 
 
 def measured_here() -> tuple[ol.Calibration | None, specviz.ModelPair | None]:
@@ -136,7 +147,7 @@ def calibration_panel(cal: ol.Calibration, pair: specviz.ModelPair) -> list[tupl
         st.table(cal.rows())
         sweep = same_sweep(pair)
         if sweep is None:
-            st.caption("Run a τ sweep of the embedded pair on this runtime to see its measured speedups on the curve.")
+            st.caption("Run a τ sweep of this pair on this runtime to see its measured speedups on the curve.")
             return []
         rows = [r for r in sweep["summary"].rows if r.speedup is not None]
         measured = [(r.tau, r.mean_acceptance_length, r.speedup) for r in rows]

@@ -56,4 +56,5 @@ def decode_race() -> RacePreset:
         )
         st.stop()
     target, draft, prompt, tau, chat = chosen
-    return your_race(target=target, draft=draft, prompt=prompt, tau=tau, chat=chat)
+    name = st.session_state["decode_stepper"].decoder.pair.draft.name
+    return your_race(target=target, draft=draft, prompt=prompt, tau=tau, chat=chat, draft_name=name)

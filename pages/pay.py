@@ -23,13 +23,12 @@ with top[1]:
     presentation_toggle("pay_present")
 cols = st.columns([2.2, 2.4, 1.6, 1.2], vertical_alignment="bottom")
 where = cols[0].selectbox("Hardware", [parts.HERE, *HARDWARE], key="pay_hardware")
-pair_name = cols[1].selectbox(
-    "Model pair",
-    list(ol.PAIRS),
-    key="pay_pair",
-    disabled=where == parts.HERE,
-    help="On this machine: the pair timed here (the Decode page's)",
-)
+if where == parts.HERE:  # the pair timed here: the Decode page's
+    here_words = parts.timed_pair_words()
+    cols[1].selectbox("Model pair", [here_words], disabled=True, help="On this machine: the Decode page's pair")
+pair_name = st.session_state.get("pay_pair", next(iter(ol.PAIRS)))
+if where != parts.HERE:
+    pair_name = cols[1].selectbox("Model pair", list(ol.PAIRS), key="pay_pair")
 batch = cols[2].select_slider("Batch (sequences at once)", ol.BATCHES, key="pay_batch")
 context = cols[3].number_input("Context (tokens)", *ui.LIMITS["pay_context"], step=256, key="pay_context")
 cols = st.columns([3, 1.6, 3.4], vertical_alignment="bottom")

@@ -29,8 +29,9 @@ start = cols[2].button("Start", type="primary", key="race_start", icon=":materia
 with cols[3]:
     presentation_toggle("race_present")
 preset = BY_LABEL.get(label) or decode_race()
+drafted_by = plain(preset.draft_name or preset.draft)
 st.caption(
-    f"{preset.note} Greedy decoding, so both sides must write the same text. Draft: {plain(preset.draft)}, "
+    f"{preset.note} Greedy decoding, so both sides must write the same text. Draft: {drafted_by}, "
     f"τ = {preset.tau}. The two sides take turns (a step of speculation, then the target alone's same tokens), so "
     "a busy moment slows both; each side's clock counts only its own work, as if on two machines."
 )
@@ -80,7 +81,7 @@ def verdict(result: RaceResult, where: str = "", busy: bool = False) -> None:
         )
     if where:
         st.caption(
-            f"Measured: {where}, this preset's prompt, greedy, τ = {result.tau}. A speedup depends on the prompt, "
+            f"Measured: {where}, the race's prompt, greedy, τ = {result.tau}. A speedup depends on the prompt, "
             "the draft, the runtime, the machine and its load: the README's (2026-11-24, a quiet 2-core AMD EPYC, "
             "llama.cpp) and a lesson's are other measurements."
         )

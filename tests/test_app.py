@@ -916,7 +916,7 @@ def test_would_it_pay_answers_the_h100_70b_question_and_carries_the_decode_runs_
     expected = ol.outlook(target, draft, HARDWARE["NVIDIA H100 SXM"], accept, 1, 512)
     said = [e.value for e in [*at.success, *at.warning] if "At batch 1" in e.value]
     assert said == [expected.summary()]  # batch 1 and batch 64, in one sentence (a warning: the tiny pair loses)
-    assert "the Decode run (1 steps" in at.caption[0].value
+    assert "the Decode run (1 step," in at.caption[0].value
     batch = json.loads(at.get("plotly_chart")[1].proto.spec)["data"][0]
     assert batch["y"] == pytest.approx([s for _, s in expected.best_by_batch])
     at.radio(key="pay_source").set_value("α by hand").run()
