@@ -8,6 +8,7 @@ waits until the app's script run has finished and the charts are drawn."""
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -91,7 +92,8 @@ def take(url: str, out: Path, shots: tuple[Shot, ...], width: int, height: int) 
             page.goto(f"{url}/{shot.query}")
             page.locator(IDLE).wait_for(timeout=300_000)
             for label in shot.press:
-                page.get_by_role("button", name=label).first.click()
+                # the label as a word: "Run" is not the Runtime help icon's "Runtime"
+                page.get_by_role("button", name=re.compile(rf"\b{re.escape(label)}\b")).first.click()
                 page.wait_for_timeout(500)
                 page.locator(IDLE).wait_for(timeout=600_000)
             if shot.wait_text:
