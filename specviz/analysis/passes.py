@@ -20,7 +20,8 @@ def pass_times(pair: ModelPair, ids: Sequence[int], ks: Sequence[int], repeats: 
     """The target's time (ms) for one pass over k tokens, for each k in `ks`, all at the same cache
     length: the prompt's `ids` less its last max(ks) tokens, the passes scoring those. Interleaved: each
     round times every k once (in a rotating order), after one warm-up round; each k's median and
-    interquartile range over the rounds. v(k) = T(k) / T(1)."""
+    interquartile range over the rounds. v(k) = T(k) / T(1). MeasurementError where a v(k) is impossible
+    (specviz.analysis.measure.check_verify_cost: the one-token passes were slowed while they were timed)."""
     if len(ids) < max(ks) + 1:
         raise ConfigError(f"the prompt needs at least {max(ks) + 1} tokens to time passes of {max(ks)}")
     head = len(ids) - max(ks)
@@ -36,7 +37,13 @@ def pass_times(pair: ModelPair, ids: Sequence[int], ks: Sequence[int], repeats: 
                 times[k].append((time.perf_counter() - start) * 1000.0)
             session.crop(head)
     how = f"median and interquartile range of {repeats} interleaved rounds"
-    return {k: median_iqr(v, how) for k, v in times.items()}
+    spreads = {k: median_iqr(v, how) for k, v in times.items()}
+    if 1 in spreads:  # a pass over k tokens far cheaper than one over a single token was not timed as the others
+        one = spreads[1].value
+        for k, spread in spreads.items():
+            if k > 1:
+                check_verify_cost(spread.value / one, k, one)
+    return spreads
 
 
 def rounds(items: Sequence[Any], repeats: int) -> Iterator[Any]:
