@@ -12,7 +12,8 @@ from specviz.analysis import outlook as ol
 from specviz.analysis.measure import Spread
 from specviz.classroom.settings import FIRST_PROMPT
 from specviz.core.prompt import encode_prompt
-from specviz.loading import is_gguf
+from specviz.loading import PROMPT_LOOKUP, gguf_path, is_gguf
+from specviz.models.gguf import read_info
 from specviz.models.hub import EMBEDDED
 from specviz.viz.plain import plain
 from specviz.viz.render import sentence
@@ -76,6 +77,21 @@ def timed_pair() -> tuple[str, str, str | None]:
         return target, draft, None
     note = f"The Decode page's target ({plain(target)}) is not sized here: the embedded pair instead."
     return EMBEDDED, EMBEDDED, note
+
+
+def your_pair() -> tuple[ol.Model, ol.Model] | None:
+    """The Decode page's pair when its target is a GGUF file, as the cost model sees it from the headers (the files
+    its run already opened: nothing loads, nothing downloads); None otherwise, or when a header cannot be read."""
+    chosen = decode_choice()
+    if chosen is None or not is_gguf(chosen[0]):
+        return None
+    target, draft = chosen[:2]
+    pair = st.session_state["decode_stepper"].decoder.pair
+    try:
+        files = read_info(gguf_path(target)), read_info(gguf_path(draft)) if is_gguf(draft) else None
+        return ol.header_pair(*files, (pair.target.name, pair.draft.name), lookup=draft == PROMPT_LOOKUP)
+    except (specviz.SpecvizError, OSError):
+        return None
 
 
 def timed_pair_words() -> str:

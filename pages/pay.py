@@ -26,9 +26,13 @@ where = cols[0].selectbox("Hardware", [parts.HERE, *HARDWARE], key="pay_hardware
 if where == parts.HERE:  # the pair timed here: the Decode page's
     here_words = parts.timed_pair_words()
     cols[1].selectbox("Model pair", [here_words], disabled=True, help="On this machine: the Decode page's pair")
+yours = parts.your_pair()  # the Decode page's GGUF pair, sized from its headers
 pair_name = st.session_state.get("pay_pair", next(iter(ol.PAIRS)))
 if where != parts.HERE:
-    pair_name = cols[1].selectbox("Model pair", list(ol.PAIRS), key="pay_pair")
+    offered = [*ol.PAIRS, *([ol.YOUR_PAIR] if yours else [])]
+    if st.session_state.get("pay_pair") not in offered:  # your pair from a link or an earlier run, gone now
+        st.session_state.pop("pay_pair", None)
+    pair_name = cols[1].selectbox("Model pair", offered, key="pay_pair")
 batch = cols[2].select_slider("Batch (sequences at once)", ol.BATCHES, key="pay_batch")
 context = cols[3].number_input("Context (tokens)", *ui.LIMITS["pay_context"], step=256, key="pay_context")
 cols = st.columns([3, 1.6, 3.4], vertical_alignment="bottom")
@@ -39,7 +43,10 @@ alpha = cols[1].slider(
 accept, note = parts.acceptance(source, alpha)
 cols[2].caption(f"Acceptance: {accept.words()}." + (f" {note}" if note else ""))
 
-target, draft = (MODELS[name] for name in ol.PAIRS[pair_name])
+if pair_name == ol.YOUR_PAIR and yours:
+    target, draft = yours
+else:
+    target, draft = (MODELS[n] for n in ol.PAIRS.get(pair_name, next(iter(ol.PAIRS.values()))))
 measured: list = []
 c = None
 if where == parts.HERE:

@@ -1083,6 +1083,20 @@ def test_models_on_this_computer_lists_the_gguf_files_found_and_a_found_pair_ste
     assert 0 < c.value < 1.5  # a Q8_0 pass is cheaper than the float32 target's, give or take the timing's noise
     summary = (at.success or at.warning)[0].value
     assert f"{run.pair.target.name} drafted by SmolLM2-135M-Instruct (Q8_0)" in summary, summary
+    # the same pair carried to an H100, sized from its headers: the 540 MB target reads in 0.16 ms there
+    at.selectbox(key="pay_hardware").set_value("NVIDIA H100 SXM").run()
+    at.selectbox(key="pay_pair").set_value(outlook.YOUR_PAIR).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    from specviz.analysis.costmodel import HARDWARE
+    from specviz.models.gguf import read_info
+
+    names = (run.pair.target.name, run.pair.draft.name)
+    files = (read_info(folder / "smol.F32.gguf"), read_info(folder / "smol.Q8_0.gguf"))
+    target, draft = outlook.header_pair(*files, names)
+    accept = outlook.Acceptance.from_rates(run.trace().metrics.per_position_acceptance_rate, "run")
+    expected = outlook.outlook(target, draft, HARDWARE["NVIDIA H100 SXM"], accept, 1, 512)
+    said = [e.value for e in [*at.success, *at.warning] if "At batch 1" in e.value]
+    assert said == [expected.summary()] and names[1] in said[0]
     st.cache_resource.clear()
 
 

@@ -108,6 +108,16 @@ def test_a_gguf_file_is_sized_for_the_cost_model_from_its_header(tmp_path):
     assert a.bytes_per_weight == pytest.approx(tied.stat().st_size / 56)
     assert (b.params, b.bytes_per_weight) == (56, pytest.approx(untied.stat().st_size / 104))
     assert b.source == "the GGUF header of untied.gguf"
+    # a pair from the headers alone: the file drafting, the target drafting for itself, prompt lookup (no weights)
+    names = ("T (F32)", "D (F32)")
+    assert ol.header_pair(read_info(tied), read_info(untied), names) == (
+        ol.gguf_model(read_info(tied), "T (F32)"),
+        ol.gguf_model(read_info(untied), "D (F32)"),
+    )
+    target, itself = ol.header_pair(read_info(tied), None, names)
+    assert itself is target and target.name == "T (F32)"
+    _, lookup = ol.header_pair(read_info(tied), None, ("T", "prompt lookup"), lookup=True)
+    assert (lookup.name, lookup.params, lookup.kv_bytes_per_token) == ("prompt lookup", 0, 0)
 
 
 @pytest.mark.slow

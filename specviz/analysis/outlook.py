@@ -47,6 +47,7 @@ PAIRS: dict[str, tuple[str, str]] = {
     "Vicuna-7B + vicuna-68m": ("Vicuna-7B v1.3", "vicuna-68m"),
 }
 HERE = "this machine, measured"  # the hardware choice fitted to this machine's own passes
+YOUR_PAIR = "your GGUF pair (the Decode page's, sized from its headers)"  # a Model pair choice beside PAIRS
 SOURCES = ("the Decode run", "the τ sweep", "α by hand")  # where the acceptance carried over comes from
 EMBEDDED_TARGET = MODELS["SmolLM2-135M (fp32)"]
 EMBEDDED_NAME = "SmolLM2-135M-Instruct"  # the embedded target's name as specviz.load_pair gives it
@@ -374,6 +375,28 @@ def target_model(pair: ModelPair) -> Model:
         f"this machine is calibrated on the embedded target or a GGUF file, whose sizes the model reads; the target "
         f"is {pair.target.name}: choose one of those"
     )
+
+
+def header_pair(
+    target: GGUFInfo, draft: GGUFInfo | None, names: tuple[str, str], lookup: bool = False
+) -> tuple[Model, Model]:
+    """A GGUF pair as the cost model sees it, from the headers alone (nothing loaded): the target, and the draft file
+    (None: the target drafting for itself, or with `lookup` prompt lookup, which reads no weights). `names`: as the
+    pages name the two."""
+    model = gguf_model(target, names[0])
+    if draft is not None:
+        return model, gguf_model(draft, names[1])
+    if lookup:
+        return model, Model(
+            name=names[1],
+            params=0,
+            bytes_per_weight=0,
+            layers=1,
+            kv_bytes_per_token=0,
+            attn_width=0,
+            source="prompt lookup: no weights, only a search of the text",
+        )
+    return model, model
 
 
 def draft_model(pair: ModelPair, target: Model) -> Model:

@@ -178,7 +178,7 @@ SETTINGS: dict[str, Setting] = {
         Setting("sweep_drafts", list(DRAFT_GRADES)[:4], link=False),  # the sweep across drafts' drafts
         Setting("sweep_present", False),
         Setting("pay_hardware", "NVIDIA H100 SXM", (outlook.HERE, *HARDWARE)),
-        Setting("pay_pair", "Llama-3.1-70B + Llama-3.2-1B", tuple(outlook.PAIRS)),
+        Setting("pay_pair", "Llama-3.1-70B + Llama-3.2-1B", (*outlook.PAIRS, outlook.YOUR_PAIR)),
         Setting("pay_batch", 1, (1, 512)),
         Setting("pay_context", CONTEXT, (128, 131_072)),
         Setting("pay_source", outlook.SOURCES[0], outlook.SOURCES),
