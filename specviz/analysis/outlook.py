@@ -47,7 +47,7 @@ PAIRS: dict[str, tuple[str, str]] = {
     "Vicuna-7B + vicuna-68m": ("Vicuna-7B v1.3", "vicuna-68m"),
 }
 HERE = "this machine, measured"  # the hardware choice fitted to this machine's own passes
-YOUR_PAIR = "your GGUF pair (the Decode page's, sized from its headers)"  # a Model pair choice beside PAIRS
+YOUR_PAIR = "your GGUF pair (Decode page)"  # a Model pair choice beside PAIRS: sized from the files' headers
 SOURCES = ("the Decode run", "the τ sweep", "α by hand")  # where the acceptance carried over comes from
 EMBEDDED_TARGET = MODELS["SmolLM2-135M (fp32)"]
 EMBEDDED_NAME = "SmolLM2-135M-Instruct"  # the embedded target's name as specviz.load_pair gives it
