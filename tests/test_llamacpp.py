@@ -295,6 +295,31 @@ def test_the_numbers_are_the_same_bit_for_bit_whatever_the_thread_count(pairs):
 
 
 @pytest.mark.slow
+def test_a_one_token_pass_runs_on_the_threads_timed_fastest_and_gives_the_same_bits(pairs, monkeypatch):
+    """Passes over several tokens run on every thread asked for; a pass over one token on the count timed fastest
+    for it (1, half or all: on 2 cores 1 or 2), chosen once per model and count, or on the count
+    $SPECVIZ_LLAMA_ONE_TOKEN_THREADS names; the logits and hidden states are the same bits either way."""
+    shared = pairs["llama.cpp"].target
+    lib = shared._lib
+    ids = list(Decoder(pairs["llama.cpp"], PROMPTS[1], SpecConfig()).prompt_ids)
+    model = llamacpp.LlamaCppModel(shared.path, shared.name, threads=2)
+    timed = model.new_session()
+    chosen = model.one_token_threads(2)
+    assert chosen in (1, 2) and model.one_token_threads(2) == chosen  # timed once, then kept
+    assert (lib.llama_n_threads(timed._ctx), lib.llama_n_threads_batch(timed._ctx)) == (chosen, 2)
+    numbers = {}
+    for one in ("1", "2"):
+        monkeypatch.setenv(llamacpp.ONE_TOKEN_THREADS_ENV, one)
+        session = model.new_session()
+        assert (lib.llama_n_threads(session._ctx), lib.llama_n_threads_batch(session._ctx)) == (int(one), 2)
+        logits = torch.cat([session.extend(ids), session.extend([7]), session.extend([100, 200]), session.extend([9])])
+        numbers[one] = (logits, session.features(0, session.length))
+    assert torch.equal(numbers["1"][0], numbers["2"][0]) and torch.equal(numbers["1"][1], numbers["2"][1])
+    monkeypatch.setenv(llamacpp.ONE_TOKEN_THREADS_ENV, "5")
+    assert model.one_token_threads(2) == 2  # never more than the passes over several tokens have
+
+
+@pytest.mark.slow
 def test_a_run_allocates_the_cache_it_needs_and_its_numbers_do_not_change(pairs, monkeypatch):
     """A class server holds one llama.cpp session per student: each is sized to its run (prompt + max new tokens +
     the longest draft, rounded up to 256), not the model's 2048 tokens, and the trace is the same bit for bit as

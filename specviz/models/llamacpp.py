@@ -22,6 +22,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
+import statistics
 import threading
 import time
 from collections.abc import Sequence
@@ -40,6 +41,7 @@ DEFAULT_CONTEXT = 2048  # tokens a session holds; its float32 KV cache: 46 KB pe
 # sequence 0 (the text), one per tree node, and one per pending token verified with the tree
 MAX_SEQUENCES = 1 + MAX_TREE_NODES + 1
 THREADS_ENV = "SPECVIZ_LLAMA_THREADS"
+ONE_TOKEN_THREADS_ENV = "SPECVIZ_LLAMA_ONE_TOKEN_THREADS"  # threads for a one-token pass, instead of timing them
 CPU_ENV = "SPECVIZ_LLAMA_CPU"  # one of ggml's CPU variants by name (haswell, zen4, …) instead of the best for this CPU
 CONTEXT_ENV = "SPECVIZ_LLAMA_CONTEXT"  # tokens per session; each session allocates its whole KV cache at once
 SLOTS_ENV = "SPECVIZ_LLAMA_SLOTS"  # chain runs whose passes share decodes (specviz.models.llamapool); 0: none
@@ -161,6 +163,8 @@ class LlamaCppModel:
         self.threads = threads  # None: default_threads() when a session opens
         self.capabilities = Capabilities(runtime=RUNTIME, threads=threads or default_threads(), sized_sessions=True)
         self._pool_lock = threading.Lock()
+        self._one_token: dict[int, int] = {}  # threads → the threads a one-token pass runs fastest on (timed once)
+        self._one_token_lock = threading.RLock()
         self.decoding = threading.Lock()  # held by every decode: llama.cpp's threads already take every core
         self._pool = None  # the shared batched context (specviz.models.llamapool), opened on first use
         self.slots = slots
@@ -258,6 +262,45 @@ class LlamaCppModel:
                 self._pool = SlotPool(self, slots, tokens, self.threads or default_threads())
             return self._pool
 
+    def one_token_threads(self, threads: int) -> int:
+        """The threads a pass over one token runs on, when passes over several run on `threads`: the fastest of 1,
+        threads / 2 and threads, timed once per model and count in a context of its own (passes over one token
+        at one cache length, interleaved, medians), $SPECVIZ_LLAMA_ONE_TOKEN_THREADS where set. Such a pass reads
+        every weight for little arithmetic: where one thread already reads as fast as the memory allows, a second
+        only adds the graph's synchronisation (2-core AMD EPYC: 16 ms on one thread, 17-21 ms on two), while a
+        pass over several tokens computes and wants them all. Whichever count runs, the numbers are the same bits
+        (specviz.models.threads)."""
+        if os.environ.get(ONE_TOKEN_THREADS_ENV):
+            return min(threads, env_count(ONE_TOKEN_THREADS_ENV, threads, "threads", 1))
+        with self._one_token_lock:
+            if threads not in self._one_token:
+                self._one_token[threads] = threads  # the context that times them runs as before meanwhile
+                self._one_token[threads] = self._time_one_token(threads)
+            return self._one_token[threads]
+
+    def _time_one_token(self, threads: int, rounds: int = 5) -> int:
+        candidates = sorted({1, max(1, threads // 2), threads})
+        if len(candidates) == 1:
+            return threads
+        session = LlamaCppSession(self, min(self.context, max(BATCH, 64)))
+        try:
+            head = [min(i + 1, self.vocab_size - 1) for i in range(16)]
+            session.extend(head, keep=1)
+            times: dict[int, list[float]] = {n: [] for n in candidates}
+            for round_ in range(rounds + 1):  # the first round warms up
+                for n in candidates[round_ % len(candidates) :] + candidates[: round_ % len(candidates)]:
+                    self._lib.llama_set_n_threads(session._ctx, n, threads)
+                    start = time.perf_counter()
+                    session.extend([head[-1]], keep=1)
+                    if round_:
+                        times[n].append(time.perf_counter() - start)
+                    session.crop(len(head))
+        finally:
+            session.close()
+        medians = {n: statistics.median(t) for n, t in times.items()}
+        best = min(medians, key=medians.__getitem__)
+        return best if medians[best] < 0.97 * medians[threads] else threads  # fewer threads only when clearly faster
+
     def _new_context(self, threads: int, size: int, streams: int = 0):
         """A context of `size` tokens whose sequences (tree nodes) share one KV cache; or, with `streams`, one of
         `streams` separate KV streams of `size` tokens each (a run's tokens then see only its own stream's cells,
@@ -268,7 +311,8 @@ class LlamaCppModel:
         params.n_batch = params.n_ubatch = BATCH
         params.n_seq_max = streams or MAX_SEQUENCES
         params.kv_unified = not streams  # tree nodes of many sequences share one cache
-        params.n_threads = params.n_threads_batch = threads
+        params.n_threads = self.one_token_threads(threads)  # llama.cpp's count for a pass over one token
+        params.n_threads_batch = threads  # and for a pass over several
         params.embeddings = True  # the final hidden state of every output position, beside its logits
         params.pooling_type = lib.LLAMA_POOLING_TYPE_NONE
         params.type_k = params.type_v = lib.GGML_TYPE_F32  # float32 like the torch runtime
