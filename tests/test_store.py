@@ -159,8 +159,13 @@ def test_the_real_pairs_share_one_target_on_llama_cpp_and_give_their_memory_back
     planned = planned_parts("embedded", "embedded", "llama.cpp", guard=rules)
     assert [k for k, _ in planned] == [p.key for p in store.parts()][:3]
     held = {p.key: p.bytes for p in store.parts()}
-    # estimated before loading within 1% (the weights; the store also counts buffers and the lean draft's copies)
-    assert [abs(held[k] - size) <= 0.01 * held[k] for k, size in planned] == [True, True, True], (held, planned)
+    # estimated before loading within 1% (the weights; the store also counts buffers), and the lean draft's head may
+    # hold one more copy of its 16,384 × 576 float32 rows: prepacked for oneDNN where that kernel timed fastest here
+    # (specviz.drafts.lean), so whether it exists depends on the machine's timing, not on the estimate
+    head = 16_384 * 576 * 4
+    extra = {k: head if k[0] == "draft" else 0 for k, _ in planned}
+    within = [0.99 * size <= held[k] <= 1.01 * (size + extra[k]) for k, size in planned]
+    assert within == [True, True, True], (held, planned)
     for pair in pairs:
         pair.close()
     del pairs

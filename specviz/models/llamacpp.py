@@ -282,7 +282,7 @@ class LlamaCppModel:
         candidates = sorted({1, max(1, threads // 2), threads})
         if len(candidates) == 1:
             return threads
-        session = LlamaCppSession(self, min(self.context, max(BATCH, 64)))
+        session = self.new_session(BATCH)  # counted like any run's, and given back below
         try:
             head = [min(i + 1, self.vocab_size - 1) for i in range(16)]
             session.extend(head, keep=1)
