@@ -387,16 +387,13 @@ def header_pair(
     if draft is not None:
         return model, gguf_model(draft, names[1])
     if lookup:
-        return model, Model(
-            name=names[1],
-            params=0,
-            bytes_per_weight=0,
-            layers=1,
-            kv_bytes_per_token=0,
-            attn_width=0,
-            source="prompt lookup: no weights, only a search of the text",
-        )
+        return model, weightless(names[1], "prompt lookup: no weights, only a search of the text")
     return model, model
+
+
+def weightless(name: str, source: str) -> Model:
+    """A draft the cost model reads no weights for (prompt lookup, or one whose sizes are not known here)."""
+    return Model(name=name, params=0, bytes_per_weight=0, layers=1, kv_bytes_per_token=0, attn_width=0, source=source)
 
 
 def draft_model(pair: ModelPair, target: Model) -> Model:
@@ -409,15 +406,7 @@ def draft_model(pair: ModelPair, target: Model) -> Model:
         return gguf_model(read_info(path), pair.draft.name)
     if pair.target.name == EMBEDDED_NAME and pair.draft.name == f"{EMBEDDED_NAME} distilled draft":
         return MODELS["SmolLM2-135M embedded draft (fp32)"]
-    return Model(
-        name=pair.draft.name,
-        params=0,
-        bytes_per_weight=0,
-        layers=1,
-        kv_bytes_per_token=0,
-        attn_width=0,
-        source="no sizes known here: its cost is the c measured beside the target",
-    )
+    return weightless(pair.draft.name, "no sizes known here: its cost is the c measured beside the target")
 
 
 def calibrate(pair: ModelPair, ids: Sequence[int], ks: Sequence[int] = CALIBRATION_KS, repeats: int = 5) -> Calibration:
