@@ -10,10 +10,9 @@ from pages._picker import decode_choice
 from pages._shared import heavy_job, heavy_turn, load_pair
 from specviz.analysis import outlook as ol
 from specviz.analysis.measure import Spread
+from specviz.classroom import pay
 from specviz.classroom.settings import FIRST_PROMPT
 from specviz.core.prompt import encode_prompt
-from specviz.loading import PROMPT_LOOKUP, gguf_path, is_gguf
-from specviz.models.gguf import read_info
 from specviz.models.hub import EMBEDDED
 from specviz.viz.plain import plain
 from specviz.viz.render import sentence
@@ -66,42 +65,35 @@ def acceptance(source: str, alpha: float) -> tuple[ol.Acceptance, str | None]:
     )
 
 
-def timed_pair() -> tuple[str, str, str | None]:
-    """The pair this machine is timed on: the Decode page's, where its target's sizes are known (the embedded target
-    or a GGUF file), else the embedded pair; and a note when the Decode page's pair could not be taken."""
+def _decode_pair() -> tuple[tuple[str, str] | None, tuple[str, str] | None]:
+    """The Decode page's (target, draft) specs and their names, or (None, None) before its first Step."""
     chosen = decode_choice()
     if chosen is None:
-        return EMBEDDED, EMBEDDED, None
-    target, draft = chosen[:2]
-    if target == EMBEDDED or is_gguf(target):
-        return target, draft, None
-    note = f"The Decode page's target ({plain(target)}) is not sized here: the embedded pair instead."
-    return EMBEDDED, EMBEDDED, note
+        return None, None
+    pair = st.session_state["decode_stepper"].decoder.pair
+    return chosen[:2], (pair.target.name, pair.draft.name)
+
+
+def timed_pair() -> tuple[str, str, str | None]:
+    """The pair this machine is timed on (specviz.classroom.pay.timed_specs), and a note when the Decode page's
+    pair could not be taken."""
+    target, draft, passed = pay.timed_specs(_decode_pair()[0])
+    return target, draft, passed and f"The Decode page's target ({plain(passed)}) is not sized here: the embedded pair."
 
 
 def your_pair() -> tuple[ol.Model, ol.Model] | None:
-    """The Decode page's pair when its target is a GGUF file, as the cost model sees it from the headers (the files
-    its run already opened: nothing loads, nothing downloads); None otherwise, or when a header cannot be read."""
-    chosen = decode_choice()
-    if chosen is None or not is_gguf(chosen[0]):
-        return None
-    target, draft = chosen[:2]
-    pair = st.session_state["decode_stepper"].decoder.pair
-    try:
-        files = read_info(gguf_path(target)), read_info(gguf_path(draft)) if is_gguf(draft) else None
-        return ol.header_pair(*files, (pair.target.name, pair.draft.name), lookup=draft == PROMPT_LOOKUP)
-    except (specviz.SpecvizError, OSError):
-        return None
+    """The Decode page's GGUF pair as the cost model sees it from the headers; None for another pair or none."""
+    specs, names = _decode_pair()
+    return pay.header_models(*specs, names) if specs else None
 
 
 def timed_pair_words() -> str:
     """The pair this machine is timed on, in words, before it loads: for the Model pair box."""
-    stepper = st.session_state.get("decode_stepper")
+    _specs, names = _decode_pair()
     target, draft, _note = timed_pair()
-    if stepper is not None and stepper.decoder is not None and (target, draft) != (EMBEDDED, EMBEDDED):
-        pair = stepper.decoder.pair
-        return f"{pair.target.name} + {pair.draft.name}"
-    return "the embedded pair (SmolLM2-135M + its draft)" if draft == EMBEDDED else f"the embedded target + {draft}"
+    if names and (target, draft) != (EMBEDDED, EMBEDDED):
+        return f"{names[0]} + {names[1]}"
+    return pay.EMBEDDED_WORDS if draft == EMBEDDED else f"the embedded target + {draft}"
 
 
 def measured_here() -> tuple[ol.Calibration | None, specviz.ModelPair | None]:

@@ -189,3 +189,14 @@ def test_a_pass_over_several_tokens_timed_far_cheaper_than_one_token_is_refused_
         pass_times(target({1: 30.0, 4: 12.0}), list(range(10)), (1, 4), repeats=2)
     times = pass_times(target({1: 30.0, 4: 36.0}), list(range(10)), (1, 4), repeats=2)
     assert times[4].value / times[1].value == pytest.approx(1.2, abs=0.1)
+
+
+def test_the_pair_timed_here_is_the_decode_pages_where_its_target_is_sized():
+    from specviz.classroom.pay import header_models, timed_specs
+
+    assert timed_specs(None) == ("embedded", "embedded", None)
+    assert timed_specs(("embedded", "embedded:Q8_0")) == ("embedded", "embedded:Q8_0", None)
+    assert timed_specs(("/m/t.gguf", "prompt-lookup")) == ("/m/t.gguf", "prompt-lookup", None)
+    assert timed_specs(("gpt2", "distilgpt2")) == ("embedded", "embedded", "gpt2")  # a hub model: not sized here
+    assert header_models("gpt2", "distilgpt2", ("gpt2", "distilgpt2")) is None
+    assert header_models("/nowhere/t.gguf", "self", ("t", "t")) is None  # unreadable: no pair, no error
