@@ -6,7 +6,6 @@ from pages._decode_step import step_table
 from pages._present import COMPACT_CSS, presentation_toggle
 from pages._shared import LIMITS, ensure_shell, share_link
 from specviz import MODES, ConfigError
-from specviz.analysis.theory import expected_accepted
 from specviz.classroom import sandbox as sb
 from specviz.core.rules import VERIFICATIONS
 from specviz.viz import charts
@@ -130,14 +129,8 @@ with results:
         next_col.plotly_chart(charts.next_token_chart(step, height=380, font_size=18, rows=6), key="sandbox_next_chart")
 for note in sb.explain(step, case, mode):  # computed from the table on screen, never a note written for another
     st.info(note, icon=":material/lightbulb:")
-if lossless:  # what each rule keeps on average on this table, exactly (every draft q can sample, every draw)
-    lengths = {name: expected_accepted(case.q, case.p, name) for name in VERIFICATIONS}
-    st.markdown(
-        "**Expected accepted draft tokens on this table** (exact, over every draft and every draw): "
-        + ", ".join(
-            f"{name} {'too many drafts to enumerate' if v is None else f'{v:.3f}'}" for name, v in lengths.items()
-        )
-    )
+if lossless:  # what each rule keeps on average on this table, exactly
+    st.markdown(sb.expected_lengths(case))
 numbers, source = st.columns([3, 2]) if next_col is None else (st.container(), None)
 with numbers:
     step_table(step, mode == "greedy", hidden=False, draws=False)

@@ -311,3 +311,14 @@ def test_presentation_view_puts_the_verdict_and_both_charts_first_without_the_si
     assert charts[0]["title"]["font"]["size"] >= 18 and charts[1]["title"]["font"]["size"] >= 18
     assert marked(at).count('class="sv-num"') == 4  # q, p and r under each draft token
     assert not at.code  # no share box on the projector
+
+
+def test_the_expected_accepted_tokens_on_a_table_in_one_sentence():
+    """τ = 1, q = (.2, .2, .6), p = (.5, .3, .2): a drawn token is kept with Σ min(p, q) = .2 + .2 + .2 = 0.6 under
+    the token-wise rule."""
+    from specviz.classroom.sandbox import expected_lengths
+
+    case = SandboxCase(("a", "b", "c"), ((0.2, 0.2, 0.6),), ((0.5, 0.3, 0.2), (1 / 3, 1 / 3, 1 / 3)), (0.5,))
+    said = expected_lengths(case)
+    assert said.startswith("**Expected accepted draft tokens on this table** (exact, over every draft and every")
+    assert "token 0.600" in said

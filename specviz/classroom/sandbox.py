@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
+from specviz.analysis.theory import expected_accepted
 from specviz.core.config import MODES
 from specviz.core.record import record_step
 from specviz.core.rules import VERIFICATIONS, Verification, choose
@@ -395,3 +396,13 @@ def residual_distribution(case: SandboxCase, position: int) -> list[float]:
     q = torch.tensor(case.q[position], dtype=torch.float64)
     p = torch.tensor(case.p[position], dtype=torch.float64)
     return residual(p, q).tolist()
+
+
+def expected_lengths(case: SandboxCase) -> str:
+    """What each verification rule keeps on average on this table, exactly (every draft q can sample, every draw),
+    in one sentence (Markdown)."""
+    lengths = {name: expected_accepted(case.q, case.p, name) for name in VERIFICATIONS}
+    said = (f"{name} {'too many drafts to enumerate' if v is None else f'{v:.3f}'}" for name, v in lengths.items())
+    return "**Expected accepted draft tokens on this table** (exact, over every draft and every draw): " + ", ".join(
+        said
+    )
