@@ -123,7 +123,7 @@ def measure(threads: int, repeats: int) -> dict:
     _, ids, _ = encode_prompt(fast, PROMPTS[0] + " " + PROMPTS[1], None)
     times = beside(reference.target.model, fast, ids, threads, repeats)
     median = {name: statistics.median(values) for name, values in times.items()}
-    ratios = [t / r for t, r in zip(times["T1"], times["read"])]
+    ratios = [t / r for t, r in zip(times["T1"], times["read"], strict=True)]
     alone = alone_tokens_per_s(fast)
     torch.set_num_threads(threads)  # generate gets every core too
     generate = generate_tokens_per_s(reference)
