@@ -1,17 +1,20 @@
-"""The Decode page's two expanders beside a step: the same step under each verification rule, and the run as the
-serving engines log it. Widgets and calls; what to say is decided in specviz.viz and specviz.analysis."""
+"""The Decode page's panels around a step: the same step under each verification rule, the running metrics and the
+run's charts, and the run as the serving engines log it. Widgets and calls; what to say is decided in specviz.viz
+and specviz.analysis."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 import specviz
+from pages._busy import busy_notice
 from pages._shared import LIMITS, lazy_expander
-from specviz.analysis.engine_logs import engine_report
+from specviz.analysis.engine_logs import GLOSSARY, engine_report
 from specviz.viz import charts, run_charts, slide
 from specviz.viz import view as view_of
 from specviz.viz.memo import FigureMemo
 from specviz.viz.render import rule_sentence
+from specviz.viz.tree_chart import tree_run_chart
 
 
 def chart(build, *args, **kwargs):
@@ -93,3 +96,38 @@ def slide_panel(run: specviz.RunTrace, view: specviz.StepTrace, names: tuple[str
             "Hover the picture and press the camera at its top right: it saves a 1920×1080 PNG (16:9), drawn by your "
             "browser."
         )
+
+
+def metrics_row(m: specviz.Metrics, target_top_k: int | None = None, tree: bool = False, steps=()) -> None:
+    """The running metrics, one tile each (specviz.viz.view.metric_tiles), in two rows of three: no
+    label is cut at 1280 px. A timing tile's note (its spread over `steps`, or "one step") under its value."""
+    tiles = view_of.metric_tiles(m, target_top_k, tree, steps)
+    for column, tile in zip([*st.columns(3), *st.columns(3)], tiles, strict=True):
+        column.metric(tile.label, tile.value, tile.note or None, "off", help=tile.help, delta_arrow="off")
+
+
+def draw_run(run: specviz.RunTrace, view: specviz.StepTrace, hidden: bool, live: bool = True) -> None:
+    """The running metrics up to the step shown (until a quiz's Reveal, the step before), the accepted length of
+    every step, the per-position (per-depth) rates and, for trees, depth against nodes verified. `live`: timed on
+    this server just now (not a replayed trace), so a busy server's notice goes above its times."""
+    shown = run.steps[:-1] if hidden else run.steps  # until Reveal, nothing counts the current step
+    counted = shown if hidden else run.steps[: view.index + 1]
+    m, upto = view_of.metrics_upto(run, counted)
+    st.subheader("Running metrics" + (" (up to the previous step until Reveal)" if hidden else f": {upto}"))
+    if live:
+        busy_notice()
+    metrics_row(m, run.target_top_k, run.config.tree, counted)
+    left, right = st.columns(2)
+    left.markdown("**Accepted length per step** (the whole run; the step shown is marked)")
+    left.plotly_chart(
+        chart(run_charts.history_chart, shown, None if hidden else view.index), key="decode_history_chart"
+    )
+    where = "depth" if run.config.tree else "position"
+    right.markdown(f"**Per-{where} acceptance rate** ({upto})", help=GLOSSARY["per-position acceptance rate"] + ".")
+    rates = (m.per_position_acceptance_rate, m.conditional_per_position_acceptance_rate, run.config.tree)
+    right.plotly_chart(chart(run_charts.per_position_chart, *rates), key="decode_position_chart")
+    if run.config.tree and not hidden:
+        st.markdown("**Tree steps**: the depth each step accepted, against the nodes its one pass verified")
+        st.plotly_chart(chart(tree_run_chart, shown), key="decode_tree_run_chart")
+    if not hidden:
+        engine_logs_panel(run)

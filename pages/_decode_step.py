@@ -1,5 +1,6 @@
-"""The Decode page's step and run, drawn: the step picked, its charts and table, the target's next token,
-the running metrics and the run's charts. Widgets and calls; what to show is decided in specviz.viz."""
+"""The Decode page's step, taken and drawn: the clicks taken in turn, the step picked, its charts and table, the
+target's next token (the running metrics and the run's charts: pages/_decode_panels.py). Widgets and calls; what
+to show is decided in specviz.viz."""
 
 from __future__ import annotations
 
@@ -8,16 +9,14 @@ import contextlib
 import streamlit as st
 
 import specviz
-from pages._busy import busy_notice
-from pages._decode_panels import chart, engine_logs_panel, rules_panel  # noqa: F401 (rules_panel: the page)
+from pages._decode_panels import chart, draw_run, rules_panel  # noqa: F401 (draw_run, rules_panel: the page)
 from pages._shared import heavy_turn, pacer
 from pages._typed import typed_step
-from specviz.analysis.engine_logs import GLOSSARY
-from specviz.viz import charts, run_charts
+from specviz.viz import charts
 from specviz.viz import view as view_of
 from specviz.viz.plain import plain, plain_cells
 from specviz.viz.render import next_token_source, sentence, step_frame, token_label
-from specviz.viz.tree_chart import tree_chart, tree_run_chart
+from specviz.viz.tree_chart import tree_chart
 
 
 def step_table(view: specviz.StepTrace, greedy: bool, hidden: bool, draws: bool) -> None:
@@ -62,14 +61,6 @@ def take_clicks(stepper, settings, start_run, replay, turn) -> None:
         bar.empty()
     for note in notes:
         st.info(note.text) if note.kind == "info" else st.toast(note.text)
-
-
-def metrics_row(m: specviz.Metrics, target_top_k: int | None = None, tree: bool = False, steps=()) -> None:
-    """The running metrics, one tile each (specviz.viz.view.metric_tiles), in two rows of three: no
-    label is cut at 1280 px. A timing tile's note (its spread over `steps`, or "one step") under its value."""
-    tiles = view_of.metric_tiles(m, target_top_k, tree, steps)
-    for column, tile in zip([*st.columns(3), *st.columns(3)], tiles, strict=True):
-        column.metric(tile.label, tile.value, tile.note or None, "off", help=tile.help, delta_arrow="off")
 
 
 def step_picker(steps: tuple[specviz.StepTrace, ...], hidden: bool) -> specviz.StepTrace:
@@ -145,30 +136,3 @@ def draw_step(
             next_token_panel(view)
     with right:
         step_table(view, greedy, hidden, draws)
-
-
-def draw_run(run: specviz.RunTrace, view: specviz.StepTrace, hidden: bool, live: bool = True) -> None:
-    """The running metrics up to the step shown (until a quiz's Reveal, the step before), the accepted length of
-    every step, the per-position (per-depth) rates and, for trees, depth against nodes verified. `live`: timed on
-    this server just now (not a replayed trace), so a busy server's notice goes above its times."""
-    shown = run.steps[:-1] if hidden else run.steps  # until Reveal, nothing counts the current step
-    counted = shown if hidden else run.steps[: view.index + 1]
-    m, upto = view_of.metrics_upto(run, counted)
-    st.subheader("Running metrics" + (" (up to the previous step until Reveal)" if hidden else f": {upto}"))
-    if live:
-        busy_notice()
-    metrics_row(m, run.target_top_k, run.config.tree, counted)
-    left, right = st.columns(2)
-    left.markdown("**Accepted length per step** (the whole run; the step shown is marked)")
-    left.plotly_chart(
-        chart(run_charts.history_chart, shown, None if hidden else view.index), key="decode_history_chart"
-    )
-    where = "depth" if run.config.tree else "position"
-    right.markdown(f"**Per-{where} acceptance rate** ({upto})", help=GLOSSARY["per-position acceptance rate"] + ".")
-    rates = (m.per_position_acceptance_rate, m.conditional_per_position_acceptance_rate, run.config.tree)
-    right.plotly_chart(chart(run_charts.per_position_chart, *rates), key="decode_position_chart")
-    if run.config.tree and not hidden:
-        st.markdown("**Tree steps**: the depth each step accepted, against the nodes its one pass verified")
-        st.plotly_chart(chart(tree_run_chart, shown), key="decode_tree_run_chart")
-    if not hidden:
-        engine_logs_panel(run)

@@ -20,49 +20,14 @@ from specviz.viz.render import sentence
 SOURCES, HERE = ol.SOURCES, ol.HERE
 
 
-def _tree_tokens() -> dict[int, float] | None:
-    """Tokens per step of the trees of 4, 8 and 16 nodes, where the sweep's chain-against-tree panel ran."""
-    trees = st.session_state.get("sweep_trees_result")
-    return {r.budget: r.tokens_per_step for r in trees.rows if r.shape == "tree"} if trees else None
-
-
-def _from_decode(trees) -> ol.Acceptance | None:
+def acceptance(source: str, alpha: float) -> tuple[ol.Acceptance, str | None]:
+    """The acceptance to carry over from this session's Decode run, its τ sweep or α by hand
+    (specviz.classroom.pay.acceptance), and a note when the chosen source has nothing yet."""
     stepper = st.session_state.get("decode_stepper")
     dec = stepper.decoder if stepper else None
-    if dec is None or not dec.steps:
-        return None
-    run = dec.trace()
-    count = f"{len(run.steps)} step{'s' if len(run.steps) != 1 else ''}"
-    words = f"the Decode run ({count}, {run.config.mode}, {plain(run.draft_name)})"
-    return ol.Acceptance.from_rates(run.metrics.per_position_acceptance_rate, words).with_trees(trees)
-
-
-def _from_sweep(trees) -> ol.Acceptance | None:
-    sweep = st.session_state.get("pay_sweep")
-    if not sweep:
-        return None
-    row = sweep["summary"].rows[-1]
-    words = f"the τ sweep at τ = {row.tau} ({row.steps} steps, {plain(sweep['draft'])})"
-    return ol.Acceptance.from_rates(row.per_position_acceptance_rate, words).with_trees(trees)
-
-
-def acceptance(source: str, alpha: float) -> tuple[ol.Acceptance, str | None]:
-    """The acceptance to carry over, and a note when the chosen source has nothing yet: then the other measured
-    source where there is one, else α by hand."""
-    trees = _tree_tokens()
-    if source == "α by hand":
-        return ol.Acceptance("α by hand", alpha=alpha).with_trees(trees), None
-    order = (_from_decode, _from_sweep) if source == "the Decode run" else (_from_sweep, _from_decode)
-    try:
-        for i, make in enumerate(order):
-            if (found := make(trees)) is not None:
-                missing = "nothing measured yet for " + source
-                return found, None if i == 0 else f"({missing}: taken from {found.source.split(' (')[0]} instead.)"
-    except specviz.SpecvizError as exc:
-        return ol.Acceptance("α by hand", alpha=alpha), plain(sentence(exc))
-    return ol.Acceptance("α by hand", alpha=alpha), (
-        "Nothing measured yet (press Step on the Decode page, or Run on the τ sweep page): α by hand."
-    )
+    run = dec.trace() if dec is not None and dec.steps else None
+    trees = pay.tree_tokens(st.session_state.get("sweep_trees_result"))
+    return pay.acceptance(source, alpha, run, st.session_state.get("pay_sweep"), trees)
 
 
 def _decode_pair() -> tuple[tuple[str, str] | None, tuple[str, str] | None]:

@@ -9,12 +9,12 @@ import contextlib
 import streamlit as st
 
 import specviz
+from specviz.classroom import typed as texts
 from specviz.classroom.settings import TYPED_EXERCISE as EXERCISE
 from specviz.classroom.settings import TYPED_STORY as STORY
 from specviz.classroom.stepper import Stepper
 from specviz.drafts.typed import GUARANTEE, MAX_CHARS, TypedDraft, typed_from_link, typed_to_link, typed_tokens
 from specviz.viz.plain import plain
-from specviz.viz.render import token_label
 
 WORDS = "decode_typed"  # the text box
 NEXT = "decode_typed_next"  # the words the next Step proposes (a click on "Step with your draft")
@@ -79,7 +79,7 @@ def typed_step(dec: specviz.Decoder):
         yield
         return
     if not isinstance(draft, TypedDraft):
-        raise specviz.ConfigError(_refusal(dec))
+        raise specviz.ConfigError(texts.refusal(bool(dec.config.tree), dec.pair.draft.name))
     tokens = typed_tokens(dec.pair.codec, words, context_text(dec))
     with draft.proposing(tokens):
         yield
@@ -116,13 +116,6 @@ def _press() -> None:
     _stepper().press("step")
 
 
-def _refusal(dec: specviz.Decoder) -> str:
-    """Why `dec` cannot take a typed draft (its draft is not wrapped: a token tree, or a drafter with no q)."""
-    if dec.config.tree:
-        return "a typed draft is a chain of tokens: turn the token tree off in the sidebar"
-    return f"{dec.pair.draft.name} has no q to score typed words with: choose a pair with a draft model"
-
-
 def sidebar_panel(off: bool, prompt: str, chat: bool) -> None:
     """The sidebar's "Your draft": the words, "Step with your draft", and the tokens the words make as they would
     continue the text of the run on screen."""
@@ -155,8 +148,7 @@ def sidebar_panel(off: bool, prompt: str, chat: bool) -> None:
     except specviz.ConfigError as exc:
         st.caption(plain(exc))
         return
-    shown = " · ".join(f"'{plain(token_label(dec.pair.codec.token_text(t)))}'" for t in tokens)
-    st.caption(f"As tokens after the text on screen: {shown} ({len(tokens)}; at most τ are proposed). {GUARANTEE}")
+    st.caption(texts.tokens_caption([dec.pair.codec.token_text(t) for t in tokens]))
 
 
 def present_row() -> None:
@@ -175,17 +167,4 @@ def present_row() -> None:
 def note(step: specviz.StepTrace, tau: int) -> str | None:
     """Above a typed step's chart: what was proposed, and what the numbers are."""
     typed = typed_words(step)
-    if typed is None:
-        return None
-    words, count = typed
-    cut = ""
-    if step.tau < count:
-        cut = (
-            f" Only {step.tau} of its {count} tokens were proposed: τ = {tau}, the tokens left, or q = 0 for the next "
-            "one (outside the draft's vocabulary, or cut by top-k, top-p or temperature 0), where p/q has no value."
-        )
-    return (
-        f'**Your draft** "{plain(words)}" (step {step.index + 1}): q is the draft model\'s probability of each typed '
-        "token, p the target's; under a token, the draft's own first choice where it differs. Not drawn from q: in "
-        f"lossless mode the output is then not the target's distribution.{cut}"
-    )
+    return None if typed is None else texts.step_note(typed[0], typed[1], step.index, step.tau, tau)

@@ -1154,6 +1154,22 @@ def test_a_typed_draft_is_proposed_as_typed_and_decided_by_the_modes_own_rule_wi
     assert step.tau == 0 and step.emitted == (0,)
 
 
+def test_your_drafts_texts_escape_what_was_typed_and_say_how_many_tokens_were_proposed():
+    from specviz.classroom import typed as texts
+
+    note = texts.step_note("*mat* <b>", count=3, index=1, proposed=3, tau=4)
+    assert note.startswith('**Your draft** "\\*mat\\* \\<b\\>" (step 2): q is the draft model')
+    assert "Only" not in note  # all three typed tokens were proposed
+    cut = texts.step_note("mat and then slept", count=5, index=0, proposed=4, tau=4)
+    assert "(step 1)" in cut and " Only 4 of its 5 tokens were proposed: τ = 4," in cut
+    caption = texts.tokens_caption([" mat", "\n", "*"])
+    assert caption.startswith("As tokens after the text on screen: '·mat' · '↵' · '\\*' (3; at most τ are proposed). ")
+    assert texts.refusal(True, "x").startswith("a typed draft is a chain of tokens")
+    assert texts.refusal(False, "prompt lookup") == (
+        "prompt lookup has no q to score typed words with: choose a pair with a draft model"
+    )
+
+
 def test_with_a_typed_draft_lossless_mode_no_longer_emits_the_targets_distribution():
     # typed 'c' alone: kept with probability min(1, p/q) = .2/.6 = 1/3 (not p(c) = .2), else the residual (.75,
     # .25, 0) has no 'c': the first token is 'c' a third of the time. 1,000 seeds: sd 0.015, so 1/3 ± 0.05 holds and

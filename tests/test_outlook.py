@@ -200,3 +200,37 @@ def test_the_pair_timed_here_is_the_decode_pages_where_its_target_is_sized():
     assert timed_specs(("gpt2", "distilgpt2")) == ("embedded", "embedded", "gpt2")  # a hub model: not sized here
     assert header_models("gpt2", "distilgpt2", ("gpt2", "distilgpt2")) is None
     assert header_models("/nowhere/t.gguf", "self", ("t", "t")) is None  # unreadable: no pair, no error
+
+
+def test_the_acceptance_carried_over_is_the_chosen_sources_else_the_others_else_alpha_by_hand():
+    from types import SimpleNamespace
+
+    from specviz.classroom.pay import acceptance, tree_tokens
+
+    run = SimpleNamespace(
+        steps=[1, 2, 3],
+        config=SimpleNamespace(mode="lossless"),
+        draft_name="*draft*",
+        metrics=SimpleNamespace(per_position_acceptance_rate=(0.8, 0.5, None)),
+    )
+    row = SimpleNamespace(tau=2, steps=40, per_position_acceptance_rate=(0.9, 0.6))
+    sweep = {"summary": SimpleNamespace(rows=[row]), "draft": "d"}
+    trees = tree_tokens(SimpleNamespace(rows=[SimpleNamespace(budget=8, shape="tree", tokens_per_step=3.0)]))
+    assert trees == {8: 3.0} and tree_tokens(None) is None
+    found, note = acceptance("the Decode run", 0.7, run, sweep, trees)
+    assert (found.rates, found.tree_tokens, note) == ((0.8, 0.5), {8: 3.0}, None)
+    assert found.source == "the Decode run (3 steps, lossless, \\*draft\\*)"  # the draft's name escaped
+    found, note = acceptance("the τ sweep", 0.7, run, sweep)
+    assert found.rates == (0.9, 0.6) and found.source == "the τ sweep at τ = 2 (40 steps, d)" and note is None
+    found, note = acceptance("the τ sweep", 0.7, run, None)  # no sweep yet: the Decode run's
+    assert found.rates == (0.8, 0.5)
+    assert note == "(nothing measured yet for the τ sweep: taken from the Decode run instead.)"
+    found, note = acceptance("the Decode run", 0.7, None, sweep)
+    assert note == "(nothing measured yet for the Decode run: taken from the τ sweep at τ = 2 instead.)"
+    found, note = acceptance("the Decode run", 0.7, None, None)
+    assert (found.alpha, found.rates) == (0.7, None) and note.startswith("Nothing measured yet")
+    found, note = acceptance("α by hand", 0.3, run, sweep, trees)
+    assert (found.alpha, found.tree_tokens, note) == (0.3, {8: 3.0}, None)
+    undrafted = SimpleNamespace(**{**vars(run), "metrics": SimpleNamespace(per_position_acceptance_rate=(None,))})
+    found, note = acceptance("the Decode run", 0.4, undrafted, None)
+    assert found.alpha == 0.4 and "no per-position rate yet" in note

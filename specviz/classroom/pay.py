@@ -1,14 +1,21 @@
-"""Which pair "Would it pay there?" reads, from the pair the Decode page runs (pages/_pay_parts.py draws it): the pair
-this machine is timed on, and the Decode page's GGUF pair as the cost model sees it from the headers alone."""
+"""What "Would it pay there?" reads from the rest of the app (pages/_pay_parts.py draws it): the acceptance it carries
+over (the Decode run, the τ sweep, or α by hand), the pair this machine is timed on, and the Decode page's GGUF pair as
+the cost model sees it from the headers alone."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from specviz.analysis import outlook
 from specviz.analysis.costmodel import Model
+from specviz.core.trace import RunTrace
 from specviz.errors import SpecvizError
 from specviz.loading import PROMPT_LOOKUP, gguf_path, is_gguf
 from specviz.models.gguf import read_info
 from specviz.models.hub import EMBEDDED
+from specviz.viz.plain import plain
+from specviz.viz.render import sentence
 
 EMBEDDED_WORDS = "the embedded pair (SmolLM2-135M + its draft)"
 
@@ -35,3 +42,52 @@ def header_models(target: str, draft: str, names: tuple[str, str]) -> tuple[Mode
         return outlook.header_pair(*files, names, lookup=draft == PROMPT_LOOKUP)
     except (SpecvizError, OSError):
         return None
+
+
+def tree_tokens(trees: Any) -> dict[int, float] | None:
+    """Tokens per step of the trees of 4, 8 and 16 nodes, from the τ sweep page's chain-against-tree result (None
+    where it has not run)."""
+    return {r.budget: r.tokens_per_step for r in trees.rows if r.shape == "tree"} if trees else None
+
+
+def from_run(run: RunTrace, trees: Mapping[int, float] | None = None) -> outlook.Acceptance:
+    """The Decode run's measured per-position rates, said with its steps, mode and draft (escaped)."""
+    count = f"{len(run.steps)} step{'s' if len(run.steps) != 1 else ''}"
+    words = f"the Decode run ({count}, {run.config.mode}, {plain(run.draft_name)})"
+    return outlook.Acceptance.from_rates(run.metrics.per_position_acceptance_rate, words).with_trees(trees)
+
+
+def from_sweep(sweep: Mapping[str, Any], trees: Mapping[int, float] | None = None) -> outlook.Acceptance:
+    """The τ sweep's per-position rates at its largest τ (the most positions), said with its steps and draft."""
+    row = sweep["summary"].rows[-1]
+    words = f"the τ sweep at τ = {row.tau} ({row.steps} steps, {plain(sweep['draft'])})"
+    return outlook.Acceptance.from_rates(row.per_position_acceptance_rate, words).with_trees(trees)
+
+
+def acceptance(
+    source: str,
+    alpha: float,
+    run: RunTrace | None,
+    sweep: Mapping[str, Any] | None,
+    trees: Mapping[int, float] | None = None,
+) -> tuple[outlook.Acceptance, str | None]:
+    """The acceptance to carry over from `source` (one of outlook.SOURCES), and a note when that source has nothing
+    yet: then the other measured source where there is one (the Decode `run` with steps, the τ `sweep`), else α by
+    hand; a source that cannot be read (no step drafted a token) gives α by hand and why."""
+    if source == "α by hand":
+        return outlook.Acceptance("α by hand", alpha=alpha).with_trees(trees), None
+    makers = {
+        "the Decode run": lambda: from_run(run, trees) if run is not None and run.steps else None,
+        "the τ sweep": lambda: from_sweep(sweep, trees) if sweep else None,
+    }
+    order = [source, *(name for name in makers if name != source)]
+    try:
+        for i, name in enumerate(order):
+            if (found := makers[name]()) is not None:
+                taken = found.source.split(" (")[0]
+                return found, None if i == 0 else f"(nothing measured yet for {source}: taken from {taken} instead.)"
+    except SpecvizError as exc:
+        return outlook.Acceptance("α by hand", alpha=alpha), plain(sentence(exc))
+    return outlook.Acceptance("α by hand", alpha=alpha), (
+        "Nothing measured yet (press Step on the Decode page, or Run on the τ sweep page): α by hand."
+    )
