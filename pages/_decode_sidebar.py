@@ -10,6 +10,8 @@ import specviz
 from pages import _shared as ui
 from pages import _typed as typed_ui
 from specviz.classroom.settings import BROKEN_HELP, POLICY_HELP, TREE_HELP
+from specviz.classroom.settings import TYPED_EXERCISE as EXERCISE
+from specviz.classroom.settings import TYPED_STORY as STORY
 from specviz.viz import view as view_of
 
 
@@ -23,6 +25,32 @@ class Inputs(NamedTuple):
     broken: bool
 
 
+def prompt_presets(disabled: bool) -> None:
+    """Two buttons above the prompt: the textbook's exercise, and the same sentence as a story that reads well."""
+    st.button(
+        "The textbook's exercise",
+        key="decode_exercise_start",
+        icon=":material/menu_book:",
+        on_click=st.session_state.update,
+        args=(EXERCISE,),
+        disabled=disabled,
+        width="stretch",
+        help="'The cat sat on the' as the book writes it: chat off, textbook mode, T = 1, and the draft 'mat and then "
+        'slept\' typed for "Step with your draft"',
+    )
+    st.button(
+        "The cat sat on the…, as a story",
+        key="decode_story_start",
+        icon=":material/auto_stories:",
+        on_click=st.session_state.update,
+        args=(STORY,),
+        disabled=disabled,
+        width="stretch",
+        help="'Continue the story: The cat sat on the': chat on, lossless, temperature 0.7, so the live text reads "
+        "well (the bare sentence at T = 1 writes junk on this small pair)",
+    )
+
+
 def inputs(off: bool) -> Inputs:
     """The sidebar's widgets (`off`: a saved trace replays, so they are not in use)."""
     if off:
@@ -30,7 +58,7 @@ def inputs(off: bool) -> Inputs:
     st.header("Models")
     target, draft = ui.model_picker("decode", disabled=off)
     st.header("Prompt")
-    typed_ui.prompt_presets(off)  # the textbook's exercise, and the sentence as a story that reads well
+    prompt_presets(off)  # the textbook's exercise, and the sentence as a story that reads well
     prompt = st.text_area("Prompt", key="decode_prompt", height=90, disabled=off, max_chars=ui.PROMPT_CHARS)
     chat = st.toggle("Chat template", key="decode_chat", help="Wrap the prompt as a user message", disabled=off)
     typed_ui.sidebar_panel(off, prompt, chat)  # "Your draft": the words the next Step proposes

@@ -1,6 +1,7 @@
-"""Decode's "Your draft" panel: type the draft as words, see them as tokens, and take the next Step with them on the
-real target (specviz.drafts.typed): p of each typed token, the draft model's q for it, the mode's decisions and the
-target's next token. Widgets and calls; the typed draft itself is specviz.drafts.typed."""
+"""Decode's "Your draft" panel (the textbook's presets above the prompt: pages/_decode_sidebar.py): type the draft as
+words, see them as tokens, and take the next Step with them on the real target (specviz.drafts.typed): p of each
+typed token, the draft model's q for it, the mode's decisions and the target's next token. Widgets and calls; the
+typed draft itself is specviz.drafts.typed."""
 
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ import streamlit as st
 
 import specviz
 from specviz.classroom import typed as texts
-from specviz.classroom.settings import TYPED_EXERCISE as EXERCISE
-from specviz.classroom.settings import TYPED_STORY as STORY
 from specviz.classroom.stepper import Stepper
 from specviz.drafts.typed import GUARANTEE, MAX_CHARS, TypedDraft, typed_from_link, typed_to_link, typed_tokens
 from specviz.viz.plain import plain
@@ -20,32 +19,6 @@ WORDS = "decode_typed"  # the text box
 NEXT = "decode_typed_next"  # the words the next Step proposes (a click on "Step with your draft")
 BOOK = "decode_typed_steps"  # step index → (the words typed for it, their tokens), in the run on screen
 LINK = "decode_typed_link"  # a link's typed steps, taken by the steps the link replays
-
-
-def prompt_presets(disabled: bool) -> None:
-    """Two buttons above the prompt: the textbook's exercise, and the same sentence as a story that reads well."""
-    st.button(
-        "The textbook's exercise",
-        key="decode_exercise_start",
-        icon=":material/menu_book:",
-        on_click=st.session_state.update,
-        args=(EXERCISE,),
-        disabled=disabled,
-        width="stretch",
-        help="'The cat sat on the' as the book writes it: chat off, textbook mode, T = 1, and the draft 'mat and then "
-        'slept\' typed for "Step with your draft"',
-    )
-    st.button(
-        "The cat sat on the…, as a story",
-        key="decode_story_start",
-        icon=":material/auto_stories:",
-        on_click=st.session_state.update,
-        args=(STORY,),
-        disabled=disabled,
-        width="stretch",
-        help="'Continue the story: The cat sat on the': chat on, lossless, temperature 0.7, so the live text reads "
-        "well (the bare sentence at T = 1 writes junk on this small pair)",
-    )
 
 
 def run_pair(pair: specviz.ModelPair | None, config) -> specviz.ModelPair | None:

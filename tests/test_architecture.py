@@ -145,3 +145,14 @@ def test_a_module_reading_class_settings_would_be_found():
     assert reads_class_settings({"specviz.models.x": [("specviz", ["policy"])]}) == ["specviz.models.x imports specviz"]
     assert reads_class_settings({"specviz.loading": [("specviz.policy", ["current"])]}) != []
     assert reads_class_settings({"specviz.loading": [("specviz.policy", ["ClassPolicy"])]}) == []
+
+
+def test_pages_are_thin():
+    """docs/architecture.md: a page is widgets and calls, 150 lines at most (what it decides lives in specviz/)."""
+    root = LIBRARY.parent
+    long = {
+        p.name: n
+        for p in [root / "app.py", *(root / "pages").glob("*.py")]
+        if (n := len(p.read_text().splitlines())) > 150
+    }
+    assert long == {}, f"pages over 150 lines: {long}"
