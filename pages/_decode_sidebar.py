@@ -25,30 +25,39 @@ class Inputs(NamedTuple):
     broken: bool
 
 
+PRESETS = (  # (label, key, icon, the settings it sets, help)
+    (
+        "The textbook's exercise",
+        "decode_exercise_start",
+        ":material/menu_book:",
+        EXERCISE,
+        "'The cat sat on the' as the book writes it: chat off, textbook mode, T = 1, and the draft 'mat and then "
+        'slept\' typed for "Step with your draft"',
+    ),
+    (
+        "The cat sat on the…, as a story",
+        "decode_story_start",
+        ":material/auto_stories:",
+        STORY,
+        "'Continue the story: The cat sat on the': chat on, lossless, temperature 0.7, so the live text reads "
+        "well (the bare sentence at T = 1 writes junk on this small pair)",
+    ),
+)
+
+
 def prompt_presets(disabled: bool) -> None:
     """Two buttons above the prompt: the textbook's exercise, and the same sentence as a story that reads well."""
-    st.button(
-        "The textbook's exercise",
-        key="decode_exercise_start",
-        icon=":material/menu_book:",
-        on_click=st.session_state.update,
-        args=(EXERCISE,),
-        disabled=disabled,
-        width="stretch",
-        help="'The cat sat on the' as the book writes it: chat off, textbook mode, T = 1, and the draft 'mat and then "
-        'slept\' typed for "Step with your draft"',
-    )
-    st.button(
-        "The cat sat on the…, as a story",
-        key="decode_story_start",
-        icon=":material/auto_stories:",
-        on_click=st.session_state.update,
-        args=(STORY,),
-        disabled=disabled,
-        width="stretch",
-        help="'Continue the story: The cat sat on the': chat on, lossless, temperature 0.7, so the live text reads "
-        "well (the bare sentence at T = 1 writes junk on this small pair)",
-    )
+    for label, key, icon, settings, help_text in PRESETS:
+        st.button(
+            label,
+            key=key,
+            icon=icon,
+            on_click=st.session_state.update,
+            args=(settings,),
+            disabled=disabled,
+            width="stretch",
+            help=help_text,
+        )
 
 
 def inputs(off: bool) -> Inputs:
