@@ -266,9 +266,10 @@ class LlamaCppModel:
         """The threads a pass over one token runs on, when passes over several run on `threads`: the fastest of 1,
         threads / 2 and threads, timed once per model and count in a context of its own (passes over one token
         at one cache length, interleaved, medians), $SPECVIZ_LLAMA_ONE_TOKEN_THREADS where set. Such a pass reads
-        every weight for little arithmetic: where one thread already reads as fast as the memory allows, a second
-        only adds the graph's synchronisation (2-core AMD EPYC: 16 ms on one thread, 17-21 ms on two), while a
-        pass over several tokens computes and wants them all. Whichever count runs, the numbers are the same bits
+        every weight for little arithmetic: where one thread already reads as fast as the memory allows, or where
+        the other cores are taken (a busy server, or torch's OpenMP workers waiting for work in the same process),
+        a second thread only adds the graph's synchronisation, while a pass over several tokens computes and wants
+        them all (measurements: docs/performance.md). Whichever count runs, the numbers are the same bits
         (specviz.models.threads)."""
         if os.environ.get(ONE_TOKEN_THREADS_ENV):
             return min(threads, env_count(ONE_TOKEN_THREADS_ENV, threads, "threads", 1))
