@@ -228,3 +228,34 @@ def _pooled(model, pool):
         yield
     finally:
         model._pool = before
+
+
+def test_the_engine_and_the_target_alone_do_their_own_tensor_work_on_one_thread(own_count):
+    """Whatever count the caller's thread has, a step's own tensor work (warping logits, sampling, a llama.cpp
+    session's copy of its logits) runs on one thread: a team of torch threads started there busy-waits after it on
+    the cores a llama.cpp pass then needs (docs/performance.md). A session that does not pin a count of its own (a
+    table model's) sees the count the engine gives it."""
+    from specviz.analysis.measure import TargetAlone
+    from specviz.models.lm import TableModel, TableSession
+
+    seen: list[int] = []
+
+    class Counting(TableSession):
+        def extend(self, ids, keep=None):
+            seen.append(torch.get_num_threads())
+            return super().extend(ids, keep)
+
+    class CountingModel(TableModel):
+        def new_session(self, *args, **kwargs):
+            return Counting(self)
+
+    model = CountingModel([0.5, 0.3, 0.2], "counting")
+    pair = ModelPair(model, model, specviz.WordCodec("abc"))
+    torch.set_num_threads(2)
+    dec = Decoder(pair, [0, 1], SpecConfig(tau=2, max_new_tokens=3, seed=0))
+    dec.step()
+    alone = TargetAlone(pair, [0, 1], SpecConfig(mode="greedy", max_new_tokens=3))
+    alone.step()
+    alone.feed([2])
+    assert seen and set(seen) == {1}, seen
+    assert torch.get_num_threads() == 2  # the caller's own count is given back

@@ -38,6 +38,7 @@ from specviz.core.sampling import logits_to_probs, sample
 from specviz.core.trace import RunTrace
 from specviz.errors import ConfigError, SpecvizError
 from specviz.limits import token_budget
+from specviz.models import threads as torch_threads
 from specviz.models.pair import ModelPair
 
 LEVEL = 0.95  # the bootstrap interval's coverage
@@ -234,7 +235,8 @@ class TargetAlone:
         _, ids, _ = encode_prompt(pair, prompt, chat)
         self.config, self.eos = config, pair.codec.eos_token_id
         self.session, self.gen = pair.target.new_session(), torch.Generator().manual_seed(config.seed)
-        self.logits = self.session.extend(ids, keep=1)[-1]
+        with torch_threads.pinned(1):  # its own tensor work on one thread, as the engine's (Decoder.step)
+            self.logits = self.session.extend(ids, keep=1)[-1]
         self.budget = token_budget(config.max_new_tokens, pair.target.max_length, len(ids))
         self.tokens: list[int] = []
         self.seconds = 0.0
@@ -248,11 +250,12 @@ class TargetAlone:
     def step(self) -> None:
         """Its next token, chosen and fed."""
         start = time.perf_counter()
-        token = self._choose()
-        self.tokens.append(token)
-        self.done = token == self.eos or len(self.tokens) >= self.budget
-        if not self.done:
-            self.logits = self.session.extend([token], keep=1)[-1]
+        with torch_threads.pinned(1):
+            token = self._choose()
+            self.tokens.append(token)
+            self.done = token == self.eos or len(self.tokens) >= self.budget
+            if not self.done:
+                self.logits = self.session.extend([token], keep=1)[-1]
         self.times.append(time.perf_counter() - start)
         self.seconds += self.times[-1]
 
@@ -260,10 +263,11 @@ class TargetAlone:
         """Decode `tokens` as if chosen (each one chosen from the distribution, then the given one fed);
         returns the seconds it took."""
         start = time.perf_counter()
-        for token in tokens:
-            self._choose()
-            self.tokens.append(int(token))
-            self.logits = self.session.extend([int(token)], keep=1)[-1]
+        with torch_threads.pinned(1):
+            for token in tokens:
+                self._choose()
+                self.tokens.append(int(token))
+                self.logits = self.session.extend([int(token)], keep=1)[-1]
         spent = time.perf_counter() - start
         self.seconds += spent
         return spent

@@ -27,6 +27,7 @@ from specviz.core.trace import (
 )
 from specviz.errors import ConfigError, SpecvizError
 from specviz.limits import MAX_TAU, token_budget
+from specviz.models import threads as torch_threads
 from specviz.models.lm import TreeSession
 from specviz.models.pair import ModelPair
 
@@ -109,10 +110,11 @@ class Decoder:
             raise DecodingFinished(f"the run has finished ({self.stop_reason}); reset to start again")
         state = self._gen.get_state()
         try:
-            if self.config.tree:
-                trace = self._tree_step(len(self._steps), min(self.config.steps, self._budget() - 1))
-            else:
-                trace = self._step(len(self._steps), min(self.planned_tau(), self._budget() - 1))
+            with torch_threads.pinned(1):  # the step's own tensor work on one thread; each model pins its own count
+                if self.config.tree:
+                    trace = self._tree_step(len(self._steps), min(self.config.steps, self._budget() - 1))
+                else:
+                    trace = self._step(len(self._steps), min(self.planned_tau(), self._budget() - 1))
         except SpecvizError:  # e.g. a remote target failed mid-step: back to before it, the run intact
             self._gen.set_state(state)
             self._crop_sessions()
@@ -286,9 +288,10 @@ class Decoder:
 
     def _prefill(self) -> float:
         start = time.perf_counter()
-        for session in (self._target, self._draft):
-            if len(self._ids) > 1:
-                session.extend(self._ids[:-1], keep=1)
+        with torch_threads.pinned(1):
+            for session in (self._target, self._draft):
+                if len(self._ids) > 1:
+                    session.extend(self._ids[:-1], keep=1)
         return (time.perf_counter() - start) * 1000.0
 
     def _budget(self) -> int:
