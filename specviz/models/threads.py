@@ -15,7 +15,9 @@ core after app.py had set one), and a run's numbers depended on where it ran.
 A model fixes its count when it is made (`threads=`, else the count of the thread that makes it), and its
 every forward pass runs `pinned` to that count: the same bits from any thread, whatever count the process
 or the thread was set to since, beside any other run. llama.cpp's threads are its contexts' own
-(specviz.models.llamacpp), and its sums do not depend on their number.
+(specviz.models.llamacpp), and its sums do not depend on their number. The engine's own tensor work between the
+passes (specviz.core.engine's steps, specviz.analysis.measure.TargetAlone) runs pinned to one thread: the same bits
+wherever it runs, and no team of torch threads left busy-waiting on the cores a llama.cpp pass needs next.
 """
 
 from __future__ import annotations
