@@ -235,8 +235,7 @@ class TargetAlone:
         _, ids, _ = encode_prompt(pair, prompt, chat)
         self.config, self.eos = config, pair.codec.eos_token_id
         self.session, self.gen = pair.target.new_session(), torch.Generator().manual_seed(config.seed)
-        with torch_threads.pinned(1):  # its own tensor work on one thread, as the engine's (Decoder.step)
-            self.logits = self.session.extend(ids, keep=1)[-1]
+        self.logits = torch_threads.on_one_thread(self.session.extend)(ids, keep=1)[-1]
         self.budget = token_budget(config.max_new_tokens, pair.target.max_length, len(ids))
         self.tokens: list[int] = []
         self.seconds = 0.0
@@ -247,27 +246,27 @@ class TargetAlone:
         probs = logits_to_probs(self.logits, self.config.temperature, self.config.top_k, self.config.top_p)
         return int(probs.argmax()) if self.config.mode == "greedy" else sample(probs, self.gen)
 
+    @torch_threads.on_one_thread  # its own tensor work on one thread, as the engine's (Decoder.step)
     def step(self) -> None:
         """Its next token, chosen and fed."""
         start = time.perf_counter()
-        with torch_threads.pinned(1):
-            token = self._choose()
-            self.tokens.append(token)
-            self.done = token == self.eos or len(self.tokens) >= self.budget
-            if not self.done:
-                self.logits = self.session.extend([token], keep=1)[-1]
+        token = self._choose()
+        self.tokens.append(token)
+        self.done = token == self.eos or len(self.tokens) >= self.budget
+        if not self.done:
+            self.logits = self.session.extend([token], keep=1)[-1]
         self.times.append(time.perf_counter() - start)
         self.seconds += self.times[-1]
 
+    @torch_threads.on_one_thread
     def feed(self, tokens: Sequence[int]) -> float:
         """Decode `tokens` as if chosen (each one chosen from the distribution, then the given one fed);
         returns the seconds it took."""
         start = time.perf_counter()
-        with torch_threads.pinned(1):
-            for token in tokens:
-                self._choose()
-                self.tokens.append(int(token))
-                self.logits = self.session.extend([int(token)], keep=1)[-1]
+        for token in tokens:
+            self._choose()
+            self.tokens.append(int(token))
+            self.logits = self.session.extend([int(token)], keep=1)[-1]
         spent = time.perf_counter() - start
         self.seconds += spent
         return spent

@@ -105,16 +105,16 @@ class Decoder:
     def done(self) -> bool:
         return self.stop_reason is not None
 
+    @torch_threads.on_one_thread
     def step(self) -> StepTrace:
         if self.done:
             raise DecodingFinished(f"the run has finished ({self.stop_reason}); reset to start again")
         state = self._gen.get_state()
         try:
-            with torch_threads.pinned(1):  # the step's own tensor work on one thread; each model pins its own count
-                if self.config.tree:
-                    trace = self._tree_step(len(self._steps), min(self.config.steps, self._budget() - 1))
-                else:
-                    trace = self._step(len(self._steps), min(self.planned_tau(), self._budget() - 1))
+            if self.config.tree:
+                trace = self._tree_step(len(self._steps), min(self.config.steps, self._budget() - 1))
+            else:
+                trace = self._step(len(self._steps), min(self.planned_tau(), self._budget() - 1))
         except SpecvizError:  # e.g. a remote target failed mid-step: back to before it, the run intact
             self._gen.set_state(state)
             self._crop_sessions()
@@ -286,12 +286,12 @@ class Decoder:
         for session in (self._target, self._draft):
             session.crop(min(session.length, len(self._ids) - 1))
 
+    @torch_threads.on_one_thread
     def _prefill(self) -> float:
         start = time.perf_counter()
-        with torch_threads.pinned(1):
-            for session in (self._target, self._draft):
-                if len(self._ids) > 1:
-                    session.extend(self._ids[:-1], keep=1)
+        for session in (self._target, self._draft):
+            if len(self._ids) > 1:
+                session.extend(self._ids[:-1], keep=1)
         return (time.perf_counter() - start) * 1000.0
 
     def _budget(self) -> int:

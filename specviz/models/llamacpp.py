@@ -32,6 +32,7 @@ import torch
 
 from specviz.errors import ModelError
 from specviz.limits import MAX_TREE_NODES, env_count
+from specviz.models import threads as torch_threads
 from specviz.models.llamapool import BATCH, PooledSession, RecordingSession, SlotPool, float_buffer
 from specviz.models.lm import Capabilities
 
@@ -431,6 +432,7 @@ class LlamaCppSession(RecordingSession):
 
     # --- the decode ---------------------------------------------------------------------------------
 
+    @torch_threads.on_one_thread  # copying its rows starts no torch team to spin beside llama.cpp's threads
     def _decode(self, tokens: Sequence[tuple[int, int, tuple[int, ...]]], keep: int) -> torch.Tensor:
         """Decode (token, position, sequences) in batches; every position outputs its hidden state
         (the feature draft reads all of them) and its logits; return the last `keep` logits rows."""

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import torch
 
+from specviz.models import threads as torch_threads
 from specviz.models.lm import SessionStats
 
 BATCH = 512  # tokens per llama_decode call
@@ -269,6 +270,7 @@ class PooledSession(RecordingSession):
     def __del__(self) -> None:
         self.close()
 
+    @torch_threads.on_one_thread  # copying its rows starts no torch team to spin beside llama.cpp's threads
     def extend(self, ids: Sequence[int], keep: int | None = None) -> torch.Tensor:
         self._check_linear()
         keep = len(ids) if keep is None else keep

@@ -16,16 +16,21 @@ A model fixes its count when it is made (`threads=`, else the count of the threa
 every forward pass runs `pinned` to that count: the same bits from any thread, whatever count the process
 or the thread was set to since, beside any other run. llama.cpp's threads are its contexts' own
 (specviz.models.llamacpp), and its sums do not depend on their number. The engine's own tensor work between the
-passes (specviz.core.engine's steps, specviz.analysis.measure.TargetAlone) runs pinned to one thread: the same bits
-wherever it runs, and no team of torch threads left busy-waiting on the cores a llama.cpp pass needs next.
+passes (specviz.core.engine's steps, specviz.analysis.measure.TargetAlone) and a llama.cpp session's copy of its
+rows run `on_one_thread`: the same bits wherever they run, and no team of torch threads left busy-waiting on the
+cores a llama.cpp pass needs next.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import torch
+
+F = TypeVar("F", bound=Callable)
 
 
 def current() -> int:
@@ -46,3 +51,16 @@ def pinned(threads: int) -> Iterator[None]:
     finally:
         if own != threads:
             torch.set_num_threads(own)
+
+
+def on_one_thread(function: F) -> F:
+    """`function`, its own tensor work pinned to one thread (a model it calls still pins its own count): the same bits
+    wherever it runs, and no team of torch threads started there to busy-wait, after it, on the cores a llama.cpp
+    pass needs next."""
+
+    @functools.wraps(function)
+    def run(*args, **kwargs):
+        with pinned(1):
+            return function(*args, **kwargs)
+
+    return run  # type: ignore[return-value]
