@@ -55,9 +55,11 @@ def describe(model: gguf.FoundModel) -> str:
 
 
 def keep(key: str, options: list[str]) -> None:
-    """A choice from a link or an earlier visit that is not on this computer (any more) is dropped, not an error."""
-    if st.session_state.get(key) not in options:
-        st.session_state.pop(key, None)
+    """A choice from a link or an earlier visit that is not on this computer (any more), or a draft that does not fit a
+    new target, becomes the first option, not an error. Set, not dropped: the browser keeps showing its own value of a
+    keyed box until the script sets one, so a dropped draft still read as the old one (the new target's own file)."""
+    if options and st.session_state.get(key) not in options:
+        st.session_state[key] = options[0]
 
 
 def picker(prefix: str, disabled: bool = False) -> tuple[str, str]:

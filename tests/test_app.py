@@ -1355,3 +1355,55 @@ def test_the_sweep_takes_out_a_tau_it_could_not_measure_and_times_it_again(loads
     (said,) = [w.value for w in at.warning if w.value.startswith("**τ = 2 could not be measured:**")]
     assert "0.40 single-token passes" in said and at.button(key="sweep_run").label == "Run 2 of 6 units"
     assert list(at.table[0].value["τ"]) == [1, 3]  # the rest is drawn
+
+
+# --- issue 53: the found pair as chosen, kept from Decode to the Race --------------------------------------------
+
+
+@pytest.fixture
+def found_files(tmp_path, monkeypatch):
+    """Three GGUF files of one vocabulary in $SPECVIZ_MODELS_DIR, header-only (nothing loads them here), of 3, 2
+    and 1 units of width: big.gguf takes mid and small as drafts, mid.gguf only small, small.gguf none."""
+    from tests.test_gguf import write_gguf
+
+    folder = tmp_path / "models"
+    files = {name: write_gguf(folder / f"{name}.gguf", width=width) for name, width in (("big", 24), ("mid", 16))}
+    files["small"] = write_gguf(folder / "small.gguf", width=8)
+    monkeypatch.setenv("SPECVIZ_MODELS_DIR", str(folder))
+    monkeypatch.setenv("SPECVIZ_CACHE_DIR", str(tmp_path / "cache"))  # specviz's own cache: empty
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no other place holds a model
+    for name in ("HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME", "OLLAMA_MODELS"):
+        monkeypatch.delenv(name, raising=False)
+    st.cache_data.clear()
+    yield {name: str(path) for name, path in files.items()}
+    st.cache_data.clear()
+
+
+def shown_value(box, before: str) -> str:
+    """What a browser shows in a select box after a rerun: the value the script sends (`set_value`), else the one it
+    showed `before` (Streamlit's frontend keeps its own value unless the script sets one)."""
+    return box.proto.raw_value if box.proto.set_value else before
+
+
+def test_the_draft_box_follows_a_new_target_and_the_run_uses_the_draft_shown(loads, found_files, monkeypatch):
+    """Issue 53: target big with draft mid; then target mid. The box showed mid.gguf (the target itself, not in its
+    own list) while the run and the memory line used small.gguf."""
+    from specviz.models import gguf, llamacpp
+
+    monkeypatch.setattr(llamacpp, "available", lambda: True)  # the pair is loaded by `loads`: a tiny one
+    at = app(panels_open=False)
+    at.selectbox(key="decode_preset").set_value(settings.ON_THIS_COMPUTER).run()
+    at.selectbox(key="decode_local_target").set_value(found_files["big"]).run()
+    drafts = at.selectbox(key="decode_local_draft")
+    assert drafts.value == found_files["mid"]  # the first that fits
+    before = drafts.proto.raw_value or drafts.options[drafts.index]
+    at.selectbox(key="decode_local_target").set_value(found_files["mid"]).run()
+    assert not at.exception
+    drafts = at.selectbox(key="decode_local_draft")
+    shown = shown_value(drafts, before)
+    assert shown in drafts.options and "mid.gguf" not in shown and "small.gguf" in shown
+    assert drafts.value == found_files["small"]
+    needed = gguf.memory_needed(gguf.read_info(found_files["mid"]), gguf.read_info(found_files["small"]))
+    assert any(f"The pair needs about {gguf.format_bytes(needed)}" in c.value for c in at.sidebar.caption)
+    at.button(key="decode_step").click().run()
+    assert loads[-1] == (found_files["mid"], found_files["small"])  # the run: the draft shown
