@@ -11,7 +11,7 @@ import streamlit as st
 import specviz
 from specviz import policy
 from specviz.classroom.paircache import PairCache
-from specviz.loading import EMBEDDED, planned_parts
+from specviz.loading import EMBEDDED, check_allowed, planned_parts
 from specviz.models.store import ModelStore, release_memory
 
 
@@ -52,5 +52,7 @@ def pair_cache() -> PairCache:
 
 
 def cached_pair(target: str, draft: str, runtime: str = "torch") -> specviz.ModelPair:
-    """The pair, loaded once per process and shared by every session; raises SpecvizError."""
+    """The pair, loaded once per process and shared by every session; raises SpecvizError. A pair the class does not
+    allow is refused before the cache makes room for it or sizes it."""
+    check_allowed(target, draft, policy.current())
     return pair_cache().get(target, draft, runtime)

@@ -273,8 +273,11 @@ def planned_parts(
 ) -> list[tuple[tuple, int]]:
     """The parts `load_pair` would take from a store for this pair (the keys it uses), each with the bytes it is
     estimated to hold, before anything loads: a class server budgets its memory with it (specviz.classroom.paircache)
-    and loads only the parts it does not hold yet. A model whose size cannot be known without loading it counts 0."""
+    and loads only the parts it does not hold yet. A model whose size cannot be known without loading it counts 0.
+    Under a class's rules, a target or draft the class does not allow is refused first (RefusedError, check_allowed):
+    nothing it names is resolved, fetched, sized or read."""
     rules = guard or ClassPolicy()
+    check_allowed(target, draft, rules)
     dev, torch_dtype = resolve_device(device), resolve_dtype(dtype, device)
     runtime = resolve_runtime(target, runtime, dev, torch_dtype)
     width = torch.tensor([], dtype=torch_dtype).element_size()
@@ -360,7 +363,9 @@ def offered() -> tuple[str, ...]:
 
 def check_allowed(target: str, draft: str, rules: ClassPolicy) -> None:
     """Under a class server's rules, refuse (RefusedError) a target or draft that is neither offered nor
-    allowlisted, before anything loads or connects: a served target's address, a hub id, a folder on this server."""
+    allowlisted, before anything loads or connects: a served target's address, a hub id, a folder or a GGUF file on
+    this server. Whether a path outside the allowed folders exists never changes the message: a spec written as a
+    path (or a .gguf file) is a path; a bare name is a hub id unless it is a folder under an allowed one."""
     if not rules.on:
         return
     for spec in (target, draft):
@@ -370,8 +375,10 @@ def check_allowed(target: str, draft: str, rules: ClassPolicy) -> None:
         elif spec.startswith(EARLY_EXIT + ":"):
             continue  # the target's own first layers
         else:
-            local = bool(spec) and (spec.startswith(("/", ".", "~")) or Path(spec).expanduser().exists())
-            rules.check_model(spec, offered(), local)
+            written_as_path = spec.startswith(("/", ".", "~")) or spec.lower().endswith(".gguf")
+            if spec and not written_as_path and rules.path_allowed(Path(spec)) and Path(spec).expanduser().exists():
+                continue  # a folder under an allowed one, named from where the server runs
+            rules.check_model(spec, offered(), written_as_path)
 
 
 def resolve_runtime(

@@ -154,6 +154,109 @@ def test_local_models_load_only_from_allowed_folders_and_hub_ids_only_from_the_l
     assert specviz.load_pair(outside, "self", runtime="torch").target.vocab_size > 0
 
 
+def test_a_refused_hub_id_is_neither_fetched_nor_cached_as_target_draft_or_beside_a_served_target(tmp_path):
+    """A hub id the class does not allow, as a target, as a draft, and as the draft beside an allowed vllm: target:
+    sized (planned_parts, what the pair cache budgets memory with), loaded, and asked of the server's pair cache as
+    the app wires it, against the stand-in hub (tests/hubserver.py: it serves the refused repository too, so a
+    fetch would succeed and be counted) in a process of its own whose HF_ENDPOINT names it. Each is a RefusedError,
+    the hub gets no request for it and the hub cache holds no byte of it; an allowed id in the same process is
+    fetched (the harness sees a fetch where one happens)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.hubserver import hub
+
+    config = {"model_type": "llama", "vocab_size": 64, "hidden_size": 32, "intermediate_size": 64}
+    config |= {"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2}
+    repos = {}
+    for name in ("refused", "allowed"):
+        repos[f"org/{name}"] = tmp_path / name
+        repos[f"org/{name}"].mkdir()
+        (repos[f"org/{name}"] / "config.json").write_text(json.dumps(config))
+        (repos[f"org/{name}"] / "model.safetensors").write_bytes(b"\0" * 30_000)
+    code = """
+import json, sys
+from specviz.classroom.paircache import PairCache
+from specviz.loading import load_pair, planned_parts
+from specviz.models.store import ModelStore
+from specviz.policy import ClassPolicy, RefusedError
+served = sys.argv[1] + "/v1"
+rules = ClassPolicy(on=True, models=("org/allowed",), urls=(served,))
+store = ModelStore()
+cache = PairCache(lambda t, d, r: load_pair(t, d, runtime=r, store=store, guard=rules), pinned=lambda key: False,
+    store=store, budget_bytes=int(rules.memory_gb * 1e9), estimate=lambda key: planned_parts(*key, guard=rules))
+said = []
+asked = (("org/refused", "embedded"), ("embedded", "org/refused"), ("vllm:" + served + "#m", "org/refused"))
+for target, draft in asked:
+    for ask in (lambda: planned_parts(target, draft, "torch", guard=rules),
+                lambda: load_pair(target, draft, runtime="torch", guard=rules),
+                lambda: cache.get(target, draft, "torch")):
+        try:
+            ask()
+            said.append("not refused")
+        except RefusedError as exc:
+            said.append(str(exc))
+print(json.dumps({"said": said, "allowed": planned_parts("org/allowed", "embedded", "torch", guard=rules)[0][1]}))
+"""
+    with hub(repos) as (url, requests):
+        env = {**os.environ, "HF_ENDPOINT": url, "HF_HUB_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0"}
+        env["HF_HOME"] = str(tmp_path / "hf")
+        done = subprocess.run([sys.executable, "-c", code, url], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(out["said"]) == 9
+    assert all("'org/refused' is not among the models this server offers" in s for s in out["said"]), out["said"]
+    assert [r for r in requests if "refused" in r[1] or r[1].startswith("/v1")] == []  # nothing asked of the hub
+    cached = [p.relative_to(tmp_path / "hf") for p in (tmp_path / "hf").rglob("*") if p.is_file()]
+    assert not [p for p in cached if "refused" in str(p)], cached  # and no byte of it written
+    # the control: the allowed id, sized from its config (2 layers of 32 wide, 64 words, tied head off), was fetched
+    assert any("org/allowed" in r[1] and r[1].endswith("config.json") for r in requests), requests
+    assert any("models--org--allowed" in str(p) for p in cached), cached
+    embed, layer = 64 * 32, 4 * 32 * 8 + 32 * 32 * 2 + 3 * 32 * 64 + 2 * 32
+    assert out["allowed"] == (2 * embed + 2 * layer + 32) * 4  # float32 bytes
+
+
+def test_a_gguf_file_outside_the_allowed_folders_is_refused_unread_in_the_same_words_whether_it_exists_or_not(
+    class_mode, tmp_path, monkeypatch
+):
+    """A .gguf path (absolute, relative, bare) or a bare name outside the operator's folders: refused before any file is
+    resolved or read, as a target, as a draft and when sized for the memory budget, and the message is the same for a
+    file that exists (with its size) and one that does not."""
+    from specviz.loading import planned_parts
+    from specviz.models import gguf
+
+    allowed, outside = tmp_path / "allowed", tmp_path / "outside"
+    allowed.mkdir()
+    (outside / "org" / "name").mkdir(parents=True)
+    (outside / "big.gguf").write_bytes(b"GGUF" + bytes(4096))
+    rules = class_mode(folders=[str(allowed)])
+    touched = []
+    for name in ("read_info", "resolve", "vocabulary"):
+        monkeypatch.setattr(gguf, name, lambda *a, name=name, **k: touched.append(name))
+    monkeypatch.chdir(outside)
+    pairs = {  # (a file that exists, one that does not), written the same way
+        "absolute": (str(outside / "big.gguf"), str(outside / "none.gguf")),
+        "relative": ("./big.gguf", "./none.gguf"),
+        "bare": ("big.gguf", "none.gguf"),
+        "a folder named like a hub id": ("org/name", "org/none"),
+    }
+    for how, specs in pairs.items():
+        said = set()
+        for spec in specs:
+            for ask in (
+                lambda spec=spec: specviz.load_pair(spec, "self", runtime="torch", guard=rules),
+                lambda spec=spec: specviz.load_pair("embedded", spec, runtime="torch", guard=rules),
+                lambda spec=spec: planned_parts(spec, "self", "torch", guard=rules),
+            ):
+                with pytest.raises(RefusedError) as info:
+                    ask()
+                said.add(str(info.value).replace(repr(spec), "SPEC"))
+        assert len(said) == 1, (how, said)
+        assert ("outside them" if how != "a folder named like a hub id" else "not among the models") in said.pop()
+    assert touched == []
+
+
 def test_the_class_caps_the_size_of_a_model(class_mode, tmp_path):
     from specviz.loading import ModelTooLargeError
 

@@ -5,6 +5,7 @@ with no network. The embedded SmolLM2 GGUF is read too, and against gguf.GGUFRea
 
 import dataclasses
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -473,6 +474,44 @@ def test_an_ollama_name_resolves_to_its_blob_or_says_where_it_looked(tmp_path, t
     with pytest.raises(ModelError, match="names no model layer"):
         (store / "manifests/registry.ollama.ai/library/tiny/latest").write_text('{"layers": []}')
         g.resolve_ollama("tiny", places)
+
+
+def test_ollama_messages_show_the_home_folder_as_a_tilde_never_its_path(tmp_path, tiny, monkeypatch):
+    """A class server's students see these messages: the account it runs as (its home folder) is never named."""
+    home = tmp_path / "home" / "lecturer"
+    monkeypatch.setenv("HOME", str(home))
+    store = home / ".ollama" / "models"
+    ollama_store(store, tiny)
+    places = g.default_places({}, home)
+    messages = []
+    for name in ("llama3.2:1b", "gone:1b", "broken"):
+        with pytest.raises(ModelError) as info:
+            g.resolve_ollama(name, places)
+        messages.append(str(info.value))
+    assert messages[0] == (
+        "no Ollama model 'llama3.2:1b' here: looked for "
+        "~/.ollama/models/manifests/registry.ollama.ai/library/llama3.2/1b, "
+        "/usr/share/ollama/.ollama/models/manifests/registry.ollama.ai/library/llama3.2/1b; pull it with "
+        "`ollama pull llama3.2:1b`"
+    )
+    assert messages[1] == (
+        "the model blob sha256-ffff of the Ollama manifest "
+        "~/.ollama/models/manifests/registry.ollama.ai/library/gone/1b is missing from ~/.ollama/models/blobs"
+    )
+    assert messages[2].startswith(
+        "the Ollama manifest ~/.ollama/models/manifests/registry.ollama.ai/library/broken/latest cannot be read: "
+    )
+    manifest = store / "manifests/registry.ollama.ai/library/tiny/latest"
+    manifest.chmod(0)  # unreadable: the reason is said without the file's path
+    try:
+        if not os.access(manifest, os.R_OK):  # (root reads it anyway)
+            with pytest.raises(ModelError) as info:
+                g.resolve_ollama("tiny", places)
+            assert str(info.value).endswith("tiny/latest cannot be read: Permission denied")
+            messages.append(str(info.value))
+    finally:
+        manifest.chmod(0o644)
+    assert not [m for m in messages if str(home) in m or "lecturer" in m]
 
 
 def test_compatible_drafts_pair_and_are_smaller(tmp_path):

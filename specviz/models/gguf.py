@@ -720,13 +720,26 @@ def _ollama_blob(root: Path, manifest: Path) -> Path:
         layers = json.loads(manifest.read_text())["layers"]
         digest = next(layer["digest"] for layer in layers if layer.get("mediaType") == OLLAMA_MODEL_LAYER)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ModelError(f"the Ollama manifest {manifest} cannot be read: {first_line(exc)}") from exc
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else first_line(exc)  # not its file's path
+        raise ModelError(f"the Ollama manifest {shown(manifest)} cannot be read: {why}") from exc
     except StopIteration:
-        raise ModelError(f"the Ollama manifest {manifest} names no model layer ({OLLAMA_MODEL_LAYER})") from None
+        raise ModelError(f"the Ollama manifest {shown(manifest)} names no model layer ({OLLAMA_MODEL_LAYER})") from None
     blob = root / "blobs" / str(digest).replace(":", "-")
     if not blob.is_file():
-        raise ModelError(f"the model blob {blob.name} of the Ollama manifest {manifest} is missing from {blob.parent}")
+        raise ModelError(
+            f"the model blob {blob.name} of the Ollama manifest {shown(manifest)} is missing from {shown(blob.parent)}"
+        )
     return blob
+
+
+def shown(path: Path) -> str:
+    """A path as a message shows it: under the home folder as ~/…, so that a message a class server shows its
+    students does not name the account it runs as."""
+    try:
+        home = Path.home()
+    except RuntimeError:  # no home folder known
+        return str(path)
+    return f"~/{path.relative_to(home)}" if path.is_relative_to(home) and path != home else str(path)
 
 
 def _ollama_name(host: str, namespace: str, model: str, tag: str) -> str:
@@ -759,7 +772,7 @@ def resolve_ollama(name: str, places: Sequence[Place]) -> Path:
         manifest = store / "manifests" / host / namespace / model / tag
         if manifest.is_file():
             return _ollama_blob(store, manifest)
-    looked = ", ".join(str(store / "manifests" / host / namespace / model / tag) for store in stores)
+    looked = ", ".join(shown(store / "manifests" / host / namespace / model / tag) for store in stores)
     raise ModelError(
         f"no Ollama model {_ollama_name(host, namespace, model, tag)!r} here: looked for "
         f"{looked or 'an Ollama store, and none is known (set OLLAMA_MODELS)'}; pull it with `ollama pull {ref}`"
