@@ -4,13 +4,13 @@ import streamlit as st
 
 from pages._decode_step import step_table
 from pages._present import COMPACT_CSS, presentation_toggle
-from pages._shared import LIMITS, ensure_shell, share_link
+from pages._shared import LIMITS, compute_turn, ensure_shell, share_link
 from specviz import MODES, ConfigError
 from specviz.classroom import sandbox as sb
 from specviz.core.rules import VERIFICATIONS
 from specviz.viz import charts
 from specviz.viz.plain import plain
-from specviz.viz.render import run_html
+from specviz.viz.render import argmax_ties, next_token_source, run_html
 
 ensure_shell()
 state = st.session_state
@@ -58,9 +58,12 @@ st.caption(
     f"**Rule shown — {sb.rule_of(mode, rule)}.** Edit q and p (one column per draft position; the last p is "
     "the target at position τ+1, where the bonus token comes from) and every draw."
 )
+editor, base = f"sandbox_table_{preset}_{tau}", state.get("sandbox_base", {})
+if editor not in state or editor not in base:  # a new grid starts from the table as typed; its edits stay its own
+    base = state["sandbox_base"] = {editor: sb.case_frame(case)}  # (fed its own output, the grid dropped edits)
 edited = st.data_editor(
-    sb.case_frame(case),
-    key=f"sandbox_table_{preset}_{tau}",
+    base[editor],
+    key=editor,
     hide_index=True,
     num_rows="dynamic",
     column_config={"token": st.column_config.TextColumn("token", required=True)},
@@ -113,7 +116,7 @@ with results:
     rejected = (
         f"position {step.n_accepted + 1} is the first rejected" if step.n_accepted < step.tau else "none rejected"
     )
-    name = sb.table_name(preset, case)  # on a projector the menu names an exercise: said only when it is not one
+    name = sb.table_name(preset, case, mode)  # on a projector the menu names an exercise: said only when it is not one
     named = "" if present and name == f"Exercise '{preset}'" else f"{plain(name)}: "
     st.success(
         f"{named}**n = {step.n_accepted}** of {step.tau} accepted ({rejected}); the target then adds "
@@ -127,10 +130,12 @@ with results:
     chart_col.plotly_chart(charts.step_chart(step, **size), key="sandbox_step_chart")
     if next_col is not None:
         next_col.plotly_chart(charts.next_token_chart(step, height=380, font_size=18, rows=6), key="sandbox_next_chart")
-for note in sb.explain(step, case, mode):  # computed from the table on screen, never a note written for another
-    st.info(note, icon=":material/lightbulb:")
-if lossless:  # what each rule keeps on average on this table, exactly
-    st.markdown(sb.expected_lengths(case))
+same = next_token_source(step)[1]  # the rejected token chosen again by argmax, and a tie: why, as Decode says it
+for note in [*sb.explain(step, case, mode), *([same] if same else []), *argmax_ties(step, mode)]:
+    st.info(note, icon=":material/lightbulb:")  # each computed from the table on screen, never another's
+if lossless:  # what each rule keeps on average on this table (as the step uses it), exactly
+    with compute_turn():  # priced before it starts (capped), and queued like a click
+        st.markdown(sb.expected_lengths(sb.normalised(case)))
 numbers, source = st.columns([3, 2]) if next_col is None else (st.container(), None)
 with numbers:
     step_table(step, mode == "greedy", hidden=False, draws=False)

@@ -20,6 +20,7 @@ from specviz.classroom.sandbox import (
     draw_r,
     explain,
     middle_of_mode,
+    normalised,
     residual_distribution,
     resize,
     sandbox_step,
@@ -92,13 +93,18 @@ def test_next_token_after_the_accepted_run_in_each_mode():
     assert greedy.n_accepted == 1 and greedy.next_rule == "greedy" and greedy.r == (None, None)
 
 
-def test_table_round_trip_normalises_and_checks():
+def test_table_round_trip_keeps_what_is_typed_uses_it_normalised_and_checks():
     case = PRESETS[FIVE]
     frame = case_frame(case)
     assert list(frame.columns) == ["token", "q1", "p1", "q2", "p2", "q3", "p3", "q4", "p4", "q5", "p5", "p6"]
     assert case_from_frame(frame, case.r) == case
-    frame.loc[0, "q1"] = 1.5  # column sums to 2: normalised
-    assert case_from_frame(frame, case.r).q[0][0] == pytest.approx(1.5 / 2.0)
+    frame.loc[0, "q1"] = 1.5  # column sums to 2: kept as typed, used divided by 2
+    typed = case_from_frame(frame, case.r)
+    assert typed.q[0] == (1.5, 0.2, 0.1, 0.1, 0.1) and case_frame(typed).equals(frame)  # the grid shows it again
+    assert normalised(typed).q[0] == pytest.approx((0.75, 0.1, 0.05, 0.05, 0.05))
+    step = sandbox_step(typed)  # 'the': q 1.5 / 2 = .75 > p .6, p/q = .8 ≤ r .9? no: .9 > .8, rejected
+    assert step.q[0] == pytest.approx(0.75) and step.ratio[0] == pytest.approx(0.8) and step.n_accepted == 0
+    assert normalised(case) == case  # columns that sum to 1 are used as they are
     frame.loc[1, "p2"] = -0.1
     with pytest.raises(ConfigError, match="p2"):
         case_from_frame(frame, case.r)
@@ -322,3 +328,77 @@ def test_the_expected_accepted_tokens_on_a_table_in_one_sentence():
     said = expected_lengths(case)
     assert said.startswith("**Expected accepted draft tokens on this table** (exact, over every draft and every")
     assert "token 0.600" in said
+
+
+def test_ties_are_said_and_an_edited_draw_is_named():
+    """Issue 55.3. By hand: q1 = (.4, .4, .2) ties 'a' and 'b', so textbook's draft proposes 'a' (the first); p1 =
+    (.5, .3, .2): p/q = 1.25, accepted outright; the bonus from p2 = (.25, .25, .5) is 'c', no tie at the top. With
+    p2 = (.45, .45, .1) the bonus ties 'a' and 'b': argmax takes 'a'. Lossless samples, so it names no tie."""
+    from specviz.classroom.sandbox import table_name
+    from specviz.viz.render import argmax_ties
+
+    untied = SandboxCase(("a", "b", "c"), ((0.4, 0.4, 0.2),), ((0.5, 0.3, 0.2), (0.25, 0.25, 0.5)), (0.5,))
+    assert argmax_ties(sandbox_step(untied), "textbook") == [
+        "q ties at 0.40 at position 1 between 'a' and 'b': the draft proposes the first of them in the vocabulary's "
+        "order, 'a'."
+    ]
+    tied = dataclasses.replace(untied, p=((0.5, 0.3, 0.2), (0.45, 0.45, 0.1)))
+    step = sandbox_step(tied)
+    assert step.emitted == (0, 0)  # "a a": both ties broken towards 'a'
+    assert argmax_ties(step, "textbook")[1] == (
+        "p ties at 0.45 at position 2 between 'a' and 'b': argmax takes the first of them in the vocabulary's order, "
+        "'a'."
+    )
+    assert argmax_ties(sandbox_step(tied, "lossless"), "lossless") == []  # sampled, not argmax
+    # the name of an exercise whose table or draws were edited says so: its name may no longer hold
+    five = PRESETS[FIVE]
+    assert table_name(FIVE, five) == f"Exercise '{FIVE}'"
+    assert table_name(FIVE, dataclasses.replace(five, r=(0.9, 0.8, 0.6, 0.1, 0.2))) == f"Exercise '{FIVE}', r edited"
+    assert table_name(FIVE, dataclasses.replace(five, r=(0.9, 0.8, 0.6, 0.1, 0.2)), "greedy") == f"Exercise '{FIVE}'"
+    both = dataclasses.replace(five, q=((0.4, 0.3, 0.1, 0.1, 0.1), *five.q[1:]), u=five.draft_draws, s=0.9)
+    assert table_name(FIVE, both, "lossless") == f"Exercise '{FIVE}', table and s edited"
+    assert table_name(FIVE, dataclasses.replace(both, r=(0.1,) * 5), "lossless") == (
+        f"Exercise '{FIVE}', table, r and s edited"
+    )
+    assert table_name(CUSTOM, five) == "Custom table"
+
+
+# --- the block rule's exact mean, priced before it starts (issue 57.4, issue 52.5) ------------------------------------
+
+
+def test_the_block_mean_is_the_sum_of_the_running_weights_means_by_hand():
+    """q = (1/2, 1/2), p = (1/4, 3/4) at both positions, τ = 2; p/q is 1/2 for 'a', 3/2 for 'b'. w_1 is 1/2 or 1, each
+    with chance 1/2: E[w_1] = 3/4. w_2 = min(1, w_1 p/q): from 1/2, 1/4 or 3/4; from 1, 1/2 or 1; E[w_2] = (1/4 + 3/4 +
+    1/2 + 1) / 4 = 5/8. E[n] = 3/4 + 5/8 = 11/8, above token-wise 3/4 + 9/16 = 21/16."""
+    q, p = [[0.5, 0.5]] * 2, [[0.25, 0.75]] * 3
+    assert expected_accepted(q, p, "block") == pytest.approx(float(Fraction(11, 8)), abs=1e-15)
+    assert expected_accepted(q, p, "token") == pytest.approx(float(Fraction(21, 16)), abs=1e-15)
+
+
+def test_a_400_word_table_at_tau_8_is_exact_when_its_weights_are_few_and_refused_before_the_work_when_not():
+    """q = p = uniform over 400 words: p/q = 1 everywhere, so w stays 1 and every position passes: E[n] = τ = 8 under
+    every rule but one-hot (Σ q p = 1/400 a position: Σ_k 400^-k). Then p ∝ 1, 2, …, 40 over 40 words against a uniform
+    q (forty distinct ratios) with a limit of 1,000: position 1 is 1 weight × 40 tokens, position 2 up to 40 × 40, so
+    the work would pass 40 + 1,600 = 1,640 and it is refused there, before position 2 is computed, with the numbers."""
+    from specviz.analysis.theory import BLOCK_WORK
+    from specviz.classroom.sandbox import expected_lengths
+
+    flat = [[1 / 400] * 400]
+    assert expected_accepted(flat * 8, flat * 9, "block") == pytest.approx(8.0, abs=1e-9)
+    assert expected_accepted(flat * 8, flat * 9, "token") == pytest.approx(8.0, abs=1e-9)
+    assert expected_accepted(flat * 8, flat * 9, "one-hot") == pytest.approx(sum(400.0**-k for k in range(1, 9)))
+    rising = [[(x + 1) / 820 for x in range(40)]]  # 1 + 2 + … + 40 = 820
+    uniform = [[1 / 40] * 40]
+    with pytest.raises(ConfigError, match=r"at least 1,640 weights × tokens .*\(40 words, τ = 3; exact up to 1,000\)"):
+        expected_accepted(uniform * 3, rising * 4, "block", limit=1_000)
+    assert expected_accepted(uniform * 1, rising * 2, "block", limit=40) == pytest.approx(
+        sum(min(1.0, 40 * (x + 1) / 820) / 40 for x in range(40))  # τ = 1: E[w_1] = Σ q min(1, p/q) = Σ min(p, q)
+    )
+    words = tuple(f"w{i}" for i in range(400))  # a link's 400-word table at τ = 8, every ratio its own
+    q = tuple(tuple(1 / 400 for _ in words) for _ in range(8))
+    p = tuple(tuple((i + 1) / 80_200 for i in range(400)) for _ in range(9))  # 1 + … + 400 = 80,200
+    said = expected_lengths(SandboxCase(words, q, p, (0.5,) * 8))
+    beta = 0.5 + 20_100 / 80_200  # Σ min(p, q): the 200 words with p < 1/400 give (1 + … + 200) / 80,200, the rest 1/400
+    assert f"token {sum(beta**k for k in range(1, 9)):.3f}" in said
+    assert f"block not computed (the block rule's exact mean would follow at least 160,400 weights × tokens" in said
+    assert f"(400 words, τ = 8; exact up to {BLOCK_WORK:,})" in said

@@ -11,6 +11,7 @@ app show it like any real step.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Sequence
@@ -145,13 +146,28 @@ def same_table(a: SandboxCase, b: SandboxCase) -> bool:
     )
 
 
-def table_name(exercise: str, case: SandboxCase) -> str:
-    """What the table on screen is, in words: an exercise by its name (edited, where its table is no longer the
-    exercise's), or a custom table."""
+def table_name(exercise: str, case: SandboxCase, mode: str = "textbook") -> str:
+    """What the table on screen is, in words: an exercise by its name, or a custom table. An exercise whose table or
+    draws the mode uses (r but in greedy mode; u and s in lossless mode) are no longer its own says which: its name
+    ("the third rejected first") may no longer hold."""
     if exercise not in PRESETS:
         return "Custom table"
-    edited = "" if same_table(case, resize(PRESETS[exercise], case.tau)) else ", edited"
-    return f"Exercise '{exercise}'{edited}"
+    own = resize(PRESETS[exercise], case.tau)
+    close = lambda a, b: all(math.isclose(x, y, abs_tol=1e-9) for x, y in zip(a, b, strict=True))  # noqa: E731
+    edited = [
+        name
+        for name, changed in (
+            ("table", not same_table(case, own)),
+            ("r", mode != "greedy" and not close(case.r, own.r)),
+            ("u", mode == "lossless" and not close(case.draft_draws, own.draft_draws)),
+            ("s", mode == "lossless" and not math.isclose(case.next_draw, own.next_draw, abs_tol=1e-9)),
+        )
+        if changed
+    ]
+    if not edited:
+        return f"Exercise '{exercise}'"
+    which = edited[0] if len(edited) == 1 else f"{', '.join(edited[:-1])} and {edited[-1]}"
+    return f"Exercise '{exercise}', {which} edited"
 
 
 def _check_tau(tau: int) -> None:
@@ -171,7 +187,7 @@ def case_frame(case: SandboxCase) -> pd.DataFrame:
 
 def column_sums(frame: pd.DataFrame) -> dict[str, float]:
     """The q and p columns of an edited table that do not sum to 1, with their sums: the page says
-    so (case_from_frame normalises them; nothing is rescaled silently)."""
+    so (the step uses each divided by its sum, `normalised`; the cells keep what was typed)."""
     sums = {c: float(pd.to_numeric(frame[c], errors="coerce").fillna(0.0).sum()) for c in frame if c != "token"}
     return {c: s for c, s in sums.items() if abs(s - 1.0) > 1e-6}
 
@@ -179,8 +195,9 @@ def column_sums(frame: pd.DataFrame) -> dict[str, float]:
 def case_from_frame(
     frame: pd.DataFrame, r: Sequence[float], u: Sequence[float] = (), s: float | None = None, context: str = ""
 ) -> SandboxCase:
-    """Read an edited table back, checking it; each column is normalised to sum to 1 (column_sums
-    names the ones that did not). `context`: the text before the draft."""
+    """Read an edited table back, checking it, every number exactly as typed (a worksheet never rewrites a cell:
+    the step uses each column divided by its sum, `normalised`, and column_sums names the ones that do not sum to 1).
+    `context`: the text before the draft."""
     words = [str(w).strip() for w in frame["token"].tolist()]
     if len(words) < 2 or any(not w for w in words) or len(set(words)) != len(words):
         raise ConfigError("the vocabulary needs at least two distinct, non-empty tokens")
@@ -193,14 +210,23 @@ def case_from_frame(
         values = pd.to_numeric(frame[name], errors="coerce").fillna(-1.0).tolist()
         if any(v < 0 for v in values) or sum(values) <= 0:
             raise ConfigError(f"column {name} needs non-negative numbers that are not all zero")
-        total = sum(values)
-        return tuple(values) if abs(total - 1.0) < 1e-9 else tuple(v / total for v in values)
+        return tuple(float(v) for v in values)
 
     q = tuple(column(f"q{t}") for t in range(1, tau + 1))
     p = tuple(column(f"p{t}") for t in range(1, tau + 2))
     if any(not 0.0 <= x < 1.0 for x in (*r, *u, *([] if s is None else [s]))):
         raise ConfigError("each draw (r, u, s) is a number in [0, 1)")
     return SandboxCase(tuple(words), q, p, tuple(float(x) for x in r), tuple(float(x) for x in u[:tau]), s, context)
+
+
+def _unit(column: Sequence[float]) -> tuple[float, ...]:
+    total = sum(column)
+    return tuple(column) if abs(total - 1.0) < 1e-9 else tuple(v / total for v in column)
+
+
+def normalised(case: SandboxCase) -> SandboxCase:
+    """The case as a step uses it: each q and p column divided by its sum (a column that sums to 1 as it is)."""
+    return dataclasses.replace(case, q=tuple(map(_unit, case.q)), p=tuple(map(_unit, case.p)))
 
 
 def case_to_json(case: SandboxCase) -> str:
@@ -280,7 +306,9 @@ def draw_all(tau: int, seed: int) -> tuple[tuple[float, ...], tuple[float, ...],
 
 def sandbox_step(case: SandboxCase, mode: str = "textbook", verification: Verification = "token") -> StepTrace:
     """One step on the case, every draw the case's own: the draft (argmax q, or in lossless mode
-    sampled from q by u), the decisions, n and the next token exactly as the engine makes them."""
+    sampled from q by u), the decisions, n and the next token exactly as the engine makes them. Each column is used
+    divided by its sum (`normalised`)."""
+    case = normalised(case)
     if mode not in MODES:
         raise ConfigError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
     if verification not in VERIFICATIONS:
@@ -392,7 +420,8 @@ def _intervals(case: SandboxCase, step: StepTrace) -> list[tuple[float, float]]:
 
 
 def residual_distribution(case: SandboxCase, position: int) -> list[float]:
-    """norm(max(0, p − q)) at a draft position (0-based)."""
+    """norm(max(0, p − q)) at a draft position (0-based), of the columns as the step uses them."""
+    case = normalised(case)
     q = torch.tensor(case.q[position], dtype=torch.float64)
     p = torch.tensor(case.p[position], dtype=torch.float64)
     return residual(p, q).tolist()

@@ -8,6 +8,7 @@ of the same colours. Hovering a draft token shows its q, p, p/q and r."""
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Callable, Sequence
 
 import pandas as pd
@@ -135,6 +136,37 @@ def next_token_source(step: StepTrace) -> tuple[str, str | None]:
             "never can."
         )
     return source, note
+
+
+def _tied(top, chosen: int) -> list[str]:
+    """The tokens of a top-n that tie with its first at the top, in the vocabulary's order, when there are two or more
+    and `chosen` is the first of them (what an argmax takes); else []."""
+    best = sorted((e for e in top if math.isclose(e.prob, top[0].prob, rel_tol=1e-9)), key=lambda e: e.token)
+    return [f"'{plain(token_label(e.text))}'" for e in best] if len(best) > 1 and best[0].token == chosen else []
+
+
+def _listed(names: Sequence[str]) -> str:
+    return f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def argmax_ties(step: StepTrace, mode: str) -> list[str]:
+    """Why a tie went the way it did, one sentence each: where an argmax (the draft's own token in textbook and greedy
+    mode, the target's token after a rejection or as the bonus outside lossless mode) chose between tokens of equal
+    probability, it took the first of them in the vocabulary's order."""
+    notes = []
+    for t in range(step.tau) if mode != "lossless" else ():
+        if tied := _tied(step.q_top[t], step.draft_tokens[t]):
+            notes.append(
+                f"q ties at {step.q_top[t][0].prob:.2f} at position {t + 1} between {_listed(tied)}: the draft "
+                f"proposes the first of them in the vocabulary's order, {tied[0]}."
+            )
+    argmax = step.next_rule in ("argmax", "greedy") or (step.next_rule == "bonus" and mode != "lossless")
+    if argmax and (tied := _tied(step.next_top, step.next_token)):
+        notes.append(
+            f"p ties at {step.next_top[0].prob:.2f} at position {step.n_accepted + 1} between {_listed(tied)}: argmax "
+            f"takes the first of them in the vocabulary's order, {tied[0]}."
+        )
+    return notes
 
 
 def _distinct(a: float, b: float) -> tuple[str, str]:
