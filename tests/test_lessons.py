@@ -52,6 +52,29 @@ def test_choose_tau_and_fast_but_wrong_on_exact_numbers():
     assert "lossless: consistent with the target's distribution" in finding
 
 
+def test_a_fixed_verification_budget_says_a_tie_as_a_tie(monkeypatch):
+    """Issue 55.6: four passes giving 8, 12, 15, 15 and 15 tokens at τ = 1, 2, 4, 6, 8 (each step drafting τ: 4τ draft
+    forwards) is a three-way tie at the top, not "the most at τ = 4"; one best is still said alone."""
+    from types import SimpleNamespace
+
+    from specviz.classroom.lessons import verify_budget
+
+    tokens = {1: 8, 2: 12, 4: 15, 6: 15, 8: 15}
+    fake = lambda pair, count, tau, **_: SimpleNamespace(  # noqa: E731
+        new_tokens=[0] * tokens[tau], steps=[SimpleNamespace(tau=tau)] * count
+    )
+    monkeypatch.setattr(verify_budget, "decode", fake)
+    assert verify_budget.verify_budget(None, None).finding == (
+        "Four target passes gave 8 tokens at τ = 1, 12 tokens at τ = 2, 15 tokens at τ = 4, 15 tokens at τ = 6, "
+        "15 tokens at τ = 8: τ = 4, 6 and 8 tie for the most (15 tokens): a larger τ drafted more (16, 24, 32 draft "
+        "forwards) for no more tokens, so τ = 4 buys them cheapest."
+    )
+    tokens[8] = 17
+    assert verify_budget.verify_budget(None, None).finding.endswith(
+        "17 tokens at τ = 8: the most at τ = 8, paid for in draft forwards only."
+    )
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("key", [lesson.key for lesson in LESSONS])
 def test_each_lesson_opens_from_its_link_and_runs_live(embedded_cache, key):

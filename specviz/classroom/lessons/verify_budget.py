@@ -19,14 +19,28 @@ def verify_budget(pair: ModelPair, load: Load) -> Evidence:
                 "draft forwards": sum(s.tau for s in dec.steps),
             }
         )
-    table = pd.DataFrame(rows)
-    best = table.loc[table["tokens in 4 target passes"].idxmax()]
     return Evidence(
         "Four target passes gave "
         + ", ".join(f"{r['tokens in 4 target passes']} tokens at τ = {r['τ']}" for r in rows)
-        + f": the most at τ = {best['τ']}, paid for in draft forwards only.",
+        + f": {most(rows)}",
         (),
-        table,
+        pd.DataFrame(rows),
+    )
+
+
+def most(rows: list[dict]) -> str:
+    """Where the most tokens came, in words: one τ, or every τ that ties for it (the smallest of them then buys them
+    with the fewest draft forwards)."""
+    top = max(r["tokens in 4 target passes"] for r in rows)
+    tied = [r for r in rows if r["tokens in 4 target passes"] == top]
+    if len(tied) == 1:
+        return f"the most at τ = {tied[0]['τ']}, paid for in draft forwards only."
+    taus = [str(r["τ"]) for r in tied]
+    cheapest = min(tied, key=lambda r: r["draft forwards"])
+    return (
+        f"τ = {', '.join(taus[:-1])} and {taus[-1]} tie for the most ({top} tokens): a larger τ drafted more "
+        f"({', '.join(str(r['draft forwards']) for r in tied)} draft forwards) for no more tokens, so τ = "
+        f"{cheapest['τ']} buys them cheapest."
     )
 
 
