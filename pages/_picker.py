@@ -37,13 +37,14 @@ def model_picker(prefix: str, disabled: bool = False) -> tuple[str, str]:
 
 
 def decode_choice() -> tuple[str, str, str, int, bool | None] | None:
-    """The Decode page's run as it was started: (target spec, draft spec, prompt, τ, chat); None before its first
-    Step (the other pages take the user's pair from there)."""
+    """The Decode page's run as it was started: (target spec, draft spec, prompt, τ, whether its prompt was wrapped in
+    the chat template); None before its first Step (the other pages take the user's pair from there). The chat is
+    the run's own, not the toggle's: the other pages then encode the very prompt Decode did."""
     stepper = st.session_state.get("decode_stepper")
     if stepper is None or stepper.decoder is None or not stepper.settings:
         return None
-    target, draft, _runtime, prompt, chat, config = stepper.settings
-    return target, draft, prompt, config.tau, chat
+    target, draft, _runtime, prompt, _toggle, config = stepper.settings
+    return target, draft, prompt, config.tau, stepper.decoder.chat
 
 
 def decode_race() -> RacePreset:

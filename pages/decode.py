@@ -18,6 +18,7 @@ from pages._reading import trace_reading
 from specviz.classroom.replay import replay_for
 from specviz.classroom.settings import BROKEN_HELP
 from specviz.classroom.stepper import Stepper
+from specviz.core.prompt import toggled_chat
 from specviz.viz import view as view_of
 from specviz.viz.plain import plain
 from specviz.viz.render import LEGEND, run_html, sentence
@@ -67,7 +68,7 @@ def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, 
         try:
             with st.spinner(f"Reading the prompt into both models ({len(prompt):,} characters)…"), ui.compute_turn():
                 mine = typed_ui.run_pair(pair, config)  # a chain's draft can then be given a typed draft
-                return specviz.Decoder(mine, prompt, config, chat=None if chat else False, compare_rules=True)
+                return specviz.Decoder(mine, prompt, config, chat=toggled_chat(mine, chat), compare_rules=True)
         except specviz.SpecvizError as exc:
             st.error(
                 f"**Cannot start a new run.** {plain(sentence(exc))} The run below is kept.", icon=":material/error:"

@@ -1469,3 +1469,196 @@ def test_the_draft_box_follows_a_new_target_and_the_run_uses_the_draft_shown(loa
     assert any(f"The pair needs about {gguf.format_bytes(needed)}" in c.value for c in at.sidebar.caption)
     at.button(key="decode_step").click().run()
     assert loads[-1] == (found_files["mid"], found_files["small"])  # the run: the draft shown
+
+
+# --- what a link or a widget starts is bounded like a click (issue 57.4, issue 52.5) ----------------------------------
+
+
+@pytest.fixture
+def queues(monkeypatch, tmp_path):
+    """Class mode (2 Steps a second, one heavy job at a time), its Steps paced on a fake clock (no wall time), and the
+    server's turns and heavy-job slots recorded: (kind of each turn taken, owner of each slot held, the sleeps)."""
+    from pages import _compute, _decode_step
+    from specviz import policy
+    from specviz.classroom.turns import Pacer, Slots, Turns
+
+    path = tmp_path / "class.toml"
+    path.write_text("[class]\nsteps_per_second = 2.0\nheavy_jobs = 1\n")
+    monkeypatch.setenv(policy.CLASS_MODE_ENV, "1")
+    monkeypatch.setenv(policy.CLASS_SETTINGS_ENV, str(path))
+    policy._CACHE.clear()
+    now, seen = [0.0], {"turns": [], "slots": [], "slept": []}
+
+    class Recorded(Turns):
+        def take(self, kind="step", waiting=None, alive=None):
+            seen["turns"].append(kind)
+            return super().take(kind, waiting, alive)
+
+    class Held(Slots):
+        def hold(self, waiting=None, owner=None, alive=None):
+            seen["slots"].append(owner)
+            return super().hold(waiting, owner, alive)
+
+    turns, slots = Recorded(), Held(1, per_owner=2, waiting_most=40)
+    monkeypatch.setattr(_compute, "_turns", lambda: turns)
+    monkeypatch.setattr(_compute, "_slots", lambda: slots)
+    sleep = lambda s: (seen["slept"].append(s), now.__setitem__(0, now[0] + s))  # noqa: E731
+    monkeypatch.setattr(_decode_step, "pacer", lambda: Pacer(2.0, clock=lambda: now[0], sleep=sleep))
+    yield seen
+    policy._CACHE.clear()
+
+
+def test_a_links_steps_are_a_paced_heavy_job_and_stop_when_its_session_ends(loads, queues, monkeypatch):
+    """?decode_steps=3 in class mode: the prompt read in a Step's turn, then three steps, each a heavy turn inside one
+    heavy-job slot (the server's and the address's share), 0.5 s apart on the clicks' own pacer (two waits, on a fake
+    clock). The same link with 5 steps whose tab closes after the second step's turn: no third step, no traceback,
+    and the slot given back."""
+    from pages import _compute
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params.update(decode_steps="3")
+    at.run()
+    assert not at.exception and len(decoder(at).steps) == 3
+    assert queues["turns"] == ["step", "heavy", "heavy", "heavy"] and len(queues["slots"]) == 1
+    assert queues["slept"] == pytest.approx([0.5, 0.5])
+    queues["turns"].clear()
+    monkeypatch.setattr(_compute, "alive", lambda: lambda: queues["turns"].count("heavy") < 3)
+    closed = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    closed.query_params.update(decode_steps="5")
+    closed.run()
+    assert not closed.exception and len(decoder(closed).steps) == 2  # the third heavy turn was refused
+    held = _compute._slots()
+    with held.hold(owner=queues["slots"][-1]), held.hold(owner=queues["slots"][-1]):  # the address's two: free again
+        pass
+
+
+def test_a_400_word_sandbox_link_at_tau_8_is_priced_before_it_starts_and_taken_in_turn(loads, queues):
+    """Issue 57.4's link: 400 words, τ = 8, lossless. q uniform, p ∝ 1 … 400 at every position, so each of the 400
+    ratios differs and the block rule's weights multiply past its cap: said, not computed; token-wise exact by hand:
+    β = Σ min(p, q) = (1 + … + 200)/80,200 + 200/400 a position, E[n] = β + … + β⁸. In a Step's turn, like a click."""
+    table = {"words": [f"w{i}" for i in range(400)], "q": [[1] * 400] * 8, "p": [list(range(1, 401))] * 9}
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params.update(sandbox_table=json.dumps(table), sandbox_tau="8", sandbox_mode="lossless")
+    at.run()
+    queues["turns"].clear()
+    at.switch_page("pages/sandbox.py").run()
+    assert not at.exception
+    said = next(m.value for m in at.markdown if m.value.startswith("**Expected accepted draft tokens"))
+    beta = 20_100 / 80_200 + 0.5
+    assert f"token {sum(beta**k for k in range(1, 9)):.3f}" in said
+    assert "block not computed (the block rule's exact mean would follow at least" in said
+    assert "(400 words, τ = 8; exact up to 1,000,000): fewer words or a smaller τ)" in said
+    assert queues["turns"] == ["step"]
+
+
+def test_every_upload_is_capped_and_an_oversized_engine_log_is_refused_with_a_message(loads):
+    """Issue 57.4: "Would it pay there?" took four 150 MB files. The server refuses any upload past the app's largest
+    cap (Streamlit's own default: 200 MB), every uploader says its cap, and a log past the 1,000,000 bytes read is
+    a message, nothing imported."""
+    from streamlit import config
+
+    from pages import _shared
+
+    at = app(panels_open=False)
+    assert config.get_option("server.maxUploadSize") == _shared.UPLOAD_MB <= 50
+    assert at.file_uploader(key="decode_upload").proto.max_upload_size_mb == _shared.UPLOAD_MB
+    at.switch_page("pages/pay.py").run()
+    upload = at.file_uploader(key="pay_import_upload")
+    assert upload.proto.max_upload_size_mb == 1
+    upload.set_value(("vllm.log", b"x" * 1_000_001, "text/plain")).run()
+    assert not at.exception
+    assert any("Cannot read the file." in e.value and "1,000,001 bytes" in e.value for e in at.error)
+    assert not any(m.value.startswith("Best τ") for m in at.success)
+
+
+@pytest.fixture
+def served_reruns(monkeypatch):
+    """Every AppTest run through app.py, as the server runs it. AppTest resets Streamlit's "pages folder" flag before
+    each run, and with a pages/ folder beside app.py every run after the first then runs the page alone: app.py's
+    settings kept across pages (pages/_shell.py) never ran again, and a page switch forgot them. On a server,
+    st.navigation clears that flag for the process."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    made = PagesManager.__init__
+
+    def navigation_app(self, *args, **kwargs):
+        made(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", navigation_app)
+
+
+def base_pair_with_template(target, draft, runtime="torch", **_kwargs):
+    """A tiny pair whose tokenizer has a chat template and whose name does not say "Instruct" (a GGUF file named as
+    its training run, or a base model): its default is the raw text, Codec.chat_default False."""
+    from specviz import HFCodec
+    from tests.helpers import word_tokenizer
+
+    pair = tiny_text_pair(chat=True, runtime="torch" if runtime == "auto" else runtime)
+    return specviz.ModelPair(pair.target, pair.draft, HFCodec(word_tokenizer(chat=True), "tiny"))
+
+
+def test_the_chat_toggle_on_wraps_the_prompt_whatever_the_models_name(monkeypatch):
+    """Issue 53: the toggle read on while a file named "Smollm2 135M 8k Lc100K Mix1 Ep2" ran the raw text (Decode passed
+    chat=None, the model's default, which came from its name)."""
+    monkeypatch.setattr(specviz, "load_pair", base_pair_with_template)
+    st.cache_resource.clear()
+    at = app(panels_open=False)
+    assert at.toggle(key="decode_chat").value
+    at.button(key="decode_step").click().run()
+    dec = decoder(at)
+    assert dec.pair.codec.chat_default is False and dec.chat is True
+    assert dec.prompt_text == dec.pair.codec.encode_chat("Write a Python function that reverses a list.")[0]
+    at.toggle(key="decode_chat").set_value(False).run()
+    at.button(key="decode_step").click().run()
+    assert decoder(at).chat is False and decoder(at).prompt_text == "Write a Python function that reverses a list."
+    st.cache_resource.clear()
+
+
+def test_the_race_keeps_your_pair_after_a_draft_change_and_races_decodes_own_prompt(served_reruns, monkeypatch):
+    """Issue 53: Decode stepped with draft d1, the Race on "Your pair", then Decode's draft changed to d2 and stepped:
+    the Race is still on your pair, now with d2, and encodes the very prompt Decode's run did (the chat template as
+    that run used it; the Race had passed the toggle where Decode passed the model's default)."""
+    loaded = []
+
+    def load(target, draft, runtime="torch", **kwargs):
+        loaded.append((target, draft))
+        return base_pair_with_template(target, draft, runtime, **kwargs)
+
+    races = []
+
+    class Race(race.Race):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            races.append(self)
+
+    monkeypatch.setattr(specviz, "load_pair", load)
+    monkeypatch.setattr(race, "Race", Race)  # each race the page starts, kept to read the prompt it encoded
+    st.cache_resource.clear()
+    at = app(panels_open=False)
+    at.selectbox(key="decode_preset").set_value(settings.CUSTOM).run()
+    at.text_input(key="decode_target").set_value("t").run()
+    at.text_input(key="decode_draft").set_value("d1").run()
+    at.button(key="decode_step").click().run()
+    at.switch_page("pages/race.py").run()
+    at.selectbox(key="race_preset").set_value(race.YOURS).run()
+    at.number_input(key="race_max_new").set_value(8).run()
+    at.button(key="race_start").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    at.switch_page("pages/decode.py").run()
+    assert at.text_input(key="decode_draft").value == "d1"  # Decode's own settings kept across pages
+    at.text_input(key="decode_draft").set_value("d2").run()
+    at.button(key="decode_step").click().run()
+    ran = decoder(at)
+    at.switch_page("pages/race.py").run()
+    assert at.selectbox(key="race_preset").value == race.YOURS
+    assert "Press **Start**" in at.info[0].value  # a new pair: not the old pair's result
+    at.button(key="race_start").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert loaded[-1] == ("t", "d2")
+    results = at.session_state["race_results"]
+    assert [key[2:4] for key in results] == [("t", "d1"), ("t", "d2")]
+    result, raced, _load = results[next(k for k in results if k[3] == "d2")]
+    assert raced.target is ran.pair.target and raced.draft.name == "tiny-draft" and result.same_text
+    assert ran.chat is True and [r.spec.prompt_text for r in races] == [ran.prompt_text] * 2  # as Decode encoded it
+    st.cache_resource.clear()

@@ -233,6 +233,26 @@ def test_a_150k_vocabulary_is_read_well_under_a_second(tmp_path):
 # --- the embedded model --------------------------------------------------------------------------------------
 
 
+def test_a_gguf_files_chat_default_comes_from_its_template_and_metadata_not_its_name():
+    """Issue 53: "instruct" in general.name decided it, and SmolLM2-135M-Instruct's own file is named "Smollm2 135M 8k
+    Lc100K Mix1 Ep2". Each case is the file's template and naming keys (general.finetune, basename, name)."""
+    from specviz.models.ggufcodec import NAMING_KEYS, chat_default_of
+
+    def naming(finetune="", basename="", name=""):
+        return dict(zip(NAMING_KEYS, (finetune, basename, name), strict=True))
+
+    smollm2 = naming("8k-lc100k-mix1-ep2", "smollm2", "Smollm2 135M 8k Lc100K Mix1 Ep2")  # the embedded file's own
+    assert chat_default_of(TEMPLATE, smollm2) is True
+    assert chat_default_of(None, smollm2) is None and chat_default_of("", naming("Instruct")) is None  # no template
+    assert chat_default_of(TEMPLATE, naming()) is True  # a template and nothing said: the template's word
+    assert chat_default_of(TEMPLATE, naming("Base", "Qwen2.5", "Qwen2.5 0.5B Base")) is False  # a base model's file
+    assert chat_default_of(TEMPLATE, naming("", "pythia", "pythia-160m-pretrained")) is False
+    assert chat_default_of(TEMPLATE, naming("Instruct", "Qwen2.5", "Qwen2.5 0.5B Instruct")) is True
+    assert chat_default_of(TEMPLATE, naming("base-sft", "x", "x")) is True  # tuned from a base: tuned
+    assert chat_default_of(TEMPLATE, naming("", "gemma-2", "gemma 2 2b it")) is True
+    assert chat_default_of(TEMPLATE, naming("", "database-coder", "Database Coder")) is True  # "base" inside a word
+
+
 def test_the_embedded_gguf_reads_as_smollm2_and_pairs_with_itself():
     info = g.read_info(embedded.gguf_path())
     assert (info.architecture, info.vocab_size, info.quantization) == ("llama", 49152, "Q4_1")

@@ -107,3 +107,16 @@ def test_the_one_known_difference_numbers_after_a_space(codecs):
     assert llama.encode(" ½") == [llama.encode(" ")[0], llama.encode("½")[0]] != hf.encode(" ½")
     assert llama.decode(llama.encode(" ½")) == hf.decode(hf.encode(" ½")) == " ½"
     assert llama.encode(" 12 x½") == hf.encode(" 12 x½")
+
+
+def test_a_file_named_as_its_training_run_is_still_chatted_with_by_default(codecs):
+    """Issue 53: the embedded file itself, opened as any GGUF file is (its name general.name, "Smollm2 135M 8k Lc100K
+    Mix1 Ep2"): its chat template is used by default, as for the same model named SmolLM2-135M-Instruct."""
+    from specviz.models.gguf import read_info
+
+    path = embedded.gguf_path()
+    named = read_info(path).name
+    assert named == "Smollm2 135M 8k Lc100K Mix1 Ep2"
+    codec = LlamaCodec(llamacpp.LlamaCppModel(path, named, context=64))
+    assert codec.name == named and codec.chat_default is True
+    assert codec.encode_chat("Hi") == codecs[0].encode_chat("Hi")

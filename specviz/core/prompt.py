@@ -23,6 +23,13 @@ def encode_prompt(pair: ModelPair, prompt: str | Sequence[int], chat: bool | Non
     return text, ids, use_chat
 
 
+def toggled_chat(pair: ModelPair, on: bool) -> bool:
+    """A page's "Chat template" toggle as a run's `chat`: on, the prompt is wrapped wherever the target has a chat
+    template (whatever its default, `Codec.chat_default`); off, or a target without one, it is read as typed. The
+    toggle said on while a GGUF file whose name lacks "Instruct" ran the raw text (issue 53)."""
+    return bool(on) and pair.codec.chat_default is not None
+
+
 def _resolve_chat(pair: ModelPair, chat: bool | None) -> bool:
     default = pair.codec.chat_default
     if chat and default is None:

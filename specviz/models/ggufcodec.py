@@ -12,7 +12,8 @@ a prompt is wrapped and encoded to the same ids as through `HFCodec` on the same
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from specviz.errors import ModelError, PromptError
@@ -20,6 +21,23 @@ from specviz.models.text import readable
 
 if TYPE_CHECKING:
     from specviz.models.llamacpp import LlamaCppModel
+
+
+NAMING_KEYS = ("general.finetune", "general.basename", "general.name")  # what a file says it is (GGUF's own keys)
+TUNED_WORDS = frozenset({"instruct", "chat", "it", "sft", "dpo", "orpo", "rlhf", "assistant"})
+BASE_WORDS = frozenset({"base", "pretrain", "pretrained"})
+
+
+def chat_default_of(template: str | None, naming: Mapping[str, str]) -> bool | None:
+    """Whether a GGUF file's prompts are wrapped in its chat template by default: None without a template; with one,
+    yes, unless the file's own naming metadata (`NAMING_KEYS`: general.finetune, basename, name) calls it a base model
+    and nowhere a tuned one. The template is the file's own word on how it is prompted: a converter writes it from the
+    model's tokenizer, and general.name is often a training run's ("Smollm2 135M 8k Lc100K Mix1 Ep2" for
+    SmolLM2-135M-Instruct), so the word "instruct" in a name decides nothing."""
+    if not template:
+        return None
+    words = {word for value in naming.values() for word in re.split(r"[^0-9a-z]+", (value or "").lower()) if word}
+    return not (words & BASE_WORDS and not words & TUNED_WORDS)
 
 
 class LlamaCodec:
@@ -44,10 +62,9 @@ class LlamaCodec:
 
     @property
     def chat_default(self) -> bool | None:
-        """None without a chat template; else whether to use it by default (Instruct models), as HFCodec."""
-        if not self.chat_template:
-            return None
-        return "instruct" in self.name.lower()
+        """None without a chat template; else whether to use it by default, from the file itself (`chat_default_of`),
+        never from the name specviz gives it."""
+        return chat_default_of(self.chat_template, {key: self._meta_str(key.encode()) for key in NAMING_KEYS})
 
     def encode(self, text: str) -> list[int]:
         """Token ids of `text`: special tokens written in it are parsed, and BOS added where the file says."""
@@ -144,12 +161,16 @@ class LlamaCodec:
 
     def _meta_int(self, key: bytes) -> int:
         """An integer of the file's metadata; -1 where it has none."""
-        buffer = ctypes.create_string_buffer(32)
-        n = self._lib.llama_model_meta_val_str(self._owner._model, key, buffer, len(buffer))
         try:
-            return int(buffer.value) if n >= 0 else -1
+            return int(self._meta_str(key, 32) or "-1")
         except ValueError:
             return -1
+
+    def _meta_str(self, key: bytes, size: int = 256) -> str:
+        """A value of the file's metadata as llama.cpp writes it (cut at `size` bytes); "" where it has none."""
+        buffer = ctypes.create_string_buffer(size)
+        n = self._lib.llama_model_meta_val_str(self._owner._model, key, buffer, len(buffer))
+        return buffer.value.decode("utf-8", "replace") if n >= 0 else ""
 
     def _token(self, token: int) -> int | None:
         return None if token < 0 else int(token)
