@@ -27,19 +27,23 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--target",
         default="embedded",
-        help="target: 'embedded' (default), a hub id, a local folder, or a serving engine: "
+        help="target: 'embedded' (default), a hub id, a transformers model's folder, a GGUF file run on llama.cpp "
+        "(PATH.gguf, ollama:NAME[:TAG], hf:ORG/REPO:Q4_K_M), or a serving engine: "
         "vllm:http://HOST:8000/v1#MODEL, sglang:http://HOST:30000, llamacpp:http://HOST:8000/v1",
     )
     parser.add_argument(
         "--draft",
         default="embedded",
-        help="draft: 'embedded' (default), 'self', 'prompt-lookup', 'early-exit:K', a hub id or a folder",
+        help="draft: 'embedded' (default), 'self', 'prompt-lookup', 'early-exit:K', a hub id, a folder, a GGUF file "
+        "of the target's vocabulary (PATH.gguf, ollama:NAME[:TAG], hf:ORG/REPO:Q4_K_M), or the embedded target "
+        "quantized here: embedded:Q8_0, embedded:Q4_0, embedded:Q3_K_M, embedded:Q2_K",
     )
     parser.add_argument(
         "--chat",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="wrap the prompt in the chat template (default: on for Instruct models)",
+        help="wrap the prompt in the chat template (default: on for Instruct models, and for a GGUF file with a chat "
+        "template unless its metadata calls it a base model)",
     )
     parser.add_argument("--device", default="auto", help="auto (default), cpu or cuda")
     parser.add_argument("--dtype", default="auto", help="auto (default), float32, float16 or bfloat16")

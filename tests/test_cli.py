@@ -107,3 +107,30 @@ def test_bad_arguments_give_one_line_and_exit_code_2(model_dirs, capsys, args, m
     assert code == 2
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("specviz: error:") and message in lines[0]
+
+
+def test_help_names_every_kind_of_model_spec(capsys):
+    """Issue 53: --help named none of the GGUF specs the app takes."""
+    for argv in (["--help"], ["sweep", "--help"]):
+        code, out, _ = in_process(capsys, *argv)
+        assert code == 0
+        said = " ".join(out.split())  # argparse wraps the help at the terminal's width
+        for spec in (".gguf", "ollama:", "hf:ORG/REPO:", "embedded:Q4_0", "prompt-lookup", "vllm:"):
+            assert spec in said, (argv, spec)
+
+
+def test_a_folder_holding_gguf_files_is_named_with_its_files(tmp_path, capsys):
+    """Issue 53: a folder of GGUF files given as a model got transformers' "Should have a `model_type` key"; it is
+    told which file to give (llama.cpp runs a file, not a folder)."""
+    from tests.test_gguf import write_gguf
+
+    folder = tmp_path / "lmstudio" / "SmolLM2-GGUF"
+    write_gguf(folder / "smol.Q8_0.gguf")
+    write_gguf(folder / "smol.Q4_0.gguf")
+    code, _, err = in_process(capsys, "--prompt", "w1", "--target", str(folder), "--draft", "prompt-lookup")
+    assert code == 2 and "model_type" not in err
+    (line,) = [line for line in err.splitlines() if line.startswith("specviz: error:")]
+    assert line == (
+        f"specviz: error: {folder} holds GGUF files, not a transformers model: give the file itself, e.g. "
+        f"{folder / 'smol.Q4_0.gguf'} (2 files: smol.Q4_0.gguf, smol.Q8_0.gguf)"
+    )

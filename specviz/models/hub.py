@@ -73,12 +73,27 @@ def _resolve_source(spec: str, progress: embedded.Progress | None) -> str:
         return str(embedded.ensure_cache(progress))
     path = Path(spec).expanduser()
     if path.is_dir():
+        _not_a_gguf_folder(path)
         return str(path)
     if path.is_absolute() or spec.startswith((".", "~")) or spec.count("/") > 1:
         raise ModelError(f"no such folder: {spec}")
     if not _is_cached_on_disk(spec):
         _require_hub(spec)
     return spec
+
+
+def _not_a_gguf_folder(path: Path) -> None:
+    """A folder of GGUF files (an LM Studio model's, say) without a transformers config: ModelError naming the file to
+    give instead, since llama.cpp runs a file (transformers said only "Should have a `model_type` key")."""
+    if (path / "config.json").exists():
+        return
+    files = sorted(path.glob("*.gguf")) or sorted(path.glob("*/*.gguf"))
+    if files:
+        names = ", ".join(str(f.relative_to(path)) for f in files[:4]) + (", …" if len(files) > 4 else "")
+        raise ModelError(
+            f"{path} holds GGUF files, not a transformers model: give the file itself, e.g. {files[0]} "
+            f"({len(files)} file{'s' if len(files) != 1 else ''}: {names})"
+        )
 
 
 def load_config(spec: str) -> Any:
