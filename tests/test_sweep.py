@@ -309,7 +309,14 @@ def test_a_sweep_takes_the_servers_turn_a_step_at_a_time(tiny_pair):
 def test_the_sweep_across_drafts_runs_each_drafts_sweep_once_and_reads_each_ones_best_tau():
     """Two drafts of one tiny target: the target itself (greedy: every draft token accepted, τ + 1 tokens a step) and a
     random one-layer model. Each draft's own sweep, units counted across both, cached (a second call runs nothing);
-    the self-draft's tokens per step are exactly τ + 1, and the chart has one line per draft beside 1×."""
+    the self-draft's tokens per step are exactly τ + 1, and the chart has one line per draft beside 1×.
+
+    Pass times injected (a FakeTimer: nothing here reads the clock): a target pass over k tokens 10 + 2(k − 1) ms, a
+    draft forward 1 ms. The tiny target's context leaves room for 7 new tokens. The self-draft at τ = 3: two steps of
+    3 · 1 + 16 = 19 ms, emitting 4 and then the 3 that fit, against the target alone's 10 ms a token: 70 / 38 =
+    1.842×; at τ = 1, four steps of 1 + 12 = 13 ms emitting 2, 2, 2, 1: 70 / 52 = 1.346×. c = one draft forward
+    over one target-alone token = 1 / 10."""
+    from specviz.analysis.clock import FakeTimer
     from specviz.analysis.draft_sweep import summarize, sweep_drafts
     from specviz.viz.sweep_charts import draft_sweep_chart
     from tests.helpers import tiny_text_pair
@@ -318,7 +325,8 @@ def test_the_sweep_across_drafts_runs_each_drafts_sweep_once_and_reads_each_ones
     pairs = {"self": ModelPair(base.target, base.target, base.codec), "random": base}
     settings = SweepSettings(taus=(1, 3), prompts=("a b c",), mode="greedy", max_new_tokens=8)
     caches: dict = {}
-    progress = list(sweep_drafts(pairs, settings, caches))
+    timer = FakeTimer(lambda what, k: 1.0 if what == "draft" else 10.0 + 2.0 * (k - 1))
+    progress = list(sweep_drafts(pairs, settings, caches, timer=timer))
     assert [(done, total) for done, total, _ in progress] == [(1, 4), (2, 4), (3, 4), (4, 4)]
     assert [label for *_, label in progress] == ["self", "self", "random", "random"]
     assert list(sweep_drafts(pairs, settings, caches)) == []  # finished units are kept
@@ -329,8 +337,12 @@ def test_the_sweep_across_drafts_runs_each_drafts_sweep_once_and_reads_each_ones
     # of 2 at τ = 1; at τ = 3 two steps of 4)
     assert rows[("self", 1)].tokens_per_step == 2.0 and rows[("self", 3)].tokens_per_step == 4.0
     assert rows[("self", 1)].alpha == pytest.approx(1.0)
+    assert rows[("self", 3)].speedup.value == pytest.approx(70 / 38)
+    assert rows[("self", 1)].speedup.value == pytest.approx(70 / 52)
+    assert rows[("self", 3)].c.value == pytest.approx(0.1)
     assert set(result.best()) == {"self", "random"}
-    assert result.verdict().split(" pays best here.")[0] in {"self", "random"}
+    assert result.best()["self"].tau == 3
+    assert result.verdict().startswith("self pays best here.")
     figure = draft_sweep_chart(result)
     names = [t["name"] for t in figure.to_dict()["data"]]
     assert names == ["self", "random", "target alone (1×)"]

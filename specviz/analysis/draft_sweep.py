@@ -8,6 +8,7 @@ import contextlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
+from specviz.analysis import clock
 from specviz.analysis.measure import Spread
 from specviz.analysis.sweep import Sweep, SweepSettings
 from specviz.analysis.sweep_summary import SweepSummary
@@ -86,11 +87,12 @@ def sweep_drafts(
     settings: SweepSettings,
     caches: dict[str, dict] | None = None,
     turn: Callable[[], contextlib.AbstractContextManager] | None = None,
+    timer: clock.Timer | None = None,
 ) -> Iterator[tuple[int, int, str]]:
     """Run each draft's sweep (`pairs`: label → a pair of the same target and that draft); yields (done, total, label)
     after each unit. `caches`: label → the sweep cache kept between calls (finished units are not run again)."""
     caches = {} if caches is None else caches
-    sweeps = {label: Sweep(pair, settings, caches.setdefault(label, {})) for label, pair in pairs.items()}
+    sweeps = {label: Sweep(pair, settings, caches.setdefault(label, {}), timer) for label, pair in pairs.items()}
     total = sum(len(s.units()) for s in sweeps.values())
     done = total - sum(len(s.pending()) for s in sweeps.values())
     for label, sweep in sweeps.items():

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import statistics
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from specviz.analysis import clock
 from specviz.core.config import SpecConfig
 from specviz.core.engine import Decoder
 from specviz.core.prompt import encode_prompt
@@ -48,6 +48,11 @@ RESAMPLES = 1000
 class MeasurementError(SpecvizError):
     """A measurement that cannot be physically right (e.g. a speedup above tokens per step / v): a bug
     or a stale timing, never shown as a result."""
+
+
+class BusyMachine(MeasurementError):
+    """A measurement whose work waited for a core (specviz.analysis.clock: its own evidence, not the load average)
+    and stayed so after it was timed again: withheld with "measured on a busy machine: measure again"."""
 
 
 @dataclass(frozen=True)
@@ -182,21 +187,56 @@ V_FLOOR = 0.6
 WEIGHT_BOUND_MS = 5.0
 
 
+# The most a target pass over k tokens can cost, in one-token passes: k of them (a pass over k tokens reads every
+# weight once, where k passes read them k times, and computes what they compute). V_SLACK one-token passes more is
+# left for a short run's noise; beyond it the pass was slowed while it ran (a busy machine), and is refused.
+V_SLACK = 0.25
+# The most a draft's forward can cost, in one-token passes of a target on the same runtime that is at least as
+# large: C_CEIL × max(1, the draft's bytes over the target's). A smaller model's pass reads fewer weights and does
+# less arithmetic; the slack is a short run's noise and the draft's own sampling between its passes.
+C_CEIL = 1.5
+
+
 def check_verify_cost(verify_cost: float, tokens_in_pass: int | None = None, one_token_ms: float | None = None) -> None:
-    """Refuse a verify cost v below V_FLOOR: a pass over several tokens that cost less than a fraction of one
-    over a single token was not timed beside the passes it is compared with under the same conditions. With
-    `one_token_ms` (the median one-token step) under WEIGHT_BOUND_MS the floor does not apply."""
+    """Refuse a verify cost v outside [V_FLOOR, k + V_SLACK]: a pass over k tokens that cost less than a fraction
+    of one over a single token was not timed beside the passes it is compared with under the same conditions, and
+    one that cost more than k of them was slowed while it ran. With `one_token_ms` (the median one-token step)
+    under WEIGHT_BOUND_MS the floor does not apply (a pass that short is call overhead); the ceiling always does."""
     if not verify_cost > 0 or verify_cost != verify_cost or verify_cost == float("inf"):
         raise MeasurementError(f"impossible timing: a pass cost v = {verify_cost} one-token passes")
+    over = f"over {tokens_in_pass} tokens " if tokens_in_pass else ""
+    if tokens_in_pass and verify_cost > tokens_in_pass + V_SLACK:
+        raise MeasurementError(
+            f"a target pass {over}would have cost {verify_cost:.2f} single-token passes, and no pass over "
+            f"{tokens_in_pass} tokens costs more than {tokens_in_pass} of them (it reads every weight once, where "
+            f"{tokens_in_pass} passes read them {tokens_in_pass} times): the pass was slowed while it ran, most "
+            "likely by a busy machine"
+        )
     if one_token_ms is not None and one_token_ms < WEIGHT_BOUND_MS:
         return
     if verify_cost < V_FLOOR:
-        over = f"over {tokens_in_pass} tokens " if tokens_in_pass else ""
         raise MeasurementError(
             f"a target pass {over}would have cost {verify_cost:.2f} single-token passes, and no pass over several "
             f"tokens costs less than {V_FLOOR} of one (a pass reads every weight, as a one-token pass does; the "
             "cheapest measured here is 0.90): the one-token timings were slowed while they ran, most likely by a "
             "busy machine"
+        )
+
+
+def check_draft_cost(draft_cost: float, size_ratio: float | None, one_token_ms: float | None = None) -> None:
+    """Refuse a draft cost c above C_CEIL × max(1, `size_ratio`) (the draft's bytes over the target's, where both
+    are known and run on the same runtime; None: no bound): a draft's forward that cost more than its size allows
+    was slowed while it ran. Not applied under WEIGHT_BOUND_MS one-token passes (call overhead, not weights)."""
+    if not draft_cost >= 0 or draft_cost == float("inf"):
+        raise MeasurementError(f"impossible timing: a draft forward cost c = {draft_cost} one-token passes")
+    if size_ratio is None or (one_token_ms is not None and one_token_ms < WEIGHT_BOUND_MS):
+        return
+    ceiling = C_CEIL * max(1.0, size_ratio)
+    if draft_cost > ceiling:
+        raise MeasurementError(
+            f"a draft forward would have cost c = {draft_cost:.2f} of the target's one-token passes, and a draft "
+            f"{size_ratio:.2f}× the target's size on the same runtime costs at most {ceiling:.2f} (it reads fewer "
+            "weights and computes less): its passes were slowed while they ran, most likely by a busy machine"
         )
 
 
@@ -206,18 +246,38 @@ def check_bounds(
     verify_cost: float,
     tokens_in_pass: int | None = None,
     one_token_ms: float | None = None,
+    draft_cost: float | None = None,
+    drafted_per_step: float | None = None,
+    size_ratio: float | None = None,
 ) -> None:
-    """The one check every measured speedup passes before it is shown: v at least V_FLOOR
-    (check_verify_cost, with its `tokens_in_pass` and the median `one_token_ms`), and a speedup at most
-    tokens_per_step / v, since a step costs at least its verify pass (v one-token passes) and emits tokens_per_step
-    tokens. Raises MeasurementError naming what is impossible."""
+    """The one check every measured speedup passes before it is shown: v inside [V_FLOOR, k + V_SLACK]
+    (check_verify_cost, with its `tokens_in_pass` and the median `one_token_ms`), c under its ceiling
+    (check_draft_cost, where `draft_cost` and the draft's `size_ratio` are given), and a speedup at most
+    tokens_per_step / (v + c × drafted_per_step): a step costs at least its verify pass and its draft's forwards,
+    and emits tokens_per_step tokens. Raises MeasurementError naming what is impossible."""
     check_verify_cost(verify_cost, tokens_in_pass, one_token_ms)
+    if draft_cost is not None:
+        check_draft_cost(draft_cost, size_ratio, one_token_ms)
     if not speedup >= 0 or speedup == float("inf"):
         raise MeasurementError(f"impossible timing: v = {verify_cost}, speedup = {speedup}")
-    if speedup > tokens_per_step / verify_cost * (1 + 1e-9):
+    drafting = (draft_cost or 0.0) * (drafted_per_step or 0.0)
+    ceiling = tokens_per_step / (verify_cost + drafting)
+    if speedup > ceiling * (1 + 1e-9):
+        with_draft = f" and {drafted_per_step:.1f} draft forwards at c = {draft_cost:.2f}" if drafting else ""
         raise MeasurementError(
             f"a speedup of {speedup:.2f}× is above what {tokens_per_step:.2f} tokens per step at v = "
-            f"{verify_cost:.2f} allow ({tokens_per_step / verify_cost:.2f}×): the timings do not belong together"
+            f"{verify_cost:.2f}{with_draft} allow ({ceiling:.2f}×): the timings do not belong together"
+        )
+
+
+def check_ideal(speedup: Spread, ideal: float) -> None:
+    """Refuse a measured speedup whose whole interval lies above `ideal`, the S(τ) its own α and c give with a free
+    verify pass (v = 1): no run beats the ideal it is measured against, beyond its noise."""
+    if speedup.above(ideal * (1 + 1e-9)):
+        raise MeasurementError(
+            f"a measured speedup of {speedup.text()} is above the ideal S = {ideal:.2f}× its own acceptance and draft "
+            "cost allow with a free verify pass: the timings do not belong together (the machine was most likely "
+            "busy while part of them ran)"
         )
 
 
@@ -227,49 +287,64 @@ def check_bounds(
 class TargetAlone:
     """Plain decoding with the target, one token per call, each timed (same sampling as the engine): the
     reference every speedup is measured against, on the same runtime. `feed` instead decodes given
-    tokens (teacher-forced): the target alone's cost for the same tokens at the same context lengths."""
+    tokens (teacher-forced): the target alone's cost for the same tokens at the same context lengths. Each piece is
+    timed by `timer` (specviz.analysis.clock), its evidence kept in `last`."""
 
     def __init__(
-        self, pair: ModelPair, prompt: str | Sequence[int], config: SpecConfig, chat: bool | None = None
+        self,
+        pair: ModelPair,
+        prompt: str | Sequence[int],
+        config: SpecConfig,
+        chat: bool | None = None,
+        timer: clock.Timer | None = None,
     ) -> None:
         _, ids, _ = encode_prompt(pair, prompt, chat)
         self.config, self.eos = config, pair.codec.eos_token_id
+        self.timer, self.threads = timer or clock.default(), pair.target.capabilities.threads or 1
         self.session, self.gen = pair.target.new_session(), torch.Generator().manual_seed(config.seed)
         self.logits = torch_threads.on_one_thread(self.session.extend)(ids, keep=1)[-1]
         self.budget = token_budget(config.max_new_tokens, pair.target.max_length, len(ids))
         self.tokens: list[int] = []
         self.seconds = 0.0
         self.times: list[float] = []  # seconds of each token, in order
+        self.disturbed: list[str] = []  # why each token's piece waited for a core ("" where nothing says so)
+        self.last: clock.Timed | None = None
         self.done = self.budget <= 0
 
     def _choose(self) -> int:
         probs = logits_to_probs(self.logits, self.config.temperature, self.config.top_k, self.config.top_p)
         return int(probs.argmax()) if self.config.mode == "greedy" else sample(probs, self.gen)
 
-    @torch_threads.on_one_thread  # its own tensor work on one thread, as the engine's (Decoder.step)
-    def step(self) -> None:
-        """Its next token, chosen and fed."""
-        start = time.perf_counter()
+    def _next(self) -> None:
         token = self._choose()
         self.tokens.append(token)
         self.done = token == self.eos or len(self.tokens) >= self.budget
         if not self.done:
             self.logits = self.session.extend([token], keep=1)[-1]
-        self.times.append(time.perf_counter() - start)
+
+    @torch_threads.on_one_thread  # its own tensor work on one thread, as the engine's (Decoder.step)
+    def step(self) -> None:
+        """Its next token, chosen and fed."""
+        _, self.last = self.timer.time(self._next, what="alone", tokens=1, threads=self.threads)
+        self.times.append(self.last.ms / 1000.0)
+        self.disturbed.append(self.last.disturbed() or "")
         self.seconds += self.times[-1]
 
-    @torch_threads.on_one_thread
-    def feed(self, tokens: Sequence[int]) -> float:
-        """Decode `tokens` as if chosen (each one chosen from the distribution, then the given one fed);
-        returns the seconds it took."""
-        start = time.perf_counter()
+    def _feed(self, tokens: Sequence[int]) -> None:
         for token in tokens:
             self._choose()
             self.tokens.append(int(token))
             self.logits = self.session.extend([int(token)], keep=1)[-1]
-        spent = time.perf_counter() - start
-        self.seconds += spent
-        return spent
+
+    @torch_threads.on_one_thread
+    def feed(self, tokens: Sequence[int]) -> float:
+        """Decode `tokens` as if chosen (each one chosen from the distribution, then the given one fed);
+        returns the seconds it took (its evidence in `last`)."""
+        _, self.last = self.timer.time(
+            lambda: self._feed(tokens), what="alone", tokens=len(tokens), threads=self.threads
+        )
+        self.seconds += self.last.ms / 1000.0
+        return self.last.ms / 1000.0
 
 
 def run_alone(
@@ -293,6 +368,8 @@ class PairedStep:
     draft_ms: float
     verify_ms: float
     alone_ms: float  # the target alone's time for the same tokens at the same context lengths
+    disturbed: str = ""  # why either side waited for a core (specviz.analysis.clock), "" where nothing says so
+    quiet: bool = True  # no other process held a core around either side
 
 
 @dataclass(frozen=True)
@@ -327,6 +404,23 @@ def median_one_token_ms(steps: Sequence[PairedStep]) -> float | None:
     return statistics.median(per_token) if per_token else None
 
 
+# A run whose disturbed steps are more than this share of its steps is withheld; below it they are left out (a step
+# and its counterpart together: the ratio of the rest is what a quiet machine gives).
+DISTURBED_MAX = 0.25
+
+
+def undisturbed(steps: Sequence[PairedStep], what: str = "this run") -> list[PairedStep]:
+    """The steps whose two sides ran with the cores they needed (PairedStep.disturbed empty). BusyMachine where the
+    others are more than DISTURBED_MAX of them: the measurement is withheld, not shown."""
+    kept = [s for s in steps if not s.disturbed]
+    if steps and len(steps) - len(kept) > DISTURBED_MAX * len(steps):
+        reasons = [s.disturbed for s in steps if s.disturbed]
+        raise BusyMachine(
+            clock.busy_message(what, reasons) + f" ({len(steps) - len(kept)} of its {len(steps)} steps waited)"
+        )
+    return kept
+
+
 def columns_of(steps: Sequence[PairedStep]) -> dict[str, list[float]]:
     """Per step: each field, and `steps` (1 each: its sum over a resample counts the steps in it)."""
     fields = ("tokens", "drafted", "spec_ms", "draft_ms", "verify_ms", "alone_ms")
@@ -334,22 +428,27 @@ def columns_of(steps: Sequence[PairedStep]) -> dict[str, list[float]]:
 
 
 def speedup_of(steps: Sequence[PairedStep], seed: int = 0) -> Spread:
-    """The target alone's time over speculation's for the same tokens: Σ alone / Σ spec over the steps."""
-    return bootstrap(columns_of(steps), lambda s: s["alone_ms"] / s["spec_ms"], seed=seed)
+    """The target alone's time over speculation's for the same tokens: Σ alone / Σ spec over the undisturbed
+    steps (BusyMachine where too many were disturbed)."""
+    return bootstrap(columns_of(undisturbed(steps)), lambda s: s["alone_ms"] / s["spec_ms"], seed=seed)
 
 
 def verify_cost_of(steps: Sequence[PairedStep], seed: int = 0) -> Spread:
     """v(k): the mean verify pass (Σ verify / steps) over the target alone's mean one-token time
-    (Σ alone / Σ tokens), both at the run's own context lengths."""
+    (Σ alone / Σ tokens), both at the run's own context lengths, over the undisturbed steps."""
     return bootstrap(
-        columns_of(steps), lambda s: (s["verify_ms"] * s["tokens"]) / (s["steps"] * s["alone_ms"]), seed=seed
+        columns_of(undisturbed(steps)),
+        lambda s: (s["verify_ms"] * s["tokens"]) / (s["steps"] * s["alone_ms"]),
+        seed=seed,
     )
 
 
 def draft_cost_of(steps: Sequence[PairedStep], seed: int = 0) -> Spread:
-    """c: one draft forward over one target-alone token, both measured here."""
+    """c: one draft forward over one target-alone token, both measured here, over the undisturbed steps."""
     return bootstrap(
-        columns_of(steps), lambda s: (s["draft_ms"] * s["tokens"]) / (s["alone_ms"] * s["drafted"]), seed=seed
+        columns_of(undisturbed(steps)),
+        lambda s: (s["draft_ms"] * s["tokens"]) / (s["alone_ms"] * s["drafted"]),
+        seed=seed,
     )
 
 
@@ -360,24 +459,38 @@ def paired_run(
     chat: bool | None = None,
     turn: Callable[[], contextlib.AbstractContextManager] | None = None,
     max_steps: int | None = None,
+    timer: clock.Timer | None = None,
 ) -> PairedRun:
     """Decode speculatively, and right after each step let the target alone decode the tokens that step
     emitted, at the same context lengths: the two alternate a step at a time (tens of milliseconds
     apart), so a load that comes and goes falls on both. `turn` wraps each step and its counterpart
     (a compute turn on a shared server): both are timed in the same turn. `max_steps`: stop there (a run
-    timed again up to the step it had reached: same settings and seed, same steps)."""
-    turn = turn or contextlib.nullcontext
+    timed again up to the step it had reached: same settings and seed, same steps). `timer`: each side timed with
+    its evidence (specviz.analysis.clock; default: the real clock): a step either side of which waited for a core is
+    marked, and left out of the ratios (`undisturbed`)."""
+    turn, timer = turn or contextlib.nullcontext, timer or clock.default()
+    threads = pair.target.capabilities.threads or 1
     with turn():  # reading the prompt into both is model work too
         decoder = Decoder(pair, prompt, config, chat=chat)
-        alone = TargetAlone(pair, list(decoder.prompt_ids), config)
+        alone = TargetAlone(pair, list(decoder.prompt_ids), config, timer=timer)
     steps = []
     while not decoder.done and (max_steps is None or len(steps) < max_steps):
         with turn():
-            start = time.perf_counter()
-            step = decoder.step()
-            spec = time.perf_counter() - start
-            alone_s = alone.feed(step.emitted)
+            step, spec = timer.time(decoder.step, what="step", tokens=config.tau, threads=threads)
+            alone.feed(step.emitted)
+            alone_t = alone.last
+        draft_ms, verify_ms = timer.step_parts(step)
+        why = spec.disturbed() or alone_t.disturbed() or ""
         steps.append(
-            PairedStep(len(step.emitted), step.nodes, spec * 1000.0, step.draft_ms, step.verify_ms, alone_s * 1000.0)
+            PairedStep(
+                tokens=len(step.emitted),
+                drafted=step.nodes,
+                spec_ms=spec.ms,
+                draft_ms=draft_ms,
+                verify_ms=verify_ms,
+                alone_ms=alone_t.ms,
+                disturbed=why,
+                quiet=spec.quiet and alone_t.quiet,
+            )
         )
     return PairedRun(decoder.trace(), tuple(steps))

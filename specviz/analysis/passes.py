@@ -5,37 +5,59 @@ cost"). The runs themselves are timed step by step beside the target alone in sp
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from specviz.analysis.measure import Spread, check_verify_cost, median_iqr
+from specviz.analysis import clock
+from specviz.analysis.measure import BusyMachine, Spread, check_verify_cost, median_iqr
 from specviz.core.prompt import encode_prompt
 from specviz.errors import ConfigError
 from specviz.models.pair import ModelPair
 
+# A round with a disturbed pass is timed again, up to RETRIES × the rounds asked for in all; fewer clean rounds than
+# asked for by then: the measurement is withheld (BusyMachine).
+RETRIES = 3
 
-def pass_times(pair: ModelPair, ids: Sequence[int], ks: Sequence[int], repeats: int = 5) -> dict[int, Spread]:
+
+def pass_times(
+    pair: ModelPair, ids: Sequence[int], ks: Sequence[int], repeats: int = 5, timer: clock.Timer | None = None
+) -> dict[int, Spread]:
     """The target's time (ms) for one pass over k tokens, for each k in `ks`, all at the same cache
     length: the prompt's `ids` less its last max(ks) tokens, the passes scoring those. Interleaved: each
     round times every k once (in a rotating order), after one warm-up round; each k's median and
-    interquartile range over the rounds. v(k) = T(k) / T(1). MeasurementError where a v(k) is impossible
-    (specviz.analysis.measure.check_verify_cost: the one-token passes were slowed while they were timed)."""
+    interquartile range over the rounds. A round in which any pass waited for a core (`timer`'s evidence,
+    specviz.analysis.clock) is timed again; BusyMachine where `repeats` clean rounds are not had in RETRIES × as many.
+    v(k) = T(k) / T(1). MeasurementError where a v(k) is impossible (specviz.analysis.measure.check_verify_cost)."""
     if len(ids) < max(ks) + 1:
         raise ConfigError(f"the prompt needs at least {max(ks) + 1} tokens to time passes of {max(ks)}")
+    timer = timer or clock.default()
+    threads = pair.target.capabilities.threads or 1
     head = len(ids) - max(ks)
     session = pair.target.new_session()
     session.extend(list(ids[:head]), keep=1)
     times: dict[int, list[float]] = {k: [] for k in ks}
-    order = list(ks)
-    for round_ in range(repeats + 1):
-        for k in order[round_ % len(order) :] + order[: round_ % len(order)]:
-            start = time.perf_counter()
-            session.extend(list(ids[head : head + k]), keep=k)
-            if round_:  # the first round warms up
-                times[k].append((time.perf_counter() - start) * 1000.0)
+    order, reasons, tried = list(ks), [], 0
+    while len(times[order[0]]) < repeats:
+        if tried > RETRIES * repeats:
+            raise BusyMachine(clock.busy_message("The passes' timing", reasons))
+        shift = tried % len(order)
+        round_: dict[int, float] = {}
+        for k in order[shift:] + order[:shift]:
+            _, timed = timer.time(
+                lambda k=k: session.extend(list(ids[head : head + k]), keep=k), what="pass", tokens=k, threads=threads
+            )
             session.crop(head)
+            round_[k] = timed.ms
+            why = timed.disturbed()
+            if why:
+                reasons.append(why)
+                break
+        else:
+            if tried:  # the first round warms up
+                for k, ms in round_.items():
+                    times[k].append(ms)
+        tried += 1
     how = f"median and interquartile range of {repeats} interleaved rounds"
     spreads = {k: median_iqr(v, how) for k, v in times.items()}
     if 1 in spreads:  # a pass over k tokens far cheaper than one over a single token was not timed as the others
@@ -64,31 +86,55 @@ class VerifyTiming:
     ratio: Spread  # how many one-token passes the single pass costs (1.0 would be free parallelism)
 
 
-def verify_timing(pair: ModelPair, prompt: str, tau: int, chat: bool | None = None, repeats: int = 7) -> VerifyTiming:
+def verify_timing(
+    pair: ModelPair,
+    prompt: str,
+    tau: int,
+    chat: bool | None = None,
+    repeats: int = 7,
+    timer: clock.Timer | None = None,
+) -> VerifyTiming:
     """Time verification both ways on the prompt's own text: the target's cache holds the prompt
     minus its last τ + 1 tokens, which are then scored in one pass, or one at a time, the two
     alternating round by round (the cache cropped back after each); medians and interquartile
-    ranges of `repeats` rounds after one warm-up round. Raises MeasurementError where the one pass came out
-    cheaper than any runtime's (measure.check_verify_cost)."""
+    ranges of `repeats` rounds after one warm-up round. A round in which either side waited for a core (`timer`'s
+    evidence) is timed again; BusyMachine where `repeats` clean rounds are not had in RETRIES × as many. Raises
+    MeasurementError where the one pass came out cheaper than any runtime's, or dearer than the one-token passes
+    together (measure.check_verify_cost)."""
     _, ids, _ = encode_prompt(pair, prompt, chat)
     if len(ids) < tau + 2:
         raise ConfigError(f"the prompt needs at least {tau + 2} tokens to time τ = {tau}; it has {len(ids)}")
+    timer = timer or clock.default()
+    threads = pair.target.capabilities.threads or 1
     head, tail = ids[: -(tau + 1)], ids[-(tau + 1) :]
     session = pair.target.new_session()
     session.extend(head, keep=1)
-    parallel, sequential = [], []
-    for _ in range(repeats + 1):
-        start = time.perf_counter()
-        session.extend(tail, keep=len(tail))
-        parallel.append((time.perf_counter() - start) * 1000.0)
-        session.crop(len(head))
-        start = time.perf_counter()
+
+    def one_by_one() -> None:
         for token in tail:
             session.extend([token], keep=1)
-        sequential.append((time.perf_counter() - start) * 1000.0)
+
+    parallel: list[float] = []
+    sequential: list[float] = []
+    reasons: list[str] = []
+    tried = 0
+    while len(parallel) < repeats:
+        if tried > RETRIES * repeats:
+            raise BusyMachine(clock.busy_message("The verify pass's timing", reasons))
+        _, one = timer.time(
+            lambda: session.extend(tail, keep=len(tail)), what="pass", tokens=len(tail), threads=threads
+        )
         session.crop(len(head))
-    parallel, sequential = parallel[1:], sequential[1:]  # the first round warms up
+        _, each = timer.time(one_by_one, what="alone", tokens=len(tail), threads=threads)
+        session.crop(len(head))
+        why = one.disturbed() or each.disturbed()
+        if why:
+            reasons.append(why)
+        elif tried:  # the first round warms up
+            parallel.append(one.ms)
+            sequential.append(each.ms)
+        tried += 1
     ratios = median_iqr([p / (s / len(tail)) for p, s in zip(parallel, sequential, strict=True)])
-    one_by_one = median_iqr(sequential)
-    check_verify_cost(ratios.value, len(tail), one_by_one.value / len(tail))  # no runtime's pass is that cheap
-    return VerifyTiming(len(tail), median_iqr(parallel), one_by_one, ratios)
+    one_by_one_ms = median_iqr(sequential)
+    check_verify_cost(ratios.value, len(tail), one_by_one_ms.value / len(tail))  # no runtime's pass is that cheap
+    return VerifyTiming(len(tail), median_iqr(parallel), one_by_one_ms, ratios)

@@ -19,12 +19,20 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import statistics
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from specviz.analysis.measure import Spread, TargetAlone, check_bounds, point, rate_ratio
+from specviz.analysis import clock
+from specviz.analysis.measure import (
+    DISTURBED_MAX,
+    BusyMachine,
+    Spread,
+    TargetAlone,
+    check_bounds,
+    point,
+    rate_ratio,
+)
 from specviz.core.config import SpecConfig
 from specviz.core.engine import Decoder
 from specviz.models.pair import ModelPair
@@ -122,10 +130,20 @@ class Lane:
     passes: int  # target forward passes
     done: bool
     pieces: tuple[tuple[float, int], ...] = ()  # (seconds, tokens) of each piece of work, in order
+    disturbed: tuple[bool, ...] = ()  # per piece: it waited for a core (specviz.analysis.clock); () where not read
 
     @property
     def tokens_per_second(self) -> float:
         return len(self.tokens) / self.seconds if self.seconds else 0.0
+
+    def clean_pieces(self) -> tuple[tuple[float, int], ...]:
+        """The pieces that ran with the cores they needed."""
+        flags = self.disturbed or (False,) * len(self.pieces)
+        return tuple(piece for piece, busy in zip(self.pieces, flags, strict=False) if not busy)
+
+    @property
+    def disturbed_count(self) -> int:
+        return sum(self.disturbed)
 
     def upto(self, seconds: float) -> Lane:
         """The lane as it stood when its own clock read `seconds`: the pieces finished by then (one target pass
@@ -137,7 +155,7 @@ class Lane:
             clock, count, made = clock + spent, count + 1, made + tokens
         if count == len(self.pieces):
             return self
-        return Lane(self.tokens[:made], clock, count, False, self.pieces[:count])
+        return Lane(self.tokens[:made], clock, count, False, self.pieces[:count], self.disturbed[:count])
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Lane:
@@ -147,6 +165,7 @@ class Lane:
             int(data["passes"]),
             bool(data["done"]),
             tuple((float(a), int(b)) for a, b in data["pieces"]),
+            tuple(bool(x) for x in data.get("disturbed", ())),
         )
 
 
@@ -162,16 +181,31 @@ class RaceResult:
 
     @property
     def speedup(self) -> float:
-        """Tokens per second of speculation over the target alone."""
+        """Tokens per second of speculation over the target alone, over the pieces that ran with the cores they
+        needed (every piece, where a lane has no pieces)."""
+        if self.alone.pieces and self.speculative.pieces:
+            rate = lambda pieces: sum(t for _, t in pieces) / max(sum(s for s, _ in pieces), 1e-12)  # noqa: E731
+            alone, spec = self.alone.clean_pieces(), self.speculative.clean_pieces()
+            if alone and spec:
+                return rate(spec) / rate(alone)
         base = self.alone.tokens_per_second
         return self.speculative.tokens_per_second / base if base else 0.0
 
     def speedup_spread(self) -> Spread:
-        """The speedup with its 95% interval, each lane's pieces resampled (a lane without its pieces: the
+        """The speedup with its 95% interval, each lane's clean pieces resampled (a lane without its pieces: the
         number alone)."""
         if not self.alone.pieces or not self.speculative.pieces:
             return point(self.speedup)
-        return rate_ratio(self.speculative.pieces, self.alone.pieces)
+        return rate_ratio(self.speculative.clean_pieces(), self.alone.clean_pieces())
+
+    def check_quiet(self) -> None:
+        """BusyMachine where more than DISTURBED_MAX of either lane's pieces waited for a core: the race is void."""
+        for name, lane in (("the target alone", self.alone), ("speculation", self.speculative)):
+            if lane.pieces and lane.disturbed_count > DISTURBED_MAX * len(lane.pieces):
+                raise BusyMachine(
+                    clock.busy_message("This race", [])
+                    + f" ({lane.disturbed_count} of {len(lane.pieces)} pieces of {name} waited for a core)"
+                )
 
     @property
     def tokens_per_pass(self) -> float:
@@ -190,6 +224,7 @@ class RaceResult:
         """Refuse what no runtime could give (specviz.analysis.measure.check_bounds): a verify pass over τ + 1
         tokens cheaper than V_FLOOR single-token passes, or a speedup above tokens per pass / v. Raises
         MeasurementError."""
+        self.check_quiet()
         typical = statistics.median(t for t, _ in self.alone.pieces) * 1000.0 if self.alone.pieces else None
         check_bounds(self.speedup, self.tokens_per_pass, self.verify_cost, self.tau + 1, typical)
 
@@ -260,11 +295,20 @@ class Race:
     """Both lanes on one pair; `frames()` advances them interleaved: a step of speculation, then the target alone
     up to as many tokens. `order` records which lane each piece was ("speculative" or "alone"), in order."""
 
-    def __init__(self, pair: ModelPair, prompt: str, config: SpecConfig, chat: bool | None = None) -> None:
-        self.config = config
-        self.alone = TargetAlone(pair, prompt, config, chat)
+    def __init__(
+        self,
+        pair: ModelPair,
+        prompt: str,
+        config: SpecConfig,
+        chat: bool | None = None,
+        timer: clock.Timer | None = None,
+    ) -> None:
+        self.config, self.timer = config, timer or clock.default()
+        self.threads = pair.target.capabilities.threads or 1
+        self.alone = TargetAlone(pair, prompt, config, chat, timer=self.timer)
         self.spec = Decoder(pair, prompt, config, chat=chat)
         self.spec_pieces: list[tuple[float, int]] = []  # whole steps, wall time: drafting, verifying, the engine
+        self.spec_disturbed: list[bool] = []
         self.order: list[str] = []
 
     @property
@@ -279,6 +323,7 @@ class Race:
                 len(self.spec.steps),
                 self.spec.done,
                 tuple(self.spec_pieces),
+                tuple(self.spec_disturbed),
             )
         return Lane(
             tuple(self.alone.tokens),
@@ -286,6 +331,7 @@ class Race:
             len(self.alone.tokens),
             self.alone.done,
             tuple((t, 1) for t in self.alone.times),
+            tuple(bool(why) for why in self.alone.disturbed),
         )
 
     def _spec_moves(self) -> bool:
@@ -297,9 +343,9 @@ class Race:
         the target alone's tokens until it has as many, then the next step."""
         while not (self.alone.done and self.spec.done):
             if self._spec_moves():
-                start = time.perf_counter()
-                step = self.spec.step()
-                self.spec_pieces.append((time.perf_counter() - start, len(step.emitted)))
+                step, timed = self.timer.time(self.spec.step, what="step", tokens=self.config.tau, threads=self.threads)
+                self.spec_pieces.append((timed.ms / 1000.0, len(step.emitted)))
+                self.spec_disturbed.append(bool(timed.disturbed()))
                 self.order.append("speculative")
             else:
                 self.alone.step()
@@ -310,13 +356,14 @@ class Race:
         alone, spec = self._lane(False), self._lane(True)
         steps = self.spec.steps
         drafted = sum(s.tau for s in steps)
+        timed = [self.timer.step_parts(s) for s in steps]
         return RaceResult(
             alone=alone,
             speculative=spec,
             tau=self.config.tau,
             mode=self.config.mode,
-            verify_ms=sum(s.verify_ms for s in steps) / max(len(steps), 1),
-            draft_ms_per_token=sum(s.draft_ms for s in steps) / max(drafted, 1),
+            verify_ms=sum(parts[1] for parts in timed) / max(len(steps), 1),
+            draft_ms_per_token=sum(parts[0] for parts in timed) / max(drafted, 1),
             same_text=alone.tokens == spec.tokens,
         )
 

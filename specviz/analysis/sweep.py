@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from specviz.analysis import clock
 from specviz.analysis.measure import (
     MeasurementError,
     PairedStep,
@@ -125,8 +126,10 @@ class Unit:
 class Sweep:
     """Runs the units of a sweep on one pair, skipping those already in `cache`."""
 
-    def __init__(self, pair: ModelPair, settings: SweepSettings, cache: dict | None = None) -> None:
-        self.pair, self.settings = pair, settings
+    def __init__(
+        self, pair: ModelPair, settings: SweepSettings, cache: dict | None = None, timer: clock.Timer | None = None
+    ) -> None:
+        self.pair, self.settings, self.timer = pair, settings, timer
         self.cache: dict[Hashable, Any] = {} if cache is None else cache
         for prompt in settings.prompts:  # fail early, before any work, on a bad prompt
             encode_prompt(pair, prompt, settings.chat)
@@ -179,8 +182,9 @@ class Sweep:
 
     def drop_impossible(self) -> list[tuple[int, str]]:
         """Take out of the cache the runs of every fixed τ whose timings no runtime could give (check_bounds: a
-        verify pass cheaper than V_FLOOR one-token passes, or a speedup above tokens per step / v), so that the
-        next `advance` times them again; returns (τ, why) for each τ taken out."""
+        verify pass cheaper than V_FLOOR one-token passes, or a speedup above tokens per step / v) or whose steps
+        waited for a core too often (BusyMachine), so that the next `advance` times them again; returns (τ, why)
+        for each τ taken out."""
         dropped = []
         for tau in sorted({u.tau for u in self.units() if u.policy == "fixed"}):
             result = self.result()
@@ -204,7 +208,7 @@ class Sweep:
     def _run_unit(self, unit: Unit, turn: Callable[[], contextlib.AbstractContextManager] | None = None) -> RunSummary:
         prompt = self.settings.prompts[unit.prompt_index]
         config = self.settings.config(unit.tau, unit.seed, unit.policy)
-        run = paired_run(self.pair, prompt, config, chat=self.settings.chat, turn=turn)
+        run = paired_run(self.pair, prompt, config, chat=self.settings.chat, turn=turn, timer=self.timer)
         steps = tuple(StepCount.of(s) for s in run.trace.steps)
         return RunSummary(unit.tau, unit.prompt_index, unit.seed, steps, unit.policy, run.steps)
 

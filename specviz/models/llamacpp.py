@@ -32,6 +32,7 @@ import torch
 
 from specviz.errors import ModelError
 from specviz.limits import MAX_TREE_NODES, env_count
+from specviz.models import cpu
 from specviz.models import threads as torch_threads
 from specviz.models.llamapool import BATCH, PooledSession, RecordingSession, SlotPool, float_buffer
 from specviz.models.lm import Capabilities
@@ -141,10 +142,18 @@ class LlamaCppModel:
     """A GGUF causal LM on llama.cpp behind the NextTokenModel protocol; shared, never mutated."""
 
     def __init__(
-        self, path: Path, name: str = "", context: int = DEFAULT_CONTEXT, threads: int | None = None, slots: int = 0
+        self,
+        path: Path,
+        name: str = "",
+        context: int = DEFAULT_CONTEXT,
+        threads: int | None = None,
+        slots: int = 0,
+        bend: bool = True,
+        watch: cpu.CoreWatch | None = None,
     ) -> None:
         """`slots`: chain runs whose passes share decodes (specviz.models.llamapool; $SPECVIZ_LLAMA_SLOTS overrides
-        it; 0: none). A class server asks for CLASS_SLOTS."""
+        it; 0: none). A class server asks for CLASS_SLOTS. `bend`: each pass runs on at most the cores no other
+        process holds now (`pass_threads`; `watch` reads them, default this process's CoreWatch)."""
         lib = backend()
         self._lib = lib
         params = lib.llama_model_default_params()
@@ -162,6 +171,7 @@ class LlamaCppModel:
         self.context = min(context, int(lib.llama_model_n_ctx_train(model)))
         self.max_length = self.context
         self.threads = threads  # None: default_threads() when a session opens
+        self.bend, self._watch = bend, watch
         self.capabilities = Capabilities(runtime=RUNTIME, threads=threads or default_threads(), sized_sessions=True)
         self._pool_lock = threading.Lock()
         self._one_token: dict[int, int] = {}  # threads → the threads a one-token pass runs fastest on (timed once)
@@ -280,6 +290,27 @@ class LlamaCppModel:
                 self._one_token[threads] = self._time_one_token(threads)
             return self._one_token[threads]
 
+    def pass_threads(self, threads: int) -> tuple[int, int]:
+        """(threads for a pass over one token, for a pass over several) now, for a context made for `threads`: the
+        one-token count timed fastest (`one_token_threads`) and `threads`, each at most the cores no other process
+        holds now where the model bends (specviz.models.cpu.CoreWatch: a window of a few tenths of a second, not the
+        load average). llama.cpp's threads meet at hundreds of barriers a pass: where another process holds one of
+        two cores, two threads wait at every barrier for a time slice (a pass 2.4× slower and worse), one thread
+        loses ~10 %. The bits are the same whatever the count."""
+        one = self.one_token_threads(threads)
+        if not self.bend:
+            return one, threads
+        free = (self._watch or cpu.watch()).free_cores()
+        return max(1, min(one, free)), max(1, min(threads, free))
+
+    def fit_threads(self, ctx, threads: int, current: tuple[int, int]) -> tuple[int, int]:
+        """Set the context `ctx` (made for `threads`) to `pass_threads` now, where that is not what it runs on
+        (`current`); returns what it runs on."""
+        wanted = self.pass_threads(threads)
+        if wanted != current:
+            self._lib.llama_set_n_threads(ctx, *wanted)
+        return wanted
+
     def _time_one_token(self, threads: int, rounds: int = 5) -> int:
         candidates = sorted({1, max(1, threads // 2), threads})
         if len(candidates) == 1:
@@ -291,6 +322,7 @@ class LlamaCppModel:
             times: dict[int, list[float]] = {n: [] for n in candidates}
             for round_ in range(rounds + 1):  # the first round warms up
                 for n in candidates[round_ % len(candidates) :] + candidates[: round_ % len(candidates)]:
+                    session.pinned = True
                     self._lib.llama_set_n_threads(session._ctx, n, threads)
                     start = time.perf_counter()
                     session.extend([head[-1]], keep=1)
@@ -341,8 +373,10 @@ class LlamaCppSession(RecordingSession):
         self._lib = lib
         self._owner = owner  # keeps the shared model alive as long as this context
         self.size = size or owner.context  # the tokens its KV cache holds
-        threads = owner.threads or default_threads()
-        self._ctx = owner._new_context(threads, self.size)
+        self._threads = owner.threads or default_threads()
+        self._ctx = owner._new_context(self._threads, self.size)
+        self._set = (owner.one_token_threads(self._threads), self._threads)  # the counts the context runs on now
+        self.pinned = False  # True: its passes keep the counts set on it (the one-token timing), never bend
         self._memory = lib.llama_get_memory(self._ctx)
         self._batch = lib.llama_batch_init(BATCH, 0, MAX_SEQUENCES)
         self._seqs: list[int] = []  # the sequence id of each held tree node
@@ -452,6 +486,8 @@ class LlamaCppSession(RecordingSession):
                     batch.seq_id[i][s] = seq
                 batch.logits[i] = 1
             with self._owner.decoding:  # runs stepping at once (a class server) decode in turn, not all at once
+                if not self.pinned:
+                    self._set = self._owner.fit_threads(self._ctx, self._threads, self._set)
                 code = lib.llama_decode(self._ctx, batch)
             if code != 0:
                 raise RuntimeError(f"llama.cpp could not decode {len(chunk)} tokens (code {code})")

@@ -82,6 +82,8 @@ class SlotPool:
         self._lib, self._owner = lib, owner
         self.slots, self.tokens = slots, tokens
         self._ctx = owner._new_context(threads, tokens, streams=slots)  # a stream per run: its own cells only
+        self._threads = threads
+        self._set = (owner.one_token_threads(threads), threads)  # the counts the context runs on now
         self._memory = lib.llama_get_memory(self._ctx)
         self._batch = lib.llama_batch_init(BATCH, 0, 1)
         self._cond = threading.Condition()
@@ -216,6 +218,7 @@ class SlotPool:
                     i += 1
             batch.n_tokens = i
             with self._owner.decoding:  # one llama.cpp decode of this model at a time: its threads take every core
+                self._set = self._owner.fit_threads(self._ctx, self._threads, self._set)
                 code = lib.llama_decode(self._ctx, batch)
             if code != 0:
                 raise RuntimeError(f"llama.cpp could not decode {i} tokens of {len(group)} runs (code {code})")

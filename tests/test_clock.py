@@ -1,0 +1,221 @@
+"""Timings that know when they were disturbed (specviz.models.cpu, specviz.analysis.clock) and the bounds every cost
+and speedup passes (specviz.analysis.measure): pass times injected with a FakeTimer, numbers worked out by hand.
+One marked test reads the real evidence beside a real busy process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from specviz.analysis import clock
+from specviz.analysis.measure import (
+    BusyMachine,
+    MeasurementError,
+    Spread,
+    check_bounds,
+    check_draft_cost,
+    check_ideal,
+    check_verify_cost,
+    paired_run,
+)
+from specviz.analysis.passes import pass_times, verify_timing
+from specviz.core.config import SpecConfig
+from specviz.models import cpu
+from specviz.models.pair import ModelPair
+from tests.helpers import tiny_text_pair
+
+# a target pass over k tokens 10 + 2(k − 1) ms, a draft forward 1 ms
+PASS = lambda what, k: 1.0 if what == "draft" else 10.0 + 2.0 * (k - 1)  # noqa: E731
+
+
+# --- the cores other processes hold ------------------------------------------------------------------------------
+
+
+class Readings:
+    """A scripted machine: each call of `own` and `read` returns the next reading."""
+
+    def __init__(self, own, busy, runnable=(1, 1)):
+        self.own, self.busy, self.runnable = list(own), list(busy), runnable
+
+    def usage(self):
+        return self.own.pop(0)
+
+    def read(self, cores):
+        return self.busy.pop(0)
+
+
+def test_core_watch_reads_the_other_processes_cores_from_the_cores_busy_time_less_its_own():
+    """Two cores. First call (no window yet): the instant count, 3 runnable of which 1 is this process's thread: 2
+    others, no core free (free_cores says 1: a pass always has one). Then, 0.5 s later, the cores were busy 0.9 s of
+    which this process used 0.25 s: others (0.9 − 0.25) / 0.5 = 1.3 cores, 0.7 free, rounded to 1. Within WINDOW_S of
+    that, the same reading without reading /proc/stat again."""
+    r = Readings(
+        own=[
+            cpu.Usage(wall=10.0, cpu=1.0, involuntary=0),
+            cpu.Usage(wall=10.5, cpu=1.25, involuntary=3),
+            cpu.Usage(wall=10.6, cpu=1.3, involuntary=3),
+        ],
+        busy=[5.0, 5.9],
+        runnable=(3, 1),
+    )
+    watch = cpu.CoreWatch({0, 1}, read=r.read, own=r.usage, runnable=lambda: r.runnable)
+    first = watch.window()
+    assert first.others == 2.0 and first.free == 0.0 and watch.cores == {0, 1}
+    second = watch.window()
+    assert second.others == pytest.approx(1.3) and second.free == pytest.approx(0.7) and second.seconds == 0.5
+    assert watch.window() is second and not r.busy  # 0.1 s later: the window still open, nothing read
+    assert cpu.CoreWatch({0, 1}, read=lambda c: 0.0, own=cpu.usage, runnable=lambda: (1, 1)).free_cores() == 2
+
+
+def test_busy_seconds_are_read_for_this_process_cores_only_steal_included(tmp_path):
+    """cpu0 and cpu1 lines of /proc/stat (user nice system idle iowait irq softirq steal), this process on core 1
+    only: busy = 100 + 0 + 20 + 5 + 5 + 10 = 140 ticks (idle and iowait left out) at 100 ticks a second = 1.4 s."""
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  999 0 0 0 0 0 0 0\ncpu0 50 0 50 900 0 0 0 0\ncpu1 100 0 20 700 30 5 5 10\nintr 1\n")
+    assert cpu.read_busy({1}, stat) == pytest.approx(140 / cpu.os.sysconf("SC_CLK_TCK"))
+    assert cpu.read_busy({5}, stat) is None
+
+
+def test_a_piece_is_disturbed_when_other_processes_held_the_cores_it_needed_or_its_threads_waited():
+    """Two threads with one core free: disturbed. One thread with one free: not. A 10 ms piece on one thread with 5 ms
+    of CPU ran 50 % of the time: disturbed; the same at 2 ms is not judged (under JUDGED_MS)."""
+    assert clock.Timed(ms=10.0, threads=2, free=1.0, cores=2).disturbed().startswith("other processes held 1.0 of 2")
+    assert clock.Timed(ms=10.0, threads=1, free=1.0, cores=2).disturbed() is None
+    assert not clock.Timed(ms=10.0, threads=1, free=1.0, cores=2).quiet
+    assert clock.Timed(ms=10.0, threads=1, cpu_ms=5.0, free=2.0, cores=2).disturbed() == (
+        "its threads ran 50% of the time (the rest waiting for a core)"
+    )
+    assert clock.Timed(ms=2.0, threads=1, cpu_ms=0.5, free=2.0, cores=2).disturbed() is None
+    assert clock.Timed(ms=10.0, threads=2, cpu_ms=19.0, free=2.0, cores=2).disturbed() is None
+
+
+# --- bounds on both sides --------------------------------------------------------------------------------------------
+
+
+def test_a_pass_over_k_tokens_costs_at_least_v_floor_and_at_most_k_one_token_passes():
+    check_verify_cost(5.2, 5, 15.0)  # within k + 0.25
+    with pytest.raises(MeasurementError, match="costs more than 5 of them"):
+        check_verify_cost(5.3, 5, 15.0)
+    with pytest.raises(MeasurementError, match=r"less than 0\.6"):
+        check_verify_cost(0.5, 5, 15.0)
+    check_verify_cost(0.5, 5, 1.0)  # call overhead, not weights: no floor
+    with pytest.raises(MeasurementError, match="costs more than 7"):
+        check_verify_cost(13.0, 7, 1.0)  # "a pass over 7 tokens costing 13 single-token passes" is refused always
+
+
+def test_a_drafts_cost_is_bounded_by_its_size_against_the_targets():
+    """A draft half the target's size: at most 1.5 target passes; one twice its size: 1.5 · 2 = 3."""
+    check_draft_cost(1.5, 0.5, 15.0)
+    with pytest.raises(MeasurementError, match=r"at most 1\.50"):
+        check_draft_cost(1.6, 0.5, 15.0)
+    check_draft_cost(2.9, 2.0, 15.0)
+    with pytest.raises(MeasurementError, match=r"at most 3\.00"):
+        check_draft_cost(3.1, 2.0, 15.0)
+    check_draft_cost(9.0, None, 15.0)  # sizes unknown: no bound
+    check_draft_cost(9.0, 0.5, 1.0)  # call overhead
+
+
+def test_a_speedup_is_at_most_tokens_per_step_over_the_verify_pass_and_the_drafts():
+    """3 tokens a step, v = 1.5, 4 drafts at c = 0.2: a step costs at least 1.5 + 0.8 = 2.3 one-token passes, so the
+    speedup is at most 3 / 2.3 = 1.304×."""
+    check_bounds(1.30, 3.0, 1.5, 5, 15.0, draft_cost=0.2, drafted_per_step=4.0)
+    with pytest.raises(MeasurementError, match=r"allow \(1.30×\)"):
+        check_bounds(1.35, 3.0, 1.5, 5, 15.0, draft_cost=0.2, drafted_per_step=4.0)
+    check_bounds(1.9, 3.0, 1.5, 5, 15.0)  # without the drafts' cost: 3 / 1.5 = 2
+
+
+def test_a_speedup_whose_interval_is_above_the_ideal_is_refused():
+    check_ideal(Spread(3.03, 2.5, 3.4, 10), 2.56)  # the interval reaches below the ideal: noise, not refused
+    with pytest.raises(MeasurementError, match=r"above the ideal S = 2\.56×"):
+        check_ideal(Spread(3.03, 2.8, 3.4, 10), 2.56)
+
+
+# --- timed again, or withheld ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def self_pair():
+    base = tiny_text_pair()
+    return ModelPair(base.target, base.target, base.codec)
+
+
+def test_pass_times_come_from_the_injected_timer_and_a_disturbed_round_is_timed_again(self_pair):
+    """T(1) = 10, T(3) = 14, T(5) = 18 ms: v(5) = 1.8. The 4th piece timed is disturbed: its round is timed again, so
+    3 rounds + the warm-up + one again = 5 rounds; the numbers are the clean rounds'."""
+    ids = self_pair.codec.encode("a b c d e f g h i j")
+    timer = clock.FakeTimer(PASS, disturbed=lambda what, k, i: i == 3)
+    spreads = pass_times(self_pair, ids, (1, 3, 5), repeats=3, timer=timer)
+    assert {k: s.value for k, s in spreads.items()} == {1: 10.0, 3: 14.0, 5: 18.0}
+    assert spreads[5].value / spreads[1].value == pytest.approx(1.8)
+    # rounds: warm-up (3 pieces), round 1 (the first piece disturbed: stops there), three clean rounds
+    assert len(timer.pieces) == 3 + 1 + 3 * 3
+
+
+def test_pass_times_that_stay_disturbed_are_withheld(self_pair):
+    ids = self_pair.codec.encode("a b c d e f g h i j")
+    timer = clock.FakeTimer(PASS, disturbed=lambda what, k, i: True)
+    with pytest.raises(BusyMachine, match=r"measured on a busy machine.*measure again"):
+        pass_times(self_pair, ids, (1, 5), repeats=3, timer=timer)
+
+
+def test_verify_timing_is_one_pass_against_as_many_one_token_passes(self_pair):
+    """τ = 4: a pass over 5 tokens 18 ms against 5 one-token passes of 10 ms: 18 / 10 = 1.8 one-token passes."""
+    timing = verify_timing(self_pair, "a b c d e f g h", 4, chat=False, repeats=3, timer=clock.FakeTimer(PASS))
+    assert timing.parallel_ms.value == 18.0 and timing.sequential_ms.value == 50.0
+    assert timing.ratio.value == pytest.approx(1.8)
+
+
+def test_a_paired_runs_disturbed_steps_are_left_out_or_the_run_withheld(self_pair):
+    """The self-draft at τ = 1, greedy, 7 tokens: steps of 1 + 12 = 13 ms emitting 2, 2, 2, 1 against 10 ms a token.
+    All clean: speedup 70 / 52. The first step disturbed (1 of 4 steps = 25 %, not above DISTURBED_MAX): left out,
+    speedup (20 + 20 + 10) / (3 · 13) = 50 / 39. Two of four disturbed: withheld."""
+    config = SpecConfig(tau=1, mode="greedy", max_new_tokens=8)
+    run = paired_run(self_pair, "a b c", config, chat=False, timer=clock.FakeTimer(PASS))
+    assert [s.tokens for s in run.steps] == [2, 2, 2, 1]
+    assert run.speedup().value == pytest.approx(70 / 52)
+    assert run.verify_cost().value == pytest.approx(4 * 12 * 7 / (4 * 70))  # Σ verify · Σ tokens / (steps · Σ alone)
+    first = clock.FakeTimer(PASS, disturbed=lambda what, k, i: i == 0)
+    run = paired_run(self_pair, "a b c", config, chat=False, timer=first)
+    assert run.steps[0].disturbed and not run.steps[1].disturbed
+    assert run.speedup().value == pytest.approx(50 / 39)
+    two = clock.FakeTimer(PASS, disturbed=lambda what, k, i: i in (0, 2))
+    run = paired_run(self_pair, "a b c", config, chat=False, timer=two)
+    with pytest.raises(BusyMachine, match="2 of its 4 steps waited"):
+        run.speedup()
+
+
+# --- the real evidence -------------------------------------------------------------------------------------------
+
+
+def _spin(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+@pytest.mark.slow
+def test_the_disturbance_signal_fires_beside_a_real_busy_process_and_stays_quiet_without_one():
+    """One thread of pure Python work, 60 ms a piece, timed by the real Timer. Alone on the machine most pieces are
+    not disturbed; with a busy loop on every core this process may use, its thread gets about half a core and most
+    pieces are (their CPU share under SHARE_MIN, or no core free). The quiet half is asserted where nothing else held
+    a core before the test began (`make test` run beside a busy loop: only the busy half can be)."""
+    watch = cpu.CoreWatch()
+    timer = clock.Timer(watch=watch)
+    timer.time(lambda: _spin(0.25))  # opens the watch's window
+    _spin(0.25)
+    before = watch.window()
+    quiet = [timer.time(lambda: _spin(0.06))[1] for _ in range(12)]
+    busy_loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(len(cpu.allowed_cores()))]
+    try:
+        time.sleep(0.5)
+        busy = [timer.time(lambda: _spin(0.06))[1] for _ in range(12)]
+    finally:
+        for p in busy_loops:
+            p.kill()
+            p.wait()
+    assert sum(bool(t.disturbed()) for t in busy) >= 9, [t.disturbed() for t in busy]
+    if before is not None and before.others < 0.5:
+        assert sum(bool(t.disturbed()) for t in quiet) <= 3, [t.disturbed() for t in quiet]
