@@ -7,6 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 import specviz
+from pages import _pay_engine
 from pages import _shared as ui
 from specviz.analysis import engine_advice as ea
 from specviz.analysis import engine_import as ei
@@ -63,20 +64,24 @@ def section(
         st.caption("Paste an engine's numbers to get its best τ per batch on the hardware and pair above.")
         return
     try:
-        imp = ei.parse(text)
+        reading = ei.read(text)
     except specviz.SpecvizError as exc:
         st.error(f"**Cannot read it.** {plain(sentence(exc))} Nothing was imported.", icon=":material/error:")
         return
+    imp = _pay_engine.pick(reading)
     cols = st.columns([1, 1, 2], vertical_alignment="bottom")
-    tree = imp.guessed and cols[2].toggle("It ran a tree (--speculative-eagle-topk > 1)", key="pay_import_tree")
-    if imp.positions and not tree:  # the paste says it
+    ran_tree = imp.guessed and cols[2].toggle("It ran a tree (--speculative-eagle-topk > 1)", key="pay_import_tree")
+    tree = imp.tree or ran_tree
+    if imp.positions and (imp.tree or not tree):  # the paste says it
         cols[0].metric("τ it ran at", imp.positions, help="As your engine's numbers give it")
         tau = imp.positions
     else:
         label = "its --speculative-num-steps" if tree else "τ it ran at"
         tau = cols[0].number_input(label, *ui.LIMITS["pay_import_tau"], key="pay_import_tau")
     if not imp.positions:
-        cols[2].caption("Your numbers do not say the τ they ran at (--draft-max, num_speculative_tokens): type it.")
+        cols[2].caption(
+            "Your numbers do not say the τ they ran at (--spec-draft-n-max, num_speculative_tokens): type it."
+        )
     beyond = cols[1].toggle("τ beyond it", key="pay_import_extrapolate", help="Allow τ past what ran (extrapolated)")
     try:
         hw, fitted = _hardware(hardware, target, context)
@@ -107,16 +112,12 @@ def section(
         for line in [*imp.summary(), imp.format.gives, f"Read as the engine writes it: {imp.format.source}"]:
             st.markdown("- " + plain(line))
         st.caption(READS)
-        for line in [accept.assumption, *imp.notes, *([fitted] if fitted else []), mine.why(1), mine.why(batch)]:
+        extra = [*reading.notes, *imp.notes, *([fitted] if fitted else [])]
+        for line in [accept.assumption, *extra, mine.why(1), mine.why(batch)]:
             st.markdown("- " + plain(line))
     left, right = st.columns(2)
     left.plotly_chart(rates_chart(accept, ea.from_outlook(own)), key="pay_import_rates_chart")
     right.plotly_chart(advice_chart(mine, theirs), key="pay_import_batch_chart")
     st.table(plain_cells(ea.table(mine, theirs, "your engine", "this app's run")))
     st.caption(f"This app's run: {own.words()}.")  # its names made plain where it was built (pages/_pay_parts.py)
-    cols = st.columns([1, 2])
-    method = cols[0].selectbox("vLLM method", ea.METHODS, key="pay_import_method")
-    model = cols[1].text_input("Your draft (vLLM's model)", key="pay_import_model")
-    for flag in ea.flags(mine, batch, method, model.strip()):
-        st.markdown(f"**{flag.engine}** — {plain(flag.reason)}")
-        st.code(flag.text, language="bash", wrap_lines=True)
+    _pay_engine.settings(mine, batch, reading)

@@ -1019,11 +1019,13 @@ def test_would_it_pay_reads_twenty_vllm_lines_and_gives_tau_per_batch_and_the_fl
     assert shown["best τ, batch 1"] == str(one.tau) and shown["speedup, batch 1"] == f"{one.speedup:.2f}×"
     assert shown["best τ, batch 64"] == str(busy.tau) and shown["speedup, batch 64"] == f"{busy.speedup:.2f}×"
     assert shown["off from batch"] == str(expected.break_even or "–")
-    flags = [c.value for c in at.code][:4]  # then the page's share link
-    assert flags == [f.text for f in ea.flags(expected, 1, "eagle3", "")]
+    wanted = [f.text for f in ea.flags(expected, 1, "eagle3", "")]
+    flags = [c.value for c in at.code][: len(wanted)]  # then the page's share link
+    assert flags == wanted
     config = json.loads(flags[0].split("'")[1])
     assert config["num_speculative_tokens_per_batch_size"] == ea.vllm_schedule(expected)
-    assert flags[1].startswith(f"--speculative-num-steps {one.tau} ")
+    assert f" --speculative-num-steps {one.tau} " in flags[1]
+    assert flags[2].startswith("llama-server -m target.gguf --spec-type draft-eagle3 --spec-draft-model ")
     at.text_input(key="pay_import_model").set_value("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B").run()
     assert '"model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"' in at.code[0].value
     at.radio(key="pay_import_hw").set_value(ea.HARDWARE_CHOICES[1]).run()  # their own timings: T(1), T(64)
@@ -1045,6 +1047,34 @@ def test_would_it_pay_reads_twenty_vllm_lines_and_gives_tau_per_batch_and_the_fl
     assert not at.exception and not at.error and {m.label: m.value for m in at.metric}["τ it ran at"] == "3"
     at.toggle(key="pay_import_tree").set_value(True).run()
     assert at.number_input(key="pay_import_tau").label == "its --speculative-num-steps" and not at.exception
+
+
+def test_would_it_pay_lists_each_implementation_of_a_llama_cpp_log_and_spells_flags_for_its_build(loads):
+    """A llama.cpp log of `--spec-type draft-dflash,ngram-mod` (two statistics lines) printed by build 8900: both
+    implementations are offered, the exact one with more steps first (draft-dflash, 511 steps, 1 + 974 / 511 = 2.906);
+    picking ngram-mod reads its 31 steps (1 + 527 / 31 = 18.0, its rates printed for 2 positions only, so its τ is
+    asked). The llama.cpp line is spelled for the log's build (--draft-max, before b8955) and for a build typed in."""
+    from specviz.analysis import engine_import as ei
+
+    fixtures = ROOT / "tests" / "fixtures" / "engine_logs"
+    log = "".join(x for x in (fixtures / "llamacpp_two_impls.txt").read_text().splitlines(True) if x[:3] != "#> ")
+    at = app(panels_open=False)
+    at.switch_page("pages/pay.py").run()
+    at.selectbox(key="pay_hardware").set_value("NVIDIA H100 SXM")
+    at.text_area(key="pay_import_text").set_value("build: 8900 (14e733e36) with cc for x86_64\n" + log).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    picker = at.selectbox(key="pay_import_source")
+    assert len(picker.options) == len(ei.read(log).sources) == 2
+    assert "draft-dflash" in picker.options[0] and "ngram-mod" in picker.options[1]
+    assert {m.label: m.value for m in at.metric}["τ it ran at"] == "4"  # 4 rates over drafts of 2041 / 511 tokens
+    llama = next(c.value for c in at.code if c.value.startswith("llama-server"))
+    assert " -md draft.gguf --draft-max " in llama and "--spec-" not in llama  # build 8900: the older spelling
+    at.number_input(key="pay_import_build").set_value(10_000).run()
+    llama = next(c.value for c in at.code if c.value.startswith("llama-server"))
+    assert "--spec-type draft-eagle3 --spec-draft-model draft.gguf --spec-draft-n-max " in llama
+    picker.set_value(1).run()
+    assert not at.exception and not at.error
+    assert "pay_import_tau" in [w.key for w in at.number_input]  # ngram-mod's drafts are longer than its 2 rates
 
 
 def test_the_decode_pages_panels_build_nothing_while_closed_and_everything_once_opened(loads):

@@ -41,8 +41,13 @@ TOY = Model("toy", 1e9, 2, 1, 0, 0)
 DEVICE = Hardware("toy device", 1e12, 1e14, 0.0, "by hand")
 
 
+def text_of(name: str) -> str:
+    """A fixture as the engine printed it: its provenance header (lines starting "#> ") left out."""
+    return "".join(line for line in (FIXTURES / name).read_text().splitlines(True) if not line.startswith("#> "))
+
+
 def fixture(name: str) -> ei.EngineImport:
-    return ei.parse((FIXTURES / name).read_text())
+    return ei.parse(text_of(name))
 
 
 # --- the app's own exports, read back ----------------------------------------------------------------------------
@@ -154,13 +159,18 @@ def test_sglang_meta_info_with_its_histogram():
 
 
 def test_llama_cpp_server_statistics_and_example():
-    """PR 24536: 167 of 259 over 87 steps (167 / Σ(0.805, 0.632, 0.483) = 87.0): counts 70, 55, 42; its statistics
-    line counts the same steps, so it is skipped, and said."""
-    server = fixture("llamacpp_server.txt")
+    """PR 24536: 167 of 259 over 87 steps (167 / Σ(0.805, 0.632, 0.483) = 87.0): counts 70, 55, 42. Its statistics
+    line gives the 87 steps itself (#gen drafts): that source comes first, the per-request line second."""
+    reading = ei.read(text_of("llamacpp_server.txt"))
+    stats, server = reading.sources
+    assert [r.key for r in stats.records] == ["llamacpp-stats"] and stats.cumulative and stats.grade == 0
+    assert (stats.steps, stats.accepted, stats.drafted, stats.counts) == (87, 167, 259, (70, 55, 42))
     assert (server.steps, server.accepted, server.drafted, server.counts) == (87, 167, 259, (70, 55, 42))
-    assert [r.key for r in server.records] == ["llamacpp-server"] and "skipped" in server.notes[0]
-    mtp = fixture("llamacpp_server_mtp.txt")  # the interim 'mean len': 308 / 1.52 = 202.6: 203 steps, no rates
-    assert (mtp.steps, mtp.accepted, mtp.counts, mtp.positions) == (203, 308, None, None)
+    assert server.grade == 1 and "2 sources" in reading.notes[0]
+    mtp = ei.read(text_of("llamacpp_server_mtp.txt"))  # statistics: 203 steps; 0.847, 0.670 × 203 = 172, 136
+    assert (mtp.best.steps, mtp.best.accepted, mtp.best.counts, mtp.best.positions) == (203, 308, (172, 136), 2)
+    fitted = mtp.sources[1]  # the interim 'mean len': 308 / 1.52 = 202.6: 203 steps, fitted, no rates
+    assert (fitted.steps, fitted.accepted, fitted.counts, fitted.exact) == (203, 308, None, False)
     old = fixture("llamacpp_server_old.txt")  # only a rate: 1376 / 2433
     assert (old.steps, old.acceptance_rate, old.mean_length) == (None, 1376 / 2433, None)
     stats = fixture("llamacpp_stats.txt")  # running totals: the last line (410 steps) counts
@@ -204,11 +214,13 @@ def test_flat_alpha_of_point_eight_with_free_verification_by_the_closed_form():
     assert one.interval == pytest.approx(((1 + mean - half) / 1.6, (1 + mean + half) / 1.6))
     same = ol.outlook(TOY, TOY, DEVICE, accept.acceptance(), batch=1, context=1, c=0.1)  # the page's own model
     assert [advice.speed(t, 1) for t in range(1, 9)] == pytest.approx(list(same.chain[:8]), rel=1e-12)
-    vllm, sglang, llama, hf = ea.flags(advice, batch=1)
+    vllm, sglang, llama, lmstudio, mlx, hf = ea.flags(advice, batch=1)
     config = json.loads(vllm.text.split("'")[1])
     assert config["num_speculative_tokens"] == 6 and config["num_speculative_tokens_per_batch_size"][0][:1] == [1]
-    assert sglang.text == "--speculative-num-steps 6 --speculative-eagle-topk 1 --speculative-num-draft-tokens 7"
-    assert llama.text == "--draft-max 6 --draft-min 1 --draft-p-min 0.75"
+    assert sglang.text.endswith("--speculative-num-steps 6 --speculative-eagle-topk 1 --speculative-num-draft-tokens 7")
+    assert json.loads(lmstudio.text)["llm.prediction.speculativeDecoding.maxTokensToDraft"] == 6
+    assert json.loads(mlx.text)["llm.prediction.speculativeDecoding.numDraftTokensExact"] == 6
+    assert llama.text.endswith("--spec-draft-n-max 6 --spec-draft-n-min 1 --spec-draft-p-min 0.75")
     assert "num_assistant_tokens=6," in hf.text and "assistant_confidence_threshold=0.75" in hf.text
 
 
@@ -297,7 +309,7 @@ def test_the_format_without_a_tau_asks_for_it():
 
 # --- bad input: one test per kind ------------------------------------------------------------------------------
 
-GOOD = (FIXTURES / "vllm_log.txt").read_text().splitlines()[1]
+GOOD = text_of("vllm_log.txt").splitlines()[1]
 
 
 def refused(text: str, line: int | None, *words: str) -> EngineLogError:
@@ -328,17 +340,19 @@ def test_counts_that_contradict_each_other():
     refused(GOOD.replace("0.676, 0.500", "0.500, 0.676"), 1, "rises from 0.500 at position 2 to 0.676")
     refused(GOOD.replace("Mean acceptance length: 3.07", "Mean acceptance length: 3.50"), 1, "mean acceptance length")
     refused(GOOD.replace("69.1%", "79.1%"), 1, "Avg Draft acceptance rate 79.1%")
-    prom = (FIXTURES / "vllm_metrics.txt").read_text()
+    prom = text_of("vllm_metrics.txt")
     refused(prom.replace('position="2"} 0.0', 'position="2"} 2.0'), 17, "2 drafts accepted position 3 but only 1")
     refused(prom.replace('position="1"} 1.0', 'position="1"} 0.0'), 12, "sum to 1, the accepted tokens are 2")
-    refused((FIXTURES / "vllm_request.json").read_text().replace('"3": 3', '"3": 4'), 1, "num_spec_steps is 43")
+    refused(text_of("vllm_request.json").replace('"3": 3', '"3": 4'), 1, "num_spec_steps is 43")
     refused("accept len: 0.80, accept rate: 0.20", 1, "below 1")
 
 
-def test_a_mix_of_engines_or_formats_is_refused():
+def test_a_mix_of_engines_is_refused_and_two_formats_of_one_engine_are_two_sources():
     refused(f"{GOOD}\naccept len: 3.12, accept rate: 0.78", 2, "Line 2 is SGLang's", "line 1 was vLLM's")
-    refused(GOOD + "\n" + (FIXTURES / "vllm_metrics.txt").read_text(), 4, "count the same steps twice")
-    twice = (FIXTURES / "vllm_metrics.txt").read_text() * 2
+    both = ei.read(GOOD + "\n" + text_of("vllm_metrics.txt"))  # the scrape's counts come first, the line second
+    assert [s.format.name for s in both.sources] == [ei.FORMATS["vllm-prom"].name, ei.FORMATS["vllm-log"].name]
+    assert (both.sources[0].steps, both.sources[1].steps) == (1, 68)
+    twice = text_of("vllm_metrics.txt") * 2
     refused(twice, 20, "two scrapes pasted together", "same labels as line 3")
 
 

@@ -10,24 +10,34 @@ where a format gives only a mean length L, the i.i.d. model of Leviathan et al. 
 α + α² + … + α^K = L − 1. E(τ) = 1 + Σ_{i≤τ} a_i. Its interval: min(n, τ) over N steps has mean Σ a_i and second
 moment Σ (2i − 1) a_i, so E ± 1.96 √(var / N) (steps taken as independent: a lower bound on the uncertainty).
 
-The settings (Flag), each from its engine's source: vLLM's `--speculative-config` JSON with
-`num_speculative_tokens` and `num_speculative_tokens_per_batch_size` ([first batch, last batch, τ], τ = 0 off;
-`vllm/config/speculative.py`, docs/features/speculative_decoding/dynamic_speculative_decoding.md); SGLang's
-`--speculative-num-steps`, `--speculative-eagle-topk`, `--speculative-num-draft-tokens` (the root counted:
-τ + 1 for a chain; `python/sglang/srt/server_args.py`); llama.cpp's `--draft-max`, `--draft-min`, `--draft-p-min`
-(`common/arg.cpp`); transformers' `num_assistant_tokens`, `num_assistant_tokens_schedule`,
-`assistant_confidence_threshold` (`transformers/generation/configuration_utils.py`)."""
+The settings (Flag), each in its engine's own spelling (specviz.analysis.engine_flags, which names the source of
+each): vLLM's `--speculative-config` JSON with `num_speculative_tokens` and `num_speculative_tokens_per_batch_size`
+([first batch, last batch, τ], τ = 0 off; docs/features/speculative_decoding/dynamic_speculative_decoding.md);
+SGLang's `--speculative-num-steps`, `--speculative-eagle-topk`, `--speculative-num-draft-tokens` (the root counted:
+τ + 1 for a chain); llama-server's `--spec-draft-n-max`, `--spec-draft-n-min`, `--spec-draft-p-min` with
+`--spec-type` (or `--draft-max`, `--draft-min`, `--draft-p-min` for builds before b8955); LM Studio's
+`maxTokensToDraft`, `minDraftLengthToConsider`, `minContinueDraftingProbability`; transformers'
+`num_assistant_tokens`, `num_assistant_tokens_schedule`, `assistant_confidence_threshold`
+(`transformers/generation/configuration_utils.py`).
+
+Where a format gives only an acceptance rate r, E(τ) = 1 + r·τ takes every draft to be τ long: drafts that stop early
+(llama.cpp's --spec-draft-p-min > 0, vLLM's n-gram proposals) kept the same share of fewer tokens, so the same r
+over drafts of max(1, n-min) … τ tokens gives 1 + r·max(1, n-min) … 1 + r·τ; the model keeps the top and states
+the bottom (`floor`) and how far above it the top lies. A llama.cpp statistics line that prints rates for its first
+positions only (it drafted further) keeps them, and the exact mean length sets the rest: a geometric tail
+a_m·q^j whose sum over the positions to τ is what the mean leaves."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from specviz.analysis import engine_flags as ef
 from specviz.analysis import outlook as ol
 from specviz.analysis.costmodel import CONTEXT, Hardware, Model, draft_cost, pass_bytes, pass_flops, pass_time
-from specviz.analysis.engine_import import EngineImport
+from specviz.analysis.engine_flags import Flag
+from specviz.analysis.engine_import import VLLM, EngineImport
 from specviz.errors import ConfigError
 
 MAX_TAU = ol.MAX_TAU
@@ -49,6 +59,7 @@ class AcceptanceModel:
     alpha: float | None  # the i.i.d. α where only a mean length was given
     steps: float | None  # the steps behind the numbers (for the interval); None: not known
     assumption: str  # the model, in words
+    floor: float | None = None  # the lowest E(measured_upto) the numbers allow (a rate read over full drafts)
 
     def acceptance(self) -> ol.Acceptance:
         """The same rates as specviz.analysis.outlook takes them."""
@@ -82,17 +93,23 @@ def solve_alpha(length: float, k: int) -> float:
     return (low + high) / 2
 
 
-def from_import(imp: EngineImport, positions: int | None = None, tree: bool = False) -> AcceptanceModel:
+def from_import(
+    imp: EngineImport, positions: int | None = None, tree: bool = False, p_min: float | None = None, n_min: int = 0
+) -> AcceptanceModel:
     """The acceptance an engine reported; `positions`: the τ it ran at, where the paste does not say it (a tree's
-    depth where `tree`: its tokens per step are then fitted as a chain of that depth, and said)."""
+    depth where `tree`: its tokens per step are then fitted as a chain of that depth, and said); `p_min`, `n_min`:
+    the engine's --spec-draft-p-min and -n-min where known (a rate over drafts that may stop early)."""
     k = positions or imp.positions
     if not k:
         raise ConfigError(f"{imp.format.name} do not say the τ the engine ran at: give it (its draft length)")
     k = min(k, MAX_TAU)
+    tree = tree or imp.tree
     steps = imp.steps if imp.steps is not None else imp.weight
     if steps is None and imp.drafted:
         steps = imp.drafted / k  # every step drafted k tokens (assumed)
-    source = f"{imp.engine} ({imp.format.name})"
+    source = f"{imp.engine} ({imp.label or imp.format.name})"
+    if imp.rates is not None and imp.partial and k > len(imp.rates) and imp.mean_length is not None:
+        return _tail(imp, k, steps, source)
     if imp.rates is not None:
         measured = imp.rates[:k]
         m = len(measured)
@@ -106,8 +123,13 @@ def from_import(imp: EngineImport, positions: int | None = None, tree: bool = Fa
         return AcceptanceModel(source, rates, m, None, steps, words)
     length = imp.mean_length
     how = "mean acceptance length"
+    floor = None
     if length is None and imp.acceptance_rate is not None:
-        length, how = 1.0 + imp.acceptance_rate * k, f"acceptance rate {imp.acceptance_rate:.3f} × τ (full drafts)"
+        rate = imp.acceptance_rate
+        length, how = 1.0 + rate * k, f"acceptance rate {rate:.3f} × τ, every draft taken to be τ = {k} long"
+        shortest = min(k, max(1, n_min))
+        if p_min != 0.0 and shortest < k:
+            floor = 1.0 + rate * shortest
     if length is None:
         raise ConfigError(f"{imp.format.name} give neither rates nor a mean length")
     if length - 1.0 > k + 0.005:
@@ -121,13 +143,55 @@ def from_import(imp: EngineImport, positions: int | None = None, tree: bool = Fa
         f"α = {alpha:.3f}, the α for which 1 + α + … + α^{k} = {length:.3f} (τ = {k}): the rates α^i are a model, "
         f"and beyond τ = {k} an extrapolation"
     )
+    if floor is not None:
+        cause = "its n-gram proposals" if imp.engine == VLLM else "--spec-draft-p-min > 0"
+        known = f"p-min {p_min:.2f}" if p_min is not None else "p-min not known"
+        words += (
+            f"; drafts that stop early ({cause}; {known}) kept the same share of fewer tokens: the same rate over "
+            f"drafts of {min(k, max(1, n_min))} to {k} tokens gives a mean length of {floor:.2f} to {length:.2f}, "
+            f"so this reading can overstate E({k}) by up to {length / floor - 1.0:.0%}"
+        )
+    elif p_min == 0.0 and how.startswith("acceptance rate"):
+        words += "; with p-min 0 every draft is τ long (but the last of a reply), so the rate × τ holds"
     if tree:
         words += (
             f"; a tree's tokens per step fitted as a chain {k} deep, so α stands for a level of the tree (several "
             "tokens tried), above what a chain's single token would be kept with"
         )
     rates = tuple(alpha**i for i in range(1, MAX_TAU + 1))
-    return AcceptanceModel(source, rates, k, alpha, steps, words)
+    return AcceptanceModel(source, rates, k, alpha, steps, words, floor)
+
+
+def _tail(imp: EngineImport, k: int, steps: float | None, source: str) -> AcceptanceModel:
+    """Rates printed for the first m positions, the exact mean length for all k: positions m + 1 … k get
+    a_m·q^j with Σ_{j≤k−m} a_m·q^j = (L − 1) − Σ_{i≤m} a_i (q by bisection, within [0, 1])."""
+    measured = imp.rates
+    m, last = len(measured), measured[-1]
+    goal = imp.mean_length - 1.0 - sum(measured)
+
+    def tail_sum(q: float) -> float:
+        return last * sum(q**j for j in range(1, k - m + 1))
+
+    if goal <= 0.0 or last <= 0.0:
+        q = 0.0
+    elif goal >= tail_sum(1.0):
+        q = 1.0
+    else:
+        low, high = 0.0, 1.0
+        for _ in range(100):
+            mid = (low + high) / 2
+            low, high = (mid, high) if tail_sum(mid) < goal else (low, mid)
+        q = (low + high) / 2
+    rates = measured + tuple(last * q**j for j in range(1, MAX_TAU - m + 1))
+    reached = 1.0 + sum(rates[:k])
+    words = (
+        f"per-position rates printed for positions 1–{m} only (the engine drafted further); its exact mean length "
+        f"{imp.mean_length:.3f} sets positions {m + 1}–{k}: a geometric tail a{m}·q^j with q = {q:.3f}, so E({k}) = "
+        f"{reached:.3f}"
+        + ("" if abs(reached - imp.mean_length) < 1e-6 else f" (the most a tail no steeper than a{m} allows)")
+        + f"; the tail and anything beyond τ = {k} are a model, not a count"
+    )
+    return AcceptanceModel(source, rates, k, None, steps, words)
 
 
 def from_outlook(acc: ol.Acceptance) -> AcceptanceModel:
@@ -303,15 +367,6 @@ def table(mine: Advice, theirs: Advice | None = None, mine_name: str = "your eng
     return rows
 
 
-@dataclass(frozen=True)
-class Flag:
-    """A setting as one engine takes it."""
-
-    engine: str
-    text: str  # to copy as it is
-    reason: str  # one line
-
-
 def vllm_schedule(advice: Advice) -> list[list[int]]:
     """num_speculative_tokens_per_batch_size: [first batch, last batch, τ] over 1 … MAX_BATCH, τ = 0 off."""
     return [[first, last, tau] for first, last, tau in advice.schedule]
@@ -332,69 +387,85 @@ def _drafting(advice: Advice, tau: int, batch: int) -> tuple[int, float]:
     return n_min, min(1.0, before * delta / kept) if kept > 0 else 1.0
 
 
-def flags(advice: Advice, batch: int = 1, method: str = "eagle3", model: str = "") -> tuple[Flag, ...]:
-    """vLLM's --speculative-config (τ per batch), SGLang's, llama.cpp's and transformers' settings, each with its
-    reason; `batch` is the batch for the engines that take one setting for all."""
+def flags(
+    advice: Advice,
+    batch: int = 1,
+    method: str = "eagle3",
+    model: str = "",
+    target: str = "",
+    build: int | None = None,
+    version: tuple[int, ...] | None = None,
+) -> tuple[Flag, ...]:
+    """vLLM's --speculative-config (τ per batch), SGLang's, llama.cpp's (in the spelling of `build`), LM Studio's
+    and transformers' settings, each with its reason; `batch` is the batch for the engines that take one setting
+    for all; `model` the draft and `target` the target model, as the user names them."""
     row, first = advice.at(batch), advice.at(1)
     return (
-        _vllm_flag(advice, method, model),
-        _sglang_flag(row, batch),
-        _llamacpp_flag(advice, row, batch),
+        _vllm_flag(advice, method, model, target, version),
+        _sglang_flag(row, batch, method, model, target),
+        _llamacpp_flag(advice, row, batch, method, model, target, build),
+        *_lmstudio_flags(advice, first, model),
         _transformers_flag(advice, first),
     )
 
 
-def _vllm_flag(advice: Advice, method: str, model: str) -> Flag:
+def _vllm_flag(advice: Advice, method: str, model: str, target: str, version: tuple[int, ...] | None) -> Flag:
     schedule = vllm_schedule(advice)
     top = max(t for _, _, t in schedule)
     if top == 0:
         return Flag("vLLM", "# no --speculative-config: no τ pays at any batch up to 512", "Speculation loses here.")
-    config: dict = {"method": method}
-    if model:
-        config["model"] = model
-    config["num_speculative_tokens"] = top
-    if len(schedule) > 1:
-        config["num_speculative_tokens_per_batch_size"] = schedule
+    flag = ef.vllm(target, model, top, method, schedule, version)
     off = advice.break_even
     paying = [f"τ = {t} for batches {a}–{b}" for a, b, t in schedule if t]
     reason = "; ".join(paying[:4]) + ("; …" if len(paying) > 4 else "")
     reason += f"; off from batch {off} on" if off else "; it pays up to batch 512"
     reason += (
-        " (num_speculative_tokens_per_batch_size of vllm/config/speculative.py, over batches 1–512; tested with "
+        " (num_speculative_tokens_per_batch_size: dynamic speculative decoding, over batches 1–512; tested with "
         "EAGLE, EAGLE-3 and DFlash, not with data parallelism)"
+        if len(schedule) > 1
+        else ""
     )
     if not model and method not in ("ngram", "mtp"):
-        reason += '; add "model": your draft'
-    quoted = json.dumps(config).replace("'", "'\\''")  # a shell's single quotes around JSON that may hold one
-    return Flag("vLLM", f"--speculative-config '{quoted}'", reason)
+        reason += "; put your draft where it says draft-model"
+    return Flag("vLLM", flag.text, reason)
 
 
-def _sglang_flag(row: BatchAdvice, batch: int) -> Flag:
+def _sglang_flag(row: BatchAdvice, batch: int, method: str, model: str, target: str) -> Flag:
     if not row.pays:
         return Flag(
             "SGLang", "# leave --speculative-algorithm out", f"At batch {batch} no τ pays ({row.speedup:.2f}×)."
         )
-    text = f"--speculative-num-steps {row.tau} --speculative-eagle-topk 1 --speculative-num-draft-tokens {row.tau + 1}"
+    flag = ef.sglang(target, model, row.tau, method if method in ef.SGLANG_ALGORITHMS else "draft_model")
     return Flag(
         "SGLang",
-        text,
-        f"A chain of {row.tau} at batch {batch} ({row.speedup:.2f}×), beside your --speculative-algorithm and "
-        "--speculative-draft-model-path; SGLang takes one setting for every batch, and --speculative-num-draft-tokens "
-        "counts the root (τ + 1).",
+        flag.text,
+        f"A chain of {row.tau} at batch {batch} ({row.speedup:.2f}×); SGLang takes one setting for every batch, and "
+        "--speculative-num-draft-tokens counts the root (τ + 1).",
     )
 
 
-def _llamacpp_flag(advice: Advice, row: BatchAdvice, batch: int) -> Flag:
+def _llamacpp_flag(
+    advice: Advice, row: BatchAdvice, batch: int, method: str, model: str, target: str, build: int | None
+) -> Flag:
     if not row.pays:
-        return Flag("llama.cpp", "# leave --model-draft out", f"At batch {batch} no τ pays ({row.speedup:.2f}×).")
+        return Flag("llama.cpp", "# leave --spec-draft-model out", f"At batch {batch} no τ pays ({row.speedup:.2f}×).")
     n_min, p_min = _drafting(advice, row.tau, batch)
+    kind = ef.LLAMACPP_TYPES.get(method, "draft-simple")
+    flag = ef.llamacpp_server(target, model, row.tau, n_min, p_min, build, kind)
     return Flag(
         "llama.cpp",
-        f"--draft-max {row.tau} --draft-min {n_min} --draft-p-min {p_min:.2f}",
+        flag.text,
         f"At most {row.tau} tokens at batch {batch}; {n_min}: the shortest draft that pays on its own (S_v ≥ 1); stop "
         f"drafting when the draft is less sure than {p_min:.2f}, where token {row.tau} stops paying "
-        "(S_v(τ − 1) · δ / a_(τ−1)). Newer builds also spell --draft-max as --spec-draft-n-max.",
+        f"(S_v(τ − 1) · δ / a_(τ−1)). Spelled for {flag.reason.split(': ', 1)[1]}",
     )
+
+
+def _lmstudio_flags(advice: Advice, row: BatchAdvice, model: str) -> tuple[Flag, ...]:
+    if not row.pays:
+        return (Flag("LM Studio", "# no Draft Model", "At batch 1 no τ pays."),)
+    n_min, p_min = _drafting(advice, row.tau, 1)
+    return (ef.lmstudio(model, row.tau, n_min, p_min), ef.lmstudio(model, row.tau, mlx=True))
 
 
 def _transformers_flag(advice: Advice, row: BatchAdvice) -> Flag:
@@ -409,7 +480,7 @@ def _transformers_flag(advice: Advice, row: BatchAdvice) -> Flag:
         "transformers",
         text,
         f"Keyword arguments of generate(..., assistant_model=draft): τ = {row.tau} at batch 1 "
-        "(assisted generation decodes one sequence), held constant; the threshold as llama.cpp's --draft-p-min.",
+        "(assisted generation decodes one sequence), held constant; the threshold as llama.cpp's --spec-draft-p-min.",
     )
 
 

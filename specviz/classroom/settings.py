@@ -193,7 +193,10 @@ SETTINGS: dict[str, Setting] = {
         Setting("pay_import_k", 4, (2, 65_536)),
         Setting("pay_import_extrapolate", False),  # τ beyond what the engine ran allowed
         Setting("pay_import_method", engine_advice.METHODS[0], engine_advice.METHODS),
-        Setting("pay_import_model", "", link=False),  # the draft for vLLM's "model"
+        Setting("pay_import_model", "", link=False),  # the draft, as the user names it (path or name)
+        Setting("pay_import_target", "", link=False),  # the target, as the user names it (path or name)
+        Setting("pay_import_build", 0, (0, 100_000)),  # llama.cpp's build for its flags' spelling; 0: the log's, or now
+        Setting("pay_import_source", 0, (0, 63), link=False),  # which source of a paste that holds several
         Setting("sandbox_preset", next(iter(EXERCISES)), (*EXERCISES, SANDBOX_CUSTOM)),
         Setting("sandbox_context", ""),  # the confirmed text before the draft, shown as the book writes it
         Setting("sandbox_present", False),

@@ -1,0 +1,49 @@
+"""Would it pay there?: which of the engine's numbers to read where a paste holds several (implementations, runs,
+formats), and the settings to run the pair in each engine, spelled for the user's build. Widgets and calls; the work
+is specviz.analysis.engine_import (the sources) and specviz.analysis.engine_advice / engine_flags (the settings)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages import _shared as ui
+from specviz.analysis import engine_advice as ea
+from specviz.analysis import engine_import as ei
+from specviz.viz.plain import plain
+
+
+def pick(reading: ei.Reading) -> ei.EngineImport:
+    """The source to read: the best, or the one picked where the paste holds several."""
+    if len(reading.sources) == 1:
+        return reading.best
+    labels = reading.labels()
+    if st.session_state.get("pay_import_source", 0) >= len(labels):  # a shorter paste than the last one
+        st.session_state.pop("pay_import_source", None)
+    index = st.selectbox(
+        "Which of your engine's numbers",
+        range(len(labels)),
+        format_func=lambda i: plain(labels[i]),
+        key="pay_import_source",
+        help="Your paste holds several sources (implementations, runs or formats): each is read on its own, best "
+        "first (counts the engine gave, then counts rebuilt from printed rates, then a mean length, then a rate).",
+    )
+    return reading.sources[index]
+
+
+def settings(advice: ea.Advice, batch: int, reading: ei.Reading) -> None:
+    """Each engine's settings for the pair, copyable, with its reason; llama.cpp in the spelling of the build the
+    log shows or the user gives."""
+    st.markdown("**The settings to run it**")
+    cols = st.columns([1.2, 2, 2, 1.1], vertical_alignment="bottom")
+    method = cols[0].selectbox("Draft kind (vLLM's method)", ea.METHODS, key="pay_import_method")
+    model = cols[1].text_input("Your draft (path or name)", key="pay_import_model")
+    target = cols[2].text_input("Your target (path or name)", key="pay_import_target")
+    typed = cols[3].number_input(
+        "llama.cpp build", *ui.LIMITS["pay_import_build"], key="pay_import_build", help="0: as your log says, else now"
+    )
+    build = int(typed) or reading.build
+    if build:
+        st.caption(f"llama.cpp flags spelled for build {build}" + (" (read from your log)." if not typed else "."))
+    for flag in ea.flags(advice, batch, method, model.strip(), target.strip(), build, reading.version):
+        st.markdown(f"**{flag.engine}** — {plain(flag.reason)}")
+        st.code(flag.text, language="json" if flag.text.startswith("{") else "bash", wrap_lines=True)

@@ -1,0 +1,223 @@
+"""The settings to run a pair in each engine, spelled as the user's engine version takes them: a copyable command
+line (or a settings block) and a one-line reason each. Pure strings: nothing here runs an engine.
+
+Each spelling is read from the engine's own source (tests/fixtures/engine_flags/ hold the names as each parser lists
+them, with the file and commit, and tests/test_engine_advice.py checks every line written here against them):
+
+- llama.cpp's llama-server. The current spelling (`common/arg.cpp`, as `tools/server/README.md`'s generated help
+  lists it at ggml-org/llama.cpp 00dc8057): `--spec-type draft-simple` (a comma-separated list of
+  implementations), `--spec-draft-model` (`-md`, `--model-draft` aliases), `--spec-draft-n-max`,
+  `--spec-draft-n-min`, `--spec-draft-p-min` (`--draft-p-min` alias). `--draft`, `--draft-n`, `--draft-max` and
+  `--draft-min`, `--draft-n-min` are removed params there: the parser throws "the argument has been removed" and the
+  server exits. They were replaced by ggml-org/llama.cpp#22397 ("spec : refactor params", merged 2026-04-28,
+  commit 14e733e36f5752f39494b6c7e88022e43c05729a, release b8955): builds up to b8954 take `--draft-max`,
+  `--draft-min`, `--draft-p-min`, `-md` (`common/arg.cpp` at 145b6280d6aa1890e22457143dad0badb3fd6820), and there a
+  draft model alone turns drafting on. `--spec-type draft-simple` came with ggml-org/llama.cpp#22964 (2026-05-12),
+  which renamed the draft-model implementations `draft-*`; it landed between b9106 and b9134 (java-llama.cpp's
+  breaking-changes record of that upgrade), so from b8955 to b9133 the new `--spec-draft-*` names are written
+  without `--spec-type` (a draft model still enabled drafting there), and from b9134 on with it (later builds
+  no longer start drafting from `--spec-draft-model` alone: ggml-org/llama.cpp#24850).
+- LM Studio. Its speculative-decoding settings are the `llm.prediction.speculativeDecoding` keys of
+  `packages/lms-kv-config/src/schema.ts` (lmstudio-ai/lmstudio-js at 0012463e): for its llama.cpp engine
+  `draftModel`, `maxTokensToDraft`, `minDraftLengthToConsider`, `minContinueDraftingProbability`, `numReuseTokens`;
+  for MLX `draftModel`, `numDraftTokensExact` (the chat sidebar's "Speculative Decoding" section, where the
+  Draft Model is chosen, lmstudio.ai/docs/advanced/speculative-decoding). The Python SDK names the same fields
+  `draftModel`, `speculativeDecodingMinDraftLengthToConsider`, `speculativeDecodingMinContinueDraftingProbability`,
+  `speculativeDecodingNumDraftTokensExact` (`src/lmstudio/_kv_config.py`, lmstudio-ai/lmstudio-python at 1f5340f5).
+- vLLM: `vllm serve TARGET --speculative-config JSON` with `method`, `model`, `num_speculative_tokens`
+  (`vllm/config/speculative.py`, `SpeculativeConfig`, at f19b16d9) and, for the dynamic schedule,
+  `num_speculative_tokens_per_batch_size` (`docs/features/speculative_decoding/dynamic_speculative_decoding.md` at
+  dba5f190). Before v0.8 the same was `--speculative-model` and `--num-speculative-tokens` (vllm-project/vllm#3706;
+  deprecated for `--speculative-config` in v0.8 and removed by vllm-project/vllm#15466, 2025-03).
+- SGLang: `python -m sglang.launch_server --model-path TARGET --speculative-algorithm ALGO
+  --speculative-draft-model-path DRAFT --speculative-num-steps τ --speculative-eagle-topk 1
+  --speculative-num-draft-tokens τ+1` (`python/sglang/srt/server_args.py` at 001067ff; a flag is its field's name);
+  STANDALONE is the algorithm for a separate smaller draft model, NGRAM for none."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+
+from specviz.errors import ConfigError
+
+# llama.cpp: the build (release bNNNN) from which --draft-max / --draft-min are refused (ggml-org/llama.cpp#22397)
+LLAMACPP_SPEC_RENAME = 8955
+# the build from which --spec-type draft-simple is certainly accepted (ggml-org/llama.cpp#22964, within b9106–b9134)
+LLAMACPP_DRAFT_SIMPLE = 9134
+VLLM_SPECULATIVE_CONFIG = (0, 8)  # vLLM versions from which --speculative-config replaces the separate flags
+LMSTUDIO_KEY = "llm.prediction.speculativeDecoding"
+ENGINES = ("llama.cpp", "LM Studio", "vLLM", "SGLang")
+LLAMACPP_TYPES = {  # vLLM's method (the page's choice) → llama.cpp's --spec-type for a drafting model
+    "draft_model": "draft-simple",
+    "eagle3": "draft-eagle3",
+    "mtp": "draft-mtp",
+}
+SGLANG_ALGORITHMS = {  # vLLM's method (the page's choice) → SGLang's --speculative-algorithm
+    "draft_model": "STANDALONE",
+    "eagle": "EAGLE",
+    "eagle3": "EAGLE3",
+    "mtp": "EAGLE",  # SGLang runs a model's MTP layers through its EAGLE worker (NEXTN is an alias of EAGLE)
+    "ngram": "NGRAM",
+}
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A setting as one engine takes it."""
+
+    engine: str
+    text: str  # to copy as it is
+    reason: str  # one line
+
+
+def _quote(value: str) -> str:
+    return shlex.quote(value) if value else value
+
+
+def llamacpp_server(
+    target: str,
+    draft: str,
+    tau: int,
+    n_min: int = 0,
+    p_min: float | None = None,
+    build: int | None = None,
+    kind: str = "draft-simple",
+) -> Flag:
+    """llama-server's command line for a draft model (`kind`: draft-simple, or draft-eagle3 / draft-mtp for such a
+    head), in the spelling of `build` (None: the current one)."""
+    _check(tau, n_min, p_min)
+    if kind not in LLAMACPP_TYPES.values():
+        raise ConfigError(f"llama.cpp drafts with a model as {', '.join(LLAMACPP_TYPES.values())}; got {kind!r}")
+    current = build is None or build >= LLAMACPP_SPEC_RENAME
+    parts = ["llama-server", "-m", _quote(target or "target.gguf")]
+    if current and (build is None or build >= LLAMACPP_DRAFT_SIMPLE):
+        parts += ["--spec-type", kind]
+    if current:
+        parts += ["--spec-draft-model", _quote(draft or "draft.gguf"), "--spec-draft-n-max", str(tau)]
+        parts += ["--spec-draft-n-min", str(n_min)]
+        if p_min is not None:
+            parts += ["--spec-draft-p-min", f"{p_min:.2f}"]
+    else:
+        parts += ["-md", _quote(draft or "draft.gguf"), "--draft-max", str(tau), "--draft-min", str(n_min)]
+        if p_min is not None:
+            parts += ["--draft-p-min", f"{p_min:.2f}"]
+    if build is None:
+        spelled = (
+            f"current llama.cpp (b{LLAMACPP_DRAFT_SIMPLE} on); --draft-max and --draft-min are refused from "
+            f"b{LLAMACPP_SPEC_RENAME}"
+        )
+    elif current:
+        typed = "with --spec-type" if build >= LLAMACPP_DRAFT_SIMPLE else "--spec-type draft-simple only"
+        spelled = f"build {build} (--spec-draft-* from b{LLAMACPP_SPEC_RENAME}, {typed} from b{LLAMACPP_DRAFT_SIMPLE})"
+    else:
+        spelled = f"build {build}, before b{LLAMACPP_SPEC_RENAME} renamed them to --spec-draft-n-max/-n-min"
+    if current and kind != "draft-simple" and build is not None and build < LLAMACPP_DRAFT_SIMPLE:
+        spelled += f"; --spec-type {kind} is not written before b{LLAMACPP_DRAFT_SIMPLE}: update to use that head"
+    stop = f", stop drafting below p = {p_min:.2f}" if p_min is not None else ""
+    return Flag("llama.cpp", " ".join(parts), f"At most {tau} draft tokens, at least {n_min}{stop}: {spelled}.")
+
+
+def lmstudio(draft: str, tau: int, n_min: int = 0, p_min: float | None = None, mlx: bool = False) -> Flag:
+    """LM Studio's speculative-decoding settings (its config keys) for its llama.cpp engine, or MLX's."""
+    _check(tau, n_min, p_min)
+    name = draft or "draft-model-key"
+    if mlx:
+        config = {f"{LMSTUDIO_KEY}.draftModel": name, f"{LMSTUDIO_KEY}.numDraftTokensExact": tau}
+        reason = f"LM Studio's MLX engine drafts exactly {tau} tokens a step (numDraftTokensExact); no cut-off there."
+        return Flag("LM Studio (MLX)", json.dumps(config, indent=1), reason)
+    config = {f"{LMSTUDIO_KEY}.draftModel": name, f"{LMSTUDIO_KEY}.maxTokensToDraft": tau}
+    config[f"{LMSTUDIO_KEY}.minDraftLengthToConsider"] = n_min
+    if p_min is not None:
+        config[f"{LMSTUDIO_KEY}.minContinueDraftingProbability"] = round(p_min, 2)
+    reason = (
+        "The Speculative Decoding section's Draft Model and draft settings (LM Studio's own keys; its "
+        f"maxTokensToDraft slider starts at 10, type {tau} in the field): at most {tau}, at least {n_min}"
+        + (f", stop drafting below p = {p_min:.2f}." if p_min is not None else ".")
+    )
+    return Flag("LM Studio", json.dumps(config, indent=1), reason)
+
+
+def vllm(
+    target: str,
+    draft: str,
+    tau: int,
+    method: str = "draft_model",
+    schedule: list[list[int]] | None = None,
+    version: tuple[int, ...] | None = None,
+) -> Flag:
+    """`vllm serve`'s speculative settings (τ = the largest of the schedule where one is given)."""
+    _check(tau, 0, None)
+    model = draft or ("" if method in ("ngram", "mtp") else "draft-model")
+    if version is not None and tuple(version) < VLLM_SPECULATIVE_CONFIG:
+        parts = ["vllm", "serve", _quote(target or "target-model"), "--speculative-model"]
+        parts += [_quote(model or "[ngram]"), "--num-speculative-tokens", str(tau)]
+        why = "vLLM before 0.8 (--speculative-config replaced these two flags in 0.8)"
+        return Flag("vLLM", " ".join(parts), f"{tau} draft tokens a step: {why}.")
+    config: dict = {"method": method}
+    if model:
+        config["model"] = model
+    config["num_speculative_tokens"] = tau
+    if schedule and len(schedule) > 1:
+        config["num_speculative_tokens_per_batch_size"] = schedule
+    quoted = shlex.quote(json.dumps(config))
+    text = f"vllm serve {_quote(target or 'target-model')} --speculative-config {quoted}"
+    why = f"{tau} draft tokens a step" + (
+        ", τ per batch as scheduled" if "num_speculative_tokens_per_batch_size" in config else ""
+    )
+    return Flag("vLLM", text, f"{why} (vLLM 0.8 on; the per-batch schedule needs a build with dynamic speculation).")
+
+
+def sglang(target: str, draft: str, tau: int, method: str = "draft_model") -> Flag:
+    """SGLang's launch_server flags for a chain of τ (one token per level: --speculative-eagle-topk 1)."""
+    _check(tau, 0, None)
+    algorithm = SGLANG_ALGORITHMS.get(method)
+    if algorithm is None:
+        raise ConfigError(
+            f"SGLang has no algorithm for vLLM's method {method!r}; choose one of {sorted(SGLANG_ALGORITHMS)}"
+        )
+    parts = ["python", "-m", "sglang.launch_server", "--model-path", _quote(target or "target-model")]
+    parts += ["--speculative-algorithm", algorithm]
+    if algorithm not in ("NGRAM",) and (draft or algorithm != "EAGLE"):
+        parts += ["--speculative-draft-model-path", _quote(draft or "draft-model")]
+    parts += ["--speculative-num-steps", str(tau), "--speculative-eagle-topk", "1"]
+    parts += ["--speculative-num-draft-tokens", str(tau + 1)]
+    return Flag(
+        "SGLang",
+        " ".join(parts),
+        f"A chain of {tau}: --speculative-num-draft-tokens counts the verified root, so {tau} + 1.",
+    )
+
+
+def settings(
+    target: str,
+    draft: str,
+    tau: int,
+    p_min: float | None = None,
+    n_min: int = 0,
+    engine: str | None = None,
+    build: int | None = None,
+    version: tuple[int, ...] | None = None,
+    method: str = "draft_model",
+) -> tuple[Flag, ...]:
+    """The settings to run `draft` for `target` at τ in each engine (or only `engine`), with llama.cpp in the
+    spelling of `build` and vLLM in that of `version` (None: the current spelling)."""
+    if engine is not None and engine not in ENGINES:
+        raise ConfigError(f"no settings for {engine!r}: one of {', '.join(ENGINES)}")
+    made = {
+        "llama.cpp": lambda: (llamacpp_server(target, draft, tau, n_min, p_min, build),),
+        "LM Studio": lambda: (lmstudio(draft, tau, n_min, p_min), lmstudio(draft, tau, mlx=True)),
+        "vLLM": lambda: (vllm(target, draft, tau, method, version=version),),
+        "SGLang": lambda: (sglang(target, draft, tau, method),),
+    }
+    return tuple(flag for name in ([engine] if engine else ENGINES) for flag in made[name]())
+
+
+def _check(tau: int, n_min: int, p_min: float | None) -> None:
+    if not isinstance(tau, int) or isinstance(tau, bool) or tau < 1:
+        raise ConfigError(f"τ is a whole number of draft tokens, at least 1; got {tau!r}")
+    if not 0 <= n_min <= tau:
+        raise ConfigError(f"the shortest draft is between 0 and τ = {tau}; got {n_min}")
+    if p_min is not None and not 0.0 <= p_min <= 1.0:
+        raise ConfigError(f"p-min is a probability, 0 to 1; got {p_min}")
