@@ -5,6 +5,7 @@ import time
 import streamlit as st
 
 import specviz
+from pages import _race_greedy as greedy_ui
 from pages import _shared as ui
 from pages import _snapshot as snapshots
 from pages._busy import busy_notice
@@ -61,9 +62,9 @@ def draw(pair: specviz.ModelPair, alone, spec) -> None:
         line.markdown(lane_words(lane))
 
 
-def verdict(result: RaceResult, where: str = "", busy: bool = False) -> None:
+def verdict(result: RaceResult, where: str = "", busy: bool = False, greedy: greedy_ui.Greedy | None = None) -> None:
     """The result in words, coloured by what its interval says (on a `busy` server, not as a result at all), or why
-    it could not be measured; where it was timed; and whether both wrote the same text."""
+    it could not be measured; where it was timed; and whether both wrote the same text, or where and why not."""
     try:
         summary = result.summary()
     except MeasurementError as exc:  # impossible timings: said, never shown as a result
@@ -85,17 +86,12 @@ def verdict(result: RaceResult, where: str = "", busy: bool = False) -> None:
             "the draft, the runtime, the machine and its load: the README's (2026-11-24, a quiet 2-core AMD EPYC, "
             "llama.cpp) and a lesson's are other measurements."
         )
-    if result.same_text:
-        st.markdown(
-            "**The same text, token for token**: greedy speculative decoding emits the target's own greedy "
-            "decoding, whatever the draft (docs/algorithm.md)."
-        )
-    else:  # never in greedy mode: a bug to report, not a result
-        st.error("The two texts differ: greedy speculative decoding must equal the target's greedy decoding.")
+    greedy_ui.texts(result, greedy)  # the same text, or where the texts part and why (batch variance, or a bug)
 
 
 st.html(RACE_STYLE)
 results = st.session_state.setdefault("race_results", {})
+greedy = st.session_state.setdefault("race_greedy", {})  # per race: its batch variance, where and why texts part
 key = (label, max_new, preset.target, preset.draft, preset.prompt, preset.tau)
 if frozen := snapshots.opened("race"):  # a snapshot for slides: the race as it ran then
     result, texts = RaceResult.from_dict(frozen.data["result"]), frozen.data["texts"]
@@ -130,6 +126,8 @@ if start:
         draw(pair, alone, spec)
     load = busy_notice(box=notice)  # the load of the minute it ran
     results[key] = (result, pair, load)
+    with ui.compute_turn():  # after the clocks stopped
+        greedy[key] = greedy_ui.measure(race, pair, result.same_text)
 if key not in results:
     st.info("Press **Start**: both sides decode the prompt below live, each at its own measured speed.")
     with st.expander("The prompt"):
@@ -142,7 +140,7 @@ busy_notice(load, box=notice)
 draw(pair, result.alone, result.speculative)
 alone_why, spec_why = (stop_reason(lane, pair.codec.eos_token_id, max_new) for lane in both)
 stopped.caption(f"Both {alone_why}." if alone_why == spec_why else f"Target alone {alone_why}; speculation {spec_why}.")
-verdict(result, where_measured(runtime_of(pair), load), load is not None and load.busy)
+verdict(result, where_measured(runtime_of(pair), load), load is not None and load.busy, greedy.get(key))
 with st.expander("The prompt"):
     st.code(preset.prompt, language=None, wrap_lines=True)
 texts = [lane_text(pair.codec, lane.tokens) for lane in both]

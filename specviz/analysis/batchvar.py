@@ -192,11 +192,23 @@ def first_difference(alone: Sequence[int], speculative: Sequence[int]) -> int | 
     return None if len(alone) == len(speculative) else min(len(alone), len(speculative))
 
 
+def race_variance(pair: Any, prompt_ids: Sequence[int], alone: Sequence[int], tau: int) -> BatchVariance:
+    """The target's batch variance on a race's own text: the prompt, then the target alone's tokens in verify passes
+    of τ + 1 tokens against one-token passes."""
+    return batch_variance(pair.target, [*prompt_ids, *alone], len(prompt_ids), tau + 1)
+
+
 def greedy_difference(
-    pair: Any, prompt_ids: Sequence[int], alone: Sequence[int], steps: Sequence[StepTrace], tau: int
+    pair: Any,
+    prompt_ids: Sequence[int],
+    alone: Sequence[int],
+    steps: Sequence[StepTrace],
+    tau: int,
+    variance: BatchVariance | None = None,
 ) -> GreedyDifference | None:
     """Where a greedy race's target alone (`alone`, its tokens) and speculation (its `steps`) part, why, and the batch
-    variance of the target on the race's own text (verify passes of τ + 1 tokens); None where they wrote the same."""
+    variance of the target on the race's own text (`race_variance`, measured here unless given); None where they wrote
+    the same."""
     speculative = [y for step in steps for y in step.emitted]
     index = first_difference(alone, speculative)
     if index is None or index >= min(len(alone), len(speculative)):
@@ -224,5 +236,5 @@ def greedy_difference(
         verify_top=tuple(verify_top),
         speculative_alone_p=float(p[s]),
         verify_tokens=step.tau + 1,
-        variance=batch_variance(target, [*prompt_ids, *alone], len(prompt_ids), tau + 1),
+        variance=variance or race_variance(pair, prompt_ids, alone, tau),
     )
