@@ -1053,7 +1053,8 @@ def test_would_it_pay_lists_each_implementation_of_a_llama_cpp_log_and_spells_fl
     """A llama.cpp log of `--spec-type draft-dflash,ngram-mod` (two statistics lines) printed by build 8900: both
     implementations are offered, the exact one with more steps first (draft-dflash, 511 steps, 1 + 974 / 511 = 2.906);
     picking ngram-mod reads its 31 steps (1 + 527 / 31 = 18.0, its rates printed for 2 positions only, so its τ is
-    asked). The llama.cpp line is spelled for the log's build (--draft-max, before b8955) and for a build typed in."""
+    asked, and 18 tokens a step is past what the model goes to). The llama.cpp line is spelled for the log's build
+    (--draft-max, before b8955) and for a build typed in."""
     from specviz.analysis import engine_import as ei
 
     fixtures = ROOT / "tests" / "fixtures" / "engine_logs"
@@ -1073,8 +1074,9 @@ def test_would_it_pay_lists_each_implementation_of_a_llama_cpp_log_and_spells_fl
     llama = next(c.value for c in at.code if c.value.startswith("llama-server"))
     assert "--spec-type draft-eagle3 --spec-draft-model draft.gguf --spec-draft-n-max " in llama
     picker.set_value(1).run()
-    assert not at.exception and not at.error
-    assert "pay_import_tau" in [w.key for w in at.number_input]  # ngram-mod's drafts are longer than its 2 rates
+    assert not at.exception and "pay_import_tau" in [w.key for w in at.number_input]  # drafts longer than its 2 rates
+    (error,) = [e.value for e in at.error]  # 18 tokens a step need 17 drafted: more than τ = 4, or than 16
+    assert error.startswith("**Cannot advise.**") and "needs at least 17 draft tokens per step" in error
 
 
 def test_the_decode_pages_panels_build_nothing_while_closed_and_everything_once_opened(loads):

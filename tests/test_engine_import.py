@@ -307,6 +307,148 @@ def test_the_format_without_a_tau_asks_for_it():
         ea.from_import(ei.parse("accept len: 3.60, accept rate: 0.90"), positions=2)
 
 
+# --- real pastes of each engine, across versions (issue 54) -----------------------------------------------------
+
+
+def test_vllm_v0_running_totals():
+    """vLLM 0.6.3 (vllm#9539): k = 3, 13311 draft tokens = 4437 steps of 3; 10616 emitted = 4437 target tokens + 6179
+    kept draft tokens: mean length 10616 / 4437 = 2.3926. V0's 'accepted' 8547 also counts tokens kept after a
+    rejection (8547 / 13311 = 0.642, as printed), so it is said, not used."""
+    v0 = ei.read(text_of("vllm_v0_063.txt"))
+    (only,) = v0.sources
+    assert (only.steps, only.drafted, only.accepted, only.positions) == (4437, 13311, 6179, 3)
+    assert only.mean_length == pytest.approx(10616 / 4437) and only.cumulative and only.grade == 0
+    assert only.ignored == 1 and any("0.642" in n and "also after" in n for n in only.notes)
+    running = ei.read(text_of("vllm_v0_running.txt"))  # 5 then 15 draft tokens of k = 5: the last line counts
+    (last,) = running.sources
+    assert (last.steps, last.accepted, last.mean_length, last.ignored) == (3, 0, 1.0, 1)
+    first, second = text_of("vllm_v0_running.txt").splitlines()
+    restarted = ei.read(second + "\n" + first)  # 15 then 5: the totals fell, so the server restarted: two runs
+    assert [s.steps for s in restarted.sources] == [3, 1]
+    assert "run 1 of 2" in restarted.sources[0].label and "run 2 of 2" in restarted.sources[1].label
+
+
+def test_vllm_v08_layouts_give_an_acceptance_rate_and_v085_the_counts():
+    """v0.8.2's and v0.8.3's lines (vllm#15902, one interval each): 66 of 66 accepted, a rate only. v0.8.5's layout:
+    141 / Σ(0.897, 0.676, 0.500) = 68 drafts, counts 61, 46, 34, mean 1 + 141 / 68 = 3.07."""
+    for line in text_of("vllm_v08_rate_only.txt").splitlines():
+        imp = ei.parse(line)
+        assert (imp.accepted, imp.drafted, imp.steps, imp.mean_length, imp.grade) == (66, 66, None, None, 3)
+    v085 = fixture("vllm_v085_log.txt")
+    assert (v085.steps, v085.accepted, v085.drafted, v085.counts, v085.positions) == (68, 141, 204, (61, 46, 34), 3)
+
+
+def test_vllm_dflash_line_of_fifteen_positions():
+    """AEON-7's DFlash log: 89 / Σ(0.600, 0.385, 0.215, 0.108, 0.062, 0, …) = 89 / 1.370 = 65 drafts; 975 drafted = 65
+    × 15; counts 0.600·65 = 39, 0.385·65 = 25, 0.215·65 = 14, 0.108·65 = 7, 0.062·65 = 4 (sum 89), then zeros."""
+    imp = fixture("vllm_dflash_log.txt")
+    assert (imp.steps, imp.drafted, imp.accepted, imp.positions) == (65, 975, 89, 15)
+    assert imp.counts == (39, 25, 14, 7, 4) + (0,) * 10 and imp.mean_length == pytest.approx(1 + 89 / 65)
+
+
+def test_sglang_accept_rate_read_under_both_of_its_meanings():
+    """2025 (sglang#11948, rate = len / (τ + 1)): 2.17 / 0.54 = 4.02, 1.95 / 0.49 = 3.98, 1.80 / 0.45 = 4.0,
+    2.05 / 0.51 = 4.02 → 4 verified, τ = 3; as (len − 1) / τ, 1.17 / 0.54 = 2.17 fits no whole τ. Mean of the four
+    lines at batch 1: 7.97 / 4 = 1.9925. 2026 (sglang#30393, rate = (len − 1) / τ): 0.67 / 0.13, 0.68 / 0.14,
+    0.73 / 0.14, 0.72 / 0.14 are all 5 within their rounding, while len / rate gives 13 then 12 nodes: τ = 5; mean
+    (1.67 + 1.68 + 1.73 + 1.72) / 4 = 1.70 over 4 × 40 × 3 = 480 steps."""
+    old = fixture("sglang_log_2025.txt")
+    assert (old.positions, old.nodes, old.weight, old.guessed) == (3, 4, 160, True)
+    assert old.mean_length == pytest.approx(1.9925)
+    new = fixture("sglang_log_2026.txt")
+    assert (new.positions, new.nodes, new.weight) == (5, 6, 480) and new.mean_length == pytest.approx(1.70)
+    both = ei.parse("accept len: 2.00, accept rate: 0.50")  # 2 / 0.5 = 4 nodes (τ 3), or 1 / 0.5 = τ 2
+    assert both.positions == 2 and any("#23530" in n and "τ = 3" in n for n in both.notes)
+
+
+def test_sglang_server_args_give_tau_and_the_tree():
+    """The launch settings in the same paste are exact: a chain (topk 1) of 4 verified tokens is τ = 3, not guessed;
+    topk 8 with 5 steps and 64 tokens is a tree 5 deep. Settings that cannot hold a line's accept len are refused."""
+    lines = text_of("sglang_log_2025.txt")
+    chain = "server_args=ServerArgs(speculative_algorithm='EAGLE3', speculative_num_steps=3, speculative_eagle_topk=1, "
+    imp = ei.parse(chain + "speculative_num_draft_tokens=4)\n" + lines)
+    assert (imp.positions, imp.nodes, imp.guessed, imp.tree) == (3, 4, False, False)
+    tree = "python -m sglang.launch_server --speculative-num-steps 5 --speculative-eagle-topk 8 "
+    imp = ei.parse(tree + "--speculative-num-draft-tokens 64\n" + lines)
+    assert (imp.positions, imp.nodes, imp.tree) == (5, 64, True)
+    too_few = chain.replace("num_steps=3", "num_steps=1") + "speculative_num_draft_tokens=2)\n" + lines
+    refused(too_few, 3, "accept len 2.17 is more than the 2 tokens line 1's settings verify")
+
+
+def test_sglang_meta_info_under_its_new_names():
+    """sglang#33518's request: 43 steps, histogram 11, 14, 11, 4, 0, 3 (6 buckets: τ = 5 = 215 / 43): 32 accepted ≥ 1,
+    18 ≥ 2, 7 ≥ 3, 3 ≥ 4, 3 ≥ 5; 14 + 22 + 12 + 0 + 15 = 63 correct drafts; mean 1 + 63 / 43 = 2.4651."""
+    imp = fixture("sglang_request_2026.json")
+    assert (imp.steps, imp.accepted, imp.drafted, imp.positions) == (43, 63, 215, 5)
+    assert imp.counts == (32, 18, 7, 3, 3) and imp.mean_length == pytest.approx(1 + 63 / 43) and imp.grade == 0
+
+
+def test_two_llama_cpp_implementations_are_two_sources():
+    """--spec-type draft-dflash,ngram-mod: draft-dflash 511 steps, 974 of 2041, rates × 511 = 390, 269, 185, 130 (sum
+    974: complete, 2041 ≤ 4 × 511, τ = 4); ngram-mod 31 steps, 527 of 920, rates × 31 = 28, 25 — 53 of 527: the first
+    two positions of drafts of ~30, a prefix. Its mean stays exact: 1 + 527 / 31 = 18.0."""
+    reading = ei.read(text_of("llamacpp_two_impls.txt"))
+    dflash, ngram = reading.sources
+    assert "draft-dflash" in dflash.label and "ngram-mod" in ngram.label and dflash.cumulative and ngram.cumulative
+    assert (dflash.steps, dflash.drafted, dflash.accepted, dflash.positions) == (511, 2041, 974, 4)
+    assert dflash.counts == (390, 269, 185, 130) and not dflash.partial
+    assert (ngram.steps, ngram.drafted, ngram.accepted, ngram.counts) == (31, 920, 527, (28, 25))
+    assert ngram.partial and ngram.positions is None and ngram.mean_length == 18.0
+    assert any("first 2 positions only" in line for line in ngram.summary())
+
+
+def test_llama_cpp_older_statistics_layout_and_its_per_request_rate():
+    """docs/speculative.md (llama.cpp 067318e6): 'draft' 10 steps, 98 of 110 (mean 1 + 98 / 10 = 10.8); ngram_simple 5
+    steps, 73 of 187 (mean 15.6); the request's 171 / 297 is both together (98 + 73, 110 + 187): a rate only, last."""
+    reading = ei.read(text_of("llamacpp_docs_stats.txt"))
+    draft, ngram, request = reading.sources
+    assert (draft.steps, draft.accepted, draft.drafted, draft.mean_length) == (10, 98, 110, pytest.approx(10.8))
+    assert (ngram.steps, ngram.accepted, ngram.drafted, ngram.mean_length) == (5, 73, 187, pytest.approx(15.6))
+    assert (request.accepted, request.drafted, request.steps, request.grade) == (171, 297, None, 3)
+
+
+def test_llama_cpp_prometheus_counters_from_zero_or_one():
+    """llama.cpp's /metrics: 87 drafts, 259 drafted, 167 accepted, 70, 55, 42 by position, counted from 0 (as vLLM)
+    or from 1: the same counts."""
+    scrape = fixture("llamacpp_metrics.txt")
+    assert (scrape.steps, scrape.drafted, scrape.accepted, scrape.counts, scrape.positions) == (
+        87,
+        259,
+        167,
+        (70, 55, 42),
+        3,
+    )
+    assert scrape.engine == "llama.cpp" and scrape.cumulative and scrape.grade == 0
+    shifted = text_of("llamacpp_metrics.txt")
+    for before, after in (('"2"', '"3"'), ('"1"', '"2"'), ('"0"', '"1"')):
+        shifted = shifted.replace(f"position={before}", f"position={after}")
+    assert ei.parse(shifted).counts == (70, 55, 42)
+
+
+def test_running_totals_of_one_implementation_split_where_they_fall():
+    """llamacpp_stats.txt: 203 then 410 steps of draft-mtp: one run, the last counts. In the other order the total
+    falls (a restart): two runs, each its own source, the longer first."""
+    assert fixture("llamacpp_stats.txt").steps == 410
+    first, second = text_of("llamacpp_stats.txt").splitlines()[1:]
+    reading = ei.read(second + "\n" + first)
+    assert [s.steps for s in reading.sources] == [410, 203]
+
+
+def test_the_build_and_the_version_a_log_prints():
+    """llama.cpp#18546's 'build: 6945 (cc98f8d34) with MSVC …', llama.cpp#23544's 'version: 9235 (d14ce3dab)', the
+    server's 'build_info: b9235-…', a response's system_fingerprint 'b4882-be7c3034'; vllm#19775's 'vLLM API server
+    version 0.9.2.dev121+g4c8f64faa'."""
+    request = text_of("llamacpp_server_old.txt")
+    reading = ei.read("build: 6945 (cc98f8d34) with MSVC 19.29.30154.0 for x64\n" + request)
+    assert (reading.build, reading.commit) == (6945, "cc98f8d34") and "build 6945" in reading.notes[-1]
+    assert ei.read("version: 9235 (d14ce3dab)\n" + request).build == 9235
+    assert ei.read("main: build_info: b9235-d14ce3dab\n" + request).build == 9235
+    timings = json.loads(text_of("llamacpp_timings.json"))
+    assert ei.read(json.dumps({**timings, "system_fingerprint": "b4882-be7c3034"})).build == 4882
+    server = "INFO 06-17 20:29:40 [api_server.py:1287] vLLM API server version 0.9.2.dev121+g4c8f64faa"
+    assert ei.read(server + "\n" + GOOD).version == (0, 9, 2)
+
+
 # --- bad input: one test per kind ------------------------------------------------------------------------------
 
 GOOD = text_of("vllm_log.txt").splitlines()[1]
@@ -345,6 +487,18 @@ def test_counts_that_contradict_each_other():
     refused(prom.replace('position="1"} 1.0', 'position="1"} 0.0'), 12, "sum to 1, the accepted tokens are 2")
     refused(text_of("vllm_request.json").replace('"3": 3', '"3": 4'), 1, "num_spec_steps is 43")
     refused("accept len: 0.80, accept rate: 0.20", 1, "below 1")
+
+
+def test_older_layouts_cut_or_contradicting_are_named():
+    v0 = text_of("vllm_v0_063.txt").splitlines()[0]
+    refused(v0[: v0.index("Number of draft")], 1, "Line 1", "cut off", "number of draft tokens")
+    refused(v0.replace("13311", "13312"), 1, "13312 draft tokens are not a whole number of steps of k = 3")
+    refused(v0.replace("0.598", "0.698"), 1, "System efficiency 0.698 is not 10616 / (4437 steps × 4)")
+    stats = text_of("llamacpp_two_impls.txt").splitlines()[1]
+    refused(stats.replace("#acc drafts =   390", "#acc drafts =   600"), 1, "#acc drafts = 600 of only 511 drafts")
+    refused("accept len: 3.50, accept rate: 0.30", 1, "fit no draft length")  # 11.5–11.9 nodes, or τ 8.2–8.5
+    apart = ei.parse(text_of("sglang_log_2025.txt").replace("accept rate: 0.54", "accept rate: 0.05"))
+    assert apart.positions is None and "fit no one draft length" in apart.notes[0]  # τ 42 here, 3 there: asked
 
 
 def test_a_mix_of_engines_is_refused_and_two_formats_of_one_engine_are_two_sources():

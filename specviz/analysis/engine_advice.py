@@ -167,6 +167,12 @@ def _tail(imp: EngineImport, k: int, steps: float | None, source: str) -> Accept
     a_m·q^j with Σ_{j≤k−m} a_m·q^j = (L − 1) − Σ_{i≤m} a_i (q by bisection, within [0, 1])."""
     measured = imp.rates
     m, last = len(measured), measured[-1]
+    if imp.mean_length - 1.0 > k + 0.005:
+        raise ConfigError(
+            f"a mean acceptance length of {imp.mean_length:.2f} needs at least "
+            f"{math.ceil(imp.mean_length - 1.0 - 0.005)} draft tokens per step: more than τ = {k} (this model goes to "
+            f"τ = {MAX_TAU})"
+        )
     goal = imp.mean_length - 1.0 - sum(measured)
 
     def tail_sum(q: float) -> float:
