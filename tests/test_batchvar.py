@@ -63,6 +63,8 @@ def test_the_largest_difference_by_hand():
     assert measured.largest == pytest.approx(0.04) and measured.token == 1
     assert (measured.batched_p, measured.single_p) == pytest.approx((0.42, 0.38))
     assert (measured.flips, measured.positions, measured.k, measured.runtime) == (1, 8, 4, "fake kernels")
+    assert measured.by_position == pytest.approx((0, 0.04, 0, 0, 0, 0, 0, 0))
+    assert measured.gaps == pytest.approx((0.02,) * 8)  # .40 - .38 in every one-token pass
     assert not measured.negligible
     assert measured.words() == (
         "a verify pass over 4 tokens and 4 one-token passes on fake kernels gave p up to 0.0400 apart (0.3800 one "

@@ -89,7 +89,7 @@ def test_each_lesson_opens_from_its_link_and_runs_live(embedded_cache, key):
     at.button(key="lessons_run").click().run()
     assert not at.exception and not at.error
     shown = next(md.value for md in at.markdown if md.value.startswith("**What the run showed.**"))
-    measured = key in ("low-speedup", "slower", "swapped-roles", "race", "one-pass", "draft-bits")
+    measured = key in ("low-speedup", "slower", "swapped-roles", "race", "one-pass", "draft-bits", "greedy-text")
     if any(w.value.startswith("**This run could not be measured.**") for w in at.warning):  # a busy machine
         assert measured and not at.success
         return
@@ -304,3 +304,55 @@ def test_a_lesson_whose_timings_cannot_be_right_says_so_with_the_answer(lessons_
     assert not at.exception and not at.error and not at.success
     (said,) = [w.value for w in at.warning if w.value.startswith("**This run could not be measured.**")]
     assert "0.30 single-token passes" in said and said.endswith(BY_KEY["one-pass"].choices[BY_KEY["one-pass"].right])
+
+
+def test_why_greedy_changed_the_text_on_a_target_whose_batched_passes_reverse_a_near_tie(monkeypatch):
+    """The lesson's run with its 4-bit target replaced by tests/test_batchvar.py's table (a pass over several tokens
+    puts 'b' first at new token 1: .42 / .37, one token at a time 'a': .40 / .38) and its float32 target by one whose
+    passes agree: the race parts at new token 2, said with both top-2s; the 4-bit row measures .04 and one flip over
+    the 48 positions, the float32 row 0; the chart draws |Δp| per position and the top-2 gap (.02 everywhere)."""
+    from types import SimpleNamespace
+
+    from specviz.classroom.lessons import greedy_text
+    from tests.test_batchvar import BatchedTable, table_pair
+
+    asked = []
+
+    def load(target, draft, runtime=None):
+        asked.append((target, draft, runtime))
+        if target == greedy_text.QUANTIZED:
+            return table_pair()
+        exact = table_pair()
+        return type(exact)(BatchedTable({}), exact.draft, exact.codec)
+
+    monkeypatch.setattr(greedy_text, "PROMPT", "a a a")
+    lesson = BY_KEY["greedy-text"]
+    evidence = lesson.run(SimpleNamespace(runtime="torch"), load)
+    assert asked == [("embedded:Q4_0", "embedded:Q2_K", "llama.cpp"), ("embedded", "embedded", "llama.cpp")]
+    assert evidence.finding.startswith(
+        "The texts part at new token 2: the target alone wrote 'a', speculation 'b'. In the target's one-token pass "
+        "there, 'a' had p = 0.4000 and 'b' 0.3800 (its top-2 gap: 0.0200); in the verify pass over 5 tokens that "
+        "chose 'b', 'b' had 0.4200 and 'a' 0.3700. Each side took the most likely token of its own pass"
+    )
+    assert evidence.held is True and evidence.premise.startswith("on the 4-bit target a verify pass over 5 tokens")
+    assert evidence.table.to_dict("records") == [
+        {
+            "target": "float32 (F32)",
+            "largest |Δp|": "0.00e+00",
+            "top token moved at": "0 of 48 positions",
+            "smallest top-2 gap": "0.0200",
+        },
+        {
+            "target": "4-bit (Q4_0)",
+            "largest |Δp|": "4.00e-02",
+            "top token moved at": "1 of 48 positions",
+            "smallest top-2 gap": "0.0200",
+        },
+    ]
+    bars = {t["name"]: t for t in evidence.figures[0].to_plotly_json()["data"]}
+    # the first bar is the p after the race's first new token, which predicts new token 2; 0 drawn at the floor
+    assert list(bars["|Δp|, 4-bit target"]["x"][:3]) == [2, 3, 4]
+    assert list(bars["|Δp|, 4-bit target"]["y"][:3]) == pytest.approx([0.04, 1e-12, 1e-12])
+    assert set(bars["|Δp|, float32 target"]["y"]) == {1e-12}
+    assert list(bars["top-2 gap, 4-bit target"]["y"]) == pytest.approx([0.02] * 48)
+    assert lesson.choices[lesson.right].startswith("the target scores τ + 1 tokens in one pass with other kernels")

@@ -39,6 +39,8 @@ class BatchVariance:
     positions: int  # positions compared
     k: int  # tokens per verify pass
     runtime: str  # what computed it ("llama.cpp", "torch", ...)
+    by_position: tuple[float, ...] = ()  # the largest |Δp| at each position compared, in order
+    gaps: tuple[float, ...] = ()  # the one-token top-2 gap at each position: where |Δp| reaches it, a tie can flip
 
     @property
     def negligible(self) -> bool:
@@ -81,7 +83,7 @@ def batch_variance(model: Any, ids: Sequence[int], prefix: int, k: int) -> Batch
         raise ConfigError(f"batch variance needs a prefix and tokens after it: {len(ids)} ids, prefix {prefix}")
     ids = ids[: prefix + MOST_POSITIONS]
     batched, single = model.new_session(), model.new_session()
-    largest, where, flips = -1.0, (0, 0, 0.0, 0.0), 0
+    largest, where, flips, by_position, gaps = -1.0, (0, 0, 0.0, 0.0), 0, [], []
     try:
         batched.extend(ids[:prefix], keep=1)
         single.extend(ids[:prefix], keep=1)
@@ -91,6 +93,9 @@ def batch_variance(model: Any, ids: Sequence[int], prefix: int, k: int) -> Batch
             one = _probs(torch.cat([single.extend([y], keep=1) for y in chunk]))
             flips += int((many.argmax(-1) != one.argmax(-1)).sum())
             diff = (many - one).abs()
+            by_position += diff.max(-1).values.tolist()
+            top = torch.topk(one, min(2, one.shape[-1]), dim=-1).values
+            gaps += (top[:, 0] - top[:, -1]).tolist()
             flat = int(diff.argmax())
             row, token = divmod(flat, diff.shape[-1])
             if float(diff[row, token]) > largest:
@@ -110,6 +115,8 @@ def batch_variance(model: Any, ids: Sequence[int], prefix: int, k: int) -> Batch
         positions=len(ids) - prefix,
         k=k,
         runtime=model.capabilities.runtime,
+        by_position=tuple(by_position),
+        gaps=tuple(gaps),
     )
 
 

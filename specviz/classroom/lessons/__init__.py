@@ -18,6 +18,7 @@ from specviz.classroom.lessons import (
     draft_bits,
     engine_log,
     fast_but_wrong,
+    greedy_text,
     how_many_kept,
     laptop_h100,
     laptop_slowdown,
@@ -64,6 +65,7 @@ LESSONS: tuple[Lesson, ...] = tuple(
         laptop_h100,
         busy_server,
         draft_bits,
+        greedy_text,
         laptop_slowdown,
     )
 )
