@@ -22,7 +22,7 @@ def pick(reading: ei.Reading) -> ei.EngineImport:
     index = st.selectbox(
         "Which of your engine's numbers",
         range(len(labels)),
-        format_func=lambda i: plain(labels[i]),
+        format_func=lambda i: labels[i],  # fixed words, numbers and an implementation's name ([A-Za-z0-9_.-])
         key="pay_import_source",
         help="Your paste holds several sources (implementations, runs or formats): each is read on its own, best "
         "first (counts the engine gave, then counts rebuilt from printed rates, then a mean length, then a rate).",

@@ -409,8 +409,8 @@ LLAMA_SERVER = re.compile(r"draft acceptance(?: rate)? = (\d+\.\d+) \(\s*(\d+) a
 LLAMA_LENGTH = re.compile(r"\), mean (?:acceptance length|len) =\s*(" + NUMBER + r")(?!\.)")
 LLAMA_POSITION = re.compile(r"acceptance rate per position = \((" + RATES + r")\)")
 LLAMA_STATS = re.compile(
-    r"statistics\s+(\S+):\s*#calls(?:\(b,g,a\))?\s*=\s*(\d+)(?:\s+(\d+)\s+(\d+))?, #gen drafts =\s*(\d+), "
-    r"#acc drafts =\s*(\d+), #gen tokens =\s*(\d+), #acc tokens =\s*(\d+)"
+    r"statistics\s+([A-Za-z0-9_.-]{1,40}):\s*#calls(?:\(b,g,a\))?\s*=\s*(\d+)(?:\s+(\d+)\s+(\d+))?, "
+    r"#gen drafts =\s*(\d+), #acc drafts =\s*(\d+), #gen tokens =\s*(\d+), #acc tokens =\s*(\d+)"
 )
 LLAMA_STATS_TAIL = re.compile(r"#mean acc len =\s*(" + NUMBER + r"), #acc rate/pos = \((" + RATES + r")\)")
 LLAMA_BUILD = (
