@@ -87,3 +87,74 @@ def test_every_variant_this_cpu_runs_gives_the_reference_p(embedded_cache, tmp_p
         ran[variant] = float(worst)
     assert {"x64", "haswell"} <= ran.keys() or "avx2" not in cpu_flags(), ran
     assert max(ran.values()) <= 1e-4, ran
+
+
+# --- llama-cpp-python on its own (issue 53): the installed package loads its CPU variant ----------------------------
+
+
+def fake_package(root: Path, variants: bool = True) -> Path:
+    """A llama_cpp package as the Makefile installs it, minus llama.cpp: bindings whose llama_backend_init records its
+    calls, and a lib folder holding CPU variant files (no libggml: the block then only calls llama.cpp's own init)."""
+    package = root / "llama_cpp"
+    (package / "lib").mkdir(parents=True)
+    (package / "llama_cpp.py").write_text("CALLS = []\n\n\ndef llama_backend_init():\n    CALLS.append('init')\n")
+    if variants:
+        for name in ("haswell", "zen4"):
+            (package / "lib" / f"libggml-cpu-{name}.so").write_bytes(b"")
+    return package
+
+
+def test_the_install_step_adds_its_block_once_and_keeps_llama_cpps_own_init(tmp_path):
+    import importlib.util
+
+    from specviz.models import llamainstall
+
+    package = fake_package(tmp_path)
+    assert llamainstall.patch(package) is True
+    once = (package / "llama_cpp.py").read_text()
+    assert once.count(llamainstall.MARK) == 1 and once.startswith("CALLS = []\n")
+    assert llamainstall.patch(package) is False and (package / "llama_cpp.py").read_text() == once  # run twice
+    spec = importlib.util.spec_from_file_location("patched_bindings", package / "llama_cpp.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.llama_backend_init()
+    assert module.CALLS == ["init"]  # llama.cpp's own init, once, after the (here absent) libggml was looked for
+    plain = fake_package(tmp_path / "plain", variants=False)  # a build with its CPU backend linked in: left alone
+    assert llamainstall.patch(plain) is False and llamainstall.MARK not in (plain / "llama_cpp.py").read_text()
+
+
+ON_ITS_OWN = """
+import sys
+import llama_cpp
+model = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=64, n_threads=1, verbose=False)
+out = model.create_completion("The cat sat on the", max_tokens=4, temperature=0.0)
+maps = [line.rsplit("/", 1)[-1].strip() for line in open("/proc/self/maps") if "libggml-cpu-" in line]
+print(maps[0][len("libggml-cpu-") : -len(".so")] if maps else "none", len(out["choices"][0]["text"]))
+"""
+
+
+@pytest.mark.slow
+def test_plain_llama_cpp_opens_a_gguf_without_specviz(tmp_path):
+    """Issue 53: in the project's venv, `llama_cpp.Llama(path)` failed ("Failed to load model": no CPU backend) until
+    specviz had loaded one. A fresh interpreter that imports only llama_cpp, run from an empty folder, with no
+    GGML_BACKEND_PATH: it loads the best variant for this CPU from the package's folder and writes text."""
+    if not llamacpp.available():
+        pytest.skip("llama.cpp is not installed (make llama)")
+    if not llamacpp.cpu_variants():
+        pytest.skip("this llama.cpp build has its CPU backend linked in: no variants")
+    from specviz.models import embedded
+
+    env = {k: v for k, v in os.environ.items() if k not in ("GGML_BACKEND_PATH", llamacpp.CPU_ENV)}
+    done = subprocess.run(
+        [sys.executable, "-c", ON_ITS_OWN, str(embedded.gguf_path())],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    variant, written = done.stdout.strip().splitlines()[-1].split()
+    assert variant in llamacpp.cpu_variants() and int(written) > 0
+    if "avx512f" in cpu_flags():
+        assert variant in AVX512
