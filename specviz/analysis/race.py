@@ -7,7 +7,8 @@ a busy minute slowed only the target alone and the race said 12.4× faster). A l
 wall time of its own pieces, sampling and the engine's bookkeeping included (the prompt's reading excluded on
 both sides, as for the sweep's baseline), as if each ran on a machine of its own; `at_race_time` shows both
 lanes as they stood at the same moment of those clocks. In greedy mode both lanes emit the same tokens
-(docs/algorithm.md): the race checks it.
+(docs/algorithm.md) where a target pass over τ + 1 tokens gives the p of one-token passes: the race checks it, and
+specviz.analysis.batchvar says where and why they part where the runtime's kernels round otherwise (batch variance).
 
 The result says why the faster lane is faster (docs/algorithm.md, "Verify cost"): tokens per target pass on
 one side, and what a target pass over τ + 1 tokens cost in one-token passes on the other; a result that no
@@ -176,7 +177,7 @@ class RaceResult:
     verify_ms: float  # mean verify pass of the speculative lane
     draft_ms_per_token: float  # mean draft forward
     tau: int
-    same_text: bool  # both lanes emitted the same tokens (always, in greedy mode)
+    same_text: bool  # both lanes emitted the same tokens (in greedy mode, unless batch variance flipped a near tie)
     mode: str = field(default="greedy")
 
     @property
