@@ -69,7 +69,7 @@ def step_picker(steps: tuple[specviz.StepTrace, ...], hidden: bool) -> specviz.S
     if hidden or len(steps) == 1:
         return steps[-1]
     pick = st.select_slider(
-        "Step shown (text, chart and metrics run up to it)",
+        "Step shown" if st.session_state.get("decode_present") else "Step shown (text, chart and metrics run up to it)",
         options=list(range(1, len(steps) + 1)),
         value=view_of.default_step(steps),
         key=f"decode_show_{len(steps)}",  # a new run's length: its default again

@@ -5,7 +5,9 @@ import streamlit as st
 # A projector: every text a room reads at 18 px or more (docs/app.md; a rem is 16 px). The floor, with no
 # specificity (:where), lifts whatever Streamlit draws smaller (widget labels 14 px, captions, alert boxes 16 px,
 # buttons, tables, code) and leaves larger text larger; Plotly's charts set their own sizes (font_size) and are left
-# alone. The rules after it size what a room reads first: the marked text and its tags, verdicts, labels, tiles.
+# alone. The rules after it size what a room reads first: the marked text and its tags, verdicts, labels, tiles. The
+# marked text is whole (the page gives it the prompt, the newest text and the step: render.run_html's `recent`), its
+# q, p and r at 18 px under each token.
 PRESENTATION_CSS = """<style>
 section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { display: none; }
 .stMainBlockContainer { max-width: 100%; padding: 0.6rem 1.5rem 2rem; }
@@ -23,7 +25,8 @@ section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"] { di
 .sv-rule, .sv-role, .sv-cut { font-size: 1.15rem !important; }
 .sv-legend { font-size: 1.2rem !important; }
 .sv-race { font-size: 1.3rem !important; }
-.sv-box { max-height: 8.8rem; overflow-y: auto; display: flex; flex-direction: column-reverse; }
+.sv-box { max-height: none; }
+.sv-num, .sv-own { font-size: 18px !important; line-height: 1.1 !important; }
 h1 { font-size: 3.2rem !important; }
 </style>"""
 

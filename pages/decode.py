@@ -116,9 +116,9 @@ def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, 
         view = parts.step_picker(run.steps, hidden)  # the step drawn: the newest, or one picked
     upto = run.steps[: view.index + 1]
     marks = quiz_ui.marks(view) if quiz_on else ()  # after Reveal: the class right or wrong, per token
-    figures = present and bool(st.session_state.get("decode_figures"))  # a projector: q, p, r under each token
-    shown = run.prompt if run.chat else run.prompt_text
-    text = run_html(shown, upto, run.chat, hide_last=hidden, show_draws=draws, marks=marks, figures=figures)
+    brief = {"figures": bool(st.session_state.get("decode_figures")), "recent": 24} if present else {}  # projector
+    shown = run.prompt if run.chat else run.prompt_text  # (a projector: q, p, r under tokens; the prompt and the step)
+    text = run_html(shown, upto, run.chat, hide_last=hidden, show_draws=draws, marks=marks, **brief)
     text_box.html(f'{"" if hidden else LEGEND}<div class="sv-box">{text}</div>')  # on short screens: the newest lines
     if view.tau == 0:
         st.info(

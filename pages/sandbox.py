@@ -16,7 +16,7 @@ ensure_shell()
 state = st.session_state
 present = bool(state.get("sandbox_present"))  # a projector: one row of controls, the verdict and chart first
 if present:  # no title; the mode's three choices on one line
-    cols = st.columns([2.6, 3.0, 1.5, 0.7, 2.2], vertical_alignment="bottom")
+    cols = st.columns([2.5, 2.7, 1.9, 0.7, 2.2], vertical_alignment="bottom")
     toggle_at = cols[4]
 else:
     st.html(COMPACT_CSS)

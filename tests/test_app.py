@@ -381,12 +381,12 @@ def test_sandbox_presets_give_the_expected_decisions(loads):
     assert "**n = 2** of 5 accepted (position 3 is the first rejected)" in at.success[0].value
     assert "'cat'** by rule **argmax" in at.success[0].value
     decisions = [a["text"] for a in figure(at, 0)["layout"]["annotations"]]
-    assert decisions == [  # why in words: q .5 ≤ p .6; r .3 ≤ .45/.6; r .6 > .2/.7; then not reached
-        "q ≤ p<br><b>→ accepted outright</b>",
-        "r = 0.30 ≤ p/q = 0.75<br><b>→ accepted</b>",
-        "r = 0.60 > p/q = 0.29<br><b>→ rejected</b>",
-        "<b>not reached</b><br>(after the first rejection)",
-        "<b>not reached</b><br>(after the first rejection)",
+    assert decisions == [  # why in words: q .5 ≤ p .6; r .3 ≤ .45/.6; r .6 > .2/.7; then not reached (short lines:
+        "q ≤ p<br><b>→ accepted</b><br><b>outright</b>",  # five columns of an 800-pixel chart)
+        "r = 0.30<br>≤ p/q = 0.75<br><b>→ accepted</b>",
+        "r = 0.60<br>> p/q = 0.29<br><b>→ rejected</b>",
+        "<b>not reached</b><br>(after the<br>rejection)",
+        "<b>not reached</b><br>(after the<br>rejection)",
     ]
     numbers = step_table(at, -1)  # r and p/q as numbers beside each decision (after the editor)
     assert numbers["r"].tolist() == [0.9, 0.3, 0.6, 0.1, 0.2]
@@ -1335,7 +1335,7 @@ def test_the_textbook_exercise_is_one_click_and_q_p_r_can_be_written_under_the_t
     step = decoder(at).steps[0]
     first = f"{step.q[0]:.2f}" if step.q[0] >= 0.005 else f"{step.q[0]:.1g}"
     assert marked().split("</style>")[-1].count('class="sv-num"') == step.tau
-    assert f'<span class="sv-num">q {first.removeprefix("0")}  p ' in marked()
+    assert f'<span class="sv-num">q {first.removeprefix("0")}<br>p ' in marked()  # one above the other
 
 
 def test_a_step_exports_as_one_16_9_picture_at_1920_by_1080(loads):
@@ -1353,8 +1353,9 @@ def test_a_step_exports_as_one_16_9_picture_at_1920_by_1080(loads):
     assert (options["width"] * options["scale"], options["height"] * options["scale"]) == (1920, 1080)
     assert options["format"] == "png" and options["filename"] == "specviz-step-1"
     step = decoder(at).steps[0]
-    text = next(a["text"] for a in spec["annotations"] if "<span" in a["text"])
-    assert f"<b>{step.draft_text[0]}</b>" in text or f"<s>{step.draft_text[0]}</s>" in text  # the draft, marked
+    text = next(a["text"] for a in spec["annotations"] if "Mono" in a["font"].get("family", ""))
+    first = slide._escape(slide._visible(step.draft_text[0]))
+    assert f"<b>{first}</b>" in text or f"<s>{first}</s>" in text  # the draft, marked
     lines = slide.marked_lines("x " * 100, step)  # a long context: cut to its end, lines of at most 78 characters
     assert lines[0].startswith("<span style='color:#555555'>…") and len(lines) >= 2
 

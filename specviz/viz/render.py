@@ -18,6 +18,9 @@ from specviz.core.trace import StepTrace
 from specviz.viz.plain import plain
 
 LONG_PROMPT = 600  # characters: a longer prompt is drawn with its middle cut out
+FIGURES_ALL = (
+    8  # past this many draft tokens, the numbers under tokens stop at the first rejection (a projector's line)
+)
 STYLE = """<style>
 .sv-text { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 1.25rem; line-height: 2.3;
            white-space: pre-wrap; word-break: break-word; }
@@ -201,11 +204,12 @@ def short(x: float) -> str:
 
 
 def _figures(span: str, step: StepTrace, t: int, draws: bool = True) -> str:
-    """A draft token with its q, p and (`draws`, where there is one) r in small type under it, and the draft model's
-    own first choice where the token is not it: readable on a projector without hovering."""
-    numbers = f"q {short(step.q[t])}  p {short(step.p[t])}"
+    """A draft token with its q, p and (`draws`, where there is one) r in small type under it, one above the other (a
+    narrow column: a long draft's tokens stay on one line), and the draft model's own first choice where the token is
+    not it: readable on a projector without hovering."""
+    numbers = f"q {short(step.q[t])}<br>p {short(step.p[t])}"
     if draws and step.r[t] is not None:
-        numbers += f"  r {short(step.r[t])}"
+        numbers += f"<br>r {short(step.r[t])}"
     own = own_choice(step, t)
     pick = f'<span class="sv-own">draft\'s pick: {_show(token_label(own.text))}</span>' if own else ""
     return f'<span class="sv-fig">{span}<span class="sv-num">{numbers}</span>{pick}</span>'
@@ -245,8 +249,8 @@ def _step_spans(step: StepTrace, current: bool, marks: Sequence[bool | None] = (
             parts.append(_span(text, "sv-rej", draft_tooltip(step, t)))
         elif current:  # after the first rejection: never tested, not rejected
             parts.append(_span(text, "sv-nr", draft_tooltip(step, t)))
-        if current and figures:  # q, p and r under the token just drawn
-            parts[-1] = _figures(parts[-1], step, t)
+        if current and figures and (step.tau <= FIGURES_ALL or step.decision[t] != "not reached"):
+            parts[-1] = _figures(parts[-1], step, t)  # q, p and r under the token just drawn
         if current and t < len(marks):
             parts.append(_mark(marks[t]))
     if shown == step.n_accepted + 1:
@@ -257,15 +261,15 @@ def _step_spans(step: StepTrace, current: bool, marks: Sequence[bool | None] = (
     return parts
 
 
-def _prompt_span(prompt: str) -> str:
-    """The prompt, its middle cut out when long (the page shows it whole in an expander)."""
-    if len(prompt) <= LONG_PROMPT:
+def _prompt_span(prompt: str, limit: int = LONG_PROMPT) -> str:
+    """The prompt, its middle cut out when longer than `limit` characters (the page shows it whole in an expander)."""
+    if len(prompt) <= limit:
         return _span(prompt, "sv-prompt")
-    cut = len(prompt) - 400
+    head, tail = limit // 6, limit - limit // 6 - limit // 3
     return (
-        _span(prompt[:100], "sv-prompt")
-        + f'<span class="sv-cut"> … {cut:,} characters not shown … </span>'
-        + _span(prompt[-300:], "sv-prompt")
+        _span(prompt[:head], "sv-prompt")
+        + f'<span class="sv-cut"> … {len(prompt) - head - tail:,} characters not shown … </span>'
+        + _span(prompt[-tail:], "sv-prompt")
     )
 
 
@@ -286,6 +290,7 @@ def run_html(
     legend: bool = False,
     marks: Sequence[bool | None] = (),
     figures: bool = False,
+    recent: int | None = None,
 ) -> str:
     """The prompt, then every step's emitted tokens; the last step fully marked. With `chat`, the
     prompt and the reply are labelled as the user's and the assistant's turns; with `words`, tokens
@@ -294,22 +299,35 @@ def run_html(
     `legend`, a key of the marks comes first; `marks` (one per draft token of the last step, None
     where the class gave no answer) puts a ✓ or ✗ after each answered token; with `figures`, the last step's
     draft tokens carry their q, p and r in small type under them (and the draft model's own first choice where
-    the token is not it), readable without hovering."""
+    the token is not it), readable without hovering (past FIGURES_ALL draft tokens, up to the first rejection).
+    With `recent` (a projector: the prompt, the newest text and the step on one screen), the prompt is cut to 2 ×
+    `recent` characters and the text before the last step to its newest tokens within `recent` characters (at least
+    one), what is left out said in a word ("… 31 tokens …"), and a line break is only its mark, ↵."""
     parts = [STYLE, LEGEND if legend and not hide_last else ""]
     parts.append(f'<div class="sv-text{" sv-words" if words else ""}">')
+    limit = LONG_PROMPT if recent is None else 2 * recent
     if chat:
-        parts += ['<span class="sv-role">user</span>', _prompt_span(prompt), "\n"]
+        parts += ['<span class="sv-role">user</span>', _prompt_span(prompt, limit), "\n"]
         parts += ['<span class="sv-role">assistant</span>']
     else:
-        parts.append(_prompt_span(prompt))
-    for i, step in enumerate(steps):
-        last = i == len(steps) - 1
-        if last and hide_last:
-            parts.extend(_quiz_spans(step, show_draws, figures))
-        else:
-            parts.extend(_step_spans(step, current=last, marks=marks if last else (), figures=figures and last))
+        parts.append(_prompt_span(prompt, limit))
+    earlier: list[tuple[str, int]] = []  # each token before the last step: its HTML and its characters
+    for step in steps[:-1]:
+        texts = [*step.draft_text[: step.n_accepted], step.next_text][: len(step.emitted)]
+        earlier += zip(_step_spans(step, current=False), map(len, texts), strict=True)
+    kept, used = len(earlier), 0
+    while recent is not None and kept and (kept == len(earlier) or used + earlier[kept - 1][1] <= recent):
+        kept, used = kept - 1, used + earlier[kept - 1][1]  # the newest tokens, up to `recent` characters
+    if recent is not None and kept:
+        parts.append(f'<span class="sv-cut"> … {kept:,} token{"s" if kept > 1 else ""} … </span>')
+    parts += [html for html, _ in earlier[kept if recent is not None else 0 :]]
+    if steps and hide_last:
+        parts.extend(_quiz_spans(steps[-1], show_draws, figures))
+    elif steps:
+        parts.extend(_step_spans(steps[-1], current=True, marks=marks, figures=figures))
     parts.append("</div>")
-    return "".join(parts)
+    text = "".join(parts)
+    return text if recent is None else text.replace("↵\n", "↵")  # a projector's few lines: a line break is its mark
 
 
 def sentence(message: object) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from specviz.core.trace import StepTrace
-from specviz.viz.charts import step_chart
+from specviz.viz.charts import step_chart, title_block
 from specviz.viz.memo import PlainFigure
 
 WIDTH, HEIGHT, SCALE = 960, 540, 2  # 16:9, saved at 1920×1080
@@ -37,19 +37,26 @@ def _escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def _visible(token: str) -> str:
+    """A token as the picture writes it: a line break as ↵ and a tab as ⇥ (drawn in the token's colour, where a
+    space would show nothing: issue 55), a token of spaces alone as as many ·."""
+    shown = token.replace("\n", "↵").replace("\t", "⇥")
+    return "·" * len(shown) if shown and not shown.strip(" ") else shown
+
+
 def _pieces(context: str, step: StepTrace) -> list[tuple[str, str]]:
-    """(text, style) in reading order: the end of the context, each draft token by its decision, the target's
-    token (only what the step emitted: after an end-of-text the rest is not shown)."""
-    tail = context[-CONTEXT_CHARS:]
+    """(text, style) in reading order: the end of the context (its line breaks as "↵ "), each draft token by its
+    decision, the target's token (only what the step emitted: after an end-of-text the rest is not shown)."""
+    tail = context[-CONTEXT_CHARS:].replace("\n", "↵ ")
     pieces = [(("…" if len(context) > CONTEXT_CHARS else "") + tail, "context")]
-    pieces += [(text, decision) for text, decision in zip(step.draft_text, step.decision, strict=True)]
+    pieces += [(_visible(text), decision) for text, decision in zip(step.draft_text, step.decision, strict=True)]
     if len(step.emitted) == step.n_accepted + 1:
-        pieces.append((step.next_text, "target"))
+        pieces.append((_visible(step.next_text), "target"))
     return pieces
 
 
 def _styled(text: str, style: str) -> str:
-    shown = _escape(text.replace("\n", "↵ "))
+    shown = _escape(text)
     if style == "context":
         return f"<span style='color:{COLORS['context']}'>{shown}</span>"
     if style == "target":
@@ -65,7 +72,7 @@ def marked_lines(context: str, step: StepTrace, width: int = LINE_CHARS) -> list
     lines: list[list[str]] = [[]]
     used = 0
     for text, style in _pieces(context, step):
-        rest = text.replace("\n", " ")
+        rest = text
         while rest:
             room = width - used
             if len(rest) <= room:
@@ -84,42 +91,57 @@ def marked_lines(context: str, step: StepTrace, width: int = LINE_CHARS) -> list
     return ["".join(line) for line in lines if line]
 
 
+def colour_key() -> str:
+    """The key of the marked text's colours, each name written as its tokens are."""
+    names = (("accepted", "accepted"), ("rejected", "rejected (the first)"), ("not reached", "not reached (after it)"))
+    return "   ".join([*(_styled(name, style) for style, name in names), _styled("the target's token", "target")])
+
+
 def slide_figure(
     context: str, step: StepTrace, names: tuple[str, str] = ("", ""), lines: int = 3, own: bool = False
 ) -> go.Figure:
     """The step as a slide, 960×540 (16:9; saved at 1920×1080 by `slide_config`): the title says what happened, the
-    last `lines` lines of the marked text under it, and below them q against p with min(1, p/q), r and each
-    decision in words (the Decode page's chart; `own`, a typed draft: the draft model's own first choice under each
-    token that is not it)."""
+    key of the colours and the last `lines` lines of the marked text under it, and below them q against p with
+    min(1, p/q), r and each decision in words (the Decode page's chart, laid out for this width; `own`, a typed
+    draft: the draft model's own first choice under each token that is not it)."""
     text = marked_lines(context, step)[-lines:]
-    chart = step_chart(step, height=HEIGHT, font_size=SLIDE_FONT, names=names, own=own).to_dict()
+    chart = step_chart(step, height=HEIGHT, font_size=SLIDE_FONT, names=names, own=own, width=WIDTH).to_dict()
     data, layout = chart["data"], dict(chart["layout"])
     line_px = int(SLIDE_FONT * 1.9)
-    top = 2 * SLIDE_FONT + 20 + len(text) * line_px + 3 * SLIDE_FONT + 24  # title, text, decisions above the plot
-    ticks = (2 if own else 1) * SLIDE_FONT * 1.4 + 10  # the tick labels (a typed draft's: two lines each)
+    title_px = 2 * SLIDE_FONT + 14  # the title's line and its padding
+    key_px = int(SLIDE_FONT * 1.6)  # the key of the colours, under the title
+    decisions = layout["margin"]["t"] - title_block(SLIDE_FONT)  # what the chart keeps above its plot for them
+    top = title_px + key_px + len(text) * line_px + decisions
+    ticks = max(t.count("<br>") + 1 for t in data[0]["x"]) * SLIDE_FONT * 1.4 + 10  # the tick labels' lines
     bottom = int(ticks + SLIDE_FONT * 1.6 + 12)  # and the legend's one row under them
     plot = HEIGHT - top - bottom
-    annotations = list(layout.get("annotations", ()))
-    annotations.append(
-        {  # under the title: paper coordinates above the plot area (1 is its top)
+    above = lambda px: 1 + (top - px) / plot  # noqa: E731  (paper y of a point px below the figure's top)
+    marked = {"xref": "paper", "yref": "paper", "x": 0, "xanchor": "left", "yanchor": "top", "showarrow": False}
+    annotations = [
+        *layout.get("annotations", ()),
+        {**marked, "text": colour_key(), "y": above(title_px), "font": {"size": SLIDE_FONT}},
+        {  # under the key: paper coordinates above the plot area (1 is its top)
+            **marked,
             "text": "<br>".join(text),
-            "xref": "paper",
-            "yref": "paper",
-            "x": 0,
-            "y": 1 + (top - (2 * SLIDE_FONT + 18)) / plot,
-            "xanchor": "left",
-            "yanchor": "top",
+            "y": above(title_px + key_px),
             "align": "left",
-            "showarrow": False,
             "font": {"size": SLIDE_FONT + 2, "family": "DejaVu Sans Mono, Menlo, Consolas, monospace"},
-        }
-    )
+        },
+    ]
     layout.update(
         width=WIDTH,
         height=HEIGHT,
         annotations=annotations,
         margin={"t": top, "b": bottom, "l": 70, "r": 20},
-        legend={**layout.get("legend", {}), "y": -ticks / plot, "yanchor": "top"},
+        # each entry's symbol at one size in a 40-pixel slot: the r marker's ✕ (20 px, 4-pixel lines on the chart)
+        # ran into "chance to accept" before it
+        legend={
+            **layout.get("legend", {}),
+            "y": -ticks / plot,
+            "yanchor": "top",
+            "itemsizing": "constant",
+            "itemwidth": 40,
+        },
         paper_bgcolor="white",
         plot_bgcolor="white",
     )
