@@ -132,8 +132,7 @@ def present_row() -> None:
             f"Step with your draft: \u201c{plain(words)}\u201d",
             key="decode_typed_present_step",
             icon=":material/edit:",
-            on_click=_press,
-            help=GUARANTEE,
+            on_click=_press,  # no tooltip: once pressed, it covered the row of Step, Run to end, Back and Reset
         )
 
 

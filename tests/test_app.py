@@ -1256,6 +1256,14 @@ def test_your_drafts_texts_escape_what_was_typed_and_say_how_many_tokens_were_pr
     assert "Only" not in note  # all three typed tokens were proposed
     cut = texts.step_note("mat and then slept", count=5, index=0, proposed=4, tau=4)
     assert "(step 1)" in cut and " Only 4 of its 5 tokens were proposed: τ = 4," in cut
+    # the textbook's own draft (issue 55.4): why the real models do not give the book's outcome, and where its
+    # invented numbers are; any other words: no such note
+    assert "Not the book's outcome?" in cut and "Not the book's outcome?" not in note
+    assert cut.endswith(
+        "The book's own numbers are the Sandbox's exercise [The cat sat on the \\| mat and then slept]"
+        "(sandbox?sandbox_preset=The+cat+sat+on+the+%7C+mat+and+then+slept)."
+    )
+    assert "Not the book's outcome?" in texts.step_note("  Mat and  then slept", 4, 0, 4, 4)  # as a person types it
     caption = texts.tokens_caption([" mat", "\n", "*"])
     assert caption.startswith("As tokens after the text on screen: '·mat' · '↵' · '\\*' (3; at most τ are proposed). ")
     assert texts.refusal(True, "x").startswith("a typed draft is a chain of tokens")

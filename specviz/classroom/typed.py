@@ -5,7 +5,9 @@ came from a person or a model is escaped (specviz.viz.plain), but in `refusal`, 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from urllib.parse import quote_plus
 
+from specviz.classroom.sandbox import PRESETS
 from specviz.drafts.typed import GUARANTEE
 from specviz.viz.plain import plain
 from specviz.viz.render import token_label
@@ -37,5 +39,21 @@ def step_note(words: str, count: int, index: int, proposed: int, tau: int) -> st
     return (
         f'**Your draft** "{plain(words)}" (step {index + 1}): q is the draft model\'s probability of each typed '
         "token, p the target's; under a token, the draft's own first choice where it differs. Not drawn from q: in "
-        f"lossless mode the output is then not the target's distribution.{cut}"
+        f"lossless mode the output is then not the target's distribution.{cut}{book_note(words)}"
+    )
+
+
+BOOK = next(name for name in PRESETS if name.endswith("| mat and then slept"))  # the Sandbox's textbook exercise
+
+
+def book_note(words: str) -> str:
+    """For the textbook's own draft, "mat and then slept": why the real models do not give the book's outcome, and
+    where its numbers are (the Sandbox's exercise); "" for any other words."""
+    if " ".join(words.lower().split()) != BOOK.split("| ", 1)[1]:
+        return ""
+    return (
+        " **Not the book's outcome?** The book invents q and p for these words ('mat': q .6, p .5; 'then': q .6, p .2) "
+        "so that 'mat' and 'and' are kept, 'then' is rejected and the target says 'purred'. Here q and p are what two "
+        "real models give each word after this text, and the rule is applied to them as they are. The book's own "
+        f"numbers are the Sandbox's exercise [{plain(BOOK)}](sandbox?sandbox_preset={quote_plus(BOOK)})."
     )
