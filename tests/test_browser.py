@@ -435,3 +435,64 @@ def test_a_gguf_pair_found_on_this_computer_is_picked_and_stepped_in_a_real_brow
         assert page.get_by_text("Traceback").count() == 0
         page.screenshot(path=str(tmp_path / "own-pair.png"), full_page=True)
         browser.close()
+
+
+# In presentation view: the boxes a room must see of the step on screen (the prompt, the step's tokens and the
+# numbers under them, the step chart's decisions and legend), each as the DOM lays it out.
+STEP_BOXES = """() => {
+  const box = e => { const r = e.getBoundingClientRect(); return {x: r.x, y: r.y, width: r.width, height: r.height,
+    text: (e.textContent || '').trim()}; };
+  const chart = document.querySelectorAll('.js-plotly-plot')[0];
+  return {
+    prompt: Array.from(document.querySelectorAll('.sv-prompt')).map(box),
+    tokens: Array.from(document.querySelectorAll('.sv-acc, .sv-rej, .sv-nr, .sv-tgt, .sv-num')).map(box),
+    decisions: Array.from(chart.querySelectorAll('.annotation-text')).map(box),
+    legend: Array.from(chart.querySelectorAll('.legend')).map(box),
+  };
+}"""
+
+
+def test_a_projector_sees_the_prompt_the_steps_tokens_every_decision_and_the_legend_at_any_tau(server):
+    """Issue 55.1 and 55.2, at 1280×720 in presentation view with q, p and r under the tokens: Decode after three
+    Steps at τ = 4 and at the largest τ the sidebar allows (16), and the Sandbox's five-token exercise at τ = 5 and at
+    its largest τ (8). The prompt (on Decode), the step's own tokens and the numbers under them, every decision above
+    the step chart and its legend are inside the viewport without scrolling, and no two decisions' boxes overlap (nor
+    any two texts of the chart), measured from the DOM."""
+    need_chromium()
+    from playwright.sync_api import sync_playwright
+
+    from specviz.classroom.settings import FIRST_PROMPT, SETTINGS
+
+    largest = SETTINGS["decode_tau"].allowed[1]
+    five = "sandbox?sandbox_preset=Five-token+draft%2C+the+third+rejected+first&sandbox_present=true"
+    pages = [(f"?decode_present=true&decode_figures=true&decode_tau={tau}", 3) for tau in (4, largest)]
+    pages += [(five, 0), (f"{five}&sandbox_tau=8", 0)]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        for query, steps in pages:
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.goto(f"{server}/{query}")
+            page.locator(IDLE).wait_for(timeout=300_000)
+            for n in range(1, steps + 1):  # three Steps, as a lecturer clicks them
+                page.get_by_role("button", name="Step", exact=True).click()
+                page.get_by_text(f"Step {n}:").first.wait_for(timeout=180_000)
+                page.locator(IDLE).wait_for(timeout=120_000)
+            page.locator(".annotation-text").first.wait_for(timeout=120_000)
+            page.wait_for_timeout(1500)  # charts settle
+            assert page.evaluate("window.scrollY") == 0
+            seen = page.evaluate(STEP_BOXES)
+            seen["prompt"] = [b for b in seen["prompt"] if b["text"]]  # Decode's prompt; the Sandbox's context is empty
+            assert [b["text"] for b in seen["prompt"]] == (
+                ["Write a Python function that reverses a list."] if steps else []
+            )
+            assert seen["tokens"] and seen["decisions"] and len(seen["legend"]) == 1, (query, seen)
+            for name in ("prompt", "tokens", "decisions", "legend"):
+                outside = [b["text"] for b in seen[name] if not inside(b, 1280, 720)]
+                assert not outside, (query, name, outside)
+            boxes = [{**b, "w": b["width"], "h": b["height"]} for b in seen["decisions"]]
+            assert not overlapping(boxes), (query, overlapping(boxes))
+            chart = page.evaluate(CHART_TEXTS)[0]
+            assert not overlapping(chart["texts"]) and not clipped(chart), (query, overlapping(chart["texts"]))
+            assert page.locator('[data-testid="stException"]').count() == 0
+            page.close()
+        browser.close()
