@@ -482,9 +482,7 @@ def test_a_projector_sees_the_prompt_the_steps_tokens_every_decision_and_the_leg
             assert page.evaluate("window.scrollY") == 0
             seen = page.evaluate(STEP_BOXES)
             seen["prompt"] = [b for b in seen["prompt"] if b["text"]]  # Decode's prompt; the Sandbox's context is empty
-            assert [b["text"] for b in seen["prompt"]] == (
-                ["Write a Python function that reverses a list."] if steps else []
-            )
+            assert [b["text"] for b in seen["prompt"]] == ([FIRST_PROMPT] if steps else [])
             assert seen["tokens"] and seen["decisions"] and len(seen["legend"]) == 1, (query, seen)
             for name in ("prompt", "tokens", "decisions", "legend"):
                 outside = [b["text"] for b in seen[name] if not inside(b, 1280, 720)]
