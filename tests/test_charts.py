@@ -666,7 +666,7 @@ def test_the_slide_shows_every_token_a_colour_key_and_a_legend_clear_of_its_mark
 
 def test_a_projectors_marked_text_keeps_the_prompt_the_newest_text_and_the_step():
     """Issue 55.1: on a projector the marked text scrolled to its newest lines hid the prompt and the step's tokens.
-    With `recent` = 10: the prompt whole (up to 20 characters), then of the earlier steps' tokens 'the' 'cat' 'cat'
+    With `recent` = 10: the prompt whole (up to 30 characters), then of the earlier steps' tokens 'the' 'cat' 'cat'
     'mat' 'and' 'purred' the newest within 10 characters, 'and' 'purred' (9; 'mat' would make 12), "… 4 tokens …"
     for the rest, then the step marked; a longer prompt is cut in its middle; a line break is its mark ↵ alone."""
     from specviz.classroom.sandbox import PRESETS, SandboxCase, sandbox_step
@@ -681,8 +681,8 @@ def test_a_projectors_marked_text_keeps_the_prompt_the_newest_text_and_the_step(
         ("tgt-old", "purred"),
     ]
     assert re.findall(r'class="sv-(acc|rej|nr|tgt)"[^>]*>([^<]*)<', body) == [("acc", "cat"), ("tgt", "cat")]
-    long = run_html("x" * 30, [one], recent=10)  # over 2 × 10 characters: 20 // 6 = 3 of its start, 20 - 3 - 6 = 11
-    assert '<span class="sv-prompt">xxx</span><span class="sv-cut"> … 16 characters not shown … </span>' in long
+    long = run_html("x" * 40, [one], recent=10)  # over 3 × 10 characters: 30 // 6 = 5 of its start, 30 - 5 - 10 = 15
+    assert '<span class="sv-prompt">xxxxx</span><span class="sv-cut"> … 20 characters not shown … </span>' in long
     assert "… tokens" not in long and "token …" not in long  # nothing before the step to leave out
     newline = SandboxCase(("\n", "b"), ((0.9, 0.1),), ((0.9, 0.1), (0.9, 0.1)), (0.5,))
     assert "↵\n" in run_html("a\nb", [sandbox_step(newline)])  # the page's text breaks its lines...

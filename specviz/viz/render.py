@@ -300,12 +300,12 @@ def run_html(
     where the class gave no answer) puts a ✓ or ✗ after each answered token; with `figures`, the last step's
     draft tokens carry their q, p and r in small type under them (and the draft model's own first choice where
     the token is not it), readable without hovering (past FIGURES_ALL draft tokens, up to the first rejection).
-    With `recent` (a projector: the prompt, the newest text and the step on one screen), the prompt is cut to 2 ×
+    With `recent` (a projector: the prompt, the newest text and the step on one screen), the prompt is cut to 3 ×
     `recent` characters and the text before the last step to its newest tokens within `recent` characters (at least
     one), what is left out said in a word ("… 31 tokens …"), and a line break is only its mark, ↵."""
     parts = [STYLE, LEGEND if legend and not hide_last else ""]
     parts.append(f'<div class="sv-text{" sv-words" if words else ""}">')
-    limit = LONG_PROMPT if recent is None else 2 * recent
+    limit = LONG_PROMPT if recent is None else 3 * recent
     if chat:
         parts += ['<span class="sv-role">user</span>', _prompt_span(prompt, limit), "\n"]
         parts += ['<span class="sv-role">assistant</span>']
