@@ -4,6 +4,7 @@ patched to a tiny random pair."""
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -279,6 +280,24 @@ def test_unknown_local_model_is_a_message(loads, monkeypatch):
     at.text_input(key="decode_target").set_value("/no/such/model").run()
     assert not at.exception
     assert any("no such folder: /no/such/model" in e.value for e in at.error)
+
+
+@pytest.mark.parametrize("draft", ["early-exit:²", "early-exit:١"])
+def test_an_early_exit_draft_written_without_the_digits_0_to_9_is_a_message(loads, monkeypatch, tmp_path, draft):
+    """Issue 57.3: 'early-exit:²' was a ValueError on the page ('²'.isdigit() holds, int('²') fails), and 'early-exit:١'
+    (Arabic-Indic one) loaded one layer."""
+    from tests.helpers import save_tiny
+
+    target = save_tiny(tmp_path / "tiny", seed=0)
+    at = app()
+    monkeypatch.setattr(specviz, "load_pair", specviz.loading.load_pair)  # real loading from here on
+    at.selectbox(key="decode_preset").set_value(settings.CUSTOM).run()
+    at.text_input(key="decode_target").set_value(target).run()
+    at.text_input(key="decode_draft").set_value(draft).run()
+    at.button(key="decode_step").click().run()
+    assert not at.exception
+    said = " ".join(e.value for e in at.error)
+    assert plain(f"write the early-exit draft as early-exit:K with K ≥ 1 layers; got '{draft}'") in said, said
 
 
 def sweep_page(at: AppTest) -> AppTest:
@@ -650,6 +669,12 @@ def test_quiz_marks_each_answered_token_right_or_wrong_on_the_chart_and_in_the_t
     [
         (lambda d: d["steps"][0]["q"].__setitem__(0, "oops"), "q = 'oops' is not a probability in [0, 1]"),
         (lambda d: d["steps"][0].__setitem__("n_accepted", 99), "n_accepted = 99 is not between 0 and τ = 4"),
+        # issue 57.3: an OverflowError and a TypeError on the page before
+        (
+            lambda d: d["steps"][0]["q"].__setitem__(0, 10**400),
+            "this file cannot be read: it holds a whole number of 401 digits",
+        ),
+        (lambda d: d["steps"][0].__setitem__("residual_top", 0), "step 1: residual_top is neither null nor a list"),
     ],
 )
 def test_a_corrupt_trace_is_one_message_and_the_live_run_stays(loads, edit, message):
@@ -721,6 +746,82 @@ def test_a_link_with_the_custom_pairs_old_label_opens_the_custom_pair(loads):
     assert not at.exception and not at.toast
     assert at.selectbox(key="decode_preset").value == settings.CUSTOM
     assert at.text_input(key="decode_target").value == "llamacpp:http://h:1/v1"
+
+
+@pytest.mark.parametrize(
+    "params, said",
+    [  # issue 57.3: each was a traceback (on every page while it stayed in the address)
+        ({"decode_drafts": '{"²":"x"}'}, "the link's typed drafts name step '²': steps are numbered from 1"),
+        ({"decode_drafts": "[" * 3000}, "the link's typed drafts cannot be read: it nests deeper than 1 level"),
+        ({"lossless_table": "[" * 3000}, "ignored the table in the link: the table cannot be read: it nests deeper"),
+        ({"sandbox_table": "[" * 3000}, "the link's sandbox table cannot be read: it nests deeper than 3 levels"),
+        (
+            {"sandbox_table": '{"words":["a","b"],"q":[[' + "1" * 400 + ',1]],"p":[[1,1],[1,1]]}', "sandbox_tau": "1"},
+            "the link's sandbox table cannot be read: it holds a whole number of 400 digits",
+        ),
+        (
+            {"decode_tau": "٣", "sandbox_tau": "٣"},
+            "ignored decode_tau='٣' from the link: not a whole number (digits 0-9)",
+        ),
+    ],
+)
+def test_a_link_that_cannot_be_read_is_a_message_and_every_page_opens(loads, params, said):
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params.update(params)
+    at.run()
+    assert not at.exception
+    toasts = [t.value for t in at.toast]
+    assert any(plain(said) in t for t in toasts), toasts
+    assert at.slider(key="decode_tau").value == 4  # the default: nothing of the link's value used
+    for page in PAGES:
+        at.switch_page(page).run()
+        assert not at.exception, page
+    at.switch_page("pages/sandbox.py").run()
+    assert at.number_input(key="sandbox_tau").value == 1 and at.success  # the first exercise, stepped
+    at.switch_page("pages/lossless.py").run()
+    assert not at.error  # the example table
+
+
+HOSTILE = "![m](http://127.0.0.1:9/md.png) [l](http://127.0.0.1:9/x) http://127.0.0.1:9/auto"
+UNESCAPED = re.compile(r"(?<!\\)(!\[|\]\(|<img|<a )|http://127")  # an image, a link, a tag or an autolink, live
+
+
+def markdown_texts(at: AppTest) -> list[str]:
+    """Every text on the page that Streamlit renders as markdown: the elements, alerts, captions, toasts and titles,
+    st.table's cells, and the labels and help of buttons, expanders and metrics."""
+    kinds = ("markdown", "caption", "info", "success", "warning", "error", "toast", "title", "subheader")
+    texts = [e.value for kind in kinds for e in at.get(kind)]
+    texts += [c for t in at.get("table") for c in t.value.to_numpy().ravel().tolist() if isinstance(c, str)]
+    widgets = [w.proto for kind in ("button", "expander", "metric") for w in at.get(kind)]
+    return texts + [getattr(w, name, "") for w in widgets for name in ("label", "help")]
+
+
+def test_every_text_a_link_carries_reaches_the_page_as_text(loads):
+    """Issue 57.2: every free-text setting a link may carry (prompts, pair specs, the context, the typed draft and the
+    typed drafts of the steps it replays, a table's words) set to an image and two links; on every page, no markdown
+    element, alert, caption, toast, table cell or widget label holds them live (the typed draft's note holds them, as
+    text)."""
+    params = {
+        key: HOSTILE
+        for key, s in settings.SETTINGS.items()
+        if s.link and isinstance(s.default, str) and s.allowed is None and key not in settings.LINK_ONLY
+    }
+    assert {"decode_prompt", "decode_target", "decode_typed", "sandbox_context", "sweep_prompts"} <= set(params)
+    params |= {f"{page}_preset": settings.CUSTOM for page in ("decode", "sweep", "lossless")}
+    params |= {"decode_drafts": json.dumps({"1": HOSTILE}), "decode_steps": "1"}
+    params["lossless_table"] = json.dumps({"token": [HOSTILE, "b"], "p (target)": [0.5, 0.5], "q (draft)": [0.5, 0.5]})
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params.update(params)
+    at.run()
+    shown = []
+    for page in [None, *PAGES, "pages/lessons.py"]:
+        if page:
+            at.switch_page(page).run()
+        assert not at.exception, page
+        texts = markdown_texts(at)
+        assert [t for t in texts if UNESCAPED.search(t)] == [], page
+        shown += [t for t in texts if plain(HOSTILE) in t]
+    assert any(t.startswith(f'**Your draft** "{plain(HOSTILE)}" (step 1)') for t in shown), shown
 
 
 def test_after_run_to_end_the_last_step_with_a_draft_stays_and_any_step_can_be_picked(loads):
@@ -1384,11 +1485,11 @@ def test_the_about_page_shows_the_engine_glossary_as_the_documents_table():
     assert table.loc["conditional per-position rate `i`", "llama.cpp"] == "not reported"
 
 
-def busy_machine(monkeypatch, average: float = 3.5) -> None:
-    """The machine's load as the pages read it (specviz.analysis.busy.current_load), 2 cores."""
+def busy_machine(monkeypatch, others: float = 1.0) -> None:
+    """The cores other processes hold as the pages read them (specviz.analysis.busy.current_load), of 2."""
     from specviz.analysis import busy
 
-    monkeypatch.setattr(busy, "current_load", lambda: busy.MachineLoad(average, 2))
+    monkeypatch.setattr(busy, "current_load", lambda: busy.MachineLoad(others, 2))
 
 
 def test_decodes_timing_tiles_say_one_step_then_their_spread_and_a_busy_server(loads, monkeypatch):
@@ -1401,8 +1502,8 @@ def test_decodes_timing_tiles_say_one_step_then_their_spread_and_a_busy_server(l
     assert tiles["tokens/s"].proto.delta == "one step's time: not yet a rate"
     assert tiles["time: draft / verify"].proto.delta == "one step's time"
     (notice,) = [w.value for w in at.warning if "This server is busy" in w.value]
-    assert notice.startswith("**This server is busy** (load 3.5 on 2 cores): timings are not reliable.")
-    busy_machine(monkeypatch, 0.5)
+    assert notice.startswith("**This server is busy** (other processes keep 1.0 of its 2 cores busy)")
+    busy_machine(monkeypatch, 0.2)
     at.button(key="decode_step").click().run()
     tiles = {m.label: m for m in at.metric}
     assert tiles["tokens/s"].proto.delta.endswith("over 2 steps (95%)")
@@ -1434,7 +1535,7 @@ def test_the_sweep_says_where_it_measured_and_a_busy_server(loads, monkeypatch):
     at = sweep_page(app())
     at.button(key="sweep_run").click().run()
     assert not at.exception
-    assert any(w.value.startswith("**This server is busy** (load 3.5 on 2 cores)") for w in at.warning)
+    assert any(w.value.startswith("**This server is busy** (other processes keep 1.0") for w in at.warning)
     (where,) = [c.value for c in at.caption if c.value.startswith("Measured: ")]
     assert where.startswith("Measured: timed just now on torch, 1 thread, ") and "on the 2 prompts in the" in where
 
@@ -1510,6 +1611,106 @@ def test_the_draft_box_follows_a_new_target_and_the_run_uses_the_draft_shown(loa
     assert any(f"The pair needs about {gguf.format_bytes(needed)}" in c.value for c in at.sidebar.caption)
     at.button(key="decode_step").click().run()
     assert loads[-1] == (found_files["mid"], found_files["small"])  # the run: the draft shown
+
+
+# --- what a link or a widget starts is bounded like a click (issue 57.4, issue 52.5) ----------------------------------
+
+
+@pytest.fixture
+def queues(monkeypatch, tmp_path):
+    """Class mode (2 Steps a second, one heavy job at a time), its Steps paced on a fake clock (no wall time), and the
+    server's turns and heavy-job slots recorded: (kind of each turn taken, owner of each slot held, the sleeps)."""
+    from pages import _compute, _decode_step
+    from specviz import policy
+    from specviz.classroom.turns import Pacer, Slots, Turns
+
+    path = tmp_path / "class.toml"
+    path.write_text("[class]\nsteps_per_second = 2.0\nheavy_jobs = 1\n")
+    monkeypatch.setenv(policy.CLASS_MODE_ENV, "1")
+    monkeypatch.setenv(policy.CLASS_SETTINGS_ENV, str(path))
+    policy._CACHE.clear()
+    now, seen = [0.0], {"turns": [], "slots": [], "slept": []}
+
+    class Recorded(Turns):
+        def take(self, kind="step", waiting=None, alive=None):
+            seen["turns"].append(kind)
+            return super().take(kind, waiting, alive)
+
+    class Held(Slots):
+        def hold(self, waiting=None, owner=None, alive=None):
+            seen["slots"].append(owner)
+            return super().hold(waiting, owner, alive)
+
+    turns, slots = Recorded(), Held(1, per_owner=2, waiting_most=40)
+    monkeypatch.setattr(_compute, "_turns", lambda: turns)
+    monkeypatch.setattr(_compute, "_slots", lambda: slots)
+    sleep = lambda s: (seen["slept"].append(s), now.__setitem__(0, now[0] + s))  # noqa: E731
+    monkeypatch.setattr(_decode_step, "pacer", lambda: Pacer(2.0, clock=lambda: now[0], sleep=sleep))
+    yield seen
+    policy._CACHE.clear()
+
+
+def test_a_links_steps_are_a_paced_heavy_job_and_stop_when_its_session_ends(loads, queues, monkeypatch):
+    """?decode_steps=3 in class mode: the prompt read in a Step's turn, then three steps, each a heavy turn inside one
+    heavy-job slot (the server's and the address's share), 0.5 s apart on the clicks' own pacer (two waits, on a fake
+    clock). The same link with 5 steps whose tab closes after the second step's turn: no third step, no traceback,
+    and the slot given back."""
+    from pages import _compute
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params.update(decode_steps="3")
+    at.run()
+    assert not at.exception and len(decoder(at).steps) == 3
+    assert queues["turns"] == ["step", "heavy", "heavy", "heavy"] and len(queues["slots"]) == 1
+    assert queues["slept"] == pytest.approx([0.5, 0.5])
+    queues["turns"].clear()
+    monkeypatch.setattr(_compute, "alive", lambda: lambda: queues["turns"].count("heavy") < 3)
+    closed = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    closed.query_params.update(decode_steps="5")
+    closed.run()
+    assert not closed.exception and len(decoder(closed).steps) == 2  # the third heavy turn was refused
+    held = _compute._slots()
+    with held.hold(owner=queues["slots"][-1]), held.hold(owner=queues["slots"][-1]):  # the address's two: free again
+        pass
+
+
+def test_a_400_word_sandbox_link_at_tau_8_is_priced_before_it_starts_and_taken_in_turn(loads, queues):
+    """Issue 57.4's link: 400 words, τ = 8, lossless. q uniform, p ∝ 1 … 400 at every position, so each of the 400
+    ratios differs and the block rule's weights multiply past its cap: said, not computed; token-wise exact by hand:
+    β = Σ min(p, q) = (1 + … + 200)/80,200 + 200/400 a position, E[n] = β + … + β⁸. In a Step's turn, like a click."""
+    table = {"words": [f"w{i}" for i in range(400)], "q": [[1] * 400] * 8, "p": [list(range(1, 401))] * 9}
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params.update(sandbox_table=json.dumps(table), sandbox_tau="8", sandbox_mode="lossless")
+    at.run()
+    queues["turns"].clear()
+    at.switch_page("pages/sandbox.py").run()
+    assert not at.exception
+    said = next(m.value for m in at.markdown if m.value.startswith("**Expected accepted draft tokens"))
+    beta = 20_100 / 80_200 + 0.5
+    assert f"token {sum(beta**k for k in range(1, 9)):.3f}" in said
+    assert "block not computed (the block rule's exact mean would follow at least" in said
+    assert "(400 words, τ = 8; exact up to 1,000,000): fewer words or a smaller τ)" in said
+    assert queues["turns"] == ["step"]
+
+
+def test_every_upload_is_capped_and_an_oversized_engine_log_is_refused_with_a_message(loads):
+    """Issue 57.4: "Would it pay there?" took four 150 MB files. The server refuses any upload past the app's largest
+    cap (Streamlit's own default: 200 MB), every uploader says its cap, and a log past the 1,000,000 bytes read is
+    a message, nothing imported."""
+    from streamlit import config
+
+    from pages import _shared
+
+    at = app(panels_open=False)
+    assert config.get_option("server.maxUploadSize") == _shared.UPLOAD_MB <= 50
+    assert at.file_uploader(key="decode_upload").proto.max_upload_size_mb == _shared.UPLOAD_MB
+    at.switch_page("pages/pay.py").run()
+    upload = at.file_uploader(key="pay_import_upload")
+    assert upload.proto.max_upload_size_mb == 1
+    upload.set_value(("vllm.log", b"x" * 1_000_001, "text/plain")).run()
+    assert not at.exception
+    assert any("Cannot read the file." in e.value and "1,000,001 bytes" in e.value for e in at.error)
+    assert not any(m.value.startswith("Best τ") for m in at.success)
 
 
 @pytest.fixture

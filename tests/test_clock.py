@@ -219,3 +219,36 @@ def test_the_disturbance_signal_fires_beside_a_real_busy_process_and_stays_quiet
     assert sum(bool(t.disturbed()) for t in busy) >= 9, [t.disturbed() for t in busy]
     if before is not None and before.others < 0.5:
         assert sum(bool(t.disturbed()) for t in quiet) <= 3, [t.disturbed() for t in quiet]
+
+
+# --- one pair, one set of timings --------------------------------------------------------------------------------
+
+
+def test_a_pairs_timings_are_measured_once_interleaved_and_kept_only_when_quiet(self_pair):
+    """T(k) = 10 + 2(k − 1) ms and a draft forward of 1 ms: v(5) = 18 / 10 = 1.8, v(7) read at the next timed k (8:
+    24 / 10 = 2.4), c = 1 / 10. Measured while another process held a core (its work had its own: not disturbed) it
+    is shown but not kept; quiet, it is kept, and what every page reads after."""
+    from specviz.analysis.pairtimes import TimingBook, measure_pair
+
+    ids = self_pair.codec.encode(" ".join(f"w{i}" for i in range(40)))
+    timings = measure_pair(self_pair, ids, ks=(1, 5, 8), repeats=3, timer=clock.FakeTimer(PASS))
+    assert timings.v(5) == pytest.approx(1.8) and timings.v(7) == pytest.approx(2.4) and timings.c == pytest.approx(0.1)
+    assert timings.quiet and "with no other process on its cores" in timings.where()
+    assert "τ + 1 = 5 tokens costs v = 1.80 of them, a draft forward c = 0.10" in timings.sentence(4)
+    book = TimingBook()
+    busy = book.measure(self_pair, ids, timer=clock.FakeTimer(PASS, cores=4, others=1.0), ks=(1, 5), repeats=3)
+    assert not busy.quiet and "not kept" in busy.where() and book.get(self_pair) is None
+    kept = book.measure(self_pair, ids, timer=clock.FakeTimer(PASS), ks=(1, 5), repeats=3)
+    assert book.get(self_pair) is kept
+    again = clock.FakeTimer(lambda what, k: 2.0 if what == "draft" else 10.0 + 2.0 * (k - 1))
+    assert book.measure(self_pair, ids, timer=again, ks=(1, 5), repeats=3).c == pytest.approx(0.2)
+    assert book.get(self_pair).c == pytest.approx(0.2)  # "measure again" replaces it
+
+
+def test_a_pairs_timings_that_stay_disturbed_are_withheld(self_pair):
+    from specviz.analysis.pairtimes import measure_pair
+
+    ids = self_pair.codec.encode(" ".join(f"w{i}" for i in range(40)))
+    timer = clock.FakeTimer(PASS, disturbed=lambda what, k, i: what == "pass" and k == 5)
+    with pytest.raises(BusyMachine, match="busy machine"):
+        measure_pair(self_pair, ids, ks=(1, 5), repeats=3, timer=timer)

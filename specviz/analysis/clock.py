@@ -115,9 +115,11 @@ class FakeTimer(Timer):
         ms: Callable[[str, int], float],
         disturbed: Callable[[str, int, int], bool] | None = None,
         cores: int = 2,
+        others: float = 0.0,
     ) -> None:
+        """`others`: the cores other processes hold around every piece that is not disturbed (its work had its own)."""
         super().__init__(judge=False)
-        self.ms, self.is_disturbed, self.cores = ms, disturbed, cores
+        self.ms, self.is_disturbed, self.cores, self.others = ms, disturbed, cores, others
         self.pieces: list[tuple[str, int]] = []
 
     def time(self, work: Callable[[], T], what: str = "", tokens: int = 1, threads: int = 1) -> tuple[T, Timed]:
@@ -125,7 +127,7 @@ class FakeTimer(Timer):
         index = len(self.pieces)
         self.pieces.append((what, tokens))
         busy = self.is_disturbed is not None and self.is_disturbed(what, tokens, index)
-        free = 0.0 if busy else float(self.cores)
+        free = 0.0 if busy else float(self.cores) - self.others
         if what == "step":
             ms = sum(self.step_parts(result))
         elif what == "alone":

@@ -7,15 +7,15 @@ from __future__ import annotations
 import base64
 import datetime
 import json
-import os
 import zlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from specviz import policy
-from specviz.analysis import snapshot_data
+from specviz.analysis import busy, snapshot_data
 from specviz.analysis.busy import machine
+from specviz.bounded import UPLOAD_DEPTH, read_json
 from specviz.errors import SnapshotError
 
 KINDS = ("sweep", "race", "reading")
@@ -25,12 +25,9 @@ MAX_BYTES = 2_000_000  # a snapshot file larger than this is refused before it i
 
 
 def load() -> str:
-    """The load at the moment: the 1-minute load average against the core count."""
-    try:
-        one = os.getloadavg()[0]
-    except OSError:
-        return "load unknown"
-    return f"load average {one:.1f} on {os.cpu_count()} cores"
+    """The load at the moment: the cores other processes hold (specviz.analysis.busy.current_load), in words."""
+    now = busy.current_load()
+    return "load unknown" if now is None else now.words()
 
 
 @dataclass(frozen=True)
@@ -76,10 +73,7 @@ def from_json(text: str | bytes) -> Snapshot:
         policy.current().check_upload(text.encode() if isinstance(text, str) else text)  # nesting, before parsing
     except policy.RefusedError as exc:
         raise SnapshotError(str(exc)) from exc
-    try:
-        raw = json.loads(text)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise SnapshotError(f"this file is not JSON ({exc})") from exc
+    raw = read_json(text, error=SnapshotError, what="this file", max_bytes=MAX_BYTES, max_depth=UPLOAD_DEPTH)
     if not isinstance(raw, dict):
         raise SnapshotError("this file is not a specviz snapshot (kind, created, machine, runtime, load and data)")
     missing = [k for k in (*HEADER, "data") if k not in raw]

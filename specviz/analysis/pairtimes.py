@@ -1,0 +1,195 @@
+"""One pair, one set of timings: T(1), v(k) and c of a (target, draft, runtime, threads), measured once on a quiet
+check and kept, so that every page that explains a cost (Decode's reading, the Race, the τ sweep, "Would it pay
+there?", the lessons) reads the same numbers, each saying when, on which runtime and under what load they were
+measured.
+
+`measure_pair` times, in interleaved rounds at one cache length, the target's passes over each k and one draft
+forward, each piece with its evidence (specviz.analysis.clock): a round in which any piece waited for a core is
+timed again, and a measurement that stays disturbed is withheld (BusyMachine). A `TimingBook` keeps a pair's
+timings only where every piece ran while no other process held a core (`quiet`): a measurement made while
+another process held one is shown with that said, and never kept as the pair's. "Measure again" replaces it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from specviz.analysis import clock
+from specviz.analysis.busy import machine
+from specviz.analysis.measure import (
+    BusyMachine,
+    Spread,
+    check_draft_cost,
+    check_verify_cost,
+    median_iqr,
+)
+from specviz.analysis.passes import RETRIES
+from specviz.errors import ConfigError
+from specviz.models.pair import ModelPair
+
+KS = (1, 2, 3, 4, 5, 6, 8, 12, 16)  # the pass lengths timed: τ + 1 for τ up to 15 (and the roofline's fit)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairTimings:
+    """A pair's passes timed on one runtime and thread count, at one cache length."""
+
+    target: str
+    draft: str
+    runtime: str
+    threads: int
+    passes_ms: dict[int, Spread]  # k → T(k): one target pass over k tokens
+    draft_ms: Spread  # one draft forward over one token
+    context: int  # tokens in the caches while they were timed
+    quiet: bool  # no other process held a core while any piece ran
+    at: float  # time.time() when measured
+    machine: str  # the CPU, in words
+    size_ratio: float | None = None  # the draft's bytes over the target's, same runtime (c's bound), where known
+
+    @property
+    def one_token_ms(self) -> Spread:
+        return self.passes_ms[1]
+
+    def v(self, k: int) -> float:
+        """T(k) / T(1): a pass over k tokens in one-token passes (k timed, or the nearest timed k above it)."""
+        timed = [j for j in sorted(self.passes_ms) if j >= k] or [max(self.passes_ms)]
+        return self.passes_ms[timed[0]].value / self.one_token_ms.value
+
+    @property
+    def c(self) -> float:
+        """One draft forward in one-token target passes."""
+        return self.draft_ms.value / self.one_token_ms.value
+
+    def where(self, now: float | None = None) -> str:
+        """'measured 3 min ago on llama.cpp (2 threads), <CPU>, with no other process on its cores'."""
+        ago = max(0.0, (now if now is not None else time.time()) - self.at)
+        when = "just now" if ago < 60 else f"{ago / 60:.0f} min ago" if ago < 3600 else f"{ago / 3600:.1f} h ago"
+        load = "with no other process on its cores" if self.quiet else "while another process held a core (not kept)"
+        threads = f"{self.threads} thread{'s' if self.threads != 1 else ''}"
+        return f"measured {when} on {self.runtime} ({threads}), {self.machine}, {load}"
+
+    def sentence(self, tau: int) -> str:
+        """'T(1) = 15.0 ms; a pass over τ + 1 = 5 tokens costs v = 1.45 of them, a draft forward c = 0.21 (…)'."""
+        return (
+            f"T(1) = {self.one_token_ms.value:.1f} ms; a pass over τ + 1 = {tau + 1} tokens costs v = "
+            f"{self.v(tau + 1):.2f} of them, a draft forward c = {self.c:.2f} ({self.where()})"
+        )
+
+
+def key_of(pair: ModelPair) -> tuple[str, str, str, int]:
+    """(target, draft, runtime, threads): what a pair's timings are kept under."""
+    return pair.target.name, pair.draft.name, pair.runtime, pair.target.capabilities.threads or 1
+
+
+def measure_pair(
+    pair: ModelPair,
+    ids: Sequence[int],
+    ks: Sequence[int] = KS,
+    repeats: int = 5,
+    timer: clock.Timer | None = None,
+    size_ratio: float | None = None,
+) -> PairTimings:
+    """Time the target's passes over each k in `ks` and one draft forward, all at one cache length (the prompt's
+    `ids` less its last max(ks) tokens), interleaved round by round in a rotating order after a warm-up round. A
+    round in which any piece waited for a core is timed again; BusyMachine where `repeats` clean rounds are not had
+    in RETRIES × as many. MeasurementError where v(k) or c is outside its bounds (specviz.analysis.measure)."""
+    ks = sorted({1, *ks})
+    if len(ids) < max(ks) + 1:
+        raise ConfigError(f"the prompt needs at least {max(ks) + 1} tokens to time passes of {max(ks)}")
+    timer = timer or clock.default()
+    threads = pair.target.capabilities.threads or 1
+    head = len(ids) - max(ks)
+    target = pair.target.new_session()
+    target.extend(list(ids[:head]), keep=1)
+    draft = pair.draft.new_session()
+    if head > 1:
+        draft.extend(list(ids[: head - 1]), keep=1)
+    pieces: list[tuple[str, int]] = [("draft", 1), *(("pass", k) for k in ks)]
+    times: dict[tuple[str, int], list[float]] = {piece: [] for piece in pieces}
+    reasons: list[str] = []
+    quiet, tried = True, 0
+
+    def run(piece: tuple[str, int]) -> None:
+        what, k = piece
+        if what == "draft":
+            draft.extend([ids[head - 1]], keep=1)
+            draft.crop(head - 1)
+        else:
+            target.extend(list(ids[head : head + k]), keep=k)
+            target.crop(head)
+
+    while len(times[("draft", 1)]) < repeats:
+        if tried > RETRIES * repeats:
+            raise BusyMachine(clock.busy_message(f"The timing of {pair.target.name}'s passes", reasons))
+        shift = tried % len(pieces)
+        round_: dict[tuple[str, int], float] = {}
+        for piece in pieces[shift:] + pieces[:shift]:
+            _, timed = timer.time(
+                lambda piece=piece: run(piece),
+                what=piece[0],
+                tokens=piece[1],
+                threads=1 if piece[0] == "draft" else threads,
+            )
+            why = timed.disturbed()
+            if why:
+                reasons.append(why)
+                break
+            quiet = quiet and timed.quiet
+            round_[piece] = timed.ms
+        else:
+            if tried:  # the first round warms up
+                for piece, ms in round_.items():
+                    times[piece].append(ms)
+        tried += 1
+    how = f"median and interquartile range of {repeats} interleaved rounds"
+    passes = {k: median_iqr(times[("pass", k)], how) for k in ks}
+    one = passes[1].value
+    for k, spread in passes.items():
+        if k > 1:
+            check_verify_cost(spread.value / one, k, one)
+    draft_ms = median_iqr(times[("draft", 1)], how)
+    check_draft_cost(draft_ms.value / one, size_ratio, one)
+    target_name, draft_name, runtime, threads = key_of(pair)
+    return PairTimings(
+        target=target_name,
+        draft=draft_name,
+        runtime=runtime,
+        threads=threads,
+        passes_ms=passes,
+        draft_ms=draft_ms,
+        context=head,
+        quiet=quiet,
+        at=time.time(),
+        machine=machine(),
+        size_ratio=size_ratio,
+    )
+
+
+class TimingBook:
+    """The pairs' timings, one per (target, draft, runtime, threads), kept where measured quietly: shared by every
+    page and session that reads them (a page hands one in; nothing here is per run)."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[str, str, str, int], PairTimings] = {}
+        self._lock = threading.Lock()
+
+    def get(self, pair: ModelPair) -> PairTimings | None:
+        with self._lock:
+            return self._kept.get(key_of(pair))
+
+    def keep(self, timings: PairTimings) -> bool:
+        """Keep `timings` as its pair's where it was measured quietly (replacing what was kept); whether it was."""
+        if not timings.quiet:
+            return False
+        with self._lock:
+            self._kept[(timings.target, timings.draft, timings.runtime, timings.threads)] = timings
+        return True
+
+    def measure(self, pair: ModelPair, ids: Sequence[int], timer: clock.Timer | None = None, **kw) -> PairTimings:
+        """Measure the pair now (measure_pair) and keep the result where it was quiet; returns it either way."""
+        timings = measure_pair(pair, ids, timer=timer, **kw)
+        self.keep(timings)
+        return timings
