@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from specviz.bounded import whole_number
 from specviz.errors import ModelError
 
 MAX_TAU = 64  # draft tokens per step (and levels of a tree)
@@ -25,6 +26,10 @@ def env_count(name: str, default: int, what: str, minimum: int) -> int:
     value = os.environ.get(name, "").strip()
     if not value:
         return default
-    if not value.isdigit() or int(value) < minimum:
+    try:
+        count = whole_number(value, error=ValueError, what=name)  # digits 0-9 only
+    except ValueError:
+        count = minimum - 1
+    if count < minimum:
         raise ModelError(f"{name}={value!r}: set it to a whole number of {what}, {minimum} or more, or unset it")
-    return int(value)
+    return count

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 
 from specviz import drafts, limits
+from specviz.bounded import whole_number
 from specviz.drafts.lookup import PromptLookupDrafter
 from specviz.drafts.subset import early_exit
 from specviz.errors import IncompatibleModelsError, ModelError
@@ -582,9 +583,13 @@ def _gguf_pair(
 
 def _layer_count(spec: str) -> int:
     _, _, k = spec.partition(":")
-    if not k.isdigit() or int(k) < 1:
+    try:
+        layers = whole_number(k, error=ValueError, what="K")  # digits 0-9 only: not "²" or "٣"
+    except ValueError:
+        layers = 0
+    if layers < 1:
         raise ModelError(f"write the early-exit draft as {EARLY_EXIT}:K with K ≥ 1 layers; got {spec!r}")
-    return int(k)
+    return layers
 
 
 def check_vocabularies(target_tok: Any, draft_tok: Any, target_name: str, draft_name: str) -> None:

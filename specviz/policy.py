@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from specviz import bounded
 from specviz.errors import SpecvizError
 
 CLASS_MODE_ENV = "SPECVIZ_CLASS_MODE"
@@ -121,7 +122,7 @@ class ClassPolicy:
                 f"the file is {len(data) / 1e6:.1f} MB; a trace this server replays is at most {limit / 1e6:.1f} MB"
             )
         depth_limit = self.upload_depth if self.on else UPLOAD_DEPTH
-        if (depth := json_depth(data, depth_limit)) > depth_limit:
+        if (depth := bounded.json_depth(data, depth_limit)) > depth_limit:
             raise RefusedError(
                 f"the file nests deeper than {depth_limit} levels (at least {depth}); a specviz trace nests 6: it is "
                 "not a trace"
@@ -138,33 +139,7 @@ class ClassPolicy:
 
 
 # outside class mode, an uploaded trace is still bounded (far above any real trace: 1,000 steps are ~3 MB)
-UPLOAD_BYTES, UPLOAD_DEPTH = 50_000_000, 64
-
-
-def json_depth(data: bytes, stop: int) -> int:
-    """How deep a JSON text nests its arrays and objects (strings skipped), read byte by byte without parsing;
-    it stops counting once past `stop`."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for byte in data:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:  # quote
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):  # [ {
-            depth += 1
-            if depth > deepest:
-                deepest = depth
-                if deepest > stop:
-                    return deepest
-        elif byte in (0x5D, 0x7D):  # ] }
-            depth -= 1
-    return deepest
+UPLOAD_BYTES, UPLOAD_DEPTH = bounded.UPLOAD_BYTES, bounded.UPLOAD_DEPTH
 
 
 def _address(url: str) -> tuple[str, str, int, str] | None:

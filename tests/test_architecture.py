@@ -65,6 +65,7 @@ def test_no_private_name_crosses_modules_and_no_streamlit():
 # API, at the top of the library. Nothing is exempt.
 LAYERS = {
     "specviz.errors": 0,
+    "specviz.bounded": 0,  # imports nothing of specviz: the caller names the error it raises
     "specviz.limits": 1,
     "specviz.policy": 1,
     "specviz.models": 2,

@@ -38,10 +38,86 @@ def test_bad_or_out_of_range_values_are_reported_not_raised():
     assert problems == [
         "ignored a_tau='99' from the link: allowed values are 1 to 16",
         "ignored a_mode='fast' from the link: allowed values are 'textbook', 'lossless', 'greedy'",
-        "ignored a_temperature='hot' from the link: not a float",
+        "ignored a_temperature='hot' from the link: not a number",
         "ignored a_chat='maybe' from the link: not true or false",
         "ignored a_taus='3' from the link: not a range such as 1-8",
     ]
+
+
+def test_numbers_in_a_link_are_written_in_the_digits_0_to_9():
+    """Python's int() and float() take '٣' (Arabic-Indic three) and '٠.٥' as numbers; a link's are read in 0-9 only,
+    and what is not is named in a message (cut to 60 characters), never raised."""
+    params = {"a_tau": "٣", "a_temperature": "٠.٥", "a_taus": "١-٨", "a_prompt": "٣"}
+    values, problems = links.decode(params | {"a_chat": "true"}, DEFAULTS)
+    assert values == {"a_prompt": "٣", "a_chat": True}  # text stays text
+    assert problems == [
+        "ignored a_tau='٣' from the link: not a whole number (digits 0-9)",
+        "ignored a_temperature='٠.٥' from the link: not a number",
+        "ignored a_taus='١-٨' from the link: not a range such as 1-8",
+    ]
+    for raw in ("²", "1_000", "1" * 17, "[" * 3000):
+        values, problems = links.decode({"a_tau": raw}, DEFAULTS, {"a_tau": (1, 16)})
+        assert values == {} and len(problems) == 1 and len(problems[0]) < 160, problems
+    assert links.decode({"a_tau": " 7", "a_temperature": "1e-1", "a_taus": "2-5"}, DEFAULTS)[0] == {
+        "a_tau": 7,
+        "a_temperature": 0.1,
+        "a_taus": (2, 5),
+    }
+
+
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ("[" * 3000, "the table cannot be read: it nests deeper than 2 levels"),  # RecursionError before
+        ('{"p": [' + "1" * 400 + "]}", "the table cannot be read: it holds a whole number of 400 digits"),
+        ('{"p": [NaN]}', "the table cannot be read: it holds NaN, not a finite number"),
+        ('{"p": [[1]]}', "the table cannot be read: it nests deeper than 2 levels"),
+        ('{"p": [null]}', "a cell of the table is neither a finite number nor text"),
+        ('{"p": [true]}', "a cell of the table is neither a finite number nor text"),
+        ('{"p": ["' + "x" * 201 + '"]}', "a cell of the table is neither a finite number nor text"),
+        ('{"p": [1], "q": [1, 2]}', "the table's columns are of different lengths"),
+        ('{"p": 1}', "the table is not columns of values"),
+        ('{"p": [' + ",".join(["1"] * 1001) + "]}", "the table has more than 1,000 rows"),
+    ],
+)
+def test_a_links_table_that_cannot_be_read_is_a_message(text, why):
+    problems = []
+    assert links.table(text, problems) is None
+    assert len(problems) == 1 and problems[0].startswith(f"ignored the table in the link: {why}"), problems
+
+
+def test_a_links_table_of_text_and_numbers_is_read_as_columns():
+    problems = []
+    table = links.table('{"token": ["a", "٣"], "p (target)": [0.9, 1], "q (draft)": [-2, 1e-3]}', problems)
+    assert table == {"token": ["a", "٣"], "p (target)": [0.9, 1], "q (draft)": [-2, 0.001]} and problems == []
+
+
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ('{"²": "x"}', "the link's typed drafts name step '²': steps are numbered from 1 to 10,000"),  # ValueError
+        ('{"٣": "x"}', "the link's typed drafts name step '٣': steps are numbered from 1 to 10,000"),  # read as 3
+        ('{"0": "x"}', "the link's typed drafts name step '0': steps are numbered from 1 to 10,000"),
+        ('{"' + "9" * 400 + '": "x"}', "the link's typed drafts name step '9999999999999999999…'"),
+        ("[" * 3000, "the link's typed drafts cannot be read: it nests deeper than 1 level"),  # RecursionError
+        ('{"1": ["x"]}', "the link's typed drafts cannot be read: it nests deeper than 1 level"),
+        ('{"1": 5}', "the link's typed draft of step 1 is not 1 to 200 characters of text"),
+        ('["x"]', "the link's typed drafts are not a table of step numbers and words"),
+    ],
+)
+def test_a_links_typed_drafts_that_cannot_be_read_are_one_config_error(text, why):
+    from specviz.drafts.typed import typed_from_link
+
+    with pytest.raises(specviz.ConfigError) as info:
+        typed_from_link(text)
+    assert str(info.value).startswith(why), str(info.value)
+
+
+def test_a_links_typed_drafts_are_read_by_step():
+    from specviz.drafts.typed import typed_from_link, typed_to_link
+
+    assert typed_from_link('{"1": "mat and", "3": "[x](y)"}') == {0: "mat and", 2: "[x](y)"}
+    assert typed_from_link(typed_to_link({4: "w5 w6"})) == {4: "w5 w6"}
 
 
 @pytest.fixture

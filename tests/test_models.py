@@ -67,7 +67,8 @@ def test_draft_presets_self_prompt_lookup_and_early_exit(dirs):
     assert Decoder(pair, "w5 w6", SpecConfig(tau=2, max_new_tokens=6)).run().new_tokens
 
 
-@pytest.mark.parametrize("spec", ["early-exit:2", "early-exit:0", "early-exit:x"])
+# "²" raised a ValueError and "١" (Arabic-Indic one) loaded one layer: K is written in the digits 0-9
+@pytest.mark.parametrize("spec", ["early-exit:2", "early-exit:0", "early-exit:x", "early-exit:²", "early-exit:١"])
 def test_bad_early_exit_layers(dirs, spec):
     with pytest.raises(ModelError, match="early-exit"):
         load_pair(dirs["target"], spec)

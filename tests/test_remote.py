@@ -170,7 +170,9 @@ def test_spec_parsing_and_errors():
         "http://gpu:8000",
     )
     assert remote.is_remote("sglang:http://h:30000") and not remote.is_remote("embedded")
-    for bad in ("vllm:gpu:8000", "tgi:http://h:1", "llamacpp:ftp://h/v1"):
+    # issue 57.3: a broken address was a ValueError; a port in other digits ("٣") was read as 3 by http.client
+    odd = ("sglang:http://[::1/x", "vllm:http://h:٣/v1", "vllm:http://h:²/v1", "vllm:http://h:70000/v1")
+    for bad in ("vllm:gpu:8000", "tgi:http://h:1", "llamacpp:ftp://h/v1", *odd):
         with pytest.raises(ModelError, match="KIND:URL"):
             remote.parse_spec(bad)
 

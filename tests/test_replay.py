@@ -3,11 +3,12 @@ naming where it is, never a Python exception from deep inside the page."""
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
 
-from specviz import TraceError
+from specviz import RunTrace, TraceError
 from specviz.classroom.replay import load_trace
 from tests.helpers import runs_by_mode
 
@@ -105,6 +106,70 @@ def test_every_corruption_is_one_clear_error(saved, edit, message):
     with pytest.raises(TraceError) as caught:
         load_trace(corrupt(saved["textbook"], edit))
     assert message in str(caught.value)
+
+
+def test_a_400_digit_number_or_a_residual_top_of_0_is_one_clear_error(saved):
+    """Issue 57.3: an uploaded trace with a 400-digit number (an OverflowError before: the check's isfinite) or
+    residual_top: 0 (a TypeError before: it is falsy, so it went unchecked, then iterated)."""
+    text = saved["lossless"].to_json()
+    number = json.dumps(saved["lossless"].steps[0].q[0])
+    assert number in text
+    with pytest.raises(TraceError, match=r"^this file cannot be read: it holds a whole number of 400 digits"):
+        load_trace(text.replace(number, "9" * 400, 1))
+    with pytest.raises(TraceError, match=r"^this file cannot be read: it holds a number of 402 characters"):
+        load_trace(text.replace(number, "0." + "1" * 400, 1))
+
+    def residual_top_0(data):
+        data["steps"][0]["residual_top"] = 0
+
+    with pytest.raises(TraceError, match=r"^step 1: residual_top is neither null nor a list$"):
+        load_trace(corrupt(saved["lossless"], residual_top_0))
+    data = json.loads(text)
+    data["steps"][0]["q"][0] = 10**400  # handed in as a dict: the check, not the reader, refuses it
+    with pytest.raises(TraceError, match=r"^step 1, draft token 1: q = 1000.* is not a probability in \[0, 1\]"):
+        RunTrace.from_dict(data)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"mode": "lossless", "verification": "block"},
+        {"mode": "greedy"},
+        {"mode": "textbook", "topk": 2, "steps": 2, "num_draft_tokens": 3},
+        {"mode": "lossless", "verification": "one-hot", "topk": 2, "steps": 2, "num_draft_tokens": 3},
+    ],
+)
+def test_every_field_replaced_by_an_odd_value_is_a_trace_error_or_a_trace(settings):
+    """Each field of a saved run (containers too) replaced by null, text, an empty list or object, true, -1, 0 or a
+    400-digit number: RunTrace.from_dict gives one TraceError or a trace, never another exception."""
+    from specviz import Decoder, SpecConfig
+    from tests.helpers import tiny_text_pair
+
+    config = SpecConfig(tau=2, max_new_tokens=4, seed=3, top_n=2, **settings)
+    base = json.loads(Decoder(tiny_text_pair(), "w1 w2 w3", config).run().to_json())
+
+    def paths(node, path=()):
+        if path:
+            yield path
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in items:
+            yield from paths(value, (*path, key))
+
+    others = []
+    for path in list(paths(base)):
+        for value in (None, "x", [], {}, True, -1, 0, 10**400):
+            data = copy.deepcopy(base)
+            node = data
+            for key in path[:-1]:
+                node = node[key]
+            node[path[-1]] = value
+            try:
+                RunTrace.from_dict(data)
+            except TraceError:
+                continue
+            except Exception as exc:
+                others.append(f"{path} = {str(value)[:12]}: {exc!r}")
+    assert others == [], "\n".join(others[:20])
 
 
 def test_greedy_decisions_follow_the_targets_argmax(saved):

@@ -319,6 +319,85 @@ def test_presentation_view_puts_the_verdict_and_both_charts_first_without_the_si
     assert not at.code  # no share box on the projector
 
 
+HOSTILE_WORD = "![m](http://127.0.0.1:9/md.png) http://127.0.0.1:9/auto"  # an image and a bare link, as markdown
+HOSTILE_TABLES = {  # by hand, r = 0.7 / 0.5:
+    # lossless: u = .45 (the middle of q's mode) samples the word (q .9); p/q = .1/.9 < r .7: rejected; the residual
+    # max(0, p − q) = (0, .8) gives 'b'. Notes: the draw's pick and the rejection both name the word
+    "lossless": ([HOSTILE_WORD, "b"], [[0.9, 0.1]], [[0.1, 0.9], [0.5, 0.5]], 0.7),
+    # textbook: 'b' (q .9 = p .9) kept; the bonus token is p's argmax at position 2: the word
+    "textbook": (["b", HOSTILE_WORD], [[0.9, 0.1]], [[0.9, 0.1], [0.1, 0.9]], 0.5),
+}
+
+
+def _hostile(mode: str) -> tuple[str, float]:
+    import json
+
+    words, q, p, r = HOSTILE_TABLES[mode]
+    return json.dumps({"words": words, "q": q, "p": p}), r
+
+
+@pytest.mark.parametrize("mode", HOSTILE_TABLES)
+def test_a_tables_words_are_text_in_every_note_never_markdown(mode):
+    """Issue 57.2: the words of a table (a link's) reach the notes as literal text: rendered, no image and no link,
+    and the word's own characters on screen (GFM's autolink broken by an invisible joiner)."""
+    from specviz.classroom.sandbox import case_from_json
+    from specviz.viz.plain import JOINER
+    from tests.test_plain import render
+
+    text, r = _hostile(mode)
+    case = case_from_json(text, (r,))
+    step = sandbox_step(case, mode)
+    assert (step.n_accepted, step.next_text) == ((0, "b") if mode == "lossless" else (1, HOSTILE_WORD))
+    notes = explain(step, case, mode)
+    assert len(notes) == (2 if mode == "lossless" else 1)
+    for note in notes:
+        tags, shown = render(note)
+        assert tags == ["p"] and "http://" not in note, note
+        assert HOSTILE_WORD in shown.replace(JOINER, "")
+
+
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ("[" * 3000, "it nests deeper than 3 levels"),  # a RecursionError before
+        ('{"words": ["a", "b"], "q": [[' + "1" * 400 + ", 1]], " + '"p": [[1, 1], [1, 1]]}', "400 digits"),  # Overflow
+        ('{"words": ["a", "b"], "q": [[NaN, 1]], "p": [[1, 1], [1, 1]]}', "it holds NaN, not a finite number"),
+        ('{"words": [["a"], "b"], "q": [[1, 1]], "p": [[1, 1], [1, 1]]}', "its words are text"),
+        ('{"words": ["a", "b"], "q": [[true, 1]], "p": [[1, 1], [1, 1]]}', "q and p rows of numbers"),
+        ('{"words": ["a", "b"], "q": 5, "p": [[1, 1], [1, 1]]}', "cannot be read"),
+    ],
+)
+def test_a_links_sandbox_table_that_cannot_be_read_is_one_config_error_and_the_exercise_stays(text, why):
+    from specviz.classroom.sandbox import case_from_json, from_link
+
+    with pytest.raises(ConfigError, match="the link's sandbox table cannot be read") as info:
+        case_from_json(text, (0.5,))
+    assert why in str(info.value)
+    problems = []
+    exercise, case, _shown = from_link({"sandbox_table": text, "sandbox_tau": 1}, problems)
+    assert len(problems) == 1 and why in problems[0]
+    assert exercise == ONE and case.words == PRESETS[ONE].words  # the exercise's own table
+
+
+def test_a_links_hostile_words_show_as_text_on_the_page(sandbox_page):
+    """The link of issue 57.2 on the Sandbox page: the verdict, every note and the step's table hold the word escaped
+    (specviz.viz.plain), and rendered they make no image and no link."""
+    from specviz.viz.plain import JOINER, plain
+    from tests.test_plain import render
+
+    for mode in HOSTILE_TABLES:
+        text, r = _hostile(mode)
+        at = sandbox_page(sandbox_table=text, sandbox_tau="1", sandbox_r0=str(r), sandbox_mode=mode)
+        assert at.selectbox(key="sandbox_preset").value == CUSTOM
+        shown = [*(e.value for e in at.success), *(e.value for e in at.info)]
+        assert sum(plain(HOSTILE_WORD) in markdown for markdown in shown) == 2  # two notes; the verdict and a note
+        for markdown in shown:
+            assert not {"img", "a"} & set(render(markdown)[0]), markdown
+        assert any(HOSTILE_WORD in render(m)[1].replace(JOINER, "") for m in shown)
+        if mode == "lossless":  # the word is the draft token: the step's table (st.table reads markdown) escapes it
+            assert plain(HOSTILE_WORD) in at.table[0].value.to_numpy().ravel().tolist()
+
+
 def test_the_expected_accepted_tokens_on_a_table_in_one_sentence():
     """τ = 1, q = (.2, .2, .6), p = (.5, .3, .2): a drawn token is kept with Σ min(p, q) = .2 + .2 + .2 = 0.6 under
     the token-wise rule."""

@@ -263,6 +263,45 @@ def live(at: AppTest, kind: str) -> None:
     assert at.button(key=key).label
 
 
+def hostile_race(token: str) -> str:
+    """A race snapshot whose first token id is written as `token` (a JSON number), the rest left as nulls: the reader
+    or the check stops at the token first."""
+    import dataclasses
+
+    from specviz.analysis.race import Lane
+
+    lane = {f.name: None for f in dataclasses.fields(Lane)} | {"tokens": ["TOKEN"]}
+    result = {f.name: None for f in dataclasses.fields(RaceResult) if f.name != "mode"} | {"alone": lane}
+    return packed("race", {"preset": "p", "texts": ["a", "b"], "result": result}).replace('"TOKEN"', token)
+
+
+def test_a_400_digit_token_id_is_one_snapshot_error_from_a_file_a_link_or_a_dict():
+    """Issue 57.3: an OverflowError before (math.isfinite of a 400-digit int); read, it is refused by the bounded
+    reader with its digits named; handed in as a dict (a library user), the check names the field."""
+    from specviz.analysis import snapshot_data
+
+    text = hostile_race("9" * 400)
+    for reopen in (snapshot.from_json, lambda t: snapshot.from_link_param(link_param(t))):
+        with pytest.raises(SnapshotError) as info:
+            reopen(text)
+        assert str(info.value).startswith("this file cannot be read: it holds a whole number of 400 digits")
+    raw = json.loads(hostile_race("1"))["data"]
+    raw["result"]["alone"]["tokens"] = [10**400]
+    with pytest.raises(SnapshotError, match=r"data.result.alone.tokens\[0\] is a whole number too long to read"):
+        snapshot_data.check("race", raw)
+    raw["result"]["alone"]["tokens"] = [2**53 + 1]  # past what a float holds exactly: not a token id either
+    with pytest.raises(SnapshotError, match="too long to read"):
+        snapshot_data.check("race", raw)
+
+
+def test_a_link_with_a_400_digit_token_id_is_a_message_on_its_page(loads):
+    at = opened("race", hostile_race("9" * 400))
+    assert not at.exception
+    assert at.error[0].value.startswith("**This link's snapshot cannot be opened.** this file cannot be read: ")
+    assert "400 digits" in at.error[0].value
+    live(at, "race")
+
+
 @pytest.mark.parametrize("kind", ["sweep", "race", "reading"])
 def test_a_link_whose_data_lacks_a_field_is_a_message_on_its_page(loads, kind):
     """The issue's link: a valid header, data {"x": 1}."""

@@ -15,6 +15,7 @@ from specviz.analysis.diagnosis import Diagnosis
 from specviz.analysis.race import Lane, RaceResult
 from specviz.analysis.sweep import SweepSettings
 from specviz.analysis.sweep_summary import PolicySummary, TauSummary
+from specviz.bounded import is_number
 from specviz.core.config import MODES, TAU_POLICIES
 from specviz.core.trace import RunTrace
 from specviz.errors import SnapshotError, SpecvizError
@@ -243,7 +244,8 @@ def _number(
         where,
         f"is {_kind(value)}, not {kind}",
     )
-    _need(math.isfinite(value), where, f"is {value}, not a finite number")
+    shown = f"is {value}, not a finite number" if isinstance(value, float) else "is a whole number too long to read"
+    _need(is_number(value), where, shown)
     _need(low <= value <= high, where, f"is {value:g}, outside {low:g} to {high:g}")
     return value
 

@@ -1,7 +1,8 @@
 """Shareable links: page settings to URL query parameters and back, typed by their defaults.
 
 Pure functions (no Streamlit): the app keeps its settings under keys like `decode_tau`; a link
-carries the same keys. Values that do not parse are left out and reported, never raised."""
+carries the same keys. Values that do not parse are left out and reported, never raised. Every value is read by
+specviz.bounded: numbers in the digits 0-9 only, a table's JSON within its size, depth and digits."""
 
 from __future__ import annotations
 
@@ -9,6 +10,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
+
+from specviz.bounded import LINK_BYTES, decimal, is_number, read_json, whole_number
+from specviz.errors import ConfigError
+
+TABLE_ROWS = 1000  # rows of a table a link carries (the app's tables have a few)
+CELL_CHARS = 200  # characters of one of its text cells
+KINDS = {bool: "true or false", tuple: "a range such as 1-8", int: "a whole number (digits 0-9)", float: "a number"}
 
 
 def encode(settings: Mapping[str, Any]) -> dict[str, str]:
@@ -38,13 +46,13 @@ def decode(
         try:
             value = _parse(raw, defaults[key])
         except ValueError:
-            kind = {bool: "true or false", tuple: "a range such as 1-8"}.get(type(defaults[key]))
+            kind = KINDS.get(type(defaults[key]))
             kind = kind or f"a {type(defaults[key]).__name__}"
             hint = f"; {_allowed_text(allowed[key])}" if allowed and key in allowed else ""
-            problems.append(f"ignored {key}={raw!r} from the link: not {kind}{hint}")
+            problems.append(f"ignored {key}={_cut(raw)!r} from the link: not {kind}{hint}")
             continue
         if not _fits(value, (allowed or {}).get(key)):
-            problems.append(f"ignored {key}={raw!r} from the link: {_allowed_text((allowed or {})[key])}")
+            problems.append(f"ignored {key}={_cut(raw)!r} from the link: {_allowed_text((allowed or {})[key])}")
             continue
         values[key] = value
     return values, problems
@@ -67,13 +75,22 @@ def _fits(value: Any, allowed: Any) -> bool:
     return all(lo <= v <= hi for v in (value if isinstance(value, tuple) else (value,)))
 
 
+def _cut(raw: str, most: int = 60) -> str:
+    """A link's value in a message: at most `most` characters."""
+    return raw if len(raw) <= most else raw[: most - 1] + "…"
+
+
 def _parse(raw: str, default: Any) -> Any:
     if isinstance(default, bool):
         if raw.lower() not in ("true", "false", "1", "0"):
             raise ValueError(raw)
         return raw.lower() in ("true", "1")
     if isinstance(default, tuple):
-        return tuple(type(d)(part) for d, part in zip(default, raw.split("-"), strict=True))
+        return tuple(_parse(part, d) for d, part in zip(default, raw.split("-"), strict=True))
+    if isinstance(default, int):
+        return whole_number(raw, error=ValueError, what="the value")  # digits 0-9 only: not "٣"
+    if isinstance(default, float):
+        return decimal(raw, error=ValueError, what="the value")
     return type(default)(raw)
 
 
@@ -88,15 +105,23 @@ def table_text(columns: Mapping[str, list]) -> str:
 
 
 def table(text: str, problems: list[str]) -> dict[str, list] | None:
-    """A table carried by a link as JSON columns ({"column": [values]}); None (and a message in
+    """A table carried by a link as JSON columns ({"column": [values]}), each cell text (at most CELL_CHARS
+    characters) or a finite number (specviz.bounded.is_number), at most TABLE_ROWS rows; None (and a message in
     `problems`) when it cannot be read."""
     if not text:
         return None
     try:
-        columns = json.loads(text)
-        if not isinstance(columns, dict) or len({len(v) for v in columns.values()}) != 1:
-            raise ValueError("columns of different lengths")
+        columns = read_json(text, error=ConfigError, what="the table", max_bytes=LINK_BYTES, max_depth=2)
+        if not isinstance(columns, dict) or not all(isinstance(v, list) for v in columns.values()):
+            raise ConfigError("the table is not columns of values")
+        if len({len(v) for v in columns.values()}) != 1:
+            raise ConfigError("the table's columns are of different lengths")
+        if len(next(iter(columns.values()))) > TABLE_ROWS:
+            raise ConfigError(f"the table has more than {TABLE_ROWS:,} rows")
+        cells = (cell for column in columns.values() for cell in column)
+        if not all((isinstance(c, str) and len(c) <= CELL_CHARS) or is_number(c) for c in cells):
+            raise ConfigError(f"a cell of the table is neither a finite number nor text of at most {CELL_CHARS}")
         return {str(k): list(v) for k, v in columns.items()}
-    except (ValueError, TypeError) as exc:
+    except ConfigError as exc:
         problems.append(f"ignored the table in the link: {exc}")
         return None

@@ -3,7 +3,6 @@ for a live `Decoder` (step, undo, run, done, stop_reason, trace)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -169,10 +168,6 @@ def load_trace(data: bytes | str) -> RunTrace:
     """A saved run trace (JSON), checked completely by RunTrace.from_dict (every field present and of its
     type, each decision as its own numbers make it); its metrics recomputed from its steps. Any problem:
     a `TraceError` naming where it is. Its size and nesting are bounded before anything parses it
-    (specviz.policy: RefusedError)."""
+    (specviz.policy: RefusedError, the class's bounds), and it is read by specviz.bounded (its numbers' digits)."""
     policy.current().check_upload(data.encode() if isinstance(data, str) else data)
-    try:
-        raw = json.loads(data)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise TraceError(f"this file is not JSON ({exc})") from exc
-    return RunTrace.from_dict(raw)
+    return RunTrace.from_json(data)

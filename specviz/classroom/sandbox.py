@@ -21,12 +21,14 @@ import pandas as pd
 import torch
 
 from specviz.analysis.theory import expected_accepted
+from specviz.bounded import LINK_BYTES, is_number, read_json
 from specviz.core.config import MODES
 from specviz.core.record import record_step
 from specviz.core.rules import VERIFICATIONS, Verification, choose
 from specviz.core.sampling import residual, sample_at
 from specviz.core.trace import StepTrace
 from specviz.errors import ConfigError
+from specviz.viz.plain import plain
 
 MAX_TAU = 8
 CUSTOM = "Custom table (your own, or from a link)"  # the menu's name for a table that is no exercise's
@@ -235,10 +237,16 @@ def case_to_json(case: SandboxCase) -> str:
 
 
 def case_from_json(text: str, r: Sequence[float], u: Sequence[float] = (), s: float | None = None) -> SandboxCase:
-    """A case from a link's table, checked like an edited table."""
+    """A case from a link's table (read by specviz.bounded: its size, nesting and digits bounded), checked like an
+    edited table: words as text, q and p as rows of finite numbers."""
+    data = read_json(text, error=ConfigError, what="the link's sandbox table", max_bytes=LINK_BYTES, max_depth=3)
     try:
-        data = json.loads(text)
         words, q, p = data["words"], data["q"], data["p"]
+        rows = [*q, *p]  # a TypeError where they are not lists
+        if not all(isinstance(w, str) for w in words) or not all(
+            isinstance(row, list) and all(is_number(x) for x in row) for row in rows
+        ):
+            raise TypeError("its words are text, q and p rows of numbers")
         if len(p) != len(q) + 1 or len(r) != len(q):
             raise ConfigError("the table's positions do not match")
         frame = case_frame(SandboxCase(tuple(words), tuple(map(tuple, q)), tuple(map(tuple, p)), tuple(r)))
@@ -349,13 +357,15 @@ def explain(step: StepTrace, case: SandboxCase | None = None, mode: str = "textb
     """What this step teaches, in sentences computed from its own numbers (never a note written for
     another table): in lossless mode, which token each draw u sampled from q; a q > p token accepted by
     its draw; a block token kept although its own draw failed; tokens after the first rejection that
-    would have passed their own test; and where the next token came from."""
+    would have passed their own test; and where the next token came from. Markdown: every word of the table (it
+    may come from a link) is made literal text (specviz.viz.plain)."""
     notes, n, tau = [], step.n_accepted, step.tau
     rule = step.verify.rule if step.verify else "token"
     if case is not None and mode == "lossless":
         held = zip(case.draft_draws, step.draft_tokens, _intervals(case, step), strict=True)
         picks = ", ".join(
-            f"u{t + 1} = {u:.3f} → '{case.words[y]}' [{lo:.2f}, {hi:.2f})" for t, (u, y, (lo, hi)) in enumerate(held)
+            f"u{t + 1} = {u:.3f} → '{plain(case.words[y])}' [{lo:.2f}, {hi:.2f})"
+            for t, (u, y, (lo, hi)) in enumerate(held)
         )
         notes.append(f"The draft sampled each token from q: the token whose interval of q holds u ({picks}).")
     if rule == "token":
@@ -406,12 +416,14 @@ def explain(step: StepTrace, case: SandboxCase | None = None, mode: str = "textb
             "greedy": "greedy takes p's most likely token",
         }.get(step.next_rule, f"the rule is {step.next_rule}")
         notes.append(
-            f"'{step.draft_text[n]}' is rejected at position {n + 1}, so the target chooses the next token from its "
-            f"distribution there: {why}: '{step.next_text}'."
+            f"'{plain(step.draft_text[n])}' is rejected at position {n + 1}, so the target chooses the next token from "
+            f"its distribution there: {why}: '{plain(step.next_text)}'."
         )
     else:
         accepted = f"All {tau} draft tokens accepted" if tau > 1 else "The draft token accepted"
-        notes.append(f"{accepted}: the target adds a bonus token from p at position {tau + 1}: '{step.next_text}'.")
+        notes.append(
+            f"{accepted}: the target adds a bonus token from p at position {tau + 1}: '{plain(step.next_text)}'."
+        )
     return notes
 
 

@@ -131,7 +131,8 @@ def _check_int(name: str, value: object, lo: int, hi: int) -> None:
 
 
 def _check_float(name: str, value: object, lo: float, hi: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or (isinstance(value, float) and math.isnan(value)):  # (an int is never NaN, however long)
         raise ConfigError(f"{name} must be a number; got {value!r}")
     if not lo <= value <= hi:
         raise ConfigError(f"{name} must be between {lo} and {hi}; got {value}")

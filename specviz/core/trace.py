@@ -15,6 +15,7 @@ from typing import Any, Literal, NamedTuple, get_args
 
 import pandas as pd
 
+from specviz.bounded import UPLOAD_BYTES, UPLOAD_DEPTH, is_number, is_whole, read_json
 from specviz.core.config import SpecConfig
 from specviz.core.metrics import Metrics, compute_metrics
 from specviz.errors import ConfigError, TraceError
@@ -199,8 +200,8 @@ class StepTrace:
         return json.dumps(self.to_dict(), allow_nan=False)
 
     @classmethod
-    def from_json(cls, text: str) -> StepTrace:
-        return cls.from_dict(json.loads(text))
+    def from_json(cls, text: str | bytes) -> StepTrace:
+        return cls.from_dict(_read(text))
 
 
 _POSITION_FIELDS = (
@@ -217,6 +218,10 @@ _POSITION_FIELDS = (
     "p_top",
 )
 _TUPLE_FIELDS = ("draft_tokens", "draft_text", "q", "p", "ratio", "r", "accepted", "decision", "beta", "emitted")
+
+
+def _read(text: str | bytes) -> Any:
+    return read_json(text, error=TraceError, what="this file", max_bytes=UPLOAD_BYTES, max_depth=UPLOAD_DEPTH)
 
 
 def _top(entries: Any) -> TopN:
@@ -282,8 +287,10 @@ class RunTrace:
         return data
 
     @classmethod
-    def from_json(cls, text: str) -> RunTrace:
-        return cls.from_dict(json.loads(text))
+    def from_json(cls, text: str | bytes) -> RunTrace:
+        """A saved run (JSON text or bytes) read within bounds (specviz.bounded: size, nesting, digits), then
+        checked completely (from_dict); any problem is a TraceError."""
+        return cls.from_dict(_read(text))
 
     def to_frame(self) -> pd.DataFrame:
         """One row per step with every StepTrace field; `attrs` keeps the run-level fields."""
@@ -366,7 +373,10 @@ def _step(raw: Any, i: int, config: SpecConfig) -> None:
             isinstance(raw[name], (list, tuple)) and len(raw[name]) == tau,
             f"{where}: {name} does not hold {tau} entries",
         )
-    tops = [*raw["q_top"], *raw["p_top"], raw["next_top"], *([raw["residual_top"]] if raw["residual_top"] else [])]
+    residual_top = raw["residual_top"]
+    listed = residual_top is None or isinstance(residual_top, (list, tuple))
+    _need(listed, f"{where}: residual_top is neither null nor a list")
+    tops = [*raw["q_top"], *raw["p_top"], raw["next_top"], *([residual_top] if residual_top else [])]
     for top in tops:
         _need(isinstance(top, (list, tuple)) and all(_top_entry(e) for e in top), f"{where}: a top-n list is malformed")
     n = raw["n_accepted"]
@@ -377,8 +387,6 @@ def _step(raw: Any, i: int, config: SpecConfig) -> None:
         (verify is not None) is (rule != "token" and (tree is None or rule == "one-hot")),
         f"{where}: its verification record does not match the run's rule ({rule})",
     )
-    if verify is not None:
-        _verify(verify, raw, rule, where, tree is not None)
     for t in range(tau):
         at = f"{where}, draft token {t + 1}"
         for name in ("q", "p", "beta"):
@@ -401,6 +409,8 @@ def _step(raw: Any, i: int, config: SpecConfig) -> None:
             _check_rule(raw, t, t < n, config.mode, at)
         _ints([raw["draft_tokens"][t]], f"{at}: the token")
         _need(isinstance(raw["draft_text"][t], str), f"{at}: its text is not text")
+    if verify is not None:  # after each position's own numbers were checked
+        _verify(verify, raw, rule, where, tree is not None)
     for name in ("index", "context_length", "next_token"):
         _need(_integer(raw[name]) and raw[name] >= 0, f"{where}: {name} = {raw[name]!r} is not a count")
     _need(isinstance(raw["next_text"], str), f"{where}: next_text is not text")
@@ -435,9 +445,18 @@ def _tree(tree: Any, raw: dict, config: SpecConfig, where: str) -> str:
         f"{where}: the tree holds more than num_draft_tokens = {config.num_draft_tokens} nodes",
     )
     fields = {f.name for f in dataclasses.fields(TreeNode)}
+    for name in ("topk", "steps", "num_draft_tokens", "stop"):
+        _need(_integer(tree[name]), f"{where}: its tree's {name} is not a whole number")
+    _need(isinstance(tree["path"], (list, tuple)), f"{where}: its tree's path is not a list")
+    for name in ("root_p_top", "root_q_top"):
+        _need(_top_list(tree[name]), f"{where}: its tree's {name} is malformed")
     for j, node in enumerate(nodes):
         at = f"{where}, tree node {j + 1}"
         _need(isinstance(node, dict) and set(node) == fields, f"{at} is malformed")
+        tops = ("p_top", "q_top", "residual_top", "q_residual_top")
+        _need(all(_top_list(node[name]) for name in tops), f"{at}: a top-n list is malformed")
+        _need(_integer(node["rank"]) and isinstance(node["text"], str), f"{at}: its rank or text is malformed")
+        _ints([node["token"]], f"{at}: the token")
         up = node["parent"]
         _need(_integer(up) and -1 <= up < j, f"{at}: parent {up!r} is not an earlier node or the root")
         _need(node["depth"] == (nodes[up]["depth"] + 1 if up >= 0 else 1), f"{at}: depth {node['depth']!r} is wrong")
@@ -458,7 +477,7 @@ def _tree(tree: Any, raw: dict, config: SpecConfig, where: str) -> str:
             )
             continue
         r, ratio = node["r"], node["ratio"]
-        _need(_number(r) and 0 <= r < 1 and isinstance(ratio, (int, float)), f"{at}: no valid r and ratio")
+        _need(_number(r) and 0 <= r < 1 and _number(ratio), f"{at}: no valid r and ratio")
         if config.mode == "textbook" and node["q"] > 0:
             _need(math.isclose(ratio, node["p"] / node["q"], rel_tol=1e-6, abs_tol=1e-12), f"{at}: ratio is not p/q")
         _need(
@@ -561,11 +580,11 @@ def _fields(raw: dict, names: set[str], where: str, optional: frozenset[str] | s
 
 
 def _integer(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    return is_whole(value)  # of a size a float holds: a 400-digit id is no token
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return is_number(value)
 
 
 def _probability(value: Any) -> bool:
@@ -576,6 +595,10 @@ def _ints(values: Any, what: str) -> list[int]:
     ids = isinstance(values, (list, tuple)) and all(_integer(v) and v >= 0 for v in values)
     _need(ids, f"{what} are not token ids")
     return list(values)
+
+
+def _top_list(top: Any) -> bool:
+    return isinstance(top, (list, tuple)) and all(_top_entry(e) for e in top)
 
 
 def _top_entry(entry: Any) -> bool:

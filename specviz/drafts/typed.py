@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 
+from specviz.bounded import LINK_BYTES, read_json, whole_number
 from specviz.errors import ConfigError
 from specviz.models.lm import NextTokenModel, Session
 from specviz.models.text import Codec
@@ -127,20 +128,26 @@ def typed_from_link(text: str) -> dict[int, str]:
     """A link's typed drafts, checked: step index (0-based) → the words; a ConfigError says what is wrong."""
     if not text:
         return {}
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ConfigError(f"the link's typed drafts cannot be read ({exc})") from exc
+    data = read_json(text, error=ConfigError, what="the link's typed drafts", max_bytes=LINK_BYTES, max_depth=1)
     if not isinstance(data, dict):
         raise ConfigError("the link's typed drafts are not a table of step numbers and words")
     steps = {}
     for key, words in data.items():
-        if not (isinstance(key, str) and key.isdigit() and 1 <= int(key) <= 10_000):
-            raise ConfigError(f"the link's typed drafts name step {key!r}: steps are numbered from 1")
+        try:
+            step = whole_number(key, error=ValueError, what="a step")  # digits 0-9 only: not "²" or "٣"
+        except ValueError:
+            step = 0
+        if not 1 <= step <= 10_000:
+            raise ConfigError(f"the link's typed drafts name step {_cut(key)!r}: steps are numbered from 1 to 10,000")
         if not isinstance(words, str) or not words.strip() or len(words) > MAX_CHARS:
-            raise ConfigError(f"the link's typed draft of step {key} is not 1 to {MAX_CHARS} characters of text")
-        steps[int(key) - 1] = words
+            raise ConfigError(f"the link's typed draft of step {step} is not 1 to {MAX_CHARS} characters of text")
+        steps[step - 1] = words
     return steps
+
+
+def _cut(text: str, most: int = 20) -> str:
+    """A link's text in a message: at most `most` characters."""
+    return text if len(text) <= most else text[: most - 1] + "…"
 
 
 # said wherever a typed step is shown (pages, docs/algorithm.md "A typed draft")

@@ -38,8 +38,12 @@ def parse_spec(spec: str) -> RemoteSpec:
     """`KIND:URL[#MODEL]`, e.g. vllm:http://host:8000/v1#my-model; a typed error otherwise."""
     kind, _, rest = spec.strip().partition(":")
     url, _, model = rest.partition("#")
-    parsed = urlparse(url)
-    if kind not in KINDS or parsed.scheme not in ("http", "https") or not parsed.netloc:
+    try:
+        parsed = urlparse(url)
+        _ = parsed.port  # urllib checks the port as it reads it: digits 0-9, 0 to 65535 ("٣" is no port)
+    except ValueError:  # a broken address ("http://[::1"), or a port that is not one
+        parsed = None
+    if kind not in KINDS or parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc:
         raise ModelError(
             f"write a remote target as KIND:URL[#MODEL] with KIND one of {', '.join(KINDS)}, "
             f"e.g. vllm:http://localhost:8000/v1#my-model; got {spec!r}"
