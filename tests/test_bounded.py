@@ -75,3 +75,16 @@ def test_only_numbers_a_float_holds_exactly_pass_as_numbers():
         not bounded.is_number(float("nan")) and not bounded.is_number(float("inf")) and not bounded.is_number(10**400)
     )
     assert not bounded.is_number("1") and not bounded.is_number(None) and not bounded.is_number(False)
+
+
+@pytest.mark.parametrize("value", ["٣", "²", "+", "1" * 17, "1_024"])
+def test_a_count_from_the_environment_is_written_in_the_digits_0_to_9(monkeypatch, value):
+    """specviz.limits.env_count ('٣'.isdigit() held before: an operator's SPECVIZ_LLAMA_SLOTS=٣ read as 3)."""
+    from specviz.errors import ModelError
+    from specviz.limits import env_count
+
+    monkeypatch.setenv("SPECVIZ_TEST_COUNT", value)
+    with pytest.raises(ModelError, match="set it to a whole number of runs, 0 or more, or unset it"):
+        env_count("SPECVIZ_TEST_COUNT", 8, "runs", 0)
+    monkeypatch.setenv("SPECVIZ_TEST_COUNT", " 12 ")
+    assert env_count("SPECVIZ_TEST_COUNT", 8, "runs", 0) == 12
