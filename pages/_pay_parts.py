@@ -6,16 +6,14 @@ from __future__ import annotations
 import streamlit as st
 
 import specviz
+from pages import _timings as timings_ui
 from pages._picker import decode_choice
-from pages._shared import heavy_job, heavy_turn, load_pair
+from pages._shared import load_pair
 from specviz.analysis import outlook as ol
 from specviz.analysis.measure import Spread
 from specviz.classroom import pay
-from specviz.classroom.settings import FIRST_PROMPT
-from specviz.core.prompt import encode_prompt
 from specviz.models.hub import EMBEDDED
 from specviz.viz.plain import plain
-from specviz.viz.render import sentence
 
 SOURCES, HERE = ol.SOURCES, ol.HERE
 
@@ -62,8 +60,9 @@ def timed_pair_words() -> str:
 
 
 def measured_here() -> tuple[ol.Calibration | None, specviz.ModelPair | None]:
-    """This machine's calibration on the Decode page's pair (timed_pair) and the runtime chosen in the sidebar, made
-    on a click."""
+    """This machine's calibration on the Decode page's pair (timed_pair) and the runtime chosen in the sidebar: the
+    roofline fitted to the pair's kept timings (pages/_timings.py: the same T(k) and c every page reads), measured
+    on a click where no page has yet."""
     target, draft, note = timed_pair()
     pair = load_pair(target, draft)
     if pair is None:
@@ -72,43 +71,33 @@ def measured_here() -> tuple[ol.Calibration | None, specviz.ModelPair | None]:
         f"Timed on {plain(pair.target.name)} drafted by {plain(pair.draft.name)} ({pair.runtime}): the Decode page's "
         "pair where it has one." + (f" {note}" if note else "")
     )
-    made = st.session_state.setdefault("pay_calibration", {})
-    key = (pair.runtime, target, draft)
-    if key not in made and st.button(
+    pressed = timings_ui.book().get(pair) is None and st.button(
         f"Time the passes on this machine ({pair.runtime})", key="pay_measure", icon=":material/timer:"
-    ):
-        try:
-            with heavy_job(), heavy_turn(), st.spinner("Timing one pass over 1 to 16 tokens, interleaved; then c…"):
-                _, ids, _ = encode_prompt(pair, FIRST_PROMPT + " " + FIRST_PROMPT, None)
-                made[key] = (ol.calibrate(pair, ids), ol.measure_draft_cost(pair, FIRST_PROMPT))
-        except specviz.SpecvizError as exc:
-            st.error(f"**Cannot time the passes.** {plain(sentence(exc))}", icon=":material/error:")
-    found = made.get(key)
-    if found is None:
+    )
+    timings = timings_ui.costs(pair, 4, "pay_measure_again", measure=pressed)
+    if timings is None:
         st.info(
-            "Press the button: about 20 s to time the target's passes over 1 to 16 tokens and the draft's cost c, "
-            "then the model is fitted to them.",
+            "Press the button: a few seconds to time the target's passes over 1 to 16 tokens and a draft forward, "
+            "interleaved; then the model is fitted to them.",
             icon=":material/timer:",
         )
         return None, pair
-    st.session_state["pay_draft_cost"] = found[1]
-    return found[0], pair
+    calibration, c = ol.fitted(pair, timings.passes_ms, timings.context), ol.draft_cost_of(timings)
+    st.session_state["pay_draft_cost"] = c
+    st.session_state.setdefault("pay_calibration", {})[(pair.runtime, target, draft)] = (calibration, c)
+    return calibration, pair
 
 
 def same_sweep(pair: specviz.ModelPair):
-    """The τ sweep of this session when it ran this pair on this runtime (its runs give c and the speedups)."""
+    """The τ sweep of this session when it ran this pair on this runtime (its runs give the speedups)."""
     sweep = st.session_state.get("pay_sweep")
     names = (pair.runtime, pair.target.name, pair.draft.name)
     return sweep if sweep and (sweep["runtime"], sweep["target"], sweep["draft"]) == names else None
 
 
 def draft_cost(pair: specviz.ModelPair) -> tuple[Spread, str]:
-    """c for this machine: the τ sweep's (the runs whose speedups are drawn) where it ran here, else the one
-    measured with the passes."""
-    sweep = same_sweep(pair)
-    if sweep and sweep["summary"].c is not None:
-        return sweep["summary"].c, "the τ sweep's runs"
-    return st.session_state["pay_draft_cost"], "a short greedy run beside the target alone"
+    """c for this machine: the pair's kept timings' (the same c on every page)."""
+    return st.session_state["pay_draft_cost"], "the pair's timings (a draft forward against a one-token pass)"
 
 
 def calibration_panel(cal: ol.Calibration, pair: specviz.ModelPair) -> list[tuple[int, Spread]]:

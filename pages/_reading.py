@@ -5,6 +5,7 @@ import streamlit as st
 
 import specviz
 from pages import _snapshot as snapshots
+from pages import _timings as timings_ui
 from pages._busy import busy_notice
 from pages._shared import lazy_expander
 from specviz.analysis.diagnosis import Diagnosis, diagnose
@@ -33,9 +34,10 @@ def trace_reading(run: RunTrace, pair: specviz.ModelPair | None = None, turn=Non
             return
         cache = st.session_state.setdefault(CACHE, {})
         key = measure_key(run, pair) if pair is not None and run.steps else None
-        if key is not None and st.button(
+        pressed = key is not None and st.button(
             "Time this run beside the target alone", key="decode_measure", icon=":material/timer:"
-        ):
+        )
+        if pressed:
             with st.spinner(f"Decoding the {len(run.steps)} steps again, each beside the target alone on its tokens…"):
                 measured = paired_run(pair, list(run.prompt_ids), run.config, turn=turn, max_steps=len(run.steps))
             try:
@@ -47,6 +49,8 @@ def trace_reading(run: RunTrace, pair: specviz.ModelPair | None = None, turn=Non
         if key is not None and not frozen:  # times of this server, just now
             busy_notice()
         _tiles(d, run, None if key is None else key[0], frozen is not None)
+        if key is not None and not frozen:  # the pair's costs, the same on every page; timed with this run's
+            timings_ui.costs(pair, run.config.tau, "decode_measure_pair", measure=pressed)
         if key is not None and d.run_speedup is not None and not frozen:
             snapshots.panel("reading", freeze("reading", key[0], {"trace": run.to_dict(), "reading": d.to_dict()}))
 

@@ -8,11 +8,12 @@ import specviz
 from pages import _race_greedy as greedy_ui
 from pages import _shared as ui
 from pages import _snapshot as snapshots
+from pages import _timings as timings_ui
 from pages._busy import busy_notice
 from pages._picker import decode_race
 from pages._present import COMPACT_CSS, presentation_toggle
+from pages._race_verdict import verdict
 from specviz.analysis.busy import where_measured
-from specviz.analysis.measure import MeasurementError
 from specviz.analysis.race import BY_LABEL, YOURS, Race, RaceResult, at_race_time, finish, stop_reason
 from specviz.analysis.snapshot import freeze, runtime_of
 from specviz.viz.plain import plain
@@ -62,33 +63,6 @@ def draw(pair: specviz.ModelPair, alone, spec) -> None:
         line.markdown(lane_words(lane))
 
 
-def verdict(result: RaceResult, where: str = "", busy: bool = False, greedy: greedy_ui.Greedy | None = None) -> None:
-    """The result in words, coloured by what its interval says (on a `busy` server, not as a result at all), or why
-    it could not be measured; where it was timed; and whether both wrote the same text, or where and why not."""
-    try:
-        summary = result.summary()
-    except MeasurementError as exc:  # impossible timings: said, never shown as a result
-        st.warning(
-            f"**The race could not measure a speed.** {plain(exc)}. The texts are right; their times are not: "
-            "start again when the server is quieter.",
-            icon=":material/timer_off:",
-        )
-    else:
-        spread = result.speedup_spread()
-        shown = st.info if busy else st.success if spread.above(1.0) else st.warning if spread.below(1.0) else st.info
-        shown(
-            ("**Not a result: the server was busy while it ran.** " if busy else "") + summary,
-            icon=":material/sports_score:",
-        )
-    if where:
-        st.caption(
-            f"Measured: {where}, the race's prompt, greedy, τ = {result.tau}. A speedup depends on the prompt, "
-            "the draft, the runtime, the machine and its load: the README's (2026-11-24, a quiet 2-core AMD EPYC, "
-            "llama.cpp) and a lesson's are other measurements."
-        )
-    greedy_ui.texts(result, greedy)  # the same text, or where the texts part and why (batch variance, or a bug)
-
-
 st.html(RACE_STYLE)
 results = st.session_state.setdefault("race_results", {})
 greedy = st.session_state.setdefault("race_greedy", {})  # per race: its batch variance, where and why texts part
@@ -116,6 +90,7 @@ if start:
             for alone, spec in race.frames():  # both lanes as they stood at the same moment of their clocks
                 shown, alone, spec = at_race_time(alone, spec)
                 draw(pair, alone, spec)
+            timings_ui.measured(pair, in_job=True)  # the pair's costs, where no page has measured them yet
     except specviz.SpecvizError as exc:
         st.error(f"**The race could not run.** {plain(sentence(exc))}", icon=":material/error:")
         st.stop()
@@ -140,7 +115,9 @@ busy_notice(load, box=notice)
 draw(pair, result.alone, result.speculative)
 alone_why, spec_why = (stop_reason(lane, pair.codec.eos_token_id, max_new) for lane in both)
 stopped.caption(f"Both {alone_why}." if alone_why == spec_why else f"Target alone {alone_why}; speculation {spec_why}.")
-verdict(result, where_measured(runtime_of(pair), load), load is not None and load.busy, greedy.get(key))
+where, busy = where_measured(runtime_of(pair), load), load is not None and load.busy
+verdict(result, where, busy, greedy.get(key), timings_ui.book().get(pair))
+timings_ui.costs(pair, preset.tau, "race_measure_again", measure=False)
 with st.expander("The prompt"):
     st.code(preset.prompt, language=None, wrap_lines=True)
 texts = [lane_text(pair.codec, lane.tokens) for lane in both]

@@ -55,13 +55,24 @@ def quiet_machine(monkeypatch):
     monkeypatch.setattr(busy, "current_load", lambda: busy.MachineLoad(0.0, 2))
 
 
-@pytest.fixture(autouse=True)
-def steady_clock():
-    """Timings read the CPU's evidence of a disturbance (specviz.analysis.clock); tests run beside others on shared
-    cores, so every test's default timer reads the clock but reports no disturbance. Tests of numbers hand in a
-    FakeTimer; tests/test_clock.py reads the real evidence."""
+@pytest.fixture(scope="session", autouse=True)
+def steady_clock_for_the_session():
+    """Before any fixture of a wider scope times something (a module's sweep, say): the steady default below."""
     from specviz.analysis import clock
 
     clock.set_default(clock.Timer(judge=False))
     yield
     clock.set_default(None)
+
+
+@pytest.fixture(autouse=True)
+def steady_clock(steady_clock_for_the_session):
+    """Timings read the CPU's evidence of a disturbance (specviz.analysis.clock); tests run beside others on shared
+    cores, so every test's default timer reads the clock but reports no disturbance. Tests of numbers hand in a
+    FakeTimer (or set one as the default: it is set back after each test); tests/test_clock.py reads the real
+    evidence."""
+    from specviz.analysis import clock
+
+    clock.set_default(clock.Timer(judge=False))
+    yield
+    clock.set_default(clock.Timer(judge=False))

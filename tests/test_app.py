@@ -1267,14 +1267,20 @@ def test_models_on_this_computer_lists_the_gguf_files_found_and_a_found_pair_ste
     ((result, raced, _load),) = at.session_state["race_results"].values()
     assert raced.target is run.pair.target and raced.draft.name == run.pair.draft.name
     assert result.same_text and len(result.alone.tokens) == 8
-    # and this machine timed on it for "Would it pay there?": the target's sizes read from its header
+    # the race timed the pair's passes (issue 52.4: one set of timings), and "Would it pay there?" reads the same
+    # ones on this machine, nothing timed again: the target's sizes read from its header
+    (raced_costs,) = [c.value for c in at.caption if c.value.startswith("**The pair's costs**")]
     at.switch_page("pages/pay.py").run()
     at.selectbox(key="pay_hardware").set_value(outlook.HERE).run()
     timed_on = f"Timed on {run.pair.target.name} drafted by {run.pair.draft.name}"
     assert any(c.value.startswith(timed_on) for c in at.caption)
-    at.button(key="pay_measure").click().run()
+    assert not [b for b in at.button if b.key == "pay_measure"]  # kept from the race: nothing to press
     assert not at.exception and not at.error, [e.value for e in at.error]
+    (pay_costs,) = [c.value for c in at.caption if c.value.startswith("**The pair's costs**")]
+    c_of = lambda text: re.search(r"a draft forward c = ([\d.]+)", text).group(1)  # noqa: E731
+    assert c_of(raced_costs) == c_of(pay_costs)
     (calibration, c), *_ = at.session_state["pay_calibration"].values()
+    assert f"{c.value:.2f}" == c_of(pay_costs)
     assert calibration.model.source == "the GGUF header of smol.F32.gguf" and calibration.model.layers == 30
     assert 0 < c.value < math.inf  # how cheap is a timing: benchmarks/gguf_drafts.py, not a test
     summary = (at.success or at.warning)[0].value

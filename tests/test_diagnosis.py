@@ -92,8 +92,12 @@ def test_measured_beside_the_target_alone_the_verify_cost_is_read_and_named():
 
 def test_a_speedup_no_step_could_make_is_refused():
     """Steps recorded as faster (100 ms) than their own verify pass (250 ms): 700 / 300 = 2.33× for 2.33 tokens
-    per step at v = 2.5, above the 2.33 / 2.5 = 0.93× a step that costs at least its verify pass allows."""
-    with pytest.raises(MeasurementError, match=r"above what 2\.33 tokens per step at v = 2\.50 allow"):
+    per step at v = 2.5 and 4 draft forwards at c = 24 · 7 / (700 · 12) = 0.02, above the 2.33 / (2.5 + 4 · 0.02)
+    = 0.90× a step that costs at least its verify pass and its draft's forwards allows."""
+    with pytest.raises(
+        MeasurementError,
+        match=r"above what 2\.33 tokens per step at v = 2\.50 and 4\.0 draft forwards at c = 0\.02 allow \(0\.90×\)",
+    ):
         diagnose(
             run_with(4, [1, 1, 2], beta=0.6, draft_ms=8.0, verify_ms=250.0),
             paired([2, 2, 3], 4, 100.0, 8.0, 250.0, 100.0),

@@ -166,29 +166,31 @@ def test_the_charts_carry_the_predictions_and_the_measured_points():
 
 
 def test_a_pass_over_several_tokens_timed_far_cheaper_than_one_token_is_refused_not_fitted():
-    """pass_times on a stand-in target whose pass sleeps 30 ms for one token and 12 ms for four: v(4) = 0.4, below
-    the 0.6 no pass over several tokens goes under (a one-token pass slowed while it was timed), so the calibration
-    built on it is refused with why; at 36 ms for four (v = 1.2) the times come back as timed."""
-    import time
+    """pass_times on a stand-in target whose passes are timed (a FakeTimer) at 30 ms for one token and 12 ms for four:
+    v(4) = 0.4, below the 0.6 no pass over several tokens goes under (a one-token pass slowed while it was timed), so
+    the calibration built on it is refused with why; at 36 ms for four (v = 1.2) the times come back as timed; at 150
+    ms (v = 5, more than the four one-token passes it replaces plus V_SLACK) it is refused too."""
     from types import SimpleNamespace
 
+    from specviz.analysis.clock import FakeTimer
     from specviz.analysis.measure import MeasurementError
     from specviz.analysis.passes import pass_times
 
-    def target(ms: dict[int, float]) -> SimpleNamespace:
-        class Session:
-            def extend(self, ids, keep=1):
-                time.sleep(ms.get(len(ids), 0.0) / 1000)
+    class Session:
+        def extend(self, ids, keep=1):
+            pass
 
-            def crop(self, length):
-                pass
+        def crop(self, length):
+            pass
 
-        return SimpleNamespace(target=SimpleNamespace(new_session=Session))
-
-    with pytest.raises(MeasurementError, match=r"a target pass over 4 tokens would have cost 0\.4\d single-token"):
-        pass_times(target({1: 30.0, 4: 12.0}), list(range(10)), (1, 4), repeats=2)
-    times = pass_times(target({1: 30.0, 4: 36.0}), list(range(10)), (1, 4), repeats=2)
-    assert times[4].value / times[1].value == pytest.approx(1.2, abs=0.1)
+    pair = SimpleNamespace(target=SimpleNamespace(new_session=Session, capabilities=SimpleNamespace(threads=1)))
+    timed = lambda ms: FakeTimer(lambda what, k: ms[k])  # noqa: E731
+    with pytest.raises(MeasurementError, match=r"a target pass over 4 tokens would have cost 0\.40 single-token"):
+        pass_times(pair, list(range(10)), (1, 4), repeats=2, timer=timed({1: 30.0, 4: 12.0}))
+    times = pass_times(pair, list(range(10)), (1, 4), repeats=2, timer=timed({1: 30.0, 4: 36.0}))
+    assert times[4].value / times[1].value == pytest.approx(1.2)
+    with pytest.raises(MeasurementError, match=r"over 4 tokens would have cost 5\.00 single-token passes, and no pass"):
+        pass_times(pair, list(range(10)), (1, 4), repeats=2, timer=timed({1: 30.0, 4: 150.0}))
 
 
 def test_the_pair_timed_here_is_the_decode_pages_where_its_target_is_sized():

@@ -55,9 +55,10 @@ class Diagnosis:
         return {"draft": self.draft_ms / total, "verify": self.verify_ms / total, "prefill": self.prefill_ms / total}
 
 
-def diagnose(run: RunTrace, measured: PairedRun | None = None) -> Diagnosis:
+def diagnose(run: RunTrace, measured: PairedRun | None = None, size_ratio: float | None = None) -> Diagnosis:
     """The reading of `run`; with `measured` (the same run timed beside the target alone), its verify cost,
-    its speedup and S_v as measured."""
+    its speedup and S_v as measured, each inside its bounds (check_bounds: v, c against the draft's `size_ratio`
+    where known, the speedup against both) or MeasurementError."""
     m, tau = run.metrics, run.config.tau
     alpha, c, length = m.alpha, m.c, m.mean_acceptance_length
     v = c1 = s_v = achieved = None
@@ -66,7 +67,17 @@ def diagnose(run: RunTrace, measured: PairedRun | None = None) -> Diagnosis:
         steps = measured.steps
         per_step = sum(s.tokens for s in steps) / len(steps)
         in_pass = None if run.config.tree else tau + 1
-        check_bounds(achieved.value, per_step, v.value, in_pass, median_one_token_ms(steps))
+        drafted = sum(s.drafted for s in steps) / len(steps)
+        check_bounds(
+            achieved.value,
+            per_step,
+            v.value,
+            in_pass,
+            median_one_token_ms(steps),
+            draft_cost=c1.value,
+            drafted_per_step=drafted,
+            size_ratio=size_ratio,
+        )
         if alpha is not None:
             at = lambda cost: speedup_with_verify_cost(alpha, tau, c1.value, cost)  # noqa: E731
             s_v = Spread(at(v.value), at(v.high), at(v.low), v.n, f"S_v over v's {v.how}")

@@ -28,10 +28,9 @@ from specviz.analysis.costmodel import (
     tokens_per_step,
     tree_speedup,
 )
-from specviz.analysis.measure import Spread, paired_run
+from specviz.analysis.measure import Spread
 from specviz.analysis.passes import pass_times
 from specviz.analysis.trees import TREE_SHAPES
-from specviz.core.config import SpecConfig
 from specviz.errors import ConfigError
 from specviz.models.gguf import GGUFInfo, read_info
 from specviz.models.pair import ModelPair
@@ -412,19 +411,23 @@ def draft_model(pair: ModelPair, target: Model) -> Model:
 def calibrate(pair: ModelPair, ids: Sequence[int], ks: Sequence[int] = CALIBRATION_KS, repeats: int = 5) -> Calibration:
     """Time the target's passes over k tokens here (interleaved, at one cache length) and fit the roofline to
     them: the target's sizes (target_model), this runtime's numbers."""
+    return fitted(pair, pass_times(pair, ids, ks, repeats), len(ids) - max(ks))
+
+
+def fitted(pair: ModelPair, measured: Mapping[int, Spread], context: int) -> Calibration:
+    """The roofline fitted to passes over k tokens timed at `context` tokens (pass_times', or the pair's kept
+    timings: specviz.analysis.pairtimes)."""
     model = target_model(pair)
-    measured = pass_times(pair, ids, ks, repeats)
-    context = len(ids) - max(ks)
     seconds = [s.value / 1000.0 for s in measured.values()]
     name = f"this machine ({pair.runtime})"
     fit = fit_hardware(list(measured), seconds, model, context, name=name, single_row=True)
-    return Calibration(pair.runtime, measured, fit, context, model)
+    return Calibration(pair.runtime, dict(measured), fit, context, model)
 
 
-def measure_draft_cost(pair: ModelPair, prompt: str, chat: bool | None = None) -> Spread:
-    """c on this machine: one draft forward over one target-alone token, from a short greedy run timed step by step
-    beside the target alone (specviz.analysis.measure.paired_run)."""
-    return paired_run(pair, prompt, SpecConfig(tau=3, mode="greedy", max_new_tokens=32), chat=chat).draft_cost()
+def draft_cost_of(timings) -> Spread:
+    """c from the pair's kept timings (specviz.analysis.pairtimes.PairTimings): a draft forward's median and
+    interquartile range over the target's median one-token pass."""
+    return timings.draft_ms.scaled(1.0 / timings.one_token_ms.value)
 
 
 def preset_tables() -> tuple[list[dict], list[dict]]:

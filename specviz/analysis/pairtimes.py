@@ -31,6 +31,11 @@ from specviz.errors import ConfigError
 from specviz.models.pair import ModelPair
 
 KS = (1, 2, 3, 4, 5, 6, 8, 12, 16)  # the pass lengths timed: τ + 1 for τ up to 15 (and the roofline's fit)
+# the text whose tokens are timed (every page times the same): long enough for a cache before passes of 16 tokens
+TEXT = (
+    "Write a Python function that reverses a list. The function takes a list and returns a new list with the same "
+    "items in the opposite order, without changing the list it was given."
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,6 +82,29 @@ class PairTimings:
             f"T(1) = {self.one_token_ms.value:.1f} ms; a pass over τ + 1 = {tau + 1} tokens costs v = "
             f"{self.v(tau + 1):.2f} of them, a draft forward c = {self.c:.2f} ({self.where()})"
         )
+
+
+def size_ratio(pair: ModelPair) -> float | None:
+    """The draft's bytes over the target's where both say (a llama.cpp model's `nbytes`) and run on the same runtime:
+    the bound on c (specviz.analysis.measure.check_draft_cost); None elsewhere."""
+    target, draft = pair.target, pair.draft
+    if draft is target:
+        return 1.0
+    if target.capabilities.runtime != draft.capabilities.runtime:
+        return None
+    sizes = [getattr(m, "nbytes", None) for m in (target, draft)]
+    if not all(callable(f) for f in sizes):
+        return None
+    t, d = (f() for f in sizes)
+    return d / t if t > 0 and d > 0 else None
+
+
+def timing_ids(pair: ModelPair) -> list[int]:
+    """TEXT's tokens on the pair's codec (no chat template: the same tokens for every page)."""
+    ids = list(pair.codec.encode(TEXT))
+    while len(ids) < max(KS) + 2:  # a small vocabulary's codec: the text repeated
+        ids += ids
+    return ids
 
 
 def key_of(pair: ModelPair) -> tuple[str, str, str, int]:
@@ -188,8 +216,12 @@ class TimingBook:
             self._kept[(timings.target, timings.draft, timings.runtime, timings.threads)] = timings
         return True
 
-    def measure(self, pair: ModelPair, ids: Sequence[int], timer: clock.Timer | None = None, **kw) -> PairTimings:
-        """Measure the pair now (measure_pair) and keep the result where it was quiet; returns it either way."""
-        timings = measure_pair(pair, ids, timer=timer, **kw)
+    def measure(
+        self, pair: ModelPair, ids: Sequence[int] | None = None, timer: clock.Timer | None = None, **kw
+    ) -> PairTimings:
+        """Measure the pair now (measure_pair, on `ids` or TEXT's tokens, c bounded by the pair's `size_ratio`) and
+        keep the result where it was quiet; returns it either way."""
+        kw.setdefault("size_ratio", size_ratio(pair))
+        timings = measure_pair(pair, timing_ids(pair) if ids is None else ids, timer=timer, **kw)
         self.keep(timings)
         return timings

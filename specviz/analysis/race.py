@@ -34,6 +34,7 @@ from specviz.analysis.measure import (
     point,
     rate_ratio,
 )
+from specviz.analysis.pairtimes import PairTimings
 from specviz.core.config import SpecConfig
 from specviz.core.engine import Decoder
 from specviz.models.pair import ModelPair
@@ -229,9 +230,10 @@ class RaceResult:
         typical = statistics.median(t for t, _ in self.alone.pieces) * 1000.0 if self.alone.pieces else None
         check_bounds(self.speedup, self.tokens_per_pass, self.verify_cost, self.tau + 1, typical)
 
-    def summary(self) -> str:
+    def summary(self, timings: PairTimings | None = None) -> str:
         """The result in words: how much faster (or slower) with its interval, said only where the interval
-        says it; and why. Raises MeasurementError where the timings cannot be right (`check`)."""
+        says it; and why: with the pair's `timings` (specviz.analysis.pairtimes: the costs every page reads) where
+        given, else the race's own. Raises MeasurementError where the timings cannot be right (`check`)."""
         self.check()
         spread = self.speedup_spread()
         if spread.above(1.0):
@@ -240,12 +242,16 @@ class RaceResult:
             outcome = f"{1 / spread.value:.1f}× slower than the target alone ({spread.range_text(2)} its speed)"
         else:
             outcome = f"within noise of the target alone ({spread.range_text(2)} its speed)"
-        c = self.draft_ms_per_token / self.one_token_ms if self.one_token_ms else 0.0
+        if timings is not None:
+            v, c, whose = timings.v(self.tau + 1), timings.c, " (the pair's costs)"
+        else:
+            v, c = self.verify_cost, self.draft_ms_per_token / self.one_token_ms if self.one_token_ms else 0.0
+            whose = ""
         return (
             f"Speculative decoding was {outcome}: {self.speculative.tokens_per_second:.1f} against "
             f"{self.alone.tokens_per_second:.1f} tokens/s, {self.tokens_per_pass:.1f} tokens per target "
-            f"pass; each pass cost {self.verify_cost:.1f} single-token passes, and each of up to τ = {self.tau} "
-            f"draft tokens {c:.2f} of one."
+            f"pass; each pass cost {v:.1f} single-token passes, and each of up to τ = {self.tau} "
+            f"draft tokens {c:.2f} of one{whose}."
         )
 
     def to_dict(self) -> dict[str, Any]:

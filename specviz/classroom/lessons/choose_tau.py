@@ -65,14 +65,22 @@ def choose_tau(pair: ModelPair | None, load: Load) -> Evidence:
         finding += f"; τ = {', '.join(map(str, ties))} are within the range of the measured passes"
     figure.update_layout(xaxis={"title": "τ", "dtick": 1}, yaxis={"title": "speedup ×"}, legend={"orientation": "h"})
     held = True if max(ties) <= best else False if min(ties) > best else None  # None: the range straddles S's τ
+    flat = [t for t in taus if times[t + 1].value <= one]  # a pass over more tokens cost no more than one
+    if flat:  # the premise's own condition did not appear: never "it held" beside v ≤ 1
+        held = False
     return Evidence(
         finding + ".",
         (charts.sized(figure, charts.FONT["size"]),),
         gates=False,
         premise=f"where a pass over more tokens costs more, S_v's best τ is no larger than S's (τ = {best})",
         held=held,
-        why_not=f"S_v peaked at τ = {top}, above S's τ = {best}: on {pair.runtime} a pass over more tokens "
-        "cost no more than one over fewer at these lengths, so v(τ + 1) did not grow with τ.",
+        why_not=(
+            f"on {pair.runtime} a pass over {flat[0] + 1} tokens cost v = {times[flat[0] + 1].value / one:.2f} "
+            "one-token passes, no more than one: the premise's pass over more tokens did not cost more here"
+            if flat
+            else f"S_v peaked at τ = {top}, above S's τ = {best}: on {pair.runtime} a pass over more tokens "
+            "cost no more than one over fewer at these lengths, so v(τ + 1) did not grow with τ."
+        ),
     )
 
 

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from specviz.analysis.diagnosis import Diagnosis, diagnose
 from specviz.analysis.measure import PairedRun, paired_run
+from specviz.analysis.pairtimes import size_ratio
 from specviz.core.config import SpecConfig
 from specviz.core.engine import Decoder
 from specviz.models.pair import ModelPair
@@ -65,7 +66,7 @@ def measured_run(pair: ModelPair, **settings) -> tuple[PairedRun, Diagnosis]:
     """A run on the lesson prompt timed step by step beside the target alone on the same tokens, and its
     reading: c over a one-token pass, v, the measured speedup, each with its interval."""
     measured = paired_run(pair, PROMPT, SpecConfig(**{"max_new_tokens": 32, **settings}))
-    return measured, diagnose(measured.trace, measured)
+    return measured, diagnose(measured.trace, measured, size_ratio(pair))
 
 
 def time_chart(measured: PairedRun) -> go.Figure:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from specviz.analysis.measure import check_ideal
 from specviz.classroom.lessons.common import Evidence, Lesson, Load, measured_run, time_chart
 from specviz.models.pair import ModelPair
 from specviz.viz import run_charts
@@ -10,6 +11,7 @@ from specviz.viz import run_charts
 def low_speedup(pair: ModelPair, load: Load) -> Evidence:
     measured, d = measured_run(pair, tau=4, mode="textbook", seed=0)
     run, speed = measured.trace, d.run_speedup
+    check_ideal(speed, max(d.predicted_speedup, d.predicted_speedup_v.high))  # never above its own ideal
     held = speed.below(d.predicted_speedup)  # the question's situation: slower than parallel verification promises
     return Evidence(
         f"The trace says: {d.bottleneck} (α = {d.alpha:.2f}, c = {d.c:.2f}; S_v = {d.predicted_speedup_v.text()}; S(τ) "
