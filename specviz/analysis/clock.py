@@ -141,6 +141,18 @@ class FakeTimer(Timer):
         return step.nodes * self.ms("draft", 1), self.ms("pass", step.nodes + 1)
 
 
+def threads_of(model, tokens: int) -> int:
+    """The cores a pass of `model` over `tokens` tokens runs on now: a llama.cpp model's own count for a pass now
+    (`pass_threads`: at most the cores no other process holds, specviz.models.llamacpp), else its capabilities'
+    threads. A piece is disturbed where it had fewer cores than this (Timed.disturbed)."""
+    threads = model.capabilities.threads or 1
+    now = getattr(model, "pass_threads", None)
+    if now is None:
+        return threads
+    one, many = now(threads)
+    return one if tokens == 1 else many
+
+
 _default: Timer | None = None
 
 

@@ -300,7 +300,7 @@ class TargetAlone:
     ) -> None:
         _, ids, _ = encode_prompt(pair, prompt, chat)
         self.config, self.eos = config, pair.codec.eos_token_id
-        self.timer, self.threads = timer or clock.default(), pair.target.capabilities.threads or 1
+        self.timer, self.target = timer or clock.default(), pair.target
         self.session, self.gen = pair.target.new_session(), torch.Generator().manual_seed(config.seed)
         self.logits = torch_threads.on_one_thread(self.session.extend)(ids, keep=1)[-1]
         self.budget = token_budget(config.max_new_tokens, pair.target.max_length, len(ids))
@@ -325,7 +325,8 @@ class TargetAlone:
     @torch_threads.on_one_thread  # its own tensor work on one thread, as the engine's (Decoder.step)
     def step(self) -> None:
         """Its next token, chosen and fed."""
-        _, self.last = self.timer.time(self._next, what="alone", tokens=1, threads=self.threads)
+        threads = clock.threads_of(self.target, 1)
+        _, self.last = self.timer.time(self._next, what="alone", tokens=1, threads=threads)
         self.times.append(self.last.ms / 1000.0)
         self.disturbed.append(self.last.disturbed() or "")
         self.seconds += self.times[-1]
@@ -340,9 +341,8 @@ class TargetAlone:
     def feed(self, tokens: Sequence[int]) -> float:
         """Decode `tokens` as if chosen (each one chosen from the distribution, then the given one fed);
         returns the seconds it took (its evidence in `last`)."""
-        _, self.last = self.timer.time(
-            lambda: self._feed(tokens), what="alone", tokens=len(tokens), threads=self.threads
-        )
+        threads = clock.threads_of(self.target, 1)
+        _, self.last = self.timer.time(lambda: self._feed(tokens), what="alone", tokens=len(tokens), threads=threads)
         self.seconds += self.last.ms / 1000.0
         return self.last.ms / 1000.0
 
@@ -469,13 +469,13 @@ def paired_run(
     its evidence (specviz.analysis.clock; default: the real clock): a step either side of which waited for a core is
     marked, and left out of the ratios (`undisturbed`)."""
     turn, timer = turn or contextlib.nullcontext, timer or clock.default()
-    threads = pair.target.capabilities.threads or 1
     with turn():  # reading the prompt into both is model work too
         decoder = Decoder(pair, prompt, config, chat=chat)
         alone = TargetAlone(pair, list(decoder.prompt_ids), config, timer=timer)
     steps = []
     while not decoder.done and (max_steps is None or len(steps) < max_steps):
         with turn():
+            threads = clock.threads_of(pair.target, config.tau + 1)  # its verify pass's
             step, spec = timer.time(decoder.step, what="step", tokens=config.tau, threads=threads)
             alone.feed(step.emitted)
             alone_t = alone.last

@@ -128,7 +128,6 @@ def measure_pair(
     if len(ids) < max(ks) + 1:
         raise ConfigError(f"the prompt needs at least {max(ks) + 1} tokens to time passes of {max(ks)}")
     timer = timer or clock.default()
-    threads = pair.target.capabilities.threads or 1
     head = len(ids) - max(ks)
     target = pair.target.new_session()
     target.extend(list(ids[:head]), keep=1)
@@ -159,7 +158,7 @@ def measure_pair(
                 lambda piece=piece: run(piece),
                 what=piece[0],
                 tokens=piece[1],
-                threads=1 if piece[0] == "draft" else threads,
+                threads=clock.threads_of(pair.draft if piece[0] == "draft" else pair.target, piece[1]),
             )
             why = timed.disturbed()
             if why:

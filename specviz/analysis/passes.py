@@ -32,7 +32,6 @@ def pass_times(
     if len(ids) < max(ks) + 1:
         raise ConfigError(f"the prompt needs at least {max(ks) + 1} tokens to time passes of {max(ks)}")
     timer = timer or clock.default()
-    threads = pair.target.capabilities.threads or 1
     head = len(ids) - max(ks)
     session = pair.target.new_session()
     session.extend(list(ids[:head]), keep=1)
@@ -45,7 +44,10 @@ def pass_times(
         round_: dict[int, float] = {}
         for k in order[shift:] + order[:shift]:
             _, timed = timer.time(
-                lambda k=k: session.extend(list(ids[head : head + k]), keep=k), what="pass", tokens=k, threads=threads
+                lambda k=k: session.extend(list(ids[head : head + k]), keep=k),
+                what="pass",
+                tokens=k,
+                threads=clock.threads_of(pair.target, k),
             )
             session.crop(head)
             round_[k] = timed.ms
@@ -105,7 +107,6 @@ def verify_timing(
     if len(ids) < tau + 2:
         raise ConfigError(f"the prompt needs at least {tau + 2} tokens to time τ = {tau}; it has {len(ids)}")
     timer = timer or clock.default()
-    threads = pair.target.capabilities.threads or 1
     head, tail = ids[: -(tau + 1)], ids[-(tau + 1) :]
     session = pair.target.new_session()
     session.extend(head, keep=1)
@@ -121,10 +122,12 @@ def verify_timing(
     while len(parallel) < repeats:
         if tried > RETRIES * repeats:
             raise BusyMachine(clock.busy_message("The verify pass's timing", reasons))
+        threads = clock.threads_of(pair.target, len(tail))
         _, one = timer.time(
             lambda: session.extend(tail, keep=len(tail)), what="pass", tokens=len(tail), threads=threads
         )
         session.crop(len(head))
+        threads = clock.threads_of(pair.target, 1)
         _, each = timer.time(one_by_one, what="alone", tokens=len(tail), threads=threads)
         session.crop(len(head))
         why = one.disturbed() or each.disturbed()

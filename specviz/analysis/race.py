@@ -311,7 +311,7 @@ class Race:
         timer: clock.Timer | None = None,
     ) -> None:
         self.config, self.timer = config, timer or clock.default()
-        self.threads = pair.target.capabilities.threads or 1
+        self.target = pair.target
         self.alone = TargetAlone(pair, prompt, config, chat, timer=self.timer)
         self.spec = Decoder(pair, prompt, config, chat=chat)
         self.spec_pieces: list[tuple[float, int]] = []  # whole steps, wall time: drafting, verifying, the engine
@@ -350,7 +350,8 @@ class Race:
         the target alone's tokens until it has as many, then the next step."""
         while not (self.alone.done and self.spec.done):
             if self._spec_moves():
-                step, timed = self.timer.time(self.spec.step, what="step", tokens=self.config.tau, threads=self.threads)
+                threads = clock.threads_of(self.target, self.config.tau + 1)  # its verify pass's
+                step, timed = self.timer.time(self.spec.step, what="step", tokens=self.config.tau, threads=threads)
                 self.spec_pieces.append((timed.ms / 1000.0, len(step.emitted)))
                 self.spec_disturbed.append(bool(timed.disturbed()))
                 self.order.append("speculative")
