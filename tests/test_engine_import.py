@@ -398,8 +398,9 @@ def test_two_llama_cpp_implementations_are_two_sources():
 
 
 def test_llama_cpp_older_statistics_layout_and_its_per_request_rate():
-    """docs/speculative.md (llama.cpp 067318e6): 'draft' 10 steps, 98 of 110 (mean 1 + 98 / 10 = 10.8); ngram_simple 5
-    steps, 73 of 187 (mean 15.6); the request's 171 / 297 is both together (98 + 73, 110 + 187): a rate only, last."""
+    """llama.cpp's speculative-decoding document (067318e6): 'draft' 10 steps, 98 of 110 (mean 1 + 98 / 10 = 10.8);
+    ngram_simple 5 steps, 73 of 187 (mean 15.6); the request's 171 / 297 is both together (98 + 73, 110 + 187): a rate
+    only, last."""
     reading = ei.read(text_of("llamacpp_docs_stats.txt"))
     draft, ngram, request = reading.sources
     assert (draft.steps, draft.accepted, draft.drafted, draft.mean_length) == (10, 98, 110, pytest.approx(10.8))

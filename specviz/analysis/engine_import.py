@@ -42,9 +42,10 @@ versions that print it (tests/fixtures/engine_logs/ holds real pasted output of 
   ggml-org/llama.cpp#22673), and `…, mean acceptance length = L, acceptance rate per position = (…)`
   (ggml-org/llama.cpp#24536, 2026-06); the JSON response's `timings.draft_n`, `timings.draft_n_accepted`.
 - llama.cpp `statistics <impl>: #calls = N, #gen drafts = …, #acc drafts = …, #gen tokens = …, #acc tokens = …`
-  (2026-01 to 04, docs/speculative.md) and `statistics <impl>: #calls(b,g,a) = b g a, …, #mean acc len = …, #acc
-  rate/pos = (…)` (from ggml-org/llama.cpp#24536) — `common/speculative.cpp`, `common_speculative_print_stats`: one
-  line per implementation (`--spec-type draft-dflash,ngram-mod` prints two), running totals since the server started.
+  (2026-01 to 04, llama.cpp's speculative-decoding document) and `statistics <impl>: #calls(b,g,a) = b g a, …,
+  #mean acc len = …, #acc rate/pos = (…)` (from ggml-org/llama.cpp#24536) — `common/speculative.cpp`,
+  `common_speculative_print_stats`: one line per implementation (`--spec-type draft-dflash,ngram-mod` prints two),
+  running totals since the server started.
   The rates it prints cover the first positions only where it drafts more (ngram-mod: 2 rates for drafts of ~30):
   such a line's counts are a prefix, said, and its mean length stays exact.
 - llama.cpp Prometheus text (`--metrics`, ggml-org/llama.cpp#26389, 2026-08): `llamacpp:spec_decode_num_drafts`,
