@@ -113,7 +113,7 @@ def test_a_real_snapshot_of_each_kind_reopens_from_its_file_and_its_link(data, k
         ("sweep", "taus.0.lengths.0", 10**12, "data.taus[0].lengths[0] is 1e+12, outside 0 to"),
         ("sweep", "taus.2.per_position_acceptance_rate", [0.5], "per_position_acceptance_rate has 1 entries; τ = 3"),
         ("sweep", "taus.0.draft_acceptance_rate", 1.5, "data.taus[0].draft_acceptance_rate is 1.5, outside 0 to 1"),
-        ("sweep", "taus.0.speedup.value", float("nan"), "data.taus[0].speedup.value is nan, not a finite number"),
+        ("sweep", "taus.0.speedup.value", float("nan"), "it holds NaN, not a finite number"),
         ("sweep", "taus.0.speedup", {"value": 1}, "data.taus[0].speedup lacks 'low', 'high', 'n'"),
         ("sweep", "taus.0.evil", 1, "data.taus[0] has 'evil', which a snapshot does not"),
         ("sweep", "taus.0.verify_cost", DELETE, "data.taus[0] lacks 'verify_cost'"),
@@ -177,7 +177,8 @@ def test_whatever_passes_the_check_is_drawn_without_an_error(data):
         row.update(speedup=zero, verify_cost=None, predicted_speedup_v=None, alpha=1.0)
     draw("sweep", snapshot.from_json(packed("sweep", sweep)).data)
     race = copy.deepcopy(data["race"])
-    race["result"]["alone"]["pieces"] = race["result"]["speculative"]["pieces"] = []  # no interval: the number
+    for lane in ("alone", "speculative"):  # no pieces, no interval: the number
+        race["result"][lane]["pieces"] = race["result"][lane]["disturbed"] = []
     draw("race", snapshot.from_json(packed("race", race)).data)
     draw("reading", snapshot.from_json(packed("reading", data["reading"])).data)
 

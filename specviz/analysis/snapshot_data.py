@@ -167,7 +167,8 @@ def _race(data: Any) -> None:
 
 def _lane(value: Any, where: str) -> tuple[int, ...]:
     """One lane (Lane): at least one token, a clock that ran, its pieces adding up to both; returns its tokens."""
-    d = _fields(value, where, [f.name for f in dataclasses.fields(Lane)])
+    names = [f.name for f in dataclasses.fields(Lane)]
+    d = _fields(value, where, [n for n in names if n != "disturbed"], ["disturbed"])  # older snapshots lack it
     tokens = _list(d["tokens"], f"{where}.tokens", most=RACE_TOKENS)
     _need(tokens, f"{where}.tokens", "is empty: a lane that made no token has no speed")
     ids = tuple(_number(t, f"{where}.tokens[{i}]", 0, whole=True) for i, t in enumerate(tokens))
@@ -185,6 +186,10 @@ def _lane(value: Any, where: str) -> tuple[int, ...]:
     if pieces:
         _need(sum(counts) == len(ids), f"{where}.pieces", f"add up to {sum(counts)} tokens, not {len(ids)}")
         _need(math.isclose(sum(times), seconds, rel_tol=1e-6), f"{where}.pieces", f"add up to {sum(times):g} s")
+    flags = _list(d.get("disturbed", []), f"{where}.disturbed", most=len(pieces))
+    _need(len(flags) in (0, len(pieces)), f"{where}.disturbed", f"has {len(flags)} flags for {len(pieces)} pieces")
+    for i, flag in enumerate(flags):
+        _flag(flag, f"{where}.disturbed[{i}]")
     return ids
 
 
