@@ -7,7 +7,8 @@ backend and failed with "Failed to load model" unless specviz had loaded one fir
 installed llama_cpp/llama_cpp.py: its `llama_backend_init` (called by every Llama()) first loads the best variant for
 this CPU from the package's own folder, as specviz.models.llamacpp does, where no backend is loaded yet. Run by the
 Makefile with each environment's Python, so it imports nothing but the standard library; run twice, it changes nothing.
-Without it, GGML_BACKEND_PATH=<that folder>/libggml-cpu-<variant>.so does the same for one variant.
+GGML_BACKEND_PATH=<that folder>/libggml-cpu-<variant>.so (llama.cpp's own variable) then loads that variant instead;
+without the block, it is how to run a plain script at all (or run it from that folder).
 """
 
 from __future__ import annotations
@@ -36,7 +37,14 @@ def _specviz_backend_init(_init=llama_backend_init):
             except OSError:
                 continue
             ggml.ggml_backend_reg_count.restype = _ctypes.c_size_t
-            if not ggml.ggml_backend_reg_count():
+            named = _os.environ.get("GGML_BACKEND_PATH")  # llama.cpp's own variable: that library, not the best here
+            if ggml.ggml_backend_reg_count():
+                pass
+            elif named:
+                ggml.ggml_backend_load.restype = _ctypes.c_void_p
+                ggml.ggml_backend_load.argtypes = [_ctypes.c_char_p]
+                ggml.ggml_backend_load(named.encode())
+            else:
                 ggml.ggml_backend_load_all_from_path.argtypes = [_ctypes.c_char_p]
                 ggml.ggml_backend_load_all_from_path(str(lib).encode())
             break
@@ -55,16 +63,19 @@ def bindings(package: Path) -> Path:
 
 
 def patch(package: Path) -> bool:
-    """Add the block to `package`'s bindings where it has CPU variants and not the block yet; True where added."""
+    """Add the block to the end of `package`'s bindings where it has CPU variants (an older block of this file's is
+    replaced); True where the file changed."""
     target = bindings(package)
     text = target.read_text(encoding="utf-8")
-    if MARK in text or not any((package / "lib").glob("libggml-cpu-*.so")):
+    if not any((package / "lib").glob("libggml-cpu-*.so")):
         return False
     if "def llama_backend_init(" not in text:
-        raise SystemExit(
-            f"{target} defines no llama_backend_init: this llama-cpp-python is not the one the Makefile pins"
-        )
-    target.write_text(text.rstrip("\n") + "\n" + BLOCK, encoding="utf-8")
+        raise SystemExit(f"{target} defines no llama_backend_init: not the llama-cpp-python the Makefile pins")
+    base = text[: text.find(MARK)] if MARK in text else text
+    patched = base.rstrip("\n") + "\n" + BLOCK
+    if patched == text:
+        return False
+    target.write_text(patched, encoding="utf-8")
     return True
 
 
