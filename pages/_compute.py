@@ -1,7 +1,8 @@
 """The server's shared model resources, as the pages use them: its pairs (loaded once, the default pinned), and
 its queues for model work: the compute turn every model step takes (the
 class's Steps before heavy units, the lecturer first), the slots of heavy jobs, a session's Steps a second, and
-what a session waiting in them sees (specviz.classroom.turns)."""
+what a session waiting in them sees (specviz.classroom.turns). Work ends with its session: a closed tab's next turn
+or slot is refused (pages/_session.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from typing import TypeVar
 
 import streamlit as st
 
+from pages._session import address, alive
 from specviz import policy
 from specviz.classroom.turns import Pacer, Slots, Turns, each_in_turn
+from specviz.errors import SessionEndedError
 from specviz.policy import RefusedError
 from specviz.viz.plain import plain
 
@@ -35,14 +38,6 @@ def _slots() -> Slots:
     if not rules.on:
         return Slots(None)
     return Slots(rules.heavy_jobs, per_owner=rules.heavy_jobs_per_address, waiting_most=rules.heavy_jobs_waiting)
-
-
-def _address() -> str | None:
-    """The client's address (a student's tabs share it), where Streamlit knows it."""
-    try:
-        return st.context.ip_address
-    except (AttributeError, RuntimeError):
-        return None
 
 
 def _kind(kind: str) -> str:
@@ -67,6 +62,8 @@ def _waiting_note(hold: Callable[[Callable], contextlib.AbstractContextManager])
                 shown[0].empty()  # script at its next Streamlit call, and one after a step but before the
                 shown.clear()  # Stepper marked its click done made that click step twice
             yield
+    except SessionEndedError:  # nobody to show anything to: the script ends here, its places given back
+        st.stop()
     finally:
         if shown:  # the wait was given up (the session stopped while it waited)
             shown[0].empty()
@@ -82,7 +79,7 @@ def _turn(kind: str) -> contextlib.AbstractContextManager:
                 )
             )
 
-        return _turns().take(_kind(kind), waiting)
+        return _turns().take(_kind(kind), waiting, alive=alive())
 
     return _waiting_note(hold)
 
@@ -113,7 +110,7 @@ def heavy_job() -> contextlib.AbstractContextManager:
                 )
             )
 
-        return _slots().hold(waiting, owner=_address())
+        return _slots().hold(waiting, owner=address(), alive=alive())
 
     return _refused_stops(_waiting_note(hold))
 

@@ -10,7 +10,7 @@ import streamlit as st
 
 import specviz
 from pages._decode_panels import chart, draw_run, rules_panel  # noqa: F401 (draw_run, rules_panel: the page)
-from pages._shared import heavy_turn, pacer
+from pages._shared import compute_turn, heavy_job, heavy_turn, pacer
 from pages._typed import typed_step
 from specviz.viz import charts
 from specviz.viz import view as view_of
@@ -40,6 +40,19 @@ def step(dec: specviz.Decoder, turn) -> bool:
     return True
 
 
+def _pace():
+    return st.session_state.setdefault("decode_pacer", pacer()).wait  # class mode: the session's Steps a second
+
+
+def open_link(stepper, settings, steps: int, start_run) -> None:
+    """A link's steps, priced as clicks: each paced by the session's Steps a second; more than one (in class mode) are
+    a heavy job: a slot of the server's and this address's share, each step a heavy turn (the lecturer's: no slot)."""
+    one = steps <= 1 or bool(st.session_state.get("specviz_lecturer"))
+    with contextlib.nullcontext() if one else heavy_job():
+        turn = compute_turn if one else heavy_turn
+        stepper.open_link(settings, steps, start_run, lambda d: step(d, turn), _pace())
+
+
 def take_clicks(stepper, settings, start_run, replay, turn) -> None:
     """The queued clicks taken in order (specviz.classroom.stepper): Steps in the class's turns, paced in class
     mode; Run to end a heavy job's turns, one a step, with its progress; what happened in a note or a toast."""
@@ -52,9 +65,8 @@ def take_clicks(stepper, settings, start_run, replay, turn) -> None:
         bar.progress(min(1.0, done / limit), text=f"{done} / {limit} tokens")
 
     heavy = contextlib.nullcontext if replay else heavy_turn
-    pace = st.session_state.setdefault("decode_pacer", pacer()).wait  # class mode: the Steps a second
     notes = stepper.process(
-        settings, start_run, lambda d: step(d, turn), replay, progress, lambda d: step(d, heavy), pace
+        settings, start_run, lambda d: step(d, turn), replay, progress, lambda d: step(d, heavy), _pace()
     )
     taking.empty()
     if bar is not None:

@@ -34,12 +34,22 @@ def _text() -> str:
         height=150,
         placeholder="SpecDecoding metrics: Mean acceptance length: 3.07, … Per-position acceptance rate: …",
     )
-    upload = cols[1].file_uploader("… or upload a log, a /metrics scrape or a JSON response", key="pay_import_upload")
+    upload = cols[1].file_uploader(
+        "… or upload a log, a /metrics scrape or a JSON response",
+        key="pay_import_upload",
+        max_upload_size=max(1, ei.MAX_CHARS // 1_000_000),  # the browser refuses a larger file before sending it
+    )
     cols[1].caption("vLLM, SGLang or llama.cpp; the rest of a log is skipped; a file is read instead of the paste.")
     if upload is None:
         return pasted
     upload.seek(0)  # the same file on every rerun: read from its start, no more than the bound
-    return ei.read_upload(upload.read(ei.MAX_CHARS + 1))
+    try:
+        return ei.read_upload(upload.read(ei.MAX_CHARS + 1))
+    except specviz.SpecvizError as exc:
+        cols[1].error(
+            f"**Cannot read the file.** {plain(sentence(exc))} Nothing was imported.", icon=":material/error:"
+        )
+        return ""
 
 
 def _hardware(hardware: Hardware, target: Model, context: int) -> tuple[Hardware, str | None]:

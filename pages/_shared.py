@@ -6,6 +6,7 @@ import runpy
 from pathlib import Path
 
 import streamlit as st
+from streamlit import config as streamlit_config
 
 import specviz
 from pages._compute import (  # noqa: F401 (re-exported for the pages)
@@ -70,6 +71,9 @@ def codec_for(target: str):
 LIMITS = settings.allowed()
 PROMPT_CHARS = settings.prompt_chars()  # class mode: the longest prompt a student may type
 UPLOAD_MB = max(1, -(-(policy.current().upload_bytes if policy.current().on else policy.UPLOAD_BYTES) // 1_000_000))
+# Every upload, from any widget or a request made by hand, is refused by the server itself past the app's largest cap
+# (HTTP 413 before it is kept in memory; Streamlit's own default is 200 MB); each widget says its own cap first.
+streamlit_config.set_option("server.maxUploadSize", UPLOAD_MB)
 from pages._picker import PRESETS, model_picker  # noqa: E402,F401 (re-exported for the pages)
 
 

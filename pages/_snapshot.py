@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from pages._shared import UPLOAD_MB
 from specviz.analysis.snapshot import Snapshot, SnapshotError, from_json
 from specviz.classroom import links
 from specviz.viz.plain import plain
@@ -48,7 +49,9 @@ def panel(kind: str, snap: Snapshot | None) -> None:
                 st.caption("Too large for a link: reopen it from the file.")
             else:
                 st.code(links.share_url(st.context.url or "", {"snapshot": param}), language=None, wrap_lines=True)
-        upload = st.file_uploader("Open a snapshot file", type="json", key=f"{kind}_snapshot_upload")
+        upload = st.file_uploader(
+            "Open a snapshot file", type="json", key=f"{kind}_snapshot_upload", max_upload_size=UPLOAD_MB
+        )
         if upload is not None:
             try:
                 opened_snap = from_json(upload.getvalue())

@@ -66,6 +66,7 @@ def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, 
         if pair is None:
             return None
         try:
+            ui.pair_cache().room_for_run()  # class mode: no new run while the models and open runs hold the budget
             with st.spinner(f"Reading the prompt into both models ({len(prompt):,} characters)…"), ui.compute_turn():
                 mine = typed_ui.run_pair(pair, config)  # a chain's draft can then be given a typed draft
                 return specviz.Decoder(mine, prompt, config, chat=toggled_chat(mine, chat), compare_rules=True)
@@ -91,7 +92,7 @@ def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, 
         typed_ui.present_row()
     if (autostep := st.session_state.pop("decode_autostep", 0)) and pair is not None:  # opened from a link
         with st.spinner(f"Opening the shared run: {autostep} steps with the link's settings…"):
-            stepper.open_link(settings, autostep, start_run, lambda d: parts.step(d, turn))
+            parts.open_link(stepper, settings, autostep, start_run)  # paced, queued and priced like clicks
     parts.take_clicks(stepper, settings, start_run, replay, turn)  # every click queued, in order
     dec, stale = replay or stepper.decoder, replay is None and stepper.stale(settings)
     link_steps = {"decode_steps": len(dec.steps) if dec and not stale and not replay else 0}

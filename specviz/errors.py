@@ -41,3 +41,8 @@ class EngineLogError(SpecvizError, ValueError):
     def __init__(self, message: str, line: int | None = None) -> None:
         super().__init__(message)
         self.line = line
+
+
+class SessionEndedError(SpecvizError):
+    """The browser session that asked for some work has ended (its tab closed): the work is not started, or stops
+    at its next turn, and gives its place in the queues back."""

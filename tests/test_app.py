@@ -1675,8 +1675,11 @@ def test_a_links_steps_are_a_paced_heavy_job_and_stop_when_its_session_ends(load
     closed.query_params.update(decode_steps="5")
     closed.run()
     assert not closed.exception and len(decoder(closed).steps) == 2  # the third heavy turn was refused
-    held = _compute._slots()
-    with held.hold(owner=queues["slots"][-1]), held.hold(owner=queues["slots"][-1]):  # the address's two: free again
+
+    def busy(ahead: int) -> None:
+        raise AssertionError(f"{ahead} heavy job(s) still hold the server's one slot")
+
+    with _compute._slots().hold(busy, owner=queues["slots"][-1]):  # given back: taken at once, nobody ahead
         pass
 
 

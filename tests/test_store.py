@@ -118,6 +118,40 @@ def test_a_pair_past_the_memory_budget_evicts_an_idle_pair_or_is_refused_with_th
     assert store.total_bytes() == 4_000_000_000
 
 
+def test_a_new_run_past_the_memory_budget_gives_back_idle_pairs_first_or_is_refused_with_the_numbers():
+    """Issue 57.4: runs' own KV caches count (llama.cpp's size grows with each context a run opens): at 4 GB of models
+    and 1.5 GB of an idle pair, a budget of 6 GB holds a run of 0.4 GB; once runs have opened 1 GB of caches on the
+    default target (6.5 GB held), a new run gives the idle pair back (5.0 GB) and starts; at 2.5 GB of caches (6.5 GB
+    with nothing idle left) it is refused with the numbers, and no pair is loaded in its place."""
+    now, store, opened = [0.0], ModelStore(), [0]
+    sizes = {"default": 4_000_000_000, "a": 1_500_000_000}
+    cache = PairCache(
+        _fake_loader(store, sizes),
+        pinned=lambda key: key[0] == "default",
+        idle_s=60.0,
+        clock=lambda: now[0],
+        store=store,
+        budget_bytes=6_000_000_000,
+        estimate=lambda key: [(("t", key[0]), sizes[key[0]])],
+    )
+    store.take(("runs",), lambda: object(), name="the runs' own contexts", size=lambda _: opened[0])
+    cache.get("default", "d", "torch")
+    a = cache.get("a", "d", "torch")
+    cache.room_for_run(400_000_000)  # 5.5 + 0.4 ≤ 6
+    opened[0] = 1_000_000_000
+    with pytest.raises(
+        RefusedError, match=r"^a new run needs about 0\.0 GB more memory; the server's models hold 6\.5 GB"
+    ):
+        cache.room_for_run()  # "a" was used a moment ago: nothing to give back
+    now[0] = 61.0
+    cache.room_for_run()  # "a" idle for a minute: given back, 5.0 GB held
+    assert a.closed and store.total_bytes() == 5_000_000_000
+    opened[0] = 2_500_000_000
+    with pytest.raises(RefusedError, match=r"holds? 6\.5 GB of the 6\.0 GB its operator allows .* try again in a"):
+        cache.room_for_run()
+    assert cache.held() == [("default", "d", "torch")]
+
+
 def test_outside_class_mode_there_is_no_budget_and_the_count_alone_bounds_the_pairs():
     store = ModelStore()
     sizes = dict.fromkeys("abcd", 10**12)

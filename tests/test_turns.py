@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from specviz.classroom.turns import Turns
 
 
@@ -118,3 +120,78 @@ def test_a_waiter_hears_its_place_at_once_then_at_most_once_a_note_interval():
     for thread in [*lecturers, waiter]:
         thread.join()
     assert turns.waiting == 0
+
+
+# --- work ends with the session that asked for it (issue 52.5, issue 57.4) --------------------------------------------
+
+
+def test_a_session_that_has_ended_gets_no_turn_and_no_slot_and_gives_its_place_back_while_it_waits():
+    from specviz.classroom.turns import Slots
+    from specviz.errors import SessionEndedError
+
+    turns, slots, open_ = Turns(note_every=0.05), Slots(1, per_owner=1), [True]
+    with pytest.raises(SessionEndedError), turns.take("heavy", alive=lambda: False):
+        pass  # on arrival: never queued
+    with pytest.raises(SessionEndedError), slots.hold(owner="10.0.0.1", alive=lambda: False):
+        pass
+    assert turns.waiting == 0
+    ended: list[str] = []
+
+    def wait(queue: str) -> None:
+        try:
+            if queue == "turn":
+                with turns.take("heavy", alive=lambda: open_[0]):
+                    ended.append("ran")
+            else:
+                with slots.hold(owner="10.0.0.1", alive=lambda: open_[0]):
+                    ended.append("ran")
+        except SessionEndedError:
+            ended.append(queue)
+
+    with turns.take("step"), slots.hold(owner="10.0.0.2"):  # others hold both: the session's work waits
+        waiters = [threading.Thread(target=wait, args=(queue,)) for queue in ("turn", "slot")]
+        for waiter in waiters:
+            waiter.start()
+        wait_until(lambda: turns.waiting == 2)
+        open_[0] = False  # the tab is closed while it waits
+        for waiter in waiters:
+            waiter.join(5)
+        assert sorted(ended) == ["slot", "turn"] and turns.waiting == 1  # the holder alone: its place given back
+    with slots.hold(owner="10.0.0.1"):  # its address's share is free again (per_owner = 1)
+        pass
+
+
+def test_a_links_steps_are_paced_like_clicks_each_in_a_turn_and_stop_when_its_session_ends():
+    """decode_steps=6 at 2 Steps a second, on a fake clock: six steps, each in a heavy turn of its own, 0.5 s apart
+    (five waits: 2.5 s, none of it wall time); the same link whose tab closes after the third step takes no fourth."""
+    from specviz.classroom.stepper import Stepper
+    from specviz.classroom.turns import Pacer
+    from specviz.errors import SessionEndedError
+
+    class Run:
+        def __init__(self) -> None:
+            self.steps, self.done = [], False
+
+    def open_link(steps: int, closes_after: int | None) -> tuple[Run, list[str], list[float]]:
+        now, slept, turns, kinds = [0.0], [], Turns(), []
+        pacer = Pacer(2.0, clock=lambda: now[0], sleep=lambda s: (slept.append(s), now.__setitem__(0, now[0] + s)))
+        run = Run()
+
+        def step(decoder: Run) -> bool:  # the page's: a failure (the session gone) ends the link's steps
+            try:
+                with turns.take("heavy", alive=lambda: closes_after is None or len(run.steps) < closes_after):
+                    kinds.append("heavy")
+                    decoder.steps.append(now[0])
+                    now[0] += 0.1  # the step itself takes 0.1 s
+                return True
+            except SessionEndedError:
+                return False
+
+        Stepper().open_link("settings", steps, lambda: run, step, pacer.wait)
+        return run, kinds, slept
+
+    run, kinds, slept = open_link(6, None)
+    assert run.steps == pytest.approx([0.0, 0.5, 1.0, 1.5, 2.0, 2.5]) and kinds == ["heavy"] * 6
+    assert slept == pytest.approx([0.4] * 5)  # 0.5 s apart, the 0.1 s of each step included
+    run, kinds, _ = open_link(6, 3)
+    assert len(run.steps) == 3 and kinds == ["heavy"] * 3

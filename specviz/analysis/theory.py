@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 from specviz.core.sampling import residual
+from specviz.errors import ConfigError
 
 
 def expected_tokens_per_step(alpha: float, tau: int) -> float:
@@ -58,20 +60,29 @@ def first_token_distribution(p: Sequence[float], q: Sequence[float], mode: str) 
     raise ValueError(f"unknown mode {mode!r}")
 
 
+# The block rule's exact E[n] follows every value the running weight w can take, position by position: the work is
+# the weights held at a position times the tokens of the next (a 3-word exercise: a few dozen; a 400-word table at
+# τ = 8: up to 400^7 weights). Past this, it is refused before more is done (ConfigError, with the numbers).
+BLOCK_WORK = 1_000_000
+
+
 def expected_accepted(
     q_rows: Sequence[Sequence[float]],
     p_rows: Sequence[Sequence[float]],
     verification: str = "token",
-    limit: int = 200_000,
-) -> float | None:
+    limit: int = BLOCK_WORK,
+) -> float:
     """E[n], the expected accepted draft tokens of one lossless step with a draft sampled from q, computed
     exactly (over every draft and every draw), for tables whose q and p at position t do not depend on
     the draft tokens before it (a sandbox table): q has τ rows, p τ + 1. Token-wise and one-hot: positions
-    pass in turn, so P(n ≥ k) = Π_{j≤k} β_j with β_j = Σ min(p_j, q_j) (token) or Σ q_j p_j (one-hot). Block:
-    the pass flags are independent given the draft and h_i depends on the draft only through w_i, so a
-    recursion over the values w_i takes, E[n] = Σ_m m · P(pass_m and no pass after m). None when block
-    would need more than `limit` states."""
-    tau = len(q_rows)
+    pass in turn, so P(n ≥ k) = Π_{j≤k} β_j with β_j = Σ min(p_j, q_j) (token) or Σ q_j p_j (one-hot).
+
+    Block: P(n ≥ k) = E[w_k], the running weight's mean over drafts sampled from q (docs/algorithm.md, "Block
+    verification"), so E[n] = Σ_k E[w_k], with no threshold h in it. Why: given w_k = w, the chance that no position
+    from k on passes is 1 − w. At k = τ, h_τ = w_τ. Before it, 1 − h_k = (1 − w)/(R_k + 1 − w) and the next
+    position's E[1 − w_{k+1}] = 1 − Σ min(q, w p) = 1 − w + R_k, whose product is 1 − w. The mean follows every value
+    w takes (equal values merged), a position at a time; ConfigError, before the work passes `limit` (weights held ×
+    tokens of the next position), when there are too many."""
     if verification in ("token", "one-hot"):
         total, survive = 0.0, 1.0
         for q, p in zip(q_rows, p_rows, strict=False):
@@ -81,34 +92,22 @@ def expected_accepted(
         return total
     if verification != "block":
         raise ValueError(f"unknown verification rule {verification!r}")
-    memo: dict[tuple[int, float], tuple[float, float]] = {}
-
-    def threshold(i: int, w: float) -> float:  # h_i at weight w (positions 0-based)
-        if i == tau - 1:
-            return w
-        mass = sum(max(0.0, w * a - b) for a, b in zip(p_rows[i + 1], q_rows[i + 1], strict=True))
-        return mass / (mass + (1.0 - w)) if mass + (1.0 - w) > 0 else 1.0
-
-    def expected(i: int, w: float) -> tuple[float, float]:
-        """(E[Σ_{m≥i} (m+1) h_m Π_{j>m}(1 − h_j)], E[Π_{j≥i}(1 − h_j)]) given w_{i−1} = w."""
-        if i == tau:
-            return 0.0, 1.0
-        if (i, w) not in memo:
-            if len(memo) >= limit:
-                raise OverflowError
-            value = none_pass = 0.0
-            for x, qx in enumerate(q_rows[i]):
-                if qx <= 0:
-                    continue
-                weight = min(1.0, w * p_rows[i][x] / qx)
-                h = threshold(i, weight)
-                later, later_none = expected(i + 1, weight)
-                value += qx * ((i + 1) * h * later_none + later)
-                none_pass += qx * (1.0 - h) * later_none
-            memo[(i, w)] = (value, none_pass)
-        return memo[(i, w)]
-
-    try:
-        return expected(0, 1.0)[0]
-    except OverflowError:
-        return None
+    weights, chance = np.ones(1), np.ones(1)  # the values w_{k−1} takes, and the chance of each (w_0 = 1)
+    total, work = 0.0, 0
+    for k, (q_row, p_row) in enumerate(zip(q_rows, p_rows, strict=False)):
+        q, p = np.asarray(q_row, dtype=np.float64), np.asarray(p_row, dtype=np.float64)
+        drafted = q > 0  # a token q never samples is never drafted
+        q, p = q[drafted], p[drafted]
+        work += weights.size * q.size
+        if work > limit:
+            raise ConfigError(
+                f"the block rule's exact mean would follow at least {work:,} weights × tokens on this table "
+                f"({len(q_row)} words, τ = {len(q_rows)}; exact up to {limit:,}): fewer words or a smaller τ"
+            )
+        nxt = np.minimum(1.0, weights[:, None] * p[None, :] / q[None, :])  # w_k = min(1, w_{k−1} p/q), as the rule
+        mass = chance[:, None] * q[None, :]
+        total += float((mass * nxt).sum())  # P(n ≥ k + 1) = E[w_{k+1}]
+        if k + 1 < len(q_rows):
+            weights, where = np.unique(nxt, return_inverse=True)
+            chance = np.bincount(where.ravel(), weights=mass.ravel(), minlength=weights.size)
+    return total

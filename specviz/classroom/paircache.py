@@ -93,14 +93,26 @@ class PairCache:
             )
         return [self._evict(idle[0])]
 
+    def room_for_run(self, more: int = 0) -> None:
+        """Before a run starts: what the store holds now (the runs' own KV caches included: llama.cpp counts every
+        context it opened) and the `more` bytes the run is estimated to add, against the budget like a pair's parts:
+        idle pairs given back first; RefusedError with the numbers when it still would not fit."""
+        with self._lock:
+            self._fit(lambda held: more, "a new run", "The runs open hold it: try again in a minute.")
+
     def _make_memory(self, key: Key) -> None:
         """Evict idle pairs until the parts `key` would add fit the budget; refuse, with the numbers, when they
         cannot."""
-        if self.budget_bytes is None or self.store is None or self._estimate is None:
+        if self._estimate is not None:
+            needed = lambda held: sum(size for part, size in self._estimate(key) if part not in held)  # noqa: E731
+            self._fit(needed, "this pair", "Use one of them, or try again in a minute.")
+
+    def _fit(self, needed_of: Callable[[set], int], what: str, advice: str) -> None:
+        if self.budget_bytes is None or self.store is None:
             return
         while True:
             held = {part.key: part.bytes for part in self.store.parts()}
-            needed = sum(size for part, size in self._estimate(key) if part not in held)
+            needed = needed_of(set(held))
             total = sum(held.values())
             if total + needed <= self.budget_bytes:
                 return
@@ -109,9 +121,9 @@ class PairCache:
                 gb = 1e9
                 pairs = "; ".join(f"{t} + {d} ({r})" for t, d, r in self._pairs) or "none"
                 raise RefusedError(
-                    f"this pair needs about {needed / gb:.1f} GB more memory; the server's models hold "
+                    f"{what} needs about {needed / gb:.1f} GB more memory; the server's models hold "
                     f"{total / gb:.1f} GB of the {self.budget_bytes / gb:.1f} GB its operator allows (pairs: {pairs}), "
-                    f"and each was used in the last {self.idle_s:.0f} s. Use one of them, or try again in a minute."
+                    f"and each was used in the last {self.idle_s:.0f} s. {advice}"
                 )
             self._close([self._evict(idle[0])])  # freed now: the store's count falls
 

@@ -73,11 +73,23 @@ class Stepper:
         self.taken = 0
         return list(dict.fromkeys(notes))  # a note said once, however many clicks met it
 
-    def open_link(self, settings: Hashable, steps: int, start: Callable[[], Any], step: Callable[[Any], bool]) -> None:
-        """A shared link: a new run with its settings, and its number of steps taken."""
+    def open_link(
+        self,
+        settings: Hashable,
+        steps: int,
+        start: Callable[[], Any],
+        step: Callable[[Any], bool],
+        pace: Callable[[], Any] | None = None,
+    ) -> None:
+        """A shared link: a new run with its settings, and its number of steps taken, each as a click's would be:
+        `pace` before each (the session's Steps a second, the clicks' own), `step` in its turn (it stops the link's
+        steps by returning False, as when its session has ended)."""
         if self._start(settings, start):
-            while len(self.decoder.steps) < steps and not self.decoder.done and step(self.decoder):
-                pass
+            while len(self.decoder.steps) < steps and not self.decoder.done:
+                if pace is not None:
+                    pace()
+                if not step(self.decoder):
+                    break
 
     def _start(self, settings: Hashable, start: Callable[[], Any]) -> bool:
         decoder = start()

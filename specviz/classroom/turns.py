@@ -10,6 +10,10 @@ the Steps of the class go between its units. README ("Many sessions on one serve
 
 Also here: `Slots`, the heavy jobs that may run at once on the whole server (the others wait their turn,
 first come first served), and `Pacer`, a session's Steps a second.
+
+Work ends with the session that asked for it: a caller passes `alive` (whether its browser session is still open),
+and a turn or a slot is never given to a session that has ended: it gives its place back (SessionEndedError) on
+arrival or while it waits, so a job taken a turn at a time (a sweep's steps, a link's steps) stops at its next turn.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Literal, TypeVar
 
+from specviz.errors import SessionEndedError
 from specviz.policy import RefusedError
 
 T = TypeVar("T")
@@ -31,6 +36,12 @@ Kind = Literal["lecturer", "step", "heavy"]
 PRIORITY: dict[str, int] = {"lecturer": 0, "step": 1, "heavy": 2}
 _DONE = object()
 Waiting = Callable[[int, float], None]  # (turns ahead of this one, the expected wait in seconds)
+Alive = Callable[[], bool]  # whether the browser session that asked is still open
+
+
+def _check(alive: Alive | None) -> None:
+    if alive is not None and not alive():
+        raise SessionEndedError("the session that asked for this work has ended")
 
 
 def each_in_turn(items: Iterator[T], turn: Callable[[], AbstractContextManager]) -> Iterator[T]:
@@ -63,9 +74,11 @@ class Turns:
         self.note_every = note_every
 
     @contextlib.contextmanager
-    def take(self, kind: Kind = "step", waiting: Waiting | None = None) -> Iterator[Turns]:
+    def take(self, kind: Kind = "step", waiting: Waiting | None = None, alive: Alive | None = None) -> Iterator[Turns]:
         """Hold the turn; while others hold or come first, `waiting(ahead, seconds)` is told how many turns are
-        ahead and about how long they take, each time that changes (from this caller's own thread)."""
+        ahead and about how long they take, each time that changes (from this caller's own thread). SessionEndedError,
+        the place given back, once `alive()` is false: on arrival, or while it waits (checked each time it wakes)."""
+        _check(alive)
         me = (PRIORITY[kind], next(self._tickets))
         said, said_at = None, -float("inf")
         with self._cond:
@@ -73,6 +86,7 @@ class Turns:
             self._cond.notify_all()  # those waiting hear one more ahead of them at once
         try:
             while True:
+                _check(alive)
                 with self._cond:
                     if len(self._holders) < self.width and self._queue[0] == me:
                         heapq.heappop(self._queue)
@@ -162,9 +176,13 @@ class Slots:
                 del self._owners[owner]
 
     @contextlib.contextmanager
-    def hold(self, waiting: Callable[[int], None] | None = None, owner: Hashable | None = None) -> Iterator[None]:
+    def hold(
+        self, waiting: Callable[[int], None] | None = None, owner: Hashable | None = None, alive: Alive | None = None
+    ) -> Iterator[None]:
         """A slot for one heavy job; `waiting(ahead)` hears how many jobs run or wait before this one. RefusedError
-        when `owner` holds its most jobs already, or the queue is full."""
+        when `owner` holds its most jobs already, or the queue is full; SessionEndedError (the place given back)
+        once `alive()` is false, on arrival or while it waits."""
+        _check(alive)
         if self.most is None:
             yield
             return
@@ -174,6 +192,7 @@ class Slots:
             self._queue.append(me)
         try:
             while True:
+                _check(alive)
                 with self._cond:
                     if self._running < self.most and self._queue[0] == me:
                         self._queue.pop(0)
