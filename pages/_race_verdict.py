@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import _race_greedy as greedy_ui
-from specviz.analysis.measure import MeasurementError
+from specviz.analysis.measure import BusyMachine, MeasurementError
 from specviz.analysis.pairtimes import PairTimings
 from specviz.analysis.race import RaceResult
 from specviz.viz.plain import plain
@@ -24,6 +24,11 @@ def verdict(
     where kept; where it was timed; and whether both wrote the same text, or where and why not."""
     try:
         summary = result.summary(timings)
+    except BusyMachine as exc:  # its pieces waited for a core: said, never shown as a result
+        st.warning(
+            f"**The race could not measure a speed.** {plain(exc)} The texts are right; their times are not.",
+            icon=":material/timer_off:",
+        )
     except MeasurementError as exc:  # impossible timings: said, never shown as a result
         st.warning(
             f"**The race could not measure a speed.** {plain(exc)}. The texts are right; their times are not: "

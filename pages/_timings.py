@@ -8,7 +8,6 @@ import streamlit as st
 
 import specviz
 from pages._compute import heavy_job, heavy_turn
-from specviz.analysis.measure import MeasurementError
 from specviz.analysis.pairtimes import PairTimings, TimingBook
 from specviz.viz.plain import plain
 
@@ -19,10 +18,12 @@ def book() -> TimingBook:
     return TimingBook()
 
 
-def measured(pair: specviz.ModelPair, again: bool = False, in_job: bool = False) -> PairTimings | None:
+def measured(
+    pair: specviz.ModelPair, again: bool = False, in_job: bool = False, say: bool = True
+) -> PairTimings | None:
     """The pair's kept timings; measured now where there are none (or `again`), in a heavy job's turn unless the
-    caller already holds one (`in_job`). A measurement refused (a busy machine, an impossible time) is said, and
-    nothing is returned."""
+    caller already holds one (`in_job`). A measurement refused (a busy machine, an impossible time) is said (where
+    `say`), and nothing is returned."""
     kept = book().get(pair)
     if kept is not None and not again:
         return kept
@@ -32,10 +33,9 @@ def measured(pair: specviz.ModelPair, again: bool = False, in_job: bool = False)
                 return book().measure(pair)
             with heavy_job(), heavy_turn():
                 return book().measure(pair)
-    except MeasurementError as exc:
-        st.warning(f"**The pair's passes could not be timed.** {plain(exc)}", icon=":material/timer_off:")
-    except specviz.SpecvizError as exc:
-        st.warning(f"**The pair's passes could not be timed.** {plain(exc)}", icon=":material/error:")
+    except specviz.SpecvizError as exc:  # MeasurementError among them: a busy machine, an impossible time
+        if say:
+            st.warning(f"**The pair's passes could not be timed.** {plain(exc)}", icon=":material/timer_off:")
     return None
 
 

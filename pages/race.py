@@ -49,18 +49,22 @@ with lanes[1]:
 stopped = st.empty()  # why both lanes stopped where they did
 
 
-def lane_words(lane) -> str:
+def lane_words(lane, void: bool = False) -> str:
+    """A lane's clock, tokens, speed and passes; `void`: its times withheld (the race could not measure a speed)."""
+    done = " · done" if lane.done else ""
+    if void:
+        return f"{len(lane.tokens)} tokens · {lane.passes} target passes{done} · times withheld (see below)"
     return (
         f"**{lane.seconds:.1f} s** · {len(lane.tokens)} tokens · **{lane.tokens_per_second:.1f} tokens/s** · "
-        f"{lane.passes} target passes" + (" · done" if lane.done else "")
+        f"{lane.passes} target passes{done}"
     )
 
 
-def draw(pair: specviz.ModelPair, alone, spec) -> None:
-    """Both lanes: their text so far, their clocks and speeds."""
+def draw(pair: specviz.ModelPair, alone, spec, void: bool = False) -> None:
+    """Both lanes: their text so far, their clocks and speeds (none where `void`)."""
     for lane, box, line in ((alone, alone_box, alone_line), (spec, spec_box, spec_line)):
         box.html(lane_html(lane_text(pair.codec, lane.tokens)))  # whitespace kept, scrolled to its newest line
-        line.markdown(lane_words(lane))
+        line.markdown(lane_words(lane, void))
 
 
 st.html(RACE_STYLE)
@@ -90,7 +94,7 @@ if start:
             for alone, spec in race.frames():  # both lanes as they stood at the same moment of their clocks
                 shown, alone, spec = at_race_time(alone, spec)
                 draw(pair, alone, spec)
-            timings_ui.measured(pair, in_job=True)  # the pair's costs, where no page has measured them yet
+            timings_ui.measured(pair, in_job=True, say=False)  # the pair's costs, where no page measured them yet
     except specviz.SpecvizError as exc:
         st.error(f"**The race could not run.** {plain(sentence(exc))}", icon=":material/error:")
         st.stop()
@@ -112,7 +116,7 @@ if key not in results:
 result, pair, load = results[key]
 both = (result.alone, result.speculative)
 busy_notice(load, box=notice)
-draw(pair, result.alone, result.speculative)
+draw(pair, result.alone, result.speculative, bool(result.void()))
 alone_why, spec_why = (stop_reason(lane, pair.codec.eos_token_id, max_new) for lane in both)
 stopped.caption(f"Both {alone_why}." if alone_why == spec_why else f"Target alone {alone_why}; speculation {spec_why}.")
 where, busy = where_measured(runtime_of(pair), load), load is not None and load.busy

@@ -235,3 +235,37 @@ def test_your_pair_races_the_decode_pages_pair_prompt_and_tau(race_page):
     assert (label, raced_target, raced_draft, prompt, tau) == (YOURS, target, draft, "Once upon a time", 2)
     result = next(iter(at.session_state["race_results"].values()))[0]
     assert result.tau == 2 and result.same_text
+
+
+def test_a_race_timed_by_injected_pass_times_and_a_race_whose_pieces_waited_is_void():
+    """The tiny target drafting for itself, greedy, τ = 3, room for 7 tokens; a pass over k tokens 10 + 2(k − 1) ms, a
+    draft forward 1 ms (a FakeTimer). Speculation: two steps of 3 · 1 + 16 = 19 ms emitting 4 and 3 tokens; the target
+    alone: 10 ms a token. Speedup (7 / 38) / (7 / 70) = 70 / 38 = 1.84×, 3.5 tokens per pass, v(4) = 16 / 10 = 1.6.
+    With the pair's timings (T(k) the same, a draft forward 2 ms) the why-sentence reads theirs: v(4) = 1.6, c = 0.2.
+    Every piece of the target alone reported as waiting for a core: the race is void, nothing shown from it."""
+    from specviz.analysis.clock import FakeTimer
+    from specviz.analysis.measure import BusyMachine
+    from specviz.analysis.pairtimes import measure_pair
+    from specviz.analysis.race import Race
+    from specviz.core.config import SpecConfig
+    from specviz.models.pair import ModelPair
+
+    base = tiny_text_pair()
+    pair = ModelPair(base.target, base.target, base.codec)
+    config = SpecConfig(tau=3, mode="greedy", max_new_tokens=8)
+    passes = lambda what, k: 1.0 if what == "draft" else 10.0 + 2.0 * (k - 1)  # noqa: E731
+    result = Race(pair, "a b c", config, chat=False, timer=FakeTimer(passes)).run()
+    assert result.speedup == pytest.approx(70 / 38) and result.tokens_per_pass == pytest.approx(3.5)
+    assert result.verify_cost == pytest.approx(1.6) and result.void() == ""
+    assert "1.8× faster" in result.summary() and "each pass cost 1.6 single-token passes" in result.summary()
+    ids = pair.codec.encode(" ".join(f"w{i}" for i in range(30)))
+    slower_draft = lambda what, k: 2.0 if what == "draft" else 10.0 + 2.0 * (k - 1)  # noqa: E731
+    timings = measure_pair(pair, ids, ks=(1, 4), repeats=3, timer=FakeTimer(slower_draft))
+    assert result.summary(timings).endswith(
+        "each pass cost 1.6 single-token passes, and each of up to τ = 3 draft tokens 0.20 of one (the pair's costs)."
+    )
+    waited = FakeTimer(passes, disturbed=lambda what, k, i: what == "alone")
+    void = Race(pair, "a b c", config, chat=False, timer=waited).run()
+    assert "7 of 7 pieces of the target alone waited for a core" in void.void()
+    with pytest.raises(BusyMachine, match="This race was measured on a busy machine"):
+        void.summary()

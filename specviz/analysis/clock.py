@@ -174,6 +174,6 @@ def busy_message(what: str, reasons: list[str]) -> str:
     """'measured on a busy machine: measure again', with what and why."""
     why = f" ({reasons[0]})" if reasons else ""
     return (
-        f"{what} was measured on a busy machine: its passes waited for a core{why}, so its times say more about the "
+        f"{what} was measured on a busy machine: its work waited for a core{why}, so its times say more about the "
         "other work than about the models. Nothing is shown from it; measure again when the machine is quieter."
     )

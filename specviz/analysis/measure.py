@@ -414,10 +414,9 @@ def undisturbed(steps: Sequence[PairedStep], what: str = "this run") -> list[Pai
     others are more than DISTURBED_MAX of them: the measurement is withheld, not shown."""
     kept = [s for s in steps if not s.disturbed]
     if steps and len(steps) - len(kept) > DISTURBED_MAX * len(steps):
-        reasons = [s.disturbed for s in steps if s.disturbed]
-        raise BusyMachine(
-            clock.busy_message(what, reasons) + f" ({len(steps) - len(kept)} of its {len(steps)} steps waited)"
-        )
+        first = next(s.disturbed for s in steps if s.disturbed)
+        why = f"{len(steps) - len(kept)} of its {len(steps)} steps waited: {first}"
+        raise BusyMachine(clock.busy_message(what, [why]))
     return kept
 
 

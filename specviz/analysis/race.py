@@ -28,6 +28,7 @@ from specviz.analysis import clock
 from specviz.analysis.measure import (
     DISTURBED_MAX,
     BusyMachine,
+    MeasurementError,
     Spread,
     TargetAlone,
     check_bounds,
@@ -204,10 +205,8 @@ class RaceResult:
         """BusyMachine where more than DISTURBED_MAX of either lane's pieces waited for a core: the race is void."""
         for name, lane in (("the target alone", self.alone), ("speculation", self.speculative)):
             if lane.pieces and lane.disturbed_count > DISTURBED_MAX * len(lane.pieces):
-                raise BusyMachine(
-                    clock.busy_message("This race", [])
-                    + f" ({lane.disturbed_count} of {len(lane.pieces)} pieces of {name} waited for a core)"
-                )
+                why = f"{lane.disturbed_count} of {len(lane.pieces)} pieces of {name} waited for a core"
+                raise BusyMachine(clock.busy_message("This race", [why]))
 
     @property
     def tokens_per_pass(self) -> float:
@@ -221,6 +220,14 @@ class RaceResult:
     def verify_cost(self) -> float:
         """v(τ + 1): a verify pass over the target alone's time per token, both measured here."""
         return self.verify_ms / self.one_token_ms if self.one_token_ms else 0.0
+
+    def void(self) -> str:
+        """Why no speed can be shown from this race (`check`'s refusal, in words), "" where one can."""
+        try:
+            self.check()
+        except MeasurementError as exc:
+            return str(exc)
+        return ""
 
     def check(self) -> None:
         """Refuse what no runtime could give (specviz.analysis.measure.check_bounds): a verify pass over τ + 1
