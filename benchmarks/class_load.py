@@ -30,6 +30,8 @@ import json
 import os
 import random
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -347,6 +349,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--own-prompts", action="store_true", help="each student a prompt of its own (none shared)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument(
+        "--neighbours", type=int, default=0, help='busy loops (python3 -c "while True: pass") beside the server'
+    )
+    parser.add_argument(
         "--chart-also", type=Path, nargs="*", default=[], help="results (--json) of other runs to chart"
     )
     parser.add_argument("--out", type=Path, default=Path("runs/class_load"), help="server logs and the chart")
@@ -363,6 +368,26 @@ def main(argv: list[str] | None = None) -> int:
     )
     sizes = [*sorted({n for n in args.sizes if n < args.students}), args.students]
     results = []
+    neighbours = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.neighbours)]
+    if neighbours:
+        print(f"  beside {len(neighbours)} busy loop{'s' if len(neighbours) != 1 else ''}", flush=True)
+    try:
+        class_sizes(args, sizes, env, results)
+    finally:
+        for loop in neighbours:
+            loop.kill()
+            loop.wait()
+    also = [r for path in args.chart_also for r in json.loads(path.read_text())]
+    chart(sorted(results + also, key=lambda r: r["students"]), args.out / "latency.png")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    for result in results:
+        print(line(result))
+    return 0
+
+
+def class_sizes(args, sizes: list[int], env: dict, results: list) -> None:
+    """Each class size in turn, its result appended to `results` and printed as it comes."""
     for n in sizes:
         seconds = 60 * (args.minutes if n == args.students else min(args.minutes, 1.0))
         result = measure(
@@ -397,13 +422,6 @@ def main(argv: list[str] | None = None) -> int:
             ),
             flush=True,
         )
-    also = [r for path in args.chart_also for r in json.loads(path.read_text())]
-    chart(sorted(results + also, key=lambda r: r["students"]), args.out / "latency.png")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
-    for result in results:
-        print(line(result))
-    return 0
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ DEFAULT_CONTEXT = 2048  # tokens a session holds; its float32 KV cache: 46 KB pe
 # sequence 0 (the text), one per tree node, and one per pending token verified with the tree
 MAX_SEQUENCES = 1 + MAX_TREE_NODES + 1
 THREADS_ENV = "SPECVIZ_LLAMA_THREADS"
+BEND_ENV = "SPECVIZ_LLAMA_BEND"  # "0": every pass on the context's threads, whatever other processes hold
 ONE_TOKEN_THREADS_ENV = "SPECVIZ_LLAMA_ONE_TOKEN_THREADS"  # threads for a one-token pass, instead of timing them
 CPU_ENV = "SPECVIZ_LLAMA_CPU"  # one of ggml's CPU variants by name (haswell, zen4, …) instead of the best for this CPU
 CONTEXT_ENV = "SPECVIZ_LLAMA_CONTEXT"  # tokens per session; each session allocates its whole KV cache at once
@@ -148,12 +149,13 @@ class LlamaCppModel:
         context: int = DEFAULT_CONTEXT,
         threads: int | None = None,
         slots: int = 0,
-        bend: bool = True,
+        bend: bool | None = None,
         watch: cpu.CoreWatch | None = None,
     ) -> None:
         """`slots`: chain runs whose passes share decodes (specviz.models.llamapool; $SPECVIZ_LLAMA_SLOTS overrides
         it; 0: none). A class server asks for CLASS_SLOTS. `bend`: each pass runs on at most the cores no other
-        process holds now (`pass_threads`; `watch` reads them, default this process's CoreWatch)."""
+        process holds now (`pass_threads`; `watch` reads them, default this process's CoreWatch; None: unless
+        $SPECVIZ_LLAMA_BEND is "0")."""
         lib = backend()
         self._lib = lib
         params = lib.llama_model_default_params()
@@ -171,7 +173,8 @@ class LlamaCppModel:
         self.context = min(context, int(lib.llama_model_n_ctx_train(model)))
         self.max_length = self.context
         self.threads = threads  # None: default_threads() when a session opens
-        self.bend, self._watch = bend, watch
+        self.bend = os.environ.get(BEND_ENV, "").strip() != "0" if bend is None else bend
+        self._watch = watch
         self.capabilities = Capabilities(runtime=RUNTIME, threads=threads or default_threads(), sized_sessions=True)
         self._pool_lock = threading.Lock()
         self._one_token: dict[int, int] = {}  # threads → the threads a one-token pass runs fastest on (timed once)
