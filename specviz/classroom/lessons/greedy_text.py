@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from specviz.analysis.batchvar import BatchVariance, batch_variance, greedy_difference, race_variance
 from specviz.analysis.race import Race
-from specviz.classroom.lessons.common import PROMPT, Evidence, Lesson, Load
+from specviz.classroom.lessons.common import Evidence, Lesson, Load
 from specviz.core.config import SpecConfig
 from specviz.models.pair import ModelPair
 from specviz.viz import charts
@@ -17,6 +17,9 @@ QUANTIZED = "embedded:Q4_0"  # the target in 4 bits (llama.cpp's quantizer), dra
 DRAFT = "embedded:Q2_K"
 RUNTIME = "llama.cpp"
 TAU, TOKENS = 4, 48
+# the app's story prompt: on the 4-bit target its greedy texts part at new token 18 on llama.cpp's AVX-512 CPU
+# variants, and not on haswell's (measured 2026-11-27; the lesson says which it saw)
+PROMPT = "Continue the story: The cat sat on the"
 
 
 def _row(name: str, measured: BatchVariance) -> dict:
@@ -71,6 +74,7 @@ def greedy_text(pair: ModelPair, load: Load) -> Evidence:
         (_chart(q4, f32),),
         pd.DataFrame([_row("float32 (F32)", f32), _row("4-bit (Q4_0)", q4)]),
         premise=f"on the 4-bit target a verify pass over {TAU + 1} tokens and one-token passes give different p",
+        prompt=PROMPT,
         held=not q4.negligible,
         why_not=f"on this machine's llama.cpp they agreed to {q4.largest:.0e} on the 4-bit target, so this run shows "
         "no batch variance; another build or CPU (another kernel for several tokens) shows it.",
