@@ -1,62 +1,94 @@
-"""The τ sweep's "Across drafts" panel: the sweep above once per draft of the embedded target
-(specviz.analysis.draft_sweep)."""
+"""The τ sweep's "Across drafts" panel: for the pair's target, whatever it is (a GGUF file, the embedded one, a hub id),
+every draft that fits it run on the same held-out prompts as one interleaved benchmark (specviz.classroom.across),
+one recommendation and the settings to run it (pages/_sweep_across.py draws them); the drafts that do not fit, each
+with its reason."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import streamlit as st
 
 import specviz
-from pages._shared import cached_pair, heavy_job, heavy_turn
+from pages import _own_models as own_models
+from pages import _sweep_across as view
+from pages import _timings as timings
+from pages._pairs import pair_cache
+from pages._shared import heavy_job, heavy_turn
 from specviz import policy
-from specviz.analysis.draft_sweep import GRADED, summarize, sweep_drafts
 from specviz.analysis.sweep import SweepSettings
+from specviz.classroom import across
+from specviz.loading import AUTO, resolve_runtime
+from specviz.training.prompts import eval_prompts
 from specviz.viz.plain import plain
-from specviz.viz.sweep_charts import draft_sweep_chart
+
+KEY = "sweep_drafts"  # the drafts chosen (specviz.classroom.settings); "sweep_drafts_for": the target they are for
 
 
-def drafts_panel(pair: specviz.ModelPair, target: str, settings: SweepSettings) -> None:
-    """The sweep above once per draft of the embedded target (specviz.analysis.draft_sweep): where each pays."""
-    with st.expander("Across drafts: the same sweep for the distilled draft and the target in 8, 4 and 2 bits"):
-        if target != "embedded":
-            st.caption("Drafts of graded bits are made from the embedded target: choose an embedded pair above.")
+def _choose(drafts: across.Drafts) -> list[str]:
+    """The drafts to run: every one that fits, after the target changed; else the ones chosen that still fit."""
+    labels = drafts.labels()
+    if st.session_state.get(f"{KEY}_for") != drafts.target:
+        st.session_state[KEY], st.session_state[f"{KEY}_for"] = labels, drafts.target
+    else:
+        st.session_state[KEY] = [label for label in st.session_state.get(KEY) or [] if label in labels]
+    return st.multiselect(
+        "Drafts that fit this target", labels, key=KEY, help="each one runs every τ on every held-out prompt"
+    )
+
+
+def drafts_panel(pair: specviz.ModelPair, target: str, draft: str, settings: SweepSettings) -> None:
+    """Which draft, which τ, whether it pays here, and the settings to run it: every draft that fits the pair's target,
+    benchmarked together (specviz.classroom.across)."""
+    with st.expander("Across drafts: which draft, which τ, and whether it pays here, for this target"):
+        try:
+            drafts = across.drafts_for(
+                target, draft, own_models.found(), layers=across.target_layers(pair), rules=policy.current()
+            )
+        except specviz.SpecvizError as exc:
+            st.error(f"**Cannot list the drafts of this target.** {plain(exc)}", icon=":material/error:")
             return
-        chosen = st.multiselect("Drafts", list(GRADED), key="sweep_drafts", help="each one runs the whole sweep")
-        runs = len(settings.taus) * len(settings.prompts) * len(settings.seeds) * len(chosen)
+        chosen = _choose(drafts)
+        held = dataclasses.replace(settings, prompts=across.held_out(eval_prompts()), policies=())
+        runs = len(held.taus) * len(held.prompts) * len(held.seeds) * len(chosen)
         st.caption(
-            f"The sweep's τ values, prompts and seeds for each draft: {runs} runs, each step timed beside the target "
-            "alone. The quantized drafts are llama.cpp's quantizer's copies of the target, made here on first use."
+            f"{len(held.prompts)} held-out prompts (a story, a question, code, facts: no draft here was trained on "
+            f"them) × τ {held.taus[0]}–{held.taus[-1]} × {len(held.seeds)} seed(s), {held.max_new_tokens} tokens each, "
+            f"for every draft: {runs} runs, a draft at a time in turn, each step timed beside the target alone; then "
+            "each pair's passes (its c and v, the same on every page)."
         )
-        caches = st.session_state.setdefault("sweep_drafts_cache", {})
-        if st.button("Sweep across drafts", key="sweep_drafts_run", icon=":material/stacked_line_chart:"):
+        view.unfit(drafts)
+        if st.button(
+            "Benchmark these drafts",
+            key="sweep_drafts_run",
+            icon=":material/stacked_line_chart:",
+            disabled=not chosen,
+        ):
             bar = st.progress(0.0, text="Loading the drafts…")
+            runtime = resolve_runtime(target, st.session_state.get("runtime", AUTO))
+            rules = policy.current()
+
+            def load(spec: str) -> specviz.ModelPair:  # the target's parts shared with the pairs the server holds
+                return specviz.load_pair(target, spec, runtime=runtime, store=pair_cache().store, guard=rules)
+
             try:
-                policy.current().check_sweep(runs)  # class mode: bounded runs
-                pairs = {label: cached_pair("embedded", GRADED[label], pair.runtime) for label in chosen}
+                rules.check_sweep(runs)  # class mode: bounded runs
                 with heavy_job():  # each step a heavy turn of its own
-                    for done, total, label in sweep_drafts(pairs, settings, caches, turn=heavy_turn):
-                        bar.progress(done / total, text=f"{done} / {total}: {label}")
+                    st.session_state["sweep_drafts_result"] = across.run(
+                        drafts,
+                        chosen,
+                        held,
+                        load,
+                        timings.book(),
+                        st.session_state.setdefault("sweep_drafts_cache", {}),
+                        turn=heavy_turn,
+                        progress=lambda fraction, text: bar.progress(min(fraction, 1.0), text=plain(text)),
+                    )
             except specviz.SpecvizError as exc:
-                st.error(f"**Cannot sweep across drafts.** {plain(exc)}", icon=":material/error:")
+                st.error(f"**Cannot benchmark the drafts.** {plain(exc)}", icon=":material/error:")
                 return
             finally:
                 bar.empty()
-        done = {label: caches[label] for label in chosen if caches.get(label)}
-        if not done:
-            return
-        pairs = {label: cached_pair("embedded", GRADED[label], pair.runtime) for label in done}
-        result = summarize(pairs, settings, caches)
-        st.success(plain(result.verdict()), icon=":material/stacked_line_chart:")
-        st.plotly_chart(draft_sweep_chart(result), key="sweep_drafts_chart")
-        st.table(
-            [
-                {
-                    "draft": row.draft,
-                    "best τ": row.tau,
-                    "speedup": row.speedup.text(),
-                    "tokens per step": round(row.tokens_per_step, 2),
-                    "α": "–" if row.alpha is None else round(row.alpha, 3),
-                    "c": "–" if row.c is None else row.c.text(unit=""),
-                }
-                for row in result.best().values()
-            ]
-        )
+        result = st.session_state.get("sweep_drafts_result")
+        if result is not None and result.drafts.target == target:
+            view.show(result)

@@ -123,7 +123,7 @@ if not present:
     extras.verify_timing_panel(pair, prompts, high, settings.chat)
     extras.chain_tree_panel(pair, prompts, max_new, settings.chat)
     extras.rules_panel(pair, prompts, (low, high), max_new, settings.chat, sampling)
-    sweep_drafts.drafts_panel(pair, target, settings)
+    sweep_drafts.drafts_panel(pair, target, draft, settings)
 
 result = sweep.result()
 if not result.runs:

@@ -166,3 +166,61 @@ def css_font_sizes(css: str) -> dict[str, float]:
         for selector in [*parts, part]:
             sizes[" ".join(selector.split())] = px(found.group(1))
     return sizes
+
+
+def write_tiny_gguf(path, seed: int = 0, layers: int = 2, width: int = 64, words: int = 61, renamed: int | None = None):
+    """A real (random) llama-architecture GGUF in float32 that llama.cpp loads and runs in milliseconds: `layers`
+    blocks of width `width` (4 heads, 2 KV heads, a feed-forward twice as wide), an untied output, and a
+    SentencePiece-style vocabulary: <unk>, <s>, </s>, the 256 bytes (any text encodes), then `words` tokens "▁t0",
+    "▁t1", …; token `renamed`, if given, spelled "▁x" instead (another vocabulary)."""
+    import numpy as np
+    from gguf import GGUFWriter, LlamaFileType, TokenType
+
+    rng = np.random.default_rng(seed)
+    heads, kv_heads, ff = 4, 2, 2 * width
+    writer = GGUFWriter(path, "llama")
+    writer.add_name(f"tiny llama {layers}x{width}")
+    writer.add_context_length(256)
+    writer.add_embedding_length(width)
+    writer.add_block_count(layers)
+    writer.add_feed_forward_length(ff)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(kv_heads)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_rope_dimension_count(width // heads)
+    writer.add_file_type(LlamaFileType.ALL_F32)
+    writer.add_tokenizer_model("llama")
+    tokens = ["<unk>", "<s>", "</s>", *(f"<0x{b:02X}>" for b in range(256)), *(f"▁t{i}" for i in range(words))]
+    if renamed is not None:
+        tokens[renamed] = "▁x"
+    vocab = len(tokens)
+    writer.add_token_list(tokens)
+    writer.add_token_scores([0.0] * vocab)
+    kinds = [TokenType.UNKNOWN, TokenType.CONTROL, TokenType.CONTROL, *[TokenType.BYTE] * 256]
+    writer.add_token_types([*kinds, *[TokenType.NORMAL] * words])
+    writer.add_unk_token_id(0)
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+
+    def weight(*shape, scale=0.5):
+        return (rng.standard_normal(shape) * scale / np.sqrt(shape[-1])).astype(np.float32)
+
+    kv = width // heads * kv_heads
+    writer.add_tensor("token_embd.weight", weight(vocab, width, scale=4.0))
+    for i in range(layers):
+        writer.add_tensor(f"blk.{i}.attn_norm.weight", np.ones(width, dtype=np.float32))
+        writer.add_tensor(f"blk.{i}.attn_q.weight", weight(width, width))
+        writer.add_tensor(f"blk.{i}.attn_k.weight", weight(kv, width))
+        writer.add_tensor(f"blk.{i}.attn_v.weight", weight(kv, width))
+        writer.add_tensor(f"blk.{i}.attn_output.weight", weight(width, width))
+        writer.add_tensor(f"blk.{i}.ffn_norm.weight", np.ones(width, dtype=np.float32))
+        writer.add_tensor(f"blk.{i}.ffn_gate.weight", weight(ff, width))
+        writer.add_tensor(f"blk.{i}.ffn_up.weight", weight(ff, width))
+        writer.add_tensor(f"blk.{i}.ffn_down.weight", weight(width, ff))
+    writer.add_tensor("output_norm.weight", np.ones(width, dtype=np.float32))
+    writer.add_tensor("output.weight", weight(vocab, width, scale=8.0))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

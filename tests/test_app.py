@@ -1843,3 +1843,82 @@ def test_a_greedy_race_whose_texts_part_says_where_and_why(monkeypatch):
     assert "p up to 0.0400 apart (0.3800 one token at a time, 0.4200 in the verify pass) over 8 positions" in line
     assert not any("must equal the target's greedy decoding" in e.value for e in at.error)
     st.cache_resource.clear()
+
+
+# --- issue 53.1: across drafts for any target -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def tiny_ggufs(tmp_path, monkeypatch):
+    """Real tiny llama GGUFs that llama.cpp runs in milliseconds, in $SPECVIZ_MODELS_DIR: target.gguf (2 layers), its
+    8-bit copy made by llama.cpp's quantizer (a smaller file), small.gguf (1 layer: fewer parameters) and other.gguf
+    (token 300 spelled otherwise: another vocabulary). Pass times injected (a FakeTimer as the default timer): a target
+    pass over k tokens 10 + 2(k − 1) ms, a draft forward 1 ms."""
+    from specviz.analysis import clock
+    from specviz.models import llamacpp, quantize
+    from tests.helpers import write_tiny_gguf
+
+    if not llamacpp.available():
+        pytest.skip("llama.cpp is not installed (make llama)")
+    folder = tmp_path / "models"
+    folder.mkdir()
+    files = {"target": write_tiny_gguf(folder / "target.gguf")}
+    files["copy"] = quantize.quantized(files["target"], "Q8_0", folder)
+    files["small"] = write_tiny_gguf(folder / "small.gguf", seed=1, layers=1)
+    files["other"] = write_tiny_gguf(folder / "other.gguf", seed=2, layers=1, renamed=300)
+    monkeypatch.setenv("SPECVIZ_MODELS_DIR", str(folder))
+    monkeypatch.setenv("SPECVIZ_CACHE_DIR", str(tmp_path / "cache"))  # specviz's own cache: empty
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no other place holds a model
+    for name in ("HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME", "OLLAMA_MODELS"):
+        monkeypatch.delenv(name, raising=False)
+    clock.set_default(clock.FakeTimer(lambda what, k: 1.0 if what == "draft" else 10.0 + 2.0 * (k - 1)))
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    yield {name: str(path) for name, path in files.items()}
+    st.cache_resource.clear()  # the pairs held: closed
+    st.cache_data.clear()
+
+
+def test_across_drafts_for_a_gguf_target_recommends_a_draft_and_tau_with_the_llama_cpp_line(tiny_ggufs):
+    """Issue 53.1: a GGUF target found on this computer (it said "choose an embedded pair above"). Its drafts: the
+    one-layer model and the 8-bit copy (the files that pair with it, smaller) and prompt lookup; other.gguf listed
+    with its own reason. One button runs all three on the 4 held-out prompts, τ = 1 to 3, 8 tokens each. The copy
+    keeps every greedy token of its target there, so a step at τ makes τ + 1 tokens in τ · 1 + (10 + 2τ) ms against
+    the target alone's 10 ms a token: τ = 1 20 / 13 = 1.54×, τ = 2 30 / 16 = 1.88×, τ = 3 40 / 19 = 2.11×, the same
+    for every step (an interval of one point). The pair's timings: T(1) = 10 ms, c = 1 / 10 = 0.10, v(4) = 16 / 10 =
+    1.60. llama-server's line runs that file at τ = 3."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.session_state["decode_preset"] = settings.ON_THIS_COMPUTER  # Decode opens on the tiny target, not embedded
+    at.session_state["decode_local_target"] = tiny_ggufs["target"]
+    at.run()
+    at.switch_page("pages/sweep.py").run()
+    at.selectbox(key="sweep_preset").set_value(settings.ON_THIS_COMPUTER).run()
+    at.selectbox(key="sweep_local_target").set_value(tiny_ggufs["target"]).run()
+    at.slider(key="sweep_taus").set_value((1, 3))
+    at.number_input(key="sweep_max_new").set_value(8).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    drafts = at.multiselect(key="sweep_drafts")
+    assert drafts.options == ["small.gguf", "target.Q8_0.gguf", "prompt lookup"] and drafts.value == drafts.options
+    (unfit,) = [m.value for m in at.markdown if "not fit this target" in m.value]
+    assert "**other.gguf**: token 300: '▁t41' in the target, '▁x' in the draft" in unfit
+    at.button(key="sweep_drafts_run").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    (said,) = [s.value for s in at.success if " at τ = " in s.value]
+    assert said == (  # the copy kept its target's every greedy token: τ + 1 a step
+        "target.Q8_0.gguf at τ = 3: 2.11× the target alone's speed here (α = 1.00, 4.00 tokens a step; c = 0.10, "
+        "v(4) = 1.60)."
+    )
+    draft, tau = "target.Q8_0.gguf", 3
+    table = at.table[0].value
+    assert list(table["draft"]) == drafts.options and set(table["c"]) == {"0.10"}
+    row = table[table["draft"] == draft].iloc[0]
+    assert (row["best τ"], row["speedup (95% interval)"], row["v(τ + 1)"]) == ("3", "2.11×", "1.60")
+    (server,) = [c.value for c in at.code if c.value.startswith("llama-server ")]
+    assert server == (
+        f"llama-server -m {tiny_ggufs['target']} --spec-type draft-simple --spec-draft-model {tiny_ggufs['copy']} "
+        f"--spec-draft-n-max {tau} --spec-draft-n-min 0 --spec-draft-p-min 0.00"
+    )
+    (studio,) = [c.value for c in at.code if "maxTokensToDraft" in c.value]
+    assert f'"llm.prediction.speculativeDecoding.maxTokensToDraft": {tau}' in studio
+    (chart,) = [f for f in (json.loads(p.proto.spec) for p in at.get("plotly_chart")) if len(f["data"]) == 4]
+    assert [t["name"] for t in chart["data"]] == [*drafts.options, "target alone (1×)"]

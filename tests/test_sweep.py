@@ -308,7 +308,8 @@ def test_a_sweep_takes_the_servers_turn_a_step_at_a_time(tiny_pair):
 
 def test_the_sweep_across_drafts_runs_each_drafts_sweep_once_and_reads_each_ones_best_tau():
     """Two drafts of one tiny target: the target itself (greedy: every draft token accepted, τ + 1 tokens a step) and a
-    random one-layer model. Each draft's own sweep, units counted across both, cached (a second call runs nothing);
+    random one-layer model. Each draft's own sweep, units counted across both and run in turn (the first draft first,
+    then the second first), cached (a second call runs nothing);
     the self-draft's tokens per step are exactly τ + 1, and the chart has one line per draft beside 1×.
 
     Pass times injected (a FakeTimer: nothing here reads the clock): a target pass over k tokens 10 + 2(k − 1) ms, a
@@ -328,7 +329,7 @@ def test_the_sweep_across_drafts_runs_each_drafts_sweep_once_and_reads_each_ones
     timer = FakeTimer(lambda what, k: 1.0 if what == "draft" else 10.0 + 2.0 * (k - 1))
     progress = list(sweep_drafts(pairs, settings, caches, timer=timer))
     assert [(done, total) for done, total, _ in progress] == [(1, 4), (2, 4), (3, 4), (4, 4)]
-    assert [label for *_, label in progress] == ["self", "self", "random", "random"]
+    assert [label for *_, label in progress] == ["self", "random", "random", "self"]  # interleaved, turns rotating
     assert list(sweep_drafts(pairs, settings, caches)) == []  # finished units are kept
     result = summarize(pairs, settings, caches)
     rows = {(r.draft, r.tau): r for r in result.rows()}

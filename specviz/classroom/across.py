@@ -1,0 +1,378 @@
+"""Across drafts for any target: the drafts that fit a target (the GGUF files found on this computer that pair with it,
+the embedded target's quantized copies, its trained draft, early exit from a torch target's own layers, prompt
+lookup, the pair's own draft), each draft that does not fit with its own reason; all of them run on the same held-out
+prompts as one interleaved benchmark (specviz.analysis.draft_sweep), their costs c and v read from the pairs' book
+of timings (specviz.analysis.pairtimes); one recommendation, and the settings to run it in the user's own engine
+(specviz.analysis.engine_flags)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from specviz.analysis import clock, engine_flags
+from specviz.analysis.draft_sweep import (
+    GRADED,
+    DraftSweep,
+    Recommendation,
+    costs_of,
+    recommend,
+    summarize,
+    sweep_drafts,
+)
+from specviz.analysis.engine_flags import Flag
+from specviz.analysis.pairtimes import PairTimings, TimingBook
+from specviz.analysis.sweep import SweepSettings
+from specviz.drafts.files import is_draft_dir
+from specviz.errors import SpecvizError
+from specviz.loading import (
+    EARLY_EXIT,
+    EMBEDDED,
+    EMBEDDED_DRAFT_LAYERS,
+    PRESETS,
+    PROMPT_LOOKUP,
+    QUANTIZED,
+    SELF,
+    check_allowed,
+    gguf_path,
+    is_gguf,
+)
+from specviz.models import embedded, gguf, llamacpp, quantize, remote
+from specviz.models.lm import HFModel
+from specviz.models.pair import ModelPair
+from specviz.policy import ClassPolicy
+
+GGUF, TRAINED, EARLY, LOOKUP, MODEL = "gguf", "trained", "early exit", "lookup", "model"  # what a draft is
+EMBEDDED_HUB = "HuggingFaceTB/SmolLM2-135M-Instruct"  # the embedded target on the hub (what vLLM and SGLang load)
+LOOKUP_LABEL = "prompt lookup"
+HELD_OUT_KINDS = 4  # eval_prompts' kinds (stories, questions, code, facts), four prompts each
+
+
+@dataclass(frozen=True, kw_only=True)
+class Candidate:
+    """A draft that fits the target."""
+
+    label: str  # as the page names it
+    spec: str  # what load_pair takes
+    kind: str  # GGUF, TRAINED, EARLY, LOOKUP or MODEL
+    file: str = ""  # what an engine loads: the GGUF file, or a hub id or folder (MODEL)
+    name: str = ""  # as the user knows it (LM Studio's draft model)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Unfit:
+    """A draft that does not fit the target, and why."""
+
+    label: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Drafts:
+    """A target and its drafts: those that fit, those that do not."""
+
+    target: str  # its spec
+    gguf_file: str  # its GGUF file (llama.cpp's -m), "" where it has none
+    model_id: str  # its hub id or folder (vLLM's and SGLang's), "" where it has none
+    fit: tuple[Candidate, ...]
+    unfit: tuple[Unfit, ...]
+
+    def labels(self) -> list[str]:
+        return [c.label for c in self.fit]
+
+    def by_label(self) -> dict[str, Candidate]:
+        return {c.label: c for c in self.fit}
+
+
+def held_out(prompts: Sequence[tuple[str, bool]], kinds: int = HELD_OUT_KINDS) -> tuple[str, ...]:
+    """One instruction of each kind from the held-out prompts (specviz.training.prompts.eval_prompts: `kinds` blocks of
+    equal length, (text, written for the chat template) each): prompts no draft here was trained on."""
+    size = len(prompts) // kinds if kinds else 0
+    blocks = [prompts[i * size : (i + 1) * size] for i in range(kinds)] if size else []
+    return tuple(next(text for text, chat in block if chat) for block in blocks if any(chat for _, chat in block))
+
+
+def drafts_for(
+    target: str,
+    draft: str,
+    found: Sequence[gguf.FoundModel],
+    *,
+    layers: int | None = None,
+    rules: ClassPolicy | None = None,
+    llama: bool | None = None,
+) -> Drafts:
+    """Every draft that fits `target` and every one that does not, with why: for a GGUF target the found files that
+    pair with it (gguf.pair_differences: vocabulary, special tokens, chat template; and smaller) and prompt lookup;
+    for the embedded target its trained draft, its copies in 8, 4 and 2 bits, its first 8 layers, prompt lookup and
+    the found files that pair with it; for another torch target (`layers`: its block count) its first quarter of
+    layers, prompt lookup and the presets' drafts for it; for a served target its local draft. `draft`, the pair's own
+    draft, is among them (unless it is the target itself). `rules`: a class's (a draft it does not allow does not
+    fit); `llama`: whether llama.cpp is installed (default: asked)."""
+    llama = llamacpp.available() if llama is None else llama
+    if remote.is_remote(target):
+        served = remote.parse_spec(target)
+        fit = [_own(draft)] if draft.strip() and draft != SELF else []
+        why = "a served target drafts with a local model of its own tokenizer (a hub id or a folder)"
+        unfit = [Unfit(label=LOOKUP_LABEL, reason=f"{why}: prompt lookup needs the target's weights here")]
+        unfit += [Unfit(label=m.name, reason=f"{why}; a GGUF file drafts beside a GGUF target") for m in found]
+        gguf_file, model_id = "", served.model or ""
+    elif is_gguf(target):
+        path = gguf_path(target)
+        fit, unfit = _gguf_drafts(gguf.read_info(path), path, found, set())
+        fit.append(Candidate(label=LOOKUP_LABEL, spec=PROMPT_LOOKUP, kind=LOOKUP))
+        gguf_file, model_id = str(path), ""
+    elif target == EMBEDDED:
+        fit, unfit = _embedded_drafts(found, llama)
+        gguf_file, model_id = str(embedded.cache_root() / embedded.F32_GGUF), EMBEDDED_HUB
+    else:
+        fit = [Candidate(label=p.draft, spec=p.draft, kind=MODEL, file=p.draft) for p in PRESETS if p.target == target]
+        quarter = max(1, layers // 4) if layers else None
+        if quarter is not None:
+            fit.append(_early(quarter))
+        fit.append(Candidate(label=LOOKUP_LABEL, spec=PROMPT_LOOKUP, kind=LOOKUP))
+        why = f"a GGUF draft runs beside a GGUF target or the embedded one; {target} is a torch model here"
+        unfit = [Unfit(label=m.name, reason=why) for m in found]
+        gguf_file, model_id = "", target
+    if draft.strip() and draft != SELF and draft != target and all(c.spec != draft for c in fit):
+        fit.insert(0, _own(draft))
+    allowed = []
+    for candidate in fit:
+        try:
+            check_allowed(target, candidate.spec, rules or ClassPolicy())
+            allowed.append(candidate)
+        except SpecvizError as exc:  # the class's rules: RefusedError
+            unfit.append(Unfit(label=candidate.label, reason=str(exc)))
+    return Drafts(target=target, gguf_file=gguf_file, model_id=model_id, fit=_unique(allowed), unfit=tuple(unfit))
+
+
+def _own(spec: str) -> Candidate:
+    """The pair's own draft, as its spec says."""
+    spec = spec.strip()
+    if spec == PROMPT_LOOKUP:
+        return Candidate(label=LOOKUP_LABEL, spec=spec, kind=LOOKUP)
+    if spec.startswith(EARLY_EXIT + ":"):
+        return Candidate(label=f"the pair's draft ({spec})", spec=spec, kind=EARLY)
+    if is_gguf(spec):
+        local = gguf.parse_spec(spec) if not spec.startswith(QUANTIZED) else None
+        return Candidate(label=f"the pair's draft ({spec})", spec=spec, kind=GGUF, file=local or spec, name=spec)
+    trained = spec == EMBEDDED or is_draft_dir(Path(spec).expanduser())
+    kind = TRAINED if trained else MODEL
+    return Candidate(label=f"the pair's draft ({spec})", spec=spec, kind=kind, file="" if trained else spec)
+
+
+def _early(layers: int) -> Candidate:
+    spec = f"{EARLY_EXIT}:{layers}"
+    return Candidate(label=f"the first {layers} layers, untrained ({spec})", spec=spec, kind=EARLY)
+
+
+def _embedded_drafts(found: Sequence[gguf.FoundModel], llama: bool) -> tuple[list[Candidate], list[Unfit]]:
+    """The embedded target's drafts: GRADED, its first 8 layers, and the found GGUF files that pair with it (its own
+    float32 file and the graded copies in specviz's cache are these already)."""
+    f32 = embedded.cache_root() / embedded.F32_GGUF
+    fit, unfit, own = [], [], {f32.resolve()}
+    for label, spec in GRADED.items():
+        if spec.startswith(QUANTIZED):
+            kind = spec.removeprefix(QUANTIZED)
+            copy = quantize.quantized_path(f32, kind, embedded.cache_root())
+            own.add(copy.resolve())
+            if not llama:
+                unfit.append(Unfit(label=label, reason=f"llama.cpp makes and runs it: {llamacpp.INSTALL_HINT}"))
+                continue
+            fit.append(Candidate(label=label, spec=spec, kind=GGUF, file=str(copy), name=copy.name))
+        else:
+            kind = LOOKUP if spec == PROMPT_LOOKUP else TRAINED
+            fit.append(Candidate(label=label, spec=spec, kind=kind))
+    fit.insert(len(fit) - 1, _early(EMBEDDED_DRAFT_LAYERS))  # before prompt lookup
+    if not found:
+        return fit, unfit
+    if not llama:
+        return fit, unfit + [Unfit(label=m.name, reason=f"runs on llama.cpp: {llamacpp.INSTALL_HINT}") for m in found]
+    package = gguf.read_info(embedded.gguf_path())  # the same vocabulary, specials and template as its float32 copy
+    target = dataclasses.replace(package, file_bytes=package.parameters * 4)  # the float32 target it runs
+    found_fit, found_unfit = _gguf_drafts(target, f32, found, own)
+    return fit[:-1] + found_fit + fit[-1:], unfit + found_unfit
+
+
+def _gguf_drafts(
+    target: gguf.GGUFInfo, path: Path, found: Sequence[gguf.FoundModel], skip: set[Path]
+) -> tuple[list[Candidate], list[Unfit]]:
+    """The found files that draft for a GGUF target (`target`, in `path`), and each other one with its reason. The
+    target's own file (under any name) and those in `skip` are neither; a file found twice is listed once."""
+    fit, unfit, seen = [], [], {path.resolve(), *skip}
+    for model in found:
+        if model.info is None:
+            unfit.append(Unfit(label=model.name, reason=f"could not be read: {model.error}"))
+            continue
+        where = model.path.resolve()
+        if where in seen:
+            continue
+        seen.add(where)
+        info, differences = model.info, gguf.pair_differences(target, model.info)
+        if differences:
+            more = len(differences) - gguf.SHOWN_DIFFERENCES
+            reason = "; ".join(differences[: gguf.SHOWN_DIFFERENCES]) + (f"; and {more} more" if more > 0 else "")
+            unfit.append(Unfit(label=model.name, reason=reason))
+        elif info.parameters >= target.parameters and info.file_bytes >= target.file_bytes:
+            unfit.append(
+                Unfit(
+                    label=model.name, reason=f"not smaller than the target: {_size(info)}, the target {_size(target)}"
+                )
+            )
+        else:
+            fit.append(Candidate(label=model.name, spec=model.spec, kind=GGUF, file=str(model.path), name=model.name))
+    return fit, unfit
+
+
+def _size(info: gguf.GGUFInfo) -> str:
+    count = f"{info.parameters / 1e9:.2f} B" if info.parameters >= 10_000_000 else f"{info.parameters:,}"
+    return f"{count} parameters in {gguf.format_bytes(info.file_bytes)}"
+
+
+def _unique(candidates: Sequence[Candidate]) -> tuple[Candidate, ...]:
+    """One candidate per spec; a label used twice gets its spec beside it."""
+    out: dict[str, Candidate] = {}
+    for c in candidates:
+        if all(o.spec != c.spec for o in out.values()):
+            label = c.label if c.label not in out else f"{c.label} ({c.spec})"
+            out[label] = dataclasses.replace(c, label=label)
+    return tuple(out.values())
+
+
+# --- the benchmark -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Across:
+    """What the benchmark across drafts found: every chosen draft's sweep, its costs from the book, the recommendation
+    and the settings to run it."""
+
+    drafts: Drafts
+    chosen: tuple[str, ...]  # the drafts run, in order
+    settings: SweepSettings
+    result: DraftSweep
+    timings: dict[str, PairTimings | None]  # label → the pair's timings from the book (None: not timed)
+    untimed: dict[str, str]  # label → why its c and v could not be timed (a busy machine: its message)
+    recommendation: Recommendation
+    flags: tuple[Flag, ...]  # the settings to run the recommended draft
+    note: str  # what the settings leave out, and why
+
+    def table(self) -> list[dict[str, str]]:
+        """One row per draft run: its best τ and speedup, α (as accepted), tokens per step, and c and v(τ + 1) from
+        the pair's timings; every number as text ("–" where there is none)."""
+        best, rows = self.result.best(), []
+        for label in self.chosen:
+            row = best.get(label)
+            costs = None if row is None else costs_of(self.timings.get(label), row.tau)
+            missing = "withheld" if label in self.result.withheld else "–"
+            rows.append(
+                {
+                    "draft": label,
+                    "best τ": "–" if row is None else str(row.tau),
+                    "speedup (95% interval)": missing if row is None else row.speedup.text(),
+                    "α (accepted)": "–" if row is None or row.accepted is None else f"{row.accepted:.2f}",
+                    "tokens per step": "–" if row is None else f"{row.tokens_per_step:.2f}",
+                    "c": "–" if costs is None else f"{costs[0]:.2f}",
+                    "v(τ + 1)": "–" if costs is None else f"{costs[1]:.2f}",
+                }
+            )
+        return rows
+
+
+def run(
+    drafts: Drafts,
+    chosen: Sequence[str],
+    settings: SweepSettings,
+    load: Callable[[str], ModelPair],
+    book: TimingBook,
+    caches: dict[str, dict],
+    turn: Callable[[], contextlib.AbstractContextManager] | None = None,
+    timer: clock.Timer | None = None,
+    progress: Callable[[float, str], None] | None = None,
+) -> Across:
+    """Load each chosen draft's pair (`load(spec)`; one that fails is withheld with why), run them as one interleaved
+    benchmark (sweep_drafts; `caches`: label → its units kept between calls), read each pair's costs from `book` (timed
+    now, in a `turn`, where it has none: a measurement withheld as busy is kept as its message), close the pairs, and
+    recommend. `progress(fraction, text)` is told after each piece of work."""
+    say = progress or (lambda _fraction, _text: None)
+    turn = turn or contextlib.nullcontext
+    by_label = drafts.by_label()
+    pairs: dict[str, ModelPair] = {}
+    failed, timings, untimed = {}, {}, {}
+    try:
+        for i, label in enumerate(chosen):
+            say(0.0, f"Loading {label} ({i + 1} of {len(chosen)})…")
+            try:
+                pairs[label] = load(by_label[label].spec)
+            except SpecvizError as exc:
+                failed[label] = f"could not be loaded: {exc}"
+        for done, total, label in sweep_drafts(pairs, settings, caches, turn, timer):
+            say(0.9 * done / total, f"{done} / {total} runs, each beside the target alone: {label}")
+        for i, (label, pair) in enumerate(pairs.items()):
+            say(0.9 + 0.1 * i / len(pairs), f"Timing the passes of the target with {label} (the pair's c and v)…")
+            timings[label] = book.get(pair)
+            if timings[label] is None:
+                try:
+                    with turn():
+                        timings[label] = book.measure(pair, timer=timer)
+                except SpecvizError as exc:  # BusyMachine, or timings that cannot be right: said, never shown
+                    untimed[label] = str(exc)
+        result = summarize(pairs, settings, caches)
+    finally:
+        for pair in pairs.values():
+            pair.close()
+    result = DraftSweep(summaries=result.summaries, withheld={**failed, **result.withheld})
+    recommendation = recommend(result, timings)
+    flags, note = ((), "")
+    if recommendation.draft is not None:
+        flags, note = run_settings(drafts, by_label[recommendation.draft], recommendation.tau)
+    return Across(
+        drafts=drafts,
+        chosen=tuple(chosen),
+        settings=settings,
+        result=result,
+        timings=timings,
+        untimed=untimed,
+        recommendation=recommendation,
+        flags=flags,
+        note=note,
+    )
+
+
+def run_settings(drafts: Drafts, candidate: Candidate, tau: int) -> tuple[tuple[Flag, ...], str]:
+    """The settings that run `candidate` at τ for the target in the engines that can (engine_flags, current
+    spellings), and a note on what is left out. A GGUF draft of a GGUF target: llama-server and LM Studio's llama.cpp
+    engine, p-min 0 (every step drafts τ tokens, as measured here); prompt lookup and a hub model as draft of a hub
+    target: vLLM and SGLang."""
+    if candidate.kind == GGUF and drafts.gguf_file:
+        server = engine_flags.settings(drafts.gguf_file, candidate.file, tau, p_min=0.0, engine="llama.cpp")
+        studio = engine_flags.settings(drafts.gguf_file, candidate.name, tau, p_min=0.0, engine="LM Studio")
+        note = (
+            "p-min 0: every step drafts τ tokens, as this benchmark did (llama.cpp's own default stops a draft "
+            "earlier where the draft is unsure). vLLM and SGLang serve hub models, not these files."
+        )
+        return server + tuple(f for f in studio if f.engine == "LM Studio"), note
+    if candidate.kind in (LOOKUP, MODEL) and drafts.model_id:
+        method = "ngram" if candidate.kind == LOOKUP else "draft_model"
+        draft = "" if candidate.kind == LOOKUP else candidate.file
+        flags = tuple(
+            flag
+            for engine in ("vLLM", "SGLang")
+            for flag in engine_flags.settings(drafts.model_id, draft, tau, engine=engine, method=method)
+        )
+        return flags, "llama.cpp and LM Studio run GGUF files: convert both models to run them there."
+    if candidate.kind == LOOKUP:
+        return (), (
+            "llama-server drafts from the text's own n-grams with an --spec-type ngram-* of its own, whose settings "
+            "are not written here; vLLM and SGLang serve hub models, not this file."
+        )
+    words = "a trained draft in specviz's own format" if candidate.kind == TRAINED else "the target's own first layers"
+    return (), f"No serving engine loads {candidate.label} ({words}): it shows what such a draft does, here."
+
+
+def target_layers(pair: ModelPair) -> int | None:
+    """A torch target's transformer blocks (where early exit takes its first quarter); None for another runtime."""
+    target = pair.target
+    return getattr(target.model.config, "num_hidden_layers", None) if isinstance(target, HFModel) else None

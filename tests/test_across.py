@@ -1,0 +1,275 @@
+"""Across drafts for any target (specviz.classroom.across, specviz.analysis.draft_sweep): which drafts fit a GGUF, the
+embedded or a hub target and why the others do not; the interleaved benchmark on a tiny pair with injected pass
+times, its recommendation (a draft and τ, or why none pays, in the words of c and v) worked out by hand; the settings
+to run it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gguf import LlamaFileType
+
+from specviz import ModelPair
+from specviz.analysis.clock import FakeTimer
+from specviz.analysis.draft_sweep import GRADED, needed_alpha
+from specviz.analysis.pairtimes import TimingBook
+from specviz.analysis.sweep import SweepSettings
+from specviz.classroom import across
+from specviz.models import embedded
+from specviz.models import gguf as g
+from specviz.training.prompts import eval_prompts
+from tests.helpers import tiny_text_pair
+from tests.test_gguf import write_gguf
+
+# --- which drafts fit --------------------------------------------------------------------------------------------
+
+
+def test_a_gguf_targets_drafts_are_the_found_files_that_pair_and_each_other_file_says_why_not(tmp_path):
+    """target.gguf (width 64: 7 × 64 = 448 parameters) among six others: fewer.gguf (width 8) and f16.gguf (as many
+    parameters, a smaller file) pair and are smaller; copy.gguf is as large; bigger.gguf larger; other-bos.gguf
+    has another BOS; template.gguf another chat template; bad.gguf is no GGUF; a symlink to the target is the target."""
+    folder = tmp_path / "models"
+    target = write_gguf(folder / "target.gguf", width=64)
+    write_gguf(folder / "fewer.gguf", width=8)
+    write_gguf(folder / "f16.gguf", width=64, embd_dtype=np.float16, file_type=LlamaFileType.MOSTLY_F16)
+    copy = write_gguf(folder / "copy.gguf", width=64)
+    bigger = write_gguf(folder / "bigger.gguf", width=128)
+    write_gguf(folder / "other-bos.gguf", width=8, bos=2)
+    write_gguf(folder / "template.gguf", width=8, template="{{ other }}")
+    (folder / "bad.gguf").write_text("nope")
+    (folder / "zz-link.gguf").symlink_to(target)
+    found = g.find_models([g.Place(source=g.MODELS_DIR, path=folder)])
+    drafts = across.drafts_for(str(target), str(folder / "fewer.gguf"), found, llama=True)
+    assert drafts.gguf_file == str(target) and drafts.model_id == ""
+    assert [(c.label, c.kind, c.file) for c in drafts.fit] == [
+        ("f16.gguf", across.GGUF, str(folder / "f16.gguf")),
+        ("fewer.gguf", across.GGUF, str(folder / "fewer.gguf")),
+        ("prompt lookup", across.LOOKUP, ""),
+    ]
+    size = lambda n, path: f"{n:,} parameters in {g.format_bytes(path.stat().st_size)}"  # noqa: E731
+    reasons = {u.label: u.reason for u in drafts.unfit}
+    assert reasons["copy.gguf"] == f"not smaller than the target: {size(448, copy)}, the target {size(448, target)}"
+    assert reasons["bigger.gguf"] == f"not smaller than the target: {size(896, bigger)}, the target {size(448, target)}"
+    assert reasons["other-bos.gguf"] == "BOS: id 1 '<s>' in the target, id 2 '</s>' in the draft"
+    assert reasons["template.gguf"] == (
+        "chat template: differs from character 3: 'messages }}' in the target, 'other }}' in the draft"
+    )
+    assert reasons["bad.gguf"].startswith("could not be read: ")
+    assert set(reasons) == {"bad.gguf", "bigger.gguf", "copy.gguf", "other-bos.gguf", "template.gguf"}
+
+
+def test_the_embedded_targets_drafts_are_its_own_and_the_found_files_of_its_vocabulary(tmp_path):
+    """The embedded target (SmolLM2-135M-Instruct, run in float32): its trained draft, its copies in 8, 4 and 2 bits,
+    its first 8 layers and prompt lookup; and a found file: its own Q4_1 file from the package (smaller than the
+    float32 target it runs, the same vocabulary) fits, a tiny model of six tokens does not. Without llama.cpp the
+    copies cannot be made, and the found files not run."""
+    folder = tmp_path / "models"
+    folder.mkdir()
+    (folder / "smol.Q4_1.gguf").symlink_to(embedded.gguf_path())
+    write_gguf(folder / "tiny.gguf")
+    found = g.find_models([g.Place(source=g.MODELS_DIR, path=folder)])
+    drafts = across.drafts_for("embedded", "embedded", found, llama=True)
+    labels = [*list(GRADED)[:4], "the first 8 layers, untrained (early-exit:8)", "smol.Q4_1.gguf", "prompt lookup"]
+    assert drafts.labels() == labels
+    assert [c.kind for c in drafts.fit] == ["trained", "gguf", "gguf", "gguf", "early exit", "gguf", "lookup"]
+    assert drafts.by_label()["the target in 8 bits (Q8_0)"].spec == "embedded:Q8_0"
+    assert drafts.model_id == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    ((label, reason),) = [(u.label, u.reason) for u in drafts.unfit]
+    assert label == "tiny.gguf" and reason.startswith("vocabulary: 49152 tokens in the target, 6 in the draft")
+    without = across.drafts_for("embedded", "embedded", found, llama=False)
+    assert without.labels() == [
+        "distilled draft (trained)",
+        "the first 8 layers, untrained (early-exit:8)",
+        "prompt lookup",
+    ]
+    assert {u.label for u in without.unfit} == {*list(GRADED)[1:4], "smol.Q4_1.gguf", "tiny.gguf"}
+    assert all("make llama" in u.reason for u in without.unfit)
+
+
+def test_a_hub_targets_drafts_are_the_pairs_own_a_presets_its_first_quarter_and_prompt_lookup(tmp_path):
+    """SmolLM2-360M (32 layers) drafted by the 135M: the pair's draft (also a preset's), its first 32 / 4 = 8 layers,
+    prompt lookup; a found GGUF file runs only beside a GGUF target or the embedded one."""
+    found = g.find_models([g.Place(source=g.MODELS_DIR, path=write_gguf(tmp_path / "m" / "x.gguf").parent)])
+    target, draft = "HuggingFaceTB/SmolLM2-360M-Instruct", "HuggingFaceTB/SmolLM2-135M-Instruct"
+    drafts = across.drafts_for(target, draft, found, layers=32, llama=True)
+    assert drafts.labels() == [draft, "the first 8 layers, untrained (early-exit:8)", "prompt lookup"]
+    assert drafts.model_id == target and drafts.gguf_file == ""
+    ((unfit),) = drafts.unfit
+    assert unfit.label == "x.gguf" and "a GGUF draft runs beside a GGUF target or the embedded one" in unfit.reason
+
+
+def test_the_held_out_prompts_are_one_instruction_of_each_kind():
+    assert across.held_out(eval_prompts()) == (
+        "Tell a tale about a retired beekeeper who opens a bakery.",
+        "Can you explain how a refrigerator keeps food cold?",
+        "Implement a Python function that checks whether two strings are anagrams.",
+        "Give an overview of the history of Kyoto.",
+    )
+
+
+# --- the recommendation, by hand --------------------------------------------------------------------------------
+
+
+def test_the_alpha_a_draft_needs_to_pay():
+    """E(α, τ) = 1 + α + … + α^τ = τ·c + v(τ + 1). τ = 1, c = 0.1, v(2) = 1.2: 1 + α = 1.3, α = 0.30. τ = 4, c = 0.6,
+    v(5) = 1.8: 1 + α + α² + α³ + α⁴ = 4.2; at α = 0.9127 the left side is 4.19995, at 0.9128 4.20078: α ≈ 0.9127.
+    c = 1.2, v(2) = 1.2 at τ = 1: 2.4 passes for at most 2 tokens, no α pays; c = 0, v(3) = 0.9: any α does."""
+    assert needed_alpha(1, 0.1, 1.2) == pytest.approx(0.3)
+    assert needed_alpha(4, 0.6, 1.8) == pytest.approx(0.9127, abs=1e-4)
+    assert needed_alpha(1, 1.2, 1.2) is None
+    assert needed_alpha(2, 0.0, 0.9) == 0.0
+
+
+def candidates(*labels: str) -> across.Drafts:
+    fit = tuple(
+        across.Candidate(label=label, spec=label, kind=across.GGUF, file=f"/models/{label}.gguf", name=label)
+        for label in labels
+    )
+    return across.Drafts(target="/models/target.gguf", gguf_file="/models/target.gguf", model_id="", fit=fit, unfit=())
+
+
+def benchmark(draft_ms: float, *labels: str) -> across.Across:
+    """The tiny target drafted by itself ("copy": greedy, every token accepted) and by a random one-layer model
+    ("random"), τ = 1 and 3 on one prompt; a target pass over k tokens 10 + 2(k − 1) ms, a draft forward `draft_ms`."""
+    base = tiny_text_pair()
+    pairs = {"copy": ModelPair(base.target, base.target, base.codec), "random": base}
+    settings = SweepSettings(taus=(1, 3), prompts=("a b c",), mode="greedy", max_new_tokens=8)
+    timer = FakeTimer(lambda what, k: draft_ms if what == "draft" else 10.0 + 2.0 * (k - 1))
+    told = []
+    result = across.run(
+        candidates(*labels), labels, settings, pairs.__getitem__, TimingBook(), {}, timer=timer,
+        progress=lambda fraction, text: told.append(fraction),
+    )  # fmt: skip
+    assert told == sorted(told) and told[-1] < 1.0  # progress only forward
+    return result
+
+
+def test_the_recommendation_on_a_tiny_pair_with_injected_pass_times():
+    """The tiny target leaves room for 7 new tokens. A draft forward 1 ms. The copy at τ = 3: two steps of
+    3 · 1 + 16 = 19 ms emitting 4 and 3 tokens, the target alone 10 ms a token: 70 / 38 = 1.84×; resampling the two
+    steps, both the first gives 80 / 38 = 2.11×, both the second 60 / 38 = 1.58× (each a quarter of the resamples,
+    so the 95% interval's ends): 1.58–2.11×. At τ = 1, four steps of 1 + 12 = 13 ms emitting 2, 2, 2, 1: 70 / 52 =
+    1.35×, so τ = 3 is its best. The random draft is accepted never: at τ = 1 seven steps of one token, 10 / 13 = 0.77×.
+    The pair's timings, from the book: T(1) = 10 ms, v(4) = 16 / 10 = 1.60, c = 1 / 10 = 0.10."""
+    result = benchmark(1.0, "copy", "random")
+    rec = result.recommendation
+    assert (rec.draft, rec.tau) == ("copy", 3)
+    assert (rec.speedup.value, rec.speedup.low, rec.speedup.high) == pytest.approx((70 / 38, 60 / 38, 80 / 38))
+    assert rec.sentence == (
+        "copy at τ = 3: 1.84× (1.58–2.11×) the target alone's speed here (α = 1.00, 4.00 tokens a step; c = 0.10, "
+        "v(4) = 1.60)."
+    )
+    assert result.table() == [
+        {
+            "draft": "copy",
+            "best τ": "3",
+            "speedup (95% interval)": "1.84× (1.58–2.11×)",
+            "α (accepted)": "1.00",
+            "tokens per step": "4.00",
+            "c": "0.10",
+            "v(τ + 1)": "1.60",
+        },
+        {
+            "draft": "random",
+            "best τ": "1",
+            "speedup (95% interval)": "0.77×",
+            "α (accepted)": "0.00",
+            "tokens per step": "1.00",
+            "c": "0.10",
+            "v(τ + 1)": "1.20",
+        },
+    ]
+    server, studio = result.flags  # the settings to run the copy at τ = 3: every step drafts 3 (p-min 0)
+    assert server.text == (
+        "llama-server -m /models/target.gguf --spec-type draft-simple --spec-draft-model /models/copy.gguf "
+        "--spec-draft-n-max 3 --spec-draft-n-min 0 --spec-draft-p-min 0.00"
+    )
+    assert studio.engine == "LM Studio" and '"llm.prediction.speculativeDecoding.maxTokensToDraft": 3' in studio.text
+    assert '"llm.prediction.speculativeDecoding.draftModel": "copy"' in studio.text
+
+
+def test_none_pays_with_a_slow_draft_and_the_sentence_says_why_in_c_and_v():
+    """A draft forward 12 ms (c = 12 / 10 = 1.20). The copy at τ = 1: four steps of 12 + 12 = 24 ms for 70 ms of the
+    target alone, 70 / 96 = 0.73×; at τ = 3, two of 36 + 16 = 52 ms: 70 / 104 = 0.67×, so τ = 1 is its best.
+    Resampling τ = 1's four steps (20, 20, 20 and 10 ms alone, 24 each): all four 20 gives 80 / 96 = 0.83× (a third of
+    the resamples), three of the 10 ms step 50 / 96 = 0.52× (the 2.5% quantile: four of it is 0.4%, three or more 5%).
+    v(2) = 12 / 10 = 1.20. Even α = 1 makes 2 tokens a step, for τ·c + v(2) = 1.20 + 1.20 = 2.40 passes: none pays."""
+    rec = benchmark(12.0, "copy", "random").recommendation
+    assert rec.draft is None and rec.tau == 1
+    assert rec.sentence == (
+        "None pays here, because the closest, copy at τ = 1 (measured 0.73×, 0.52–0.83×), costs c = 1.20 of a target "
+        "pass per draft token and v(2) = 1.20 for the pass that checks them: even if every draft token were accepted, "
+        "a step would make 2 tokens for τ·c + v(2) = 1.20 + 1.20 = 2.40 target passes."
+    )
+
+
+def test_none_pays_with_a_draft_the_target_rejects_and_the_sentence_names_the_alpha_it_would_need():
+    """The random draft alone, a forward 1 ms: never accepted, its best τ = 1 at 10 / 13 = 0.77×. c = 0.10, v(2) =
+    1.20: 1 + α must beat 0.10 + 1.20, so α above 0.30; it accepts 0."""
+    rec = benchmark(1.0, "random").recommendation
+    assert rec.draft is None
+    assert rec.sentence == (
+        "None pays here, because the closest, random at τ = 1 (measured 0.77×), costs c = 0.10 of a target pass per "
+        "draft token and v(2) = 1.20 for the pass that checks them: it needs α above 0.30 to pay, and accepts "
+        "α = 0.00."
+    )
+
+
+def test_a_draft_within_noise_of_the_target_alone_is_not_recommended():
+    """A draft forward 6 ms (c = 0.60). The copy at τ = 3: two steps of 18 + 16 = 34 ms for 70 ms alone, 70 / 68 =
+    1.03×, resampled 60 / 68 = 0.88× to 80 / 68 = 1.18×: within noise of 1. With v(4) = 1.60 it needs
+    1 + α + α² + α³ = 3 · 0.6 + 1.6 = 3.4, α ≈ 0.89 (at 0.89: 3.387; at 0.893: 3.402), and accepts 1.00."""
+    rec = benchmark(6.0, "copy", "random").recommendation
+    assert rec.draft is None and rec.tau == 3
+    assert rec.sentence == (
+        "None pays here for certain, because the closest, copy at τ = 3, measured 1.03× (0.88–1.18×), is within noise "
+        "of the target alone: it costs c = 0.60 of a target pass per draft token and v(4) = 1.60 for the pass that "
+        "checks them, needs α above 0.89 and accepts 1.00, too close to pay by a margin here."
+    )
+
+
+def test_a_draft_that_cannot_load_or_be_timed_is_said_and_the_others_still_compared():
+    """The random draft's pair fails to load: withheld with why; the copy's passes are timed on a busy machine
+    (every piece disturbed): its c and v are said not timed, with the message, and its recommendation has none."""
+    from specviz.errors import ModelError
+
+    base = tiny_text_pair()
+    copy = ModelPair(base.target, base.target, base.codec)
+
+    def load(spec: str) -> ModelPair:
+        if spec == "random":
+            raise ModelError("random.gguf is gone")
+        return copy
+
+    timer = FakeTimer(
+        lambda what, k: 1.0 if what == "draft" else 10.0 + 2.0 * (k - 1),
+        disturbed=lambda what, k, index: what in ("pass", "draft"),  # the book's pieces; the runs' are quiet
+    )
+    settings = SweepSettings(taus=(1, 3), prompts=("a b c",), mode="greedy", max_new_tokens=8)
+    result = across.run(candidates("copy", "random"), ("copy", "random"), settings, load, TimingBook(), {}, timer=timer)
+    assert result.result.withheld == {"random": "could not be loaded: random.gguf is gone"}
+    assert result.timings["copy"] is None and "busy machine" in result.untimed["copy"]
+    assert result.recommendation.draft == "copy"
+    assert result.recommendation.sentence.endswith("(α = 1.00, 4.00 tokens a step).")
+    assert result.table()[1]["speedup (95% interval)"] == "withheld"
+
+
+# --- the settings to run it ----------------------------------------------------------------------------------------
+
+
+def test_prompt_lookup_and_a_hub_draft_run_on_vllm_and_sglang_and_a_trained_draft_nowhere():
+    target = "HuggingFaceTB/SmolLM2-360M-Instruct"
+    drafts = across.drafts_for(target, "HuggingFaceTB/SmolLM2-135M-Instruct", [], layers=32, llama=True)
+    lookup, hub = drafts.by_label()["prompt lookup"], drafts.by_label()["HuggingFaceTB/SmolLM2-135M-Instruct"]
+    (vllm, sglang), _ = across.run_settings(drafts, lookup, 4)
+    assert vllm.text == (
+        "vllm serve HuggingFaceTB/SmolLM2-360M-Instruct --speculative-config "
+        '\'{"method": "ngram", "num_speculative_tokens": 4}\''
+    )
+    assert "--speculative-algorithm NGRAM" in sglang.text and "--speculative-num-draft-tokens 5" in sglang.text
+    (vllm, sglang), _ = across.run_settings(drafts, hub, 2)
+    assert '"model": "HuggingFaceTB/SmolLM2-135M-Instruct"' in vllm.text
+    assert "--speculative-draft-model-path HuggingFaceTB/SmolLM2-135M-Instruct" in sglang.text
+    trained = across.drafts_for("embedded", "embedded", [], llama=True)
+    flags, note = across.run_settings(trained, trained.fit[0], 4)
+    assert flags == () and note.startswith("No serving engine loads distilled draft (trained)")
