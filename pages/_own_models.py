@@ -10,6 +10,7 @@ from pathlib import Path
 import streamlit as st
 
 from specviz import policy
+from specviz.classroom import across
 from specviz.loading import PROMPT_LOOKUP, SELF
 from specviz.models import embedded, gguf
 from specviz.viz.plain import plain
@@ -99,12 +100,15 @@ def picker(prefix: str, disabled: bool = False) -> tuple[str, str]:
     needed = gguf.memory_needed(target.info, draft_info)
     free = gguf.free_memory()
     room = f"; {gguf.format_bytes(free)} free" if free is not None else ""
-    others = len(readable) - 1 - len(fitting)
     st.caption(
-        f"{len(fitting)} of the other {len(readable) - 1} files fit this target as drafts"
-        + (f" ({others} do not: another vocabulary, special tokens or chat template, or not smaller)" if others else "")
-        + f". The pair needs about {gguf.format_bytes(needed)}{room}."
+        f"{len(fitting)} of the other {len(readable) - 1} files fit this target as drafts. The pair needs about "
+        f"{gguf.format_bytes(needed)}{room}."
     )
+    others = across.unfit_files(target, readable)
+    if others:
+        with st.expander(f"{len(others)} do{'es' if len(others) == 1 else ''} not fit as drafts, each with why"):
+            for unfit in others:
+                st.caption(plain(f"{unfit.label}: {unfit.reason}"))
     unreadable = [m for m in models if m.info is None]
     if unreadable:
         with st.expander(f"{len(unreadable)} file{'s' if len(unreadable) != 1 else ''} could not be read"):

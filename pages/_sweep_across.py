@@ -20,26 +20,24 @@ def unfit(drafts: across.Drafts) -> None:
 
 
 def show(result: across.Across) -> None:
-    """The recommendation and its settings side by side, then the table and the chart."""
+    """The recommendation, the settings to run it side by side under it, then the table and the chart."""
     rec = result.recommendation
-    words, settings = st.columns([1, 1.2])
-    with words:
-        if rec.draft is not None:
-            st.success(plain(rec.sentence), icon=":material/check_circle:")
-        else:
-            st.warning(plain(rec.sentence), icon=":material/do_not_disturb_on:")
-        for label, why in result.result.withheld.items():
-            st.warning(f"**{plain(label)}: withheld.** {plain(why)}", icon=":material/timer_off:")
-        for label, why in result.untimed.items():
-            st.warning(f"**{plain(label)}: its c and v were not timed.** {plain(why)}", icon=":material/timer_off:")
-    with settings:
-        if result.flags:
-            st.markdown(f"**To run it** (τ = {rec.tau}), in your own engine:")
-        for flag in result.flags:
+    if rec.draft is not None:
+        st.success(plain(rec.sentence), icon=":material/check_circle:")
+    else:
+        st.warning(plain(rec.sentence), icon=":material/do_not_disturb_on:")
+    for label, why in result.result.withheld.items():
+        st.warning(f"**{plain(label)}: withheld.** {plain(why)}", icon=":material/timer_off:")
+    for label, why in result.untimed.items():
+        st.warning(f"**{plain(label)}: its c and v were not timed.** {plain(why)}", icon=":material/timer_off:")
+    if result.flags:
+        st.markdown(f"**To run {plain(rec.draft)} at τ = {rec.tau}** in your own engine:")
+    for flag, column in zip(result.flags, st.columns(len(result.flags)) if result.flags else (), strict=True):
+        with column:
             st.code(flag.text, language="json" if flag.engine.startswith("LM Studio") else "bash", wrap_lines=True)
             st.caption(plain(f"{flag.engine}: {flag.reason}"))
-        if result.note:
-            st.caption(plain(result.note))
+    if result.note:
+        st.caption(plain(result.note))
     st.table(result.table())
     st.caption(
         "Best τ: the τ with the highest measured speedup; α (accepted): accepted draft tokens over those the target "

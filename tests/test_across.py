@@ -218,13 +218,15 @@ def test_none_pays_with_a_draft_the_target_rejects_and_the_sentence_names_the_al
 def test_a_draft_within_noise_of_the_target_alone_is_not_recommended():
     """A draft forward 6 ms (c = 0.60). The copy at τ = 3: two steps of 18 + 16 = 34 ms for 70 ms alone, 70 / 68 =
     1.03×, resampled 60 / 68 = 0.88× to 80 / 68 = 1.18×: within noise of 1. With v(4) = 1.60 it needs
-    1 + α + α² + α³ = 3 · 0.6 + 1.6 = 3.4, α ≈ 0.89 (at 0.89: 3.387; at 0.893: 3.402), and accepts 1.00."""
+    1 + α + α² + α³ = 3 · 0.6 + 1.6 = 3.4, α ≈ 0.89 (at 0.89: 3.387; at 0.893: 3.402), and accepts 1.00: a whole step
+    would pay 40 / 34 = 1.18×, the last one, cut to 3 tokens, 30 / 34."""
     rec = benchmark(6.0, "copy", "random").recommendation
     assert rec.draft is None and rec.tau == 3
     assert rec.sentence == (
         "None pays here for certain, because the closest, copy at τ = 3, measured 1.03× (0.88–1.18×), is within noise "
         "of the target alone: it costs c = 0.60 of a target pass per draft token and v(4) = 1.60 for the pass that "
-        "checks them, needs α above 0.89 and accepts 1.00, too close to pay by a margin here."
+        "checks them, so it needs α above 0.89, and it accepts 1.00, but the rest of its steps (their other work, "
+        "steps that drafted nothing, a last one cut short) left no margin here."
     )
 
 

@@ -1901,6 +1901,8 @@ def test_across_drafts_for_a_gguf_target_recommends_a_draft_and_tau_with_the_lla
     assert drafts.options == ["small.gguf", "target.Q8_0.gguf", "prompt lookup"] and drafts.value == drafts.options
     (unfit,) = [m.value for m in at.markdown if "not fit this target" in m.value]
     assert "**other.gguf**: token 300: '▁t41' in the target, '▁x' in the draft" in unfit
+    sidebar = [c.value for c in at.sidebar.caption]  # the sidebar says it too, file by file (no more "1 do not: …")
+    assert "other.gguf: token 300: '▁t41' in the target, '▁x' in the draft" in sidebar
     at.button(key="sweep_drafts_run").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     (said,) = [s.value for s in at.success if " at τ = " in s.value]

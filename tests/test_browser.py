@@ -494,3 +494,80 @@ def test_a_projector_sees_the_prompt_the_steps_tokens_every_decision_and_the_leg
             assert page.locator('[data-testid="stException"]').count() == 0
             page.close()
         browser.close()
+
+
+# The server's default timer, set as the interpreter starts (a sitecustomize module on its PYTHONPATH): a target pass
+# over k tokens 10 + 2(k − 1) ms, a draft forward 1 ms, nothing disturbed. The models run; their times are decided.
+FAKE_PASS_TIMES = """import os
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as app.py sets it, before torch is imported
+from specviz.analysis import clock
+clock.set_default(clock.FakeTimer(lambda what, k: 1.0 if what == "draft" else 10.0 + 2.0 * (k - 1)))
+"""
+
+
+def test_across_drafts_for_a_found_gguf_target_in_a_real_browser(tmp_path):
+    """Issue 53.1: tiny GGUF files in $SPECVIZ_MODELS_DIR (tests/test_app.py's tiny_ggufs: a target, its 8-bit copy, a
+    one-layer model, one of another vocabulary). On the τ sweep page the user picks "Models on this computer" and the
+    target, opens "Across drafts", presses one button: the recommendation names the 8-bit copy at τ = 3 (every step
+    τ + 1 = 4 tokens in 3 · 1 + 16 = 19 ms against 40 ms alone: 2.11×), and llama-server's line runs that file at that
+    τ; the file of another vocabulary is listed with its reason. Pictures at 1280×720 and 1920×1080."""
+    need_chromium()
+    from playwright.sync_api import sync_playwright
+
+    from specviz.classroom.settings import ON_THIS_COMPUTER
+    from specviz.models import gguf, llamacpp, quantize
+    from tests.helpers import write_tiny_gguf
+
+    if not llamacpp.available():
+        pytest.skip("llama.cpp is not installed (make llama)")
+    folder = tmp_path / "models"
+    folder.mkdir()
+    target = write_tiny_gguf(folder / "target.gguf")
+    copy = quantize.quantized(target, "Q8_0", folder)
+    write_tiny_gguf(folder / "small.gguf", seed=1, layers=1)
+    write_tiny_gguf(folder / "other.gguf", seed=2, layers=1, renamed=300)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(FAKE_PASS_TIMES)
+    env = {
+        "SPECVIZ_MODELS_DIR": str(folder),
+        "SPECVIZ_CACHE_DIR": str(tmp_path / "cache"),  # specviz's own cache: empty
+        "HOME": str(tmp_path / "home"),  # no other place holds a model
+        "PYTHONPATH": str(site),
+    }
+    info = gguf.read_info(target)
+    label = f"F32 · {info.parameters / 1e9:.2f} B · {gguf.format_bytes(info.file_bytes)} · target.gguf"
+    query = f"sweep?sweep_preset={ON_THIS_COMPUTER.replace(' ', '+')}&sweep_taus=1-3&sweep_max_new=8"
+    with serve(tmp_path / "streamlit.log", env=env) as url, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 720})
+        page.goto(f"{url}/{query}")
+        page.get_by_text("Target (p), found on this computer").first.wait_for(timeout=180_000)
+        page.locator(IDLE).wait_for(timeout=120_000)
+        choose(page, "Target (p), found on this computer", label)
+        panel = page.locator("[data-testid='stExpander']").filter(has_text="Across drafts").first
+        panel.locator("summary").click()
+        panel.get_by_text("other.gguf").first.wait_for(timeout=60_000)
+        assert panel.get_by_text("token 300: '▁t41' in the target, '▁x' in the draft").count() == 1
+        panel.get_by_role("button", name="Benchmark these drafts").click()
+        said = panel.locator("[data-testid='stAlertContentSuccess']").filter(has_text=" at τ = ").first
+        said.wait_for(timeout=300_000)
+        page.locator(IDLE).wait_for(timeout=120_000)
+        assert said.inner_text().splitlines()[-1] == (  # after its icon's name
+            "target.Q8_0.gguf at τ = 3: 2.11× the target alone's speed here (α = 1.00, 4.00 tokens a step; c = 0.10, "
+            "v(4) = 1.60)."
+        )
+        server = panel.locator("[data-testid='stCode']").filter(has_text="llama-server").first.inner_text()
+        assert " ".join(server.split()) == (
+            f"llama-server -m {target} --spec-type draft-simple --spec-draft-model {copy} --spec-draft-n-max 3 "
+            "--spec-draft-n-min 0 --spec-draft-p-min 0.00"
+        )
+        assert page.locator('[data-testid="stException"]').count() == 0
+        assert page.get_by_text("Traceback").count() == 0
+        for width, height in ((1280, 720), (1920, 1080)):
+            page.set_viewport_size({"width": width, "height": height})
+            page.wait_for_timeout(1500)  # the chart redraws at the new width
+            for part, shown in (("recommendation", said), ("table", panel.locator(".js-plotly-plot").first)):
+                shown.scroll_into_view_if_needed()
+                page.screenshot(path=str(tmp_path / f"across-drafts-{part}-{width}x{height}.png"))
+        browser.close()

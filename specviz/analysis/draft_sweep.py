@@ -234,8 +234,8 @@ def _none_pays(top: DraftRow, timings: Mapping[str, PairTimings | None]) -> str:
         noise = "slower than" if top.speedup.below(1.0) else "within noise of"
         return (
             f"None pays here for certain, because {closest}, measured {top.speedup.text()}, is {noise} the target "
-            f"alone: it {priced}, needs α above {needed:.2f} and accepts {accepted:.2f}, too close to pay by a margin "
-            "here."
+            f"alone: it {priced}, so it needs α above {needed:.2f}, and it accepts {accepted:.2f}, but the rest of its "
+            "steps (their other work, steps that drafted nothing, a last one cut short) left no margin here."
         )
     return (
         f"None pays here, because {closest} ({_measured(top.speedup)}), {priced}: it needs α above {needed:.2f} to "

@@ -226,6 +226,14 @@ def _gguf_drafts(
     return fit, unfit
 
 
+def unfit_files(target: gguf.FoundModel, found: Sequence[gguf.FoundModel]) -> list[Unfit]:
+    """Each file of `found` that cannot draft for the GGUF `target`, with its own reason (another vocabulary, special
+    tokens or chat template: the first differences; not smaller; unreadable)."""
+    if target.info is None:
+        return []
+    return _gguf_drafts(target.info, target.path, found, set())[1]
+
+
 def _size(info: gguf.GGUFInfo) -> str:
     count = f"{info.parameters / 1e9:.2f} B" if info.parameters >= 10_000_000 else f"{info.parameters:,}"
     return f"{count} parameters in {gguf.format_bytes(info.file_bytes)}"
