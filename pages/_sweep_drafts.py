@@ -6,6 +6,7 @@ with its reason."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import streamlit as st
 
@@ -14,10 +15,12 @@ from pages import _own_models as own_models
 from pages import _sweep_across as view
 from pages import _timings as timings
 from pages._pairs import pair_cache
+from pages._picker import PRESETS
 from pages._shared import heavy_job, heavy_turn
 from specviz import policy
 from specviz.analysis.sweep import SweepSettings
 from specviz.classroom import across
+from specviz.classroom.settings import CUSTOM, ON_THIS_COMPUTER
 from specviz.loading import AUTO, resolve_runtime
 from specviz.training.prompts import eval_prompts
 from specviz.viz.plain import plain
@@ -37,6 +40,22 @@ def _choose(drafts: across.Drafts) -> list[str]:
     )
 
 
+def _decode_target() -> str:
+    """The target chosen on the Decode page (its sidebar's pair, kept across pages)."""
+    label = st.session_state.get("decode_preset")
+    if label == ON_THIS_COMPUTER:
+        return st.session_state.get("decode_local_target") or ""
+    if label == CUSTOM:
+        return st.session_state.get("decode_target") or ""
+    return PRESETS[label].target if label in PRESETS else ""
+
+
+def _from_decode() -> None:
+    """This page's pair becomes the Decode page's (before the sidebar's boxes are drawn again)."""
+    for key in ("preset", "target", "draft", "local_target", "local_draft"):
+        st.session_state[f"sweep_{key}"] = st.session_state.get(f"decode_{key}")
+
+
 def drafts_panel(pair: specviz.ModelPair, target: str, draft: str, settings: SweepSettings) -> None:
     """Which draft, which τ, whether it pays here, and the settings to run it: every draft that fits the pair's target,
     benchmarked together (specviz.classroom.across)."""
@@ -48,6 +67,9 @@ def drafts_panel(pair: specviz.ModelPair, target: str, draft: str, settings: Swe
         except specviz.SpecvizError as exc:
             st.error(f"**Cannot list the drafts of this target.** {plain(exc)}", icon=":material/error:")
             return
+        if (decoded := _decode_target()) and decoded != target:
+            name = Path(decoded).name if decoded.lower().endswith(".gguf") else decoded
+            st.button(f"Use the Decode page's pair here (target {plain(name)})", on_click=_from_decode)
         chosen = _choose(drafts)
         held = dataclasses.replace(settings, prompts=across.held_out(eval_prompts()), policies=())
         runs = len(held.taus) * len(held.prompts) * len(held.seeds) * len(chosen)

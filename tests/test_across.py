@@ -188,6 +188,21 @@ def test_the_recommendation_on_a_tiny_pair_with_injected_pass_times():
     assert '"llm.prediction.speculativeDecoding.draftModel": "copy"' in studio.text
 
 
+def test_drafts_within_noise_of_the_recommended_one_are_named_beside_it():
+    """Two drafts that are both the target itself: the same runs, the same 1.84× (1.58–2.11×) at τ = 3 (above): the
+    first is recommended and the second named as within noise of it."""
+    base = tiny_text_pair()
+    pairs = {"copy": ModelPair(base.target, base.target, base.codec)}
+    settings = SweepSettings(taus=(1, 3), prompts=("a b c",), mode="greedy", max_new_tokens=8)
+    timer = FakeTimer(lambda what, k: 1.0 if what == "draft" else 10.0 + 2.0 * (k - 1))
+    load = lambda spec: pairs["copy"]  # noqa: E731
+    result = across.run(candidates("copy", "twin"), ("copy", "twin"), settings, load, TimingBook(), {}, timer=timer)
+    assert result.recommendation.sentence == (
+        "copy at τ = 3: 1.84× (1.58–2.11×) the target alone's speed here (α = 1.00, 4.00 tokens a step; c = 0.10, "
+        "v(4) = 1.60); twin at τ = 3 (measured 1.84×, 1.58–2.11×) is within noise of it."
+    )
+
+
 def test_none_pays_with_a_slow_draft_and_the_sentence_says_why_in_c_and_v():
     """A draft forward 12 ms (c = 12 / 10 = 1.20). The copy at τ = 1: four steps of 12 + 12 = 24 ms for 70 ms of the
     target alone, 70 / 96 = 0.73×; at τ = 3, two of 36 + 16 = 52 ms: 70 / 104 = 0.67×, so τ = 1 is its best.

@@ -1880,7 +1880,8 @@ def tiny_ggufs(tmp_path, monkeypatch):
 
 
 def test_across_drafts_for_a_gguf_target_recommends_a_draft_and_tau_with_the_llama_cpp_line(tiny_ggufs):
-    """Issue 53.1: a GGUF target found on this computer (it said "choose an embedded pair above"). Its drafts: the
+    """Issue 53.1: the Decode page's target, a GGUF file found on this computer, taken to the τ sweep with one button
+    (Across drafts said "choose an embedded pair above" for a GGUF target). Its drafts: the
     one-layer model and the 8-bit copy (the files that pair with it, smaller) and prompt lookup; other.gguf listed
     with its own reason. One button runs all three on the 4 held-out prompts, τ = 1 to 3, 8 tokens each. The copy
     keeps every greedy token of its target there, so a step at τ makes τ + 1 tokens in τ · 1 + (10 + 2τ) ms against
@@ -1888,12 +1889,17 @@ def test_across_drafts_for_a_gguf_target_recommends_a_draft_and_tau_with_the_lla
     for every step (an interval of one point). The pair's timings: T(1) = 10 ms, c = 1 / 10 = 0.10, v(4) = 16 / 10 =
     1.60. llama-server's line runs that file at τ = 3."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.session_state["decode_preset"] = settings.ON_THIS_COMPUTER  # Decode opens on the tiny target, not embedded
+    for page in ("decode", "sweep"):  # Decode on the tiny target, the τ sweep on the one-layer file
+        at.session_state[f"{page}_preset"] = settings.ON_THIS_COMPUTER
     at.session_state["decode_local_target"] = tiny_ggufs["target"]
+    at.session_state["sweep_local_target"] = tiny_ggufs["small"]
     at.run()
     at.switch_page("pages/sweep.py").run()
-    at.selectbox(key="sweep_preset").set_value(settings.ON_THIS_COMPUTER).run()
-    at.selectbox(key="sweep_local_target").set_value(tiny_ggufs["target"]).run()
+    (use,) = [b for b in at.button if b.label.startswith("Use the Decode page's pair here")]
+    assert use.label == "Use the Decode page's pair here (target target.gguf)"
+    use.click().run()  # the Decode page's target, here
+    assert at.selectbox(key="sweep_local_target").value == tiny_ggufs["target"]
+    assert not [b for b in at.button if b.label.startswith("Use the Decode page's pair here")]
     at.slider(key="sweep_taus").set_value((1, 3))
     at.number_input(key="sweep_max_new").set_value(8).run()
     assert not at.exception and not at.error, [e.value for e in at.error]

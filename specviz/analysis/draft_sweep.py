@@ -192,17 +192,27 @@ def recommend(result: DraftSweep, timings: Mapping[str, PairTimings | None]) -> 
         top = max(paying, key=lambda r: r.speedup.value)
         costs = costs_of(timings.get(top.draft), top.tau)
         spent = "" if costs is None else f"; c = {costs[0]:.2f}, v({top.tau + 1}) = {costs[1]:.2f}"
+        ties = [
+            f"{r.draft} at τ = {r.tau} ({_measured(r.speedup)})"
+            for r in paying
+            if r is not top and r.speedup.overlaps(top.speedup)
+        ]
+        near = f"; {_and(ties)} {'is' if len(ties) == 1 else 'are'} within noise of it" if ties else ""
         return Recommendation(
             draft=top.draft,
             tau=top.tau,
             speedup=top.speedup,
             sentence=(
                 f"{top.draft} at τ = {top.tau}: {top.speedup.text()} the target alone's speed here "
-                f"(α = {_num(top.accepted)}, {top.tokens_per_step:.2f} tokens a step{spent})."
+                f"(α = {_num(top.accepted)}, {top.tokens_per_step:.2f} tokens a step{spent}){near}."
             ),
         )
     top = max(best.values(), key=lambda r: r.speedup.value)
     return Recommendation(draft=None, tau=top.tau, speedup=top.speedup, sentence=_none_pays(top, timings))
+
+
+def _and(items: list[str]) -> str:
+    return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else items[0]
 
 
 def _measured(speedup: Spread) -> str:
