@@ -290,3 +290,29 @@ def test_prompt_lookup_and_a_hub_draft_run_on_vllm_and_sglang_and_a_trained_draf
     trained = across.drafts_for("embedded", "embedded", [], llama=True)
     flags, note = across.run_settings(trained, trained.fit[0], 4)
     assert flags == () and note.startswith("No serving engine loads distilled draft (trained)")
+
+
+def test_a_draft_that_reads_the_targets_hidden_states_is_benchmarked_and_timed():
+    """The embedded pair's distilled draft reads the target's hidden states (a feature draft): its pair's passes are
+    timed with the target's session handed to it (they raised a TypeError before), c = 1 / 10 = 0.10 and v(2) = 12 /
+    10 = 1.20 from the injected times, and as specviz's own format no engine runs it."""
+    from specviz import HFModel
+    from specviz.drafts.feature import FeatureDraftModel
+    from tests.helpers import make_feature_draft, tiny_llama, word_tokenizer
+
+    target = tiny_llama(0)
+    pair = ModelPair(HFModel(target, "t"), FeatureDraftModel(make_feature_draft(target), "f"), tiny_text_pair().codec)
+    assert word_tokenizer().vocab_size == pair.target.vocab_size
+    drafts = across.Drafts(
+        target="t",
+        gguf_file="",
+        model_id="",
+        fit=(across.Candidate(label="feature", spec="feature", kind=across.TRAINED),),
+        unfit=(),
+    )
+    settings = SweepSettings(taus=(1,), prompts=("a b c",), mode="greedy", max_new_tokens=4)
+    timer = FakeTimer(lambda what, k: 1.0 if what == "draft" else 10.0 + 2.0 * (k - 1))
+    result = across.run(drafts, ("feature",), settings, lambda spec: pair, TimingBook(), {}, timer=timer)
+    assert result.untimed == {} and (result.timings["feature"].c, result.timings["feature"].v(2)) == (0.1, 1.2)
+    (row,) = result.table()
+    assert (row["c"], row["v(τ + 1)"]) == ("0.10", "1.20")

@@ -129,9 +129,8 @@ def measure_pair(
         raise ConfigError(f"the prompt needs at least {max(ks) + 1} tokens to time passes of {max(ks)}")
     timer = timer or clock.default()
     head = len(ids) - max(ks)
-    target = pair.target.new_session()
+    target, draft = pair.new_sessions()  # a draft that reads the target's hidden states is given its session
     target.extend(list(ids[:head]), keep=1)
-    draft = pair.draft.new_session()
     if head > 1:
         draft.extend(list(ids[: head - 1]), keep=1)
     pieces: list[tuple[str, int]] = [("draft", 1), *(("pass", k) for k in ks)]
