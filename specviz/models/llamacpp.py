@@ -79,10 +79,34 @@ def backend():
     return llama_cpp
 
 
+# ggml's sapphirerapids library runs quantized products on AMX tiles, and on hosts that advertise AMX but trap on its
+# tile instructions (a virtual machine's, docs/performance.md) the process dies with SIGILL at the first quantized
+# pass. Unless asked for by name ($SPECVIZ_LLAMA_CPU), such a library is passed over for the best of the others.
+PASSED_OVER = ("sapphirerapids",)
+
+
+def best_variant(lib: Path) -> Path | None:
+    """The CPU variant library in `lib` that scores highest on this CPU by its own check (ggml_backend_score: 0 where
+    the CPU lacks what it needs), those of PASSED_OVER left out; None where none scores."""
+    best, top = None, 0
+    for path in sorted(lib.glob("libggml-cpu-*.so")):
+        if path.name[len("libggml-cpu-") : -len(".so")] in PASSED_OVER:
+            continue
+        try:
+            score = ctypes.CDLL(str(path), mode=os.RTLD_LOCAL).ggml_backend_score
+        except (OSError, AttributeError):
+            continue
+        score.restype = ctypes.c_int
+        if (points := score()) > top:
+            best, top = path, points
+    return best
+
+
 def _load_cpu_backend(lib: Path) -> None:
     """ggml's CPU backend, where the build made one library per x86 level (`make llama`: GGML_BACKEND_DL with
     GGML_CPU_ALL_VARIANTS, libggml-cpu-haswell.so … libggml-cpu-sapphirerapids.so): the one with the widest
-    vectors this CPU has, chosen by each library's own check of the CPU (or $SPECVIZ_LLAMA_CPU's), loaded from
+    vectors this CPU has (PASSED_OVER left out), chosen by each library's own check of the CPU (or
+    $SPECVIZ_LLAMA_CPU's), loaded from
     the package's own folder (ggml itself looks only beside the Python executable and in the working directory).
     A build with its CPU backend linked in (no variants) has it registered already: nothing to do."""
     ggml = _loaded_ggml(lib)
@@ -102,6 +126,12 @@ def _load_cpu_backend(lib: Path) -> None:
         if not ggml.ggml_backend_load(str(chosen).encode()):
             raise ModelError(f"{CPU_ENV}={variant!r}: this CPU cannot run that variant (the build has: {names})")
         return
+    best = best_variant(lib)
+    if best is not None:
+        ggml.ggml_backend_load.restype = ctypes.c_void_p
+        ggml.ggml_backend_load.argtypes = [ctypes.c_char_p]
+        if ggml.ggml_backend_load(str(best).encode()):
+            return
     ggml.ggml_backend_load_all_from_path.argtypes = [ctypes.c_char_p]
     ggml.ggml_backend_load_all_from_path(str(lib).encode())
 

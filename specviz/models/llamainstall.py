@@ -44,9 +44,23 @@ def _specviz_backend_init(_init=llama_backend_init):
                 ggml.ggml_backend_load.restype = _ctypes.c_void_p
                 ggml.ggml_backend_load.argtypes = [_ctypes.c_char_p]
                 ggml.ggml_backend_load(named.encode())
-            else:
-                ggml.ggml_backend_load_all_from_path.argtypes = [_ctypes.c_char_p]
-                ggml.ggml_backend_load_all_from_path(str(lib).encode())
+            else:  # the best by each library's own check of this CPU; sapphirerapids's AMX tiles trap on some hosts
+                best, top = None, 0
+                for variant in sorted(lib.glob("libggml-cpu-*.so")):
+                    if variant.name == "libggml-cpu-sapphirerapids.so":
+                        continue
+                    try:
+                        score = _ctypes.CDLL(str(variant), mode=_os.RTLD_LOCAL).ggml_backend_score
+                    except (OSError, AttributeError):
+                        continue
+                    score.restype = _ctypes.c_int
+                    if score() > top:
+                        best, top = variant, score()
+                ggml.ggml_backend_load.restype = _ctypes.c_void_p
+                ggml.ggml_backend_load.argtypes = [_ctypes.c_char_p]
+                if best is None or not ggml.ggml_backend_load(str(best).encode()):
+                    ggml.ggml_backend_load_all_from_path.argtypes = [_ctypes.c_char_p]
+                    ggml.ggml_backend_load_all_from_path(str(lib).encode())
             break
         _init()
 
