@@ -101,9 +101,10 @@ def test_a_pass_over_k_tokens_costs_at_least_v_floor_and_at_most_k_one_token_pas
         check_verify_cost(5.3, 5, 15.0)
     with pytest.raises(MeasurementError, match=r"less than 0\.6"):
         check_verify_cost(0.5, 5, 15.0)
-    check_verify_cost(0.5, 5, 1.0)  # call overhead, not weights: no floor
+    check_verify_cost(0.5, 5, 1.0)  # call overhead, not weights: no bounds
+    check_verify_cost(6.0, 5, 1.0)
     with pytest.raises(MeasurementError, match="costs more than 7"):
-        check_verify_cost(13.0, 7, 1.0)  # "a pass over 7 tokens costing 13 single-token passes" is refused always
+        check_verify_cost(13.0, 7, 15.0)  # "a pass over 7 tokens costing 13 single-token passes" (the race)
 
 
 def test_a_drafts_cost_is_bounded_by_its_size_against_the_targets():

@@ -411,6 +411,7 @@ def draft_model(pair: ModelPair, target: Model) -> Model:
 def calibrate(pair: ModelPair, ids: Sequence[int], ks: Sequence[int] = CALIBRATION_KS, repeats: int = 5) -> Calibration:
     """Time the target's passes over k tokens here (interleaved, at one cache length) and fit the roofline to
     them: the target's sizes (target_model), this runtime's numbers."""
+    target_model(pair)  # a target whose sizes are not known here is refused before anything is timed
     return fitted(pair, pass_times(pair, ids, ks, repeats), len(ids) - max(ks))
 
 

@@ -20,13 +20,12 @@ from dataclasses import dataclass
 from specviz.analysis import clock
 from specviz.analysis.busy import machine
 from specviz.analysis.measure import (
-    BusyMachine,
     Spread,
     check_draft_cost,
     check_verify_cost,
     median_iqr,
 )
-from specviz.analysis.passes import RETRIES
+from specviz.analysis.passes import clean_rounds
 from specviz.errors import ConfigError
 from specviz.models.pair import ModelPair
 
@@ -134,42 +133,22 @@ def measure_pair(
     if head > 1:
         draft.extend(list(ids[: head - 1]), keep=1)
     pieces: list[tuple[str, int]] = [("draft", 1), *(("pass", k) for k in ks)]
-    times: dict[tuple[str, int], list[float]] = {piece: [] for piece in pieces}
-    reasons: list[str] = []
-    quiet, tried = True, 0
 
-    def run(piece: tuple[str, int]) -> None:
+    def time_piece(piece: tuple[str, int]) -> clock.Timed:
         what, k = piece
         if what == "draft":
-            draft.extend([ids[head - 1]], keep=1)
+            _, timed = timer.time(
+                lambda: draft.extend([ids[head - 1]], keep=1), what, 1, clock.threads_of(pair.draft, 1)
+            )
             draft.crop(head - 1)
         else:
-            target.extend(list(ids[head : head + k]), keep=k)
-            target.crop(head)
-
-    while len(times[("draft", 1)]) < repeats:
-        if tried > RETRIES * repeats:
-            raise BusyMachine(clock.busy_message(f"The timing of {pair.target.name}'s passes", reasons))
-        shift = tried % len(pieces)
-        round_: dict[tuple[str, int], float] = {}
-        for piece in pieces[shift:] + pieces[:shift]:
             _, timed = timer.time(
-                lambda piece=piece: run(piece),
-                what=piece[0],
-                tokens=piece[1],
-                threads=clock.threads_of(pair.draft if piece[0] == "draft" else pair.target, piece[1]),
+                lambda: target.extend(list(ids[head : head + k]), keep=k), what, k, clock.threads_of(pair.target, k)
             )
-            why = timed.disturbed()
-            if why:
-                reasons.append(why)
-                break
-            quiet = quiet and timed.quiet
-            round_[piece] = timed.ms
-        else:
-            if tried:  # the first round warms up
-                for piece, ms in round_.items():
-                    times[piece].append(ms)
-        tried += 1
+            target.crop(head)
+        return timed
+
+    times, quiet = clean_rounds(pieces, time_piece, repeats, f"The timing of {pair.target.name}'s passes")
     how = f"median and interquartile range of {repeats} interleaved rounds"
     passes = {k: median_iqr(times[("pass", k)], how) for k in ks}
     one = passes[1].value

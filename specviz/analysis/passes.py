@@ -5,9 +5,9 @@ cost"). The runs themselves are timed step by step beside the target alone in sp
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from specviz.analysis import clock
 from specviz.analysis.measure import BusyMachine, Spread, check_verify_cost, median_iqr
@@ -20,6 +20,39 @@ from specviz.models.pair import ModelPair
 RETRIES = 3
 
 
+P = TypeVar("P")
+
+
+def clean_rounds(
+    pieces: Sequence[P], time_piece: Callable[[P], clock.Timed], repeats: int, what: str
+) -> tuple[dict[P, list[float]], bool]:
+    """Each piece timed once a round (`time_piece`), the order rotating round by round, after one warm-up round, until
+    `repeats` rounds ran with no piece disturbed (specviz.analysis.clock): a round in which one was is timed again.
+    BusyMachine where that takes more than RETRIES × `repeats` rounds. Returns each piece's milliseconds over the
+    clean rounds, and whether every piece of them ran with no other process on any core (`Timed.quiet`)."""
+    times: dict[P, list[float]] = {piece: [] for piece in pieces}
+    reasons: list[str] = []
+    quiet, tried = True, 0
+    while len(times[pieces[0]]) < repeats:
+        if tried > RETRIES * repeats:
+            raise BusyMachine(clock.busy_message(what, reasons))
+        shift = tried % len(pieces)
+        round_: dict[P, clock.Timed] = {}
+        for piece in [*pieces[shift:], *pieces[:shift]]:
+            timed = time_piece(piece)
+            if why := timed.disturbed():
+                reasons.append(why)
+                break
+            round_[piece] = timed
+        else:
+            if tried:  # the first round warms up
+                for piece, timed in round_.items():
+                    times[piece].append(timed.ms)
+                    quiet = quiet and timed.quiet
+        tried += 1
+    return times, quiet
+
+
 def pass_times(
     pair: ModelPair, ids: Sequence[int], ks: Sequence[int], repeats: int = 5, timer: clock.Timer | None = None
 ) -> dict[int, Spread]:
@@ -27,39 +60,23 @@ def pass_times(
     length: the prompt's `ids` less its last max(ks) tokens, the passes scoring those. Interleaved: each
     round times every k once (in a rotating order), after one warm-up round; each k's median and
     interquartile range over the rounds. A round in which any pass waited for a core (`timer`'s evidence,
-    specviz.analysis.clock) is timed again; BusyMachine where `repeats` clean rounds are not had in RETRIES × as many.
-    v(k) = T(k) / T(1). MeasurementError where a v(k) is impossible (specviz.analysis.measure.check_verify_cost)."""
+    specviz.analysis.clock) is timed again; BusyMachine where `repeats` clean rounds are not had in RETRIES × as many
+    (clean_rounds). v(k) = T(k) / T(1). MeasurementError where a v(k) is impossible
+    (specviz.analysis.measure.check_verify_cost)."""
     if len(ids) < max(ks) + 1:
         raise ConfigError(f"the prompt needs at least {max(ks) + 1} tokens to time passes of {max(ks)}")
     timer = timer or clock.default()
     head = len(ids) - max(ks)
     session = pair.target.new_session()
     session.extend(list(ids[:head]), keep=1)
-    times: dict[int, list[float]] = {k: [] for k in ks}
-    order, reasons, tried = list(ks), [], 0
-    while len(times[order[0]]) < repeats:
-        if tried > RETRIES * repeats:
-            raise BusyMachine(clock.busy_message("The passes' timing", reasons))
-        shift = tried % len(order)
-        round_: dict[int, float] = {}
-        for k in order[shift:] + order[:shift]:
-            _, timed = timer.time(
-                lambda k=k: session.extend(list(ids[head : head + k]), keep=k),
-                what="pass",
-                tokens=k,
-                threads=clock.threads_of(pair.target, k),
-            )
-            session.crop(head)
-            round_[k] = timed.ms
-            why = timed.disturbed()
-            if why:
-                reasons.append(why)
-                break
-        else:
-            if tried:  # the first round warms up
-                for k, ms in round_.items():
-                    times[k].append(ms)
-        tried += 1
+
+    def time_pass(k: int) -> clock.Timed:
+        threads = clock.threads_of(pair.target, k)
+        _, timed = timer.time(lambda: session.extend(list(ids[head : head + k]), keep=k), "pass", k, threads)
+        session.crop(head)
+        return timed
+
+    times, _ = clean_rounds(list(ks), time_pass, repeats, "The passes' timing")
     how = f"median and interquartile range of {repeats} interleaved rounds"
     spreads = {k: median_iqr(v, how) for k, v in times.items()}
     if 1 in spreads:  # a pass over k tokens far cheaper than one over a single token was not timed as the others
