@@ -13,6 +13,15 @@ from benchmarks.appserver import CHROMIUM, CHROMIUM_ARGS, IDLE, serve
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
+# The server's default timer, set as the interpreter starts (a sitecustomize module on its PYTHONPATH): a target pass
+# over k tokens 10 + 2(k − 1) ms, a draft forward 1 ms, nothing disturbed. The models run; their times are decided.
+FAKE_PASS_TIMES = """import os
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as app.py sets it, before torch is imported
+from specviz.analysis import clock
+clock.set_default(clock.FakeTimer(lambda what, k: 1.0 if what == "draft" else 10.0 + 2.0 * (k - 1)))
+"""
+
+
 def need_chromium() -> None:
     if not Path(CHROMIUM).exists():
         message = f"{CHROMIUM} is missing: apt-get install chromium (.ci/run does)"
@@ -21,7 +30,12 @@ def need_chromium() -> None:
 
 @pytest.fixture
 def server(embedded_cache, tmp_path):
-    with serve(tmp_path / "streamlit.log") as url:
+    """The app on the real embedded pair, its pass times decided (FAKE_PASS_TIMES: the browser and the server share
+    the cores, and what a page shows must not depend on how busy that made them)."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(FAKE_PASS_TIMES)
+    with serve(tmp_path / "streamlit.log", env={"PYTHONPATH": str(site)}) as url:
         yield url
 
 
@@ -494,15 +508,6 @@ def test_a_projector_sees_the_prompt_the_steps_tokens_every_decision_and_the_leg
             assert page.locator('[data-testid="stException"]').count() == 0
             page.close()
         browser.close()
-
-
-# The server's default timer, set as the interpreter starts (a sitecustomize module on its PYTHONPATH): a target pass
-# over k tokens 10 + 2(k − 1) ms, a draft forward 1 ms, nothing disturbed. The models run; their times are decided.
-FAKE_PASS_TIMES = """import os
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as app.py sets it, before torch is imported
-from specviz.analysis import clock
-clock.set_default(clock.FakeTimer(lambda what, k: 1.0 if what == "draft" else 10.0 + 2.0 * (k - 1)))
-"""
 
 
 def test_across_drafts_for_a_found_gguf_target_in_a_real_browser(tmp_path):
