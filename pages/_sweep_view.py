@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from pages import _timings as timings_ui
 from pages._busy import busy_notice
 from specviz.analysis.busy import where_measured
 from specviz.analysis.sweep_summary import SweepSummary
@@ -22,14 +23,17 @@ def refused(dropped: list[tuple[int, str]]) -> None:
         )
 
 
-def conditions(runtime: str, prompts: int) -> None:
+def conditions(runtime: str, prompts: int, pair=None, tau: int = 4) -> None:
     """Above live results: the busy server's notice, and where and on what the speedups were measured (so they
-    are not read against the README's or a lesson's, measured on other prompts, machines or loads)."""
+    are not read against the README's or a lesson's, measured on other prompts, machines or loads); the pair's
+    costs at the sweep's largest τ where a page has measured them (the same on every page)."""
     load = busy_notice()
     st.caption(
         f"Measured: {where_measured(runtime, load)}, on the {prompts} prompt{'s' if prompts != 1 else ''} in the "
         "sidebar. A speedup depends on the prompt, the draft, the runtime, the machine and its load."
     )
+    if pair is not None:
+        timings_ui.costs(pair, tau, "sweep_measure_pair", measure=False)
 
 
 def draw(summary: SweepSummary, present: bool) -> None:

@@ -135,7 +135,7 @@ if not result.complete:
 summary = result.summary()
 names = {"runtime": pair.runtime, "target": pair.target.name, "draft": pair.draft.name}
 st.session_state["pay_sweep"] = {**names, "summary": summary}  # what "Would it pay there?" carries over
-view.conditions(runtime_of(pair), len(prompts))
+view.conditions(runtime_of(pair), len(prompts), pair, high)
 view.draw(summary, present)
 downloads(
     "sweep",
