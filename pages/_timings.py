@@ -51,5 +51,6 @@ def costs(
         st.rerun()  # every number on the page from the new timings
     if timings is not None:
         note = "" if timings.quiet else " Another process held a core meanwhile: shown, not kept as the pair's."
-        line.caption(f"**The pair's costs** (the same on every page): {plain(timings.sentence(tau))}.{note}")
+        variance = "" if timings.variance is None else f" Batch variance: {plain(timings.variance.words())}."
+        line.caption(f"**The pair's costs** (the same on every page): {plain(timings.sentence(tau))}.{note}{variance}")
     return timings

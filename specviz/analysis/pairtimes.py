@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from specviz.analysis import clock
+from specviz.analysis.batchvar import BatchVariance, batch_variance
 from specviz.analysis.busy import machine
 from specviz.analysis.measure import (
     Spread,
@@ -26,10 +27,12 @@ from specviz.analysis.measure import (
     median_iqr,
 )
 from specviz.analysis.passes import clean_rounds
-from specviz.errors import ConfigError
+from specviz.errors import ConfigError, SpecvizError
 from specviz.models.pair import ModelPair
 
 KS = (1, 2, 3, 4, 5, 6, 8, 12, 16)  # the pass lengths timed: τ + 1 for τ up to 15 (and the roofline's fit)
+VARIANCE_K = 4  # the batch variance kept beside the costs: passes of 4 tokens against one-token passes,
+VARIANCE_POSITIONS = 16  # over 16 positions
 # the text whose tokens are timed (every page times the same): long enough for a cache before passes of 16 tokens
 TEXT = (
     "Write a Python function that reverses a list. The function takes a list and returns a new list with the same "
@@ -52,6 +55,7 @@ class PairTimings:
     at: float  # time.time() when measured
     machine: str  # the CPU, in words
     size_ratio: float | None = None  # the draft's bytes over the target's, same runtime (c's bound), where known
+    variance: BatchVariance | None = None  # the target's batch variance on the same tokens (specviz.analysis.batchvar)
 
     @property
     def one_token_ms(self) -> Spread:
@@ -158,6 +162,10 @@ def measure_pair(
     draft_ms = median_iqr(times[("draft", 1)], how)
     check_draft_cost(draft_ms.value / one, size_ratio, one)
     target_name, draft_name, runtime, threads = key_of(pair)
+    try:  # beside the costs: how far a pass over several tokens moves p from one-token passes (after the clocks)
+        variance = batch_variance(pair.target, list(ids[: head + VARIANCE_POSITIONS]), head, VARIANCE_K)
+    except SpecvizError:
+        variance = None
     return PairTimings(
         target=target_name,
         draft=draft_name,
@@ -170,6 +178,7 @@ def measure_pair(
         at=time.time(),
         machine=machine(),
         size_ratio=size_ratio,
+        variance=variance,
     )
 
 
