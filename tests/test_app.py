@@ -1335,7 +1335,8 @@ def test_a_typed_draft_is_proposed_as_typed_and_decided_by_the_modes_own_rule_wi
 
     assert own_choice(step, 0).text == "c" and own_choice(step, 1) is None  # marked where it differs
     html = run_html("a", [step], figures=True)
-    assert "q .20  p .30  r .97" in html and "q .60  p .20  r .71" in html and "draft's pick: c" in html
+    # q, p and r one above the other under each token (issue 55.1: a long draft's tokens stay on one line)
+    assert "q .20<br>p .30<br>r .97" in html and "q .60<br>p .20<br>r .71" in html and "draft's pick: c" in html
     assert html.count("sv-own") == 2  # the style rule and the one token whose pick differs
     ticks = json.loads(json.dumps(specviz.viz.charts.step_chart(step, own=True).to_dict()))["data"][0]["x"]
     assert ticks == ["1. b<br>(draft: c)", "2. c"]

@@ -9,17 +9,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks.appserver import CHROMIUM, CHROMIUM_ARGS, IDLE, serve
+from tests.helpers import fake_pass_times
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-# The server's default timer, set as the interpreter starts (a sitecustomize module on its PYTHONPATH): a target pass
-# over k tokens 10 + 2(k − 1) ms, a draft forward 1 ms, nothing disturbed. The models run; their times are decided.
-FAKE_PASS_TIMES = """import os
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as app.py sets it, before torch is imported
-from specviz.analysis import clock
-clock.set_default(clock.FakeTimer(lambda what, k: 1.0 if what == "draft" else 10.0 + 2.0 * (k - 1)))
-"""
 
 
 def need_chromium() -> None:
@@ -30,12 +22,9 @@ def need_chromium() -> None:
 
 @pytest.fixture
 def server(embedded_cache, tmp_path):
-    """The app on the real embedded pair, its pass times decided (FAKE_PASS_TIMES: the browser and the server share
-    the cores, and what a page shows must not depend on how busy that made them)."""
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(FAKE_PASS_TIMES)
-    with serve(tmp_path / "streamlit.log", env={"PYTHONPATH": str(site)}) as url:
+    """The app on the real embedded pair, its pass times decided (tests.helpers.FAKE_PASS_TIMES: the browser and the
+    server share the cores, and what a page shows must not depend on how busy that made them)."""
+    with serve(tmp_path / "streamlit.log", env=fake_pass_times(tmp_path)) as url:
         yield url
 
 
@@ -531,14 +520,11 @@ def test_across_drafts_for_a_found_gguf_target_in_a_real_browser(tmp_path):
     copy = quantize.quantized(target, "Q8_0", folder)
     write_tiny_gguf(folder / "small.gguf", seed=1, layers=1)
     write_tiny_gguf(folder / "other.gguf", seed=2, layers=1, renamed=300)
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(FAKE_PASS_TIMES)
     env = {
         "SPECVIZ_MODELS_DIR": str(folder),
         "SPECVIZ_CACHE_DIR": str(tmp_path / "cache"),  # specviz's own cache: empty
         "HOME": str(tmp_path / "home"),  # no other place holds a model
-        "PYTHONPATH": str(site),
+        **fake_pass_times(tmp_path),
     }
     info = gguf.read_info(target)
     label = f"F32 · {info.parameters / 1e9:.2f} B · {gguf.format_bytes(info.file_bytes)} · target.gguf"

@@ -213,8 +213,10 @@ def test_sweep_charts_show_the_summaries(result):
 
 @pytest.mark.slow  # a fresh interpreter: in `make test`, not in `make test-fast`
 def test_sweep_command_line_prints_one_json_document(tmp_path):
+    from tests.helpers import fake_pass_times
+
     target, draft = save_tiny(tmp_path / "t", seed=0), save_tiny(tmp_path / "d", seed=1, layers=1)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", **fake_pass_times(tmp_path)}  # its times decided, not the machine's
     cmd = [
         sys.executable,
         "-m",
