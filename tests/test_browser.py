@@ -308,6 +308,7 @@ def test_presentation_views_read_on_a_projector(server):
                 page.locator(IDLE).wait_for(timeout=300_000)
             page.get_by_text(wait).first.wait_for(timeout=300_000)
             page.locator(IDLE).wait_for(timeout=120_000)
+            page.locator(".js-plotly-plot").nth(charts - 1).wait_for(timeout=120_000)  # drawn, on a busy machine too
             page.wait_for_timeout(1500)  # charts settle
             plots = page.evaluate(CHART_TEXTS)
             assert len(plots) >= charts, query
