@@ -128,32 +128,19 @@ def verify_timing(
     session = pair.target.new_session()
     session.extend(head, keep=1)
 
-    def one_by_one() -> None:
-        for token in tail:
-            session.extend([token], keep=1)
+    def time_piece(piece: str) -> clock.Timed:
+        """One pass over all of them ("one pass"), or one pass per token ("one by one")."""
+        if piece == "one pass":
+            threads = clock.threads_of(pair.target, len(tail))
+            _, timed = timer.time(lambda: session.extend(tail, keep=len(tail)), "pass", len(tail), threads)
+        else:
+            threads = clock.threads_of(pair.target, 1)
+            _, timed = timer.time(lambda: [session.extend([y], keep=1) for y in tail], "alone", len(tail), threads)
+        session.crop(len(head))
+        return timed
 
-    parallel: list[float] = []
-    sequential: list[float] = []
-    reasons: list[str] = []
-    tried = 0
-    while len(parallel) < repeats:
-        if tried > RETRIES * repeats:
-            raise BusyMachine(clock.busy_message("The verify pass's timing", reasons))
-        threads = clock.threads_of(pair.target, len(tail))
-        _, one = timer.time(
-            lambda: session.extend(tail, keep=len(tail)), what="pass", tokens=len(tail), threads=threads
-        )
-        session.crop(len(head))
-        threads = clock.threads_of(pair.target, 1)
-        _, each = timer.time(one_by_one, what="alone", tokens=len(tail), threads=threads)
-        session.crop(len(head))
-        why = one.disturbed() or each.disturbed()
-        if why:
-            reasons.append(why)
-        elif tried:  # the first round warms up
-            parallel.append(one.ms)
-            sequential.append(each.ms)
-        tried += 1
+    times, _ = clean_rounds(["one pass", "one by one"], time_piece, repeats, "The verify pass's timing")
+    parallel, sequential = times["one pass"], times["one by one"]  # round by round: a clean round adds to both
     ratios = median_iqr([p / (s / len(tail)) for p, s in zip(parallel, sequential, strict=True)])
     one_by_one_ms = median_iqr(sequential)
     check_verify_cost(ratios.value, len(tail), one_by_one_ms.value / len(tail))  # no runtime's pass is that cheap
