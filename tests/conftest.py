@@ -76,3 +76,32 @@ def steady_clock(steady_clock_for_the_session):
     clock.set_default(clock.Timer(judge=False))
     yield
     clock.set_default(clock.Timer(judge=False))
+
+
+@pytest.fixture
+def loads(monkeypatch):
+    """Patch model loading for the AppTests (tests/test_app_*.py); returns the (target, draft) the app asked for."""
+    import streamlit as st
+
+    import specviz
+    from tests.helpers import tiny_text_pair
+
+    calls = []
+
+    def fake_load_pair(target, draft, runtime="torch", **_kwargs):
+        calls.append((target, draft))
+        return tiny_text_pair(chat=True, runtime="torch" if runtime == "auto" else runtime)
+
+    monkeypatch.setattr(specviz, "load_pair", fake_load_pair)
+    st.cache_resource.clear()
+    yield calls
+    st.cache_resource.clear()
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    """A tiny GGUF file written here (tests/helpers.py's write_gguf), for the tests of specviz.models.gguf
+    (tests/test_gguf_*.py); a test module may define its own `tiny`."""
+    from tests.helpers import write_gguf
+
+    return write_gguf(tmp_path / "tiny.gguf")
