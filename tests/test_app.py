@@ -1627,7 +1627,8 @@ def test_the_draft_box_follows_a_new_target_and_the_run_uses_the_draft_shown(loa
 def queues(monkeypatch, tmp_path):
     """Class mode (2 Steps a second, one heavy job at a time), its Steps paced on a fake clock (no wall time), and the
     server's turns and heavy-job slots recorded: (kind of each turn taken, owner of each slot held, the sleeps)."""
-    from pages import _compute, _decode_step
+    from pages import _compute
+    from pages import _step as _decode_step
     from specviz import policy
     from specviz.classroom.turns import Pacer, Slots, Turns
 
@@ -1709,7 +1710,7 @@ def test_every_upload_is_capped_and_an_oversized_engine_log_is_refused_with_a_me
     a message, nothing imported."""
     from streamlit import config
 
-    from pages import _shared
+    from pages import _widgets as _shared
 
     at = app(panels_open=False)
     assert config.get_option("server.maxUploadSize") == _shared.UPLOAD_MB <= 50
