@@ -1,6 +1,6 @@
 """A download's file kept for a minute after no session refers to it: the first click works on a busy server.
 
-A download button whose data is a callable (the trace as JSON or CSV, pages/_shared.downloads) is deferred: on a
+A download button whose data is a callable (the trace as JSON or CSV, pages/_widgets.downloads) is deferred: on a
 click the browser asks the server to run the callable, Streamlit (1.67) stores the file it returns, referred to
 by no session, and answers its address, which the browser then fetches. Every script run that ends, of any
 session, sweeps the files no session refers to: it marks a download at its first sweep and deletes it at its

@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 import specviz
-from pages._shared import heavy_job, heavy_turn
+from pages._compute import heavy_job, heavy_turn
 from specviz import policy
 from specviz.analysis.passes import verify_timing
 from specviz.analysis.rules_compare import compare_rules

@@ -14,7 +14,8 @@ from tests.app_helpers import ROOT, decoder
 def queues(monkeypatch, tmp_path):
     """Class mode (2 Steps a second, one heavy job at a time), its Steps paced on a fake clock (no wall time), and the
     server's turns and heavy-job slots recorded: (kind of each turn taken, owner of each slot held, the sleeps)."""
-    from pages import _compute, _decode_step
+    from pages import _compute
+    from pages import _step as _decode_step
     from specviz import policy
     from specviz.classroom.turns import Pacer, Slots, Turns
 

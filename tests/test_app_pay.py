@@ -131,7 +131,7 @@ def test_every_upload_is_capped_and_an_oversized_engine_log_is_refused_with_a_me
     a message, nothing imported."""
     from streamlit import config
 
-    from pages import _shared
+    from pages import _widgets as _shared
 
     at = app(panels_open=False)
     assert config.get_option("server.maxUploadSize") == _shared.UPLOAD_MB <= 50
