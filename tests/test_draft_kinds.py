@@ -160,3 +160,19 @@ def test_a_registered_kind_appears_among_the_decode_sidebars_draft_choices(fixed
     kinds.unregister(fixed_kind.name)
     options, help_text = choices()
     assert "always token 7 (a test kind)" not in options and "fixed-token:N" not in help_text
+
+
+def test_a_gguf_model_found_on_this_computer_stays_an_object_its_header_read_once(tmp_path, monkeypatch):
+    from specviz import loading
+    from specviz.models import gguf
+    from tests.test_gguf import write_gguf
+
+    write_gguf(tmp_path / "m.gguf", width=8)
+    (model,) = gguf.find_models([gguf.Place(source=gguf.FOLDER, path=tmp_path)])
+    spec = specs.found(model)
+    assert spec == specs.parse(model.spec) and str(spec) == str(tmp_path / "m.gguf")
+    monkeypatch.setattr(gguf, "read_info", lambda *_: pytest.fail("read again"))
+    monkeypatch.setattr(gguf, "resolve", lambda *_: pytest.fail("looked for again"))
+    opened = loading.open_gguf(spec)
+    assert opened.path == model.path and opened.info is model.info
+    assert opened.name == f"{model.info.name} ({model.info.quantization})"
