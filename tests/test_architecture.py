@@ -70,6 +70,7 @@ LAYERS = {
     "specviz.policy": 1,
     "specviz.models": 2,
     "specviz.core": 3,
+    "specviz.specs": 3,  # a model spec parsed once (the user's text → a typed spec): below drafts and loading
     "specviz.analysis": 4,
     "specviz.drafts": 5,
     "specviz.viz": 5,
