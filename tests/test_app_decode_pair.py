@@ -214,25 +214,6 @@ def test_models_on_this_computer_lists_the_gguf_files_found_and_a_found_pair_ste
 # --- issue 53: the found pair as chosen, kept from Decode to the Race --------------------------------------------
 
 
-@pytest.fixture
-def found_files(tmp_path, monkeypatch):
-    """Three GGUF files of one vocabulary in $SPECVIZ_MODELS_DIR, header-only (nothing loads them here), of 3, 2
-    and 1 units of width: big.gguf takes mid and small as drafts, mid.gguf only small, small.gguf none."""
-    from tests.helpers import write_gguf
-
-    folder = tmp_path / "models"
-    files = {name: write_gguf(folder / f"{name}.gguf", width=width) for name, width in (("big", 24), ("mid", 16))}
-    files["small"] = write_gguf(folder / "small.gguf", width=8)
-    monkeypatch.setenv("SPECVIZ_MODELS_DIR", str(folder))
-    monkeypatch.setenv("SPECVIZ_CACHE_DIR", str(tmp_path / "cache"))  # specviz's own cache: empty
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no other place holds a model
-    for name in ("HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME", "OLLAMA_MODELS"):
-        monkeypatch.delenv(name, raising=False)
-    st.cache_data.clear()
-    yield {name: str(path) for name, path in files.items()}
-    st.cache_data.clear()
-
-
 def shown_value(box, before: str) -> str:
     """What a browser shows in a select box after a rerun: the value the script sends (`set_value`), else the one it
     showed `before` (Streamlit's frontend keeps its own value unless the script sets one)."""

@@ -17,8 +17,8 @@ from specviz.drafts.lookup import PromptLookupDrafter
 from specviz.errors import ModelError
 from specviz.loading import planned_parts
 from specviz.models.store import ModelStore
+from tests.app_helpers import app
 from tests.helpers import save_tiny
-from tests.test_app import app, found_files, loads  # noqa: F401 (fixtures)
 
 # (text as a user writes it, its canonical text), by hand, for every kind the registry holds
 EXAMPLES = {
@@ -140,7 +140,7 @@ def test_the_store_keys_and_the_plan_come_from_the_canonical_spec(tmp_path):
     assert store.parts() == []
 
 
-def test_a_registered_kind_appears_among_the_decode_sidebars_draft_choices(fixed_kind, loads, found_files):  # noqa: F811
+def test_a_registered_kind_appears_among_the_decode_sidebars_draft_choices(fixed_kind, loads, found_files):
     """The Decode page's found pair offers the registry's target-only kinds beside the found drafts, and the custom
     pair's draft help names how each kind is written; a kind unregistered is gone from both."""
     from specviz.classroom import settings
@@ -165,7 +165,7 @@ def test_a_registered_kind_appears_among_the_decode_sidebars_draft_choices(fixed
 def test_a_gguf_model_found_on_this_computer_stays_an_object_its_header_read_once(tmp_path, monkeypatch):
     from specviz import loading
     from specviz.models import gguf
-    from tests.test_gguf import write_gguf
+    from tests.helpers import write_gguf
 
     write_gguf(tmp_path / "m.gguf", width=8)
     (model,) = gguf.find_models([gguf.Place(source=gguf.FOLDER, path=tmp_path)])
