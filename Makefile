@@ -71,8 +71,12 @@ lint: install
 
 # --basetemp inside the checkout: pytest prunes old temporary folders of the same user, so a second
 # test session elsewhere (another checkout) could delete the model cache a running one has mapped.
+# The fast tests on both cores (pytest-xdist), then the real-model, browser and heavy statistical ones one at a time
+# (they load the real model once per process and time things); both halves run, and either failing fails.
 test: lint server llama
-	$(PY) -m pytest --basetemp=.pytest-tmp
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -m "not slow and not browser" -n 2 --basetemp=.pytest-tmp; fast=$$?; \
+	$(PY) -m pytest -m "slow or browser" --durations=15 --basetemp=.pytest-tmp; slow=$$?; \
+	test $$fast -eq 0 && test $$slow -eq 0
 
 # The inner loop: lint, then everything but the real-model, browser and heavy statistical tests.
 test-fast: install
