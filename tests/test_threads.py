@@ -259,3 +259,14 @@ def test_the_engine_and_the_target_alone_do_their_own_tensor_work_on_one_thread(
     alone.feed([2])
     assert seen and set(seen) == {1}, seen
     assert torch.get_num_threads() == 2  # the caller's own count is given back
+
+
+def test_mkls_reproducible_mode_is_on_once_specviz_is_imported():
+    """Without MKL's conditional numerical reproducibility a product's last bits follow its rows' alignment: the same
+    seeded run gave the feature draft other q in about one run of three beside a busy process. Importing specviz sets
+    the mode before any product: MKL's branch reads AUTO (2), not OFF (1)."""
+    lib = threads.mkl_service()
+    if lib is None:
+        pytest.skip("this torch exports no MKL service functions")
+    assert threads.REPRODUCIBLE
+    assert lib.mkl_serv_cbwr_get(1) == 2

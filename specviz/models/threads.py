@@ -19,18 +19,53 @@ or the thread was set to since, beside any other run. llama.cpp's threads are it
 passes (specviz.core.engine's steps, specviz.analysis.measure.TargetAlone) and a llama.cpp session's copy of its
 rows run `on_one_thread`: the same bits wherever they run, and no team of torch threads left busy-waiting on the
 cores a llama.cpp pass needs next.
+
+The bits also depend, without MKL's conditional numerical reproducibility, on where a product's rows lie in
+memory: the same run, same counts, gave the feature draft's q other bits in its last digits in about one run of
+three while other processes held the cores (the allocations fall differently; docs/performance.md, "Same
+seed, same trace, beside any load"). `reproducible_blas` sets MKL's mode to AUTO with STRICT once, when this
+module is imported, before any product (as `MKL_CBWR=AUTO,STRICT` would): a kernel picked by the CPU, not by
+an array's alignment.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TypeVar
 
 import torch
 
 F = TypeVar("F", bound=Callable)
+
+CBWR_AUTO = 2  # MKL_CBWR_AUTO: the code path MKL picks for this CPU, the same each run
+CBWR_STRICT = 0x10000  # MKL_CBWR_STRICT: results independent of the arrays' alignment too
+
+
+def mkl_service() -> ctypes.CDLL | None:
+    """torch's own MKL (linked into libtorch_cpu), where it exports MKL's service functions; None elsewhere."""
+    library = Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"
+    try:
+        lib = ctypes.CDLL(str(library))
+        lib.mkl_serv_cbwr_set, lib.mkl_serv_cbwr_get  # noqa: B018 (both must be there)
+    except (OSError, AttributeError):
+        return None
+    return lib
+
+
+def reproducible_blas() -> bool:
+    """MKL's conditional numerical reproducibility on (AUTO with STRICT); whether it is on now."""
+    lib = mkl_service()
+    if lib is None:
+        return False
+    lib.mkl_serv_cbwr_set(CBWR_AUTO | CBWR_STRICT)
+    return lib.mkl_serv_cbwr_get(1) == CBWR_AUTO  # MKL_CBWR_BRANCH: the branch, without the STRICT flag
+
+
+REPRODUCIBLE = reproducible_blas()
 
 
 def current() -> int:
