@@ -20,6 +20,7 @@ from specviz.errors import ConfigError, ModelError
 from specviz.models import remote
 from specviz.models.lm import TableModel
 from specviz.models.pair import ModelPair
+from specviz.models.remote import http as remote_http
 from specviz.models.text import IdsCodec
 
 # a 5-token bigram target: row = previous token
@@ -279,9 +280,16 @@ def test_timeout_is_bounded():
         ),
         (200, {"choices": [{"text": "x", "logprobs": None}]}, remote.RemoteProtocolError, "prompt_logprobs"),
         (200, "not json", remote.RemoteProtocolError, "JSON"),
+        (200, "[" * 40 + "]" * 40, remote.RemoteProtocolError, "nests deeper than 32 levels"),
+        (200, "[1, 2]", remote.RemoteProtocolError, "not an object"),
+        (200, '{"choices": [{"text": "' + "x" * 2_000 + '"}]}', remote.RemoteProtocolError, "more than the 1,000 read"),
+        (200, '{"n": 1' + "0" * 100 + "}", remote.RemoteProtocolError, "digits"),
     ],
 )
-def test_server_errors_are_typed(status, payload, error, match):
+def test_server_errors_are_typed(status, payload, error, match, monkeypatch):
+    """An answer is read within bounds (here 1,000 bytes, 32 levels): one too long, too deep, not an object, or with
+    a number of 101 digits is a protocol error naming why, never a parser left to run."""
+    monkeypatch.setattr(remote_http, "RESPONSE_BYTES", 1_000)
     with Server(lambda path, body: (status, payload)) as server, pytest.raises(error, match=match):
         Decoder(remote_pair(f"vllm:http://127.0.0.1:{server.port}/v1"), [0, 1], SpecConfig())
 

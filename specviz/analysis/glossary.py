@@ -1,7 +1,7 @@
 """The glossary of docs/algorithm.md ("Glossary: the same numbers in the serving engines") as data, for the
 About page's table: each number specviz shows, its formula, and what vLLM, SGLang and llama.cpp call it (read from
 the engines' own source: the files and commits are cited in docs/algorithm.md). Cells are Markdown (engine names in
-code spans). tests/test_app.py checks that these rows are the document's, cell for cell."""
+code spans). tests/test_app_about.py checks that these rows are the document's, cell for cell."""
 
 from __future__ import annotations
 

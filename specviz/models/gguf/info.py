@@ -18,7 +18,7 @@ from specviz.models.gguf.header import TOKENS, Header, read_header, stat_file
 from specviz.models.gguf.records import GGUFInfo
 
 KV_BYTES_PER_VALUE = 4  # the llama.cpp runtime keeps its KV cache in float32
-SPLIT = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$", re.IGNORECASE)  # a split model's part: NAME-00001-of-00003.gguf
+SPLIT = re.compile(r"-([0-9]{5})-of-([0-9]{5})\.gguf$", re.IGNORECASE)  # a split model's part: NAME-00001-of-00003.gguf
 
 
 def read_info(path: str | os.PathLike[str]) -> GGUFInfo:

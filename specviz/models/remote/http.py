@@ -10,6 +10,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
+from specviz.bounded import read_json
 from specviz.models.remote.errors import (
     LogprobsCappedError,
     RemoteHTTPError,
@@ -20,6 +21,8 @@ from specviz.models.remote.errors import (
 from specviz.models.remote.spec import TIMEOUT_ENV
 
 Check = Callable[[str], None]  # raises for an address the caller does not allow
+RESPONSE_BYTES = 16_000_000  # an answer read at most this long: a step's top log-probabilities are kilobytes
+RESPONSE_DEPTH = 32  # and nested at most this deep (an engine's answer nests five or six levels)
 
 
 class _CheckedRedirects(urllib.request.HTTPRedirectHandler):
@@ -48,7 +51,7 @@ def post(url: str, payload: dict[str, Any], timeout: float, check: Check | None 
     )
     try:
         with opener.open(request, timeout=timeout) as response:
-            body = response.read()
+            body = response.read(RESPONSE_BYTES + 1)  # one byte more tells an answer too long
     except urllib.error.HTTPError as exc:
         detail = exc.read().decode("utf-8", "replace")[:300].strip()
         if exc.code == 400 and "logprob" in detail.lower():
@@ -65,10 +68,12 @@ def post(url: str, payload: dict[str, Any], timeout: float, check: Check | None 
         raise RemoteUnreachableError(f"cannot reach {url}: {exc.reason}; is the server running?") from exc
     except (ConnectionError, OSError) as exc:
         raise RemoteUnreachableError(f"cannot reach {url}: {exc}; is the server running?") from exc
-    try:
-        return json.loads(body)
-    except json.JSONDecodeError as exc:
-        raise RemoteProtocolError(f"{url} did not answer with JSON: {body[:120]!r}") from exc
+    answer = read_json(
+        body, error=RemoteProtocolError, what=f"{url}'s answer", max_bytes=RESPONSE_BYTES, max_depth=RESPONSE_DEPTH
+    )
+    if not isinstance(answer, dict):
+        raise RemoteProtocolError(f"{url}'s answer cannot be read: it is JSON, but not an object")
+    return answer
 
 
 def _late(url: str, timeout: float) -> str:
