@@ -45,7 +45,7 @@ def verdict(
     if where:
         st.caption(
             f"Measured: {where}, the race's prompt, greedy, τ = {result.tau}. A speedup depends on the prompt, "
-            "the draft, the runtime, the machine and its load: the README's (2026-11-24, a quiet 2-core AMD EPYC, "
-            "llama.cpp) and a lesson's are other measurements."
+            "the draft, the runtime, the machine and its load: the README's (a quiet machine, its date and CPU "
+            "beside it) and a lesson's are other measurements."
         )
     greedy_ui.texts(result, greedy)  # the same text, or where the texts part and why (batch variance, or a bug)

@@ -1,8 +1,9 @@
 """Every torch forward pass on its model's own thread count, whatever thread runs it.
 
 The bits of a float32 product depend on how many threads compute it: MKL splits a product's sums over its
-threads (torch 2.13's MKL 2024.2 on a 2-core AMD EPYC: a product of 5 or 6 rows of the embedded model's shapes
-rounds differently on 1 and 2 threads, by ~1e-6), and on an Intel Xeon it picks another kernel by the count.
+threads (a product of a few rows of the embedded model's shapes rounds differently on 1 and 2 threads, by ~1e-6;
+docs/performance.md, "Same seed, same trace, beside any load"), and on some CPUs it picks another kernel by the
+count.
 
 The count is per thread. `torch.set_num_threads(n)` sets the calling thread's OpenMP count (the team of every
 `at::parallel_for` and oneDNN kernel the thread starts) and MKL's count for that thread

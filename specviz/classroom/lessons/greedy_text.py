@@ -17,8 +17,8 @@ QUANTIZED = "embedded:Q4_0"  # the target in 4 bits (llama.cpp's quantizer), dra
 DRAFT = "embedded:Q2_K"
 RUNTIME = "llama.cpp"
 TAU, TOKENS = 4, 48
-# the app's story prompt: on the 4-bit target its greedy texts part at new token 18 on llama.cpp's AVX-512 CPU
-# variants, and not on haswell's (measured 2026-11-27; the lesson says which it saw)
+# the app's story prompt: on the 4-bit target its greedy texts part on some of llama.cpp's CPU variants and not on
+# others (docs/performance.md, "Where greedy texts part"; the lesson says which it saw)
 PROMPT = "Continue the story: The cat sat on the"
 
 
