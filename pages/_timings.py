@@ -39,6 +39,12 @@ def measured(
     return None
 
 
+def kept(pair: specviz.ModelPair) -> PairTimings:
+    """The pair's kept timings, measured now where there are none, inside the caller's heavy job (a lesson's run);
+    MeasurementError where they cannot be had."""
+    return book().get(pair) or book().measure(pair)
+
+
 def costs(
     pair: specviz.ModelPair, tau: int, key: str, measure: bool = True, in_job: bool = False
 ) -> PairTimings | None:

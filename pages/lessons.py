@@ -3,6 +3,7 @@
 import streamlit as st
 
 import specviz
+from pages import _timings
 from pages._busy import busy_notice
 from pages._compute import heavy_job, heavy_turn
 from pages._pairs import cached_pair, load_pair
@@ -41,7 +42,8 @@ if st.button("Run it", type="primary", key="lessons_run", icon=":material/play_a
     try:
         with heavy_job(), heavy_turn(), st.spinner("Running it live…"):
             load = lambda target, draft, runtime=None: cached_pair(target, draft, runtime or pair.runtime)  # noqa: E731
-            results[key] = lesson.run(pair, load)
+            kept = _timings.kept if lesson.timed else None  # the pair's timings, as every page reads them
+            results[key] = lesson.run(pair, load, kept) if kept else lesson.run(pair, load)
         timed[key] = (busy.current_load(), pair.runtime)  # the load of the minute it ran, and where
     except MeasurementError as exc:  # timings no runtime could give (a busy server): said, with the answer
         st.warning(

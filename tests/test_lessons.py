@@ -213,6 +213,8 @@ def test_a_busy_server_loses_the_bet_and_a_gpu_keeps_five_tokens_at_one_pass():
     compute-bound as the batch grows and the speedup at batch 512 is below batch 1's. The laptop and the H100 keep
     a pass over 5 tokens of the embedded target at one pass's cost (memory- and launch-bound), this server's v(5)
     measured."""
+    from specviz.analysis import clock
+    from specviz.analysis.pairtimes import TimingBook
     from tests.helpers import tiny_text_pair
 
     pair = tiny_text_pair(chat=True)
@@ -221,11 +223,13 @@ def test_a_busy_server_loses_the_bet_and_a_gpu_keeps_five_tokens_at_one_pass():
     bound = busy["the verify pass is"].tolist()
     assert bound[0] == "memory-bound" and bound[-1] == "compute-bound"
     assert busy["speedup"].iloc[-1] < busy["speedup"].iloc[0]
-    devices = BY_KEY["laptop-h100"].run(pair, None).table
+    timer = clock.FakeTimer(lambda what, k: 5.0 if what == "draft" else 50.0 + 5.0 * (k - 1))
+    devices = BY_KEY["laptop-h100"].run(pair, None, lambda p: TimingBook().measure(p, timer=timer)).table
     assert devices.iloc[:2, 1].tolist() == [1.0, 1.0]
     limits = devices["what limits a pass over 5 tokens"].tolist()
     assert limits[:2] == ["reading the weights", "the fixed cost (launches)"]
-    assert devices["how"].iloc[2].startswith("measured: ")
+    assert devices.iloc[2, 1] == 1.4  # T(5) / T(1) = 70 / 50, the pair's kept timings
+    assert devices["how"].iloc[2].startswith("measured: 70.0 ms")
 
 
 @pytest.fixture
@@ -299,13 +303,13 @@ def test_the_laptop_slowdown_and_the_server_speedup_from_the_same_three_numbers(
 
 
 def test_a_lesson_whose_timings_cannot_be_right_says_so_with_the_answer(lessons_page, monkeypatch):
+    from specviz.analysis import pairtimes
     from specviz.analysis.measure import MeasurementError
-    from specviz.classroom.lessons import one_pass
 
     def refused(*args, **kwargs):
         raise MeasurementError("a target pass over 5 tokens would have cost 0.30 single-token passes")
 
-    monkeypatch.setattr(one_pass, "verify_timing", refused)
+    monkeypatch.setattr(pairtimes, "measure_pair", refused)
     at = lessons_page("one-pass")
     assert not at.exception and not at.error and not at.success
     (said,) = [w.value for w in at.warning if w.value.startswith("**This run could not be measured.**")]
@@ -362,3 +366,26 @@ def test_why_greedy_changed_the_text_on_a_target_whose_batched_passes_reverse_a_
     assert set(bars["|Δp|, float32 target"]["y"]) == {1e-12}
     assert list(bars["top-2 gap, 4-bit target"]["y"]) == pytest.approx([0.02] * 48)
     assert lesson.choices[lesson.right].startswith("the target scores τ + 1 tokens in one pass with other kernels")
+
+
+def test_the_timed_lessons_read_the_pairs_kept_timings_as_every_page_does(lessons_page, monkeypatch):
+    """Issue 52.4: T(k) = 50 + 5(k − 1) ms, a draft forward 5 ms. "Why one verification pass" shows the pair's kept
+    timings: one pass over 5 tokens 70.0 ms against 5 × 50 = 250.0 ms, v(5) = 70 / 50 = 1.40, the premise held; the
+    pair is timed once, and "Laptop, H100, this server" then reads the same v(5) = 1.40 from the same book."""
+    from specviz.analysis import clock, pairtimes
+
+    clock.set_default(clock.FakeTimer(lambda what, k: 5.0 if what == "draft" else 50.0 + 5.0 * (k - 1)))
+    timed = []
+    measure = pairtimes.measure_pair
+    monkeypatch.setattr(pairtimes, "measure_pair", lambda *a, **kw: timed.append(1) or measure(*a, **kw))
+    at = lessons_page("one-pass")
+    assert not at.exception and not at.warning
+    shown = next(md.value for md in at.markdown if md.value.startswith("**What the run showed.**"))
+    assert "takes 70.0 ms" in shown and "against 250.0 ms one at a time" in shown and "v(5) = 1.40" in shown
+    assert any(c.value.startswith("The premise, checked on this run:") for c in at.caption)
+    assert len(timed) == 1
+    at.query_params["lessons_lesson"] = "laptop-h100"
+    at.selectbox(key="lessons_lesson").set_value("laptop-h100").run()
+    at.button(key="lessons_run").click().run()
+    table = at.session_state["lessons_results"]["laptop-h100"].table
+    assert table.iloc[2, 1] == 1.4 and len(timed) == 1  # the same book: not timed again

@@ -5,16 +5,16 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from specviz.analysis.measure import Spread, best_of
-from specviz.analysis.passes import pass_times
+from specviz.analysis.pairtimes import KS
 from specviz.analysis.theory import best_tau, expected_speedup, speedup_with_verify_cost
-from specviz.classroom.lessons.common import PROMPT, Evidence, Lesson, Load
-from specviz.core.config import SpecConfig
-from specviz.core.engine import Decoder
+from specviz.classroom.lessons.common import Evidence, Lesson, Load, Timings
 from specviz.models.pair import ModelPair
 from specviz.viz import charts
 
 
-def choose_tau(pair: ModelPair | None, load: Load) -> Evidence:
+def choose_tau(pair: ModelPair | None, load: Load, timings: Timings | None = None) -> Evidence:
+    """S(τ) for α = 0.8, c = 0.1; with a pair, S_v(τ) from its kept timings (the ones every page reads) at each τ
+    whose pass over τ + 1 tokens they timed."""
     alpha, c = 0.8, 0.1
     taus = list(range(1, 13))
     figure = go.Figure(
@@ -27,12 +27,12 @@ def choose_tau(pair: ModelPair | None, load: Load) -> Evidence:
     )
     best = best_tau(alpha, c)
     finding = f"S(τ) peaks at τ = {best} ({expected_speedup(alpha, best, c):.2f}×) for α = 0.8, c = 0.1."
-    if pair is None:
+    if pair is None or timings is None:
         return Evidence(finding, (charts.sized(figure, charts.FONT["size"]),))
-    # the same α and c with the verify cost v(τ + 1) measured on this runtime's target, its passes interleaved
-    ids = Decoder(pair, PROMPT, SpecConfig()).trace().prompt_ids
-    times = pass_times(pair, ids, [1, *(t + 1 for t in taus)], repeats=3)
+    # the same α and c with the verify cost v(τ + 1) of this runtime's target, as the pair's timings hold it
+    times = timings(pair).passes_ms
     one = times[1].value
+    timed = [t for t in taus if t + 1 in KS and t + 1 in times]
     s_v = {
         t: Spread(
             *(
@@ -42,11 +42,11 @@ def choose_tau(pair: ModelPair | None, load: Load) -> Evidence:
             3,
             "S_v over the IQR of T(τ + 1)",
         )
-        for t in taus
+        for t in timed
     }
     figure.add_scatter(
-        x=taus + taus[::-1],
-        y=[s_v[t].high for t in taus] + [s_v[t].low for t in taus[::-1]],
+        x=timed + timed[::-1],
+        y=[s_v[t].high for t in timed] + [s_v[t].low for t in timed[::-1]],
         fill="toself",
         fillcolor="rgba(142,68,173,0.18)",
         line={"width": 0},
@@ -54,7 +54,7 @@ def choose_tau(pair: ModelPair | None, load: Load) -> Evidence:
         name="S_v: range of the measured passes",
     )
     figure.add_scatter(
-        x=taus, y=[s_v[t].value for t in taus], mode="lines+markers", name="S_v(τ): v(τ + 1) measured on this runtime"
+        x=timed, y=[s_v[t].value for t in timed], mode="lines+markers", name="S_v(τ): v(τ + 1) measured on this runtime"
     )
     top, ties = best_of(s_v)
     finding += (
@@ -65,7 +65,7 @@ def choose_tau(pair: ModelPair | None, load: Load) -> Evidence:
         finding += f"; τ = {', '.join(map(str, ties))} are within the range of the measured passes"
     figure.update_layout(xaxis={"title": "τ", "dtick": 1}, yaxis={"title": "speedup ×"}, legend={"orientation": "h"})
     held = True if max(ties) <= best else False if min(ties) > best else None  # None: the range straddles S's τ
-    flat = [t for t in taus if times[t + 1].value <= one]  # a pass over more tokens cost no more than one
+    flat = [t for t in timed if times[t + 1].value <= one]  # a pass over more tokens cost no more than one
     if flat:  # the premise's own condition did not appear: never "it held" beside v ≤ 1
         held = False
     return Evidence(
@@ -93,4 +93,5 @@ LESSON = Lesson(
     takeaway="Longer drafts help until their cost, τc + v(τ+1), outweighs the shrinking chance late tokens survive.\n"
     "S(τ) takes v = 1; where a pass over more tokens costs more (a CPU), S_v's best τ is smaller.",
     run=choose_tau,
+    timed=True,
 )

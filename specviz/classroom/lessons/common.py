@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from specviz.analysis.diagnosis import Diagnosis, diagnose
 from specviz.analysis.measure import PairedRun, paired_run
-from specviz.analysis.pairtimes import size_ratio
+from specviz.analysis.pairtimes import PairTimings, size_ratio
 from specviz.core.config import SpecConfig
 from specviz.core.engine import Decoder
 from specviz.models.pair import ModelPair
@@ -21,6 +21,8 @@ from specviz.viz import charts
 PROMPT = "Write a Python function that reverses a list."  # the first page's prompt (chat template on)
 Load = Callable[..., ModelPair]  # (target spec, draft spec, runtime=None) → a pair, loaded once per process;
 # runtime None: the runtime of the lesson's own pair
+Timings = Callable[[ModelPair], PairTimings]  # the pair's kept timings, the same every page reads (the server's
+# TimingBook, specviz.analysis.pairtimes): measured once where none are kept; MeasurementError where they cannot be
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,8 @@ class Lesson:
     choices: tuple[str, ...]
     right: int  # index of the right choice
     takeaway: str  # two lines
-    run: Callable[[ModelPair, Load], Evidence] = field(repr=False)
+    run: Callable[..., Evidence] = field(repr=False)  # (pair, load) → Evidence; (pair, load, timings) where `timed`
+    timed: bool = False  # its numbers are the pair's kept timings (T(k), v, c): the same as every other page's
 
 
 def decode(pair: ModelPair, count: int | None = None, **settings) -> Decoder:
