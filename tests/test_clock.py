@@ -119,6 +119,27 @@ def test_a_drafts_cost_is_bounded_by_its_size_against_the_targets():
     check_draft_cost(9.0, 0.5, 1.0)  # call overhead
 
 
+def test_a_torch_pairs_sizes_are_its_tensors_so_its_drafts_cost_is_bounded_too():
+    """The tiny float64 Llamas (vocabulary 96, width 32, MLP 64, 4 heads over 2 KV heads): a layer holds 32·32 + 2 ·
+    32·16 + 32·32 + 3 · 32·64 + 2 · 32 = 9,280 weights, embeddings, head and final norm 2 · 96·32 + 32 = 6,176, the
+    rotary buffers 2 · 4 float64. Target (2 layers) (6,176 + 18,560) · 8 + 64 = 197,952 bytes, draft (1 layer)
+    (6,176 + 9,280) · 8 + 64 = 123,712: ratio 0.6250; a 3-layer draft 272,192 / 197,952 = 1.3750. Mixed runtimes
+    or a draft without weights: unknown."""
+    from specviz.analysis.pairtimes import size_ratio
+    from specviz.drafts.lookup import PromptLookupDrafter
+    from specviz.models.pair import ModelPair
+    from tests.helpers import hf_pair
+
+    assert size_ratio(hf_pair()) == pytest.approx(123_712 / 197_952)
+    big = hf_pair(draft_layers=3)
+    assert size_ratio(big) == pytest.approx(272_192 / 197_952)
+    check_draft_cost(2.0, size_ratio(big), 15.0)  # 1.5 · 1.375 = 2.06 allowed
+    with pytest.raises(MeasurementError, match=r"at most 2\.06"):
+        check_draft_cost(2.1, size_ratio(big), 15.0)
+    pair = hf_pair()
+    assert size_ratio(ModelPair(pair.target, PromptLookupDrafter(96), pair.codec)) is None
+
+
 def test_a_speedup_is_at_most_tokens_per_step_over_the_verify_pass_and_the_drafts():
     """3 tokens a step, v = 1.5, 4 drafts at c = 0.2: a step costs at least 1.5 + 0.8 = 2.3 one-token passes, so the
     speedup is at most 3 / 2.3 = 1.304×."""

@@ -29,6 +29,7 @@ from specviz.analysis.measure import (
 from specviz.analysis.passes import clean_rounds
 from specviz.errors import ConfigError, SpecvizError
 from specviz.models.pair import ModelPair
+from specviz.models.store import tensor_bytes
 
 KS = (1, 2, 3, 4, 5, 6, 8, 12, 16)  # the pass lengths timed: τ + 1 for τ up to 15 (and the roofline's fit)
 VARIANCE_K = 4  # the batch variance kept beside the costs: passes of 4 tokens against one-token passes,
@@ -88,18 +89,25 @@ class PairTimings:
 
 
 def size_ratio(pair: ModelPair) -> float | None:
-    """The draft's bytes over the target's where both say (a llama.cpp model's `nbytes`) and run on the same runtime:
-    the bound on c (specviz.analysis.measure.check_draft_cost); None elsewhere."""
+    """The draft's bytes over the target's where both are known and run on the same runtime: a llama.cpp model's
+    `nbytes`, a torch model's distinct tensors (specviz.models.store.tensor_bytes; a draft sharing the target's
+    tensors counts them too, so the ratio errs large and the bound loose). The bound on c
+    (specviz.analysis.measure.check_draft_cost); None elsewhere (mixed runtimes, a draft without weights)."""
     target, draft = pair.target, pair.draft
     if draft is target:
         return 1.0
     if target.capabilities.runtime != draft.capabilities.runtime:
         return None
-    sizes = [getattr(m, "nbytes", None) for m in (target, draft)]
-    if not all(callable(f) for f in sizes):
-        return None
-    t, d = (f() for f in sizes)
-    return d / t if t > 0 and d > 0 else None
+    t, d = (_bytes(m) for m in (target, draft))
+    return d / t if t and d else None
+
+
+def _bytes(model) -> int:
+    """A model's weights in bytes, where it says (`nbytes`) or holds them as torch tensors; 0 where neither."""
+    said = getattr(model, "nbytes", None)
+    if callable(said):
+        return int(said())
+    return tensor_bytes(model)
 
 
 def timing_ids(pair: ModelPair) -> list[int]:
