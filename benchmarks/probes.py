@@ -1,0 +1,694 @@
+"""A student's probes rerun against a class server, beside the lecturer's session (issue 57, "Done when").
+
+Starts the app in class mode on a loopback port (benchmarks.appserver.serve, a class TOML with a lecturer key) and a
+loopback listener on another port that counts every connection and request made to it. The server's Hugging Face
+endpoint is that listener (`HF_ENDPOINT`, the hub switched on: `HF_HUB_OFFLINE=0`, unless `--offline`) and its hub
+cache a fresh folder, so a hub id the class does not allow would show as a request to the listener and bytes in that
+folder; a served target (`vllm:http://127.0.0.1:PORT/v1`) names the listener itself. The class allows neither: its
+`models` and `urls` name others.
+
+Every browser tab is a benchmarks.stclient websocket client (Streamlit's own protocol), run in a thread at the
+lowest CPU priority, so that the server is what is measured.
+
+1. Quiet: the lecturer's session (`?lecturer=KEY`, presentation view) takes `--quiet-steps` Steps on Decode, one
+   every `--pace` seconds (± 20 %) after the last answered; each Step's latency (click → the end of the script run
+   that answers it) is kept. The server's resident memory (RSS of it and its children) is read at the start.
+2. Probes, while the lecturer keeps stepping, in waves `--gap` seconds apart, each tab open `--open` seconds and
+   then closed (the client disconnects): `--sandbox` Sandbox links with a `--words`-word table at τ = 8 in lossless
+   mode, block verification; `--auto` auto-stepping Decode links (`decode_steps=10000`, a tree, τ = 16, 64 nodes);
+   then hostile and refused links, each of which must answer with a message, not an exception: typed drafts
+   `{"²":"x"}` and 3000 `[`, 3000 `[` as the lossless and the Sandbox table, Sandbox words that are markdown
+   pointing at the listener, a hub id the class does not allow as target, as draft and as draft beside a served
+   target, and the listener as a served target.
+3. Settle: after the last tab closed the lecturer goes on stepping for `--settle` seconds; the server's RSS is read
+   then, and its CPU use over that minute tells whether the probes' work went on without its tabs.
+
+Reported: the lecturer's Step p50 / p95 quiet, under the probes and after them, and the ratio of the p95s (goal
+≤ 1.5×); RSS at the start, its peak (sampled every half second) and after the settle (goal: within 0.2 GB of the
+start); exceptions seen on any page, the lecturer's included (goal 0); pages that would make a browser fetch or link
+the listener (markdown images, links or autolinks to it, HTML src/href: goal 0); connections and requests to the
+listener and bytes written to the hub cache (goal 0); "Traceback" lines in the server's log.
+
+Usage: python -m benchmarks.probes [--quiet-steps 20] [--pace 3] [--open 10] [--sandbox 3] [--auto 6]
+       [--words 400] [--gap 5] [--settle 60] [--offline] [--env KEY=VALUE ...] [--json FILE] [--out runs/probes]
+One run with the defaults takes about 4–5 minutes on a 2-core server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import http.server
+import json
+import os
+import random
+import re
+import statistics
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from benchmarks.class_load import quantile
+from benchmarks.server_cpu import cpu_seconds
+
+LECTURER_KEY = "probes-lecturer"
+CUSTOM = "Custom: hub id, folder or server"  # the Decode pair picker's entry for a typed hub id, folder or server
+REFUSED_HUB_ID = "probe-owner/not-allowed-model"  # a hub id no class allows
+LECTURER_LINK = {
+    "lecturer": LECTURER_KEY,
+    "decode_present": "true",
+    "decode_prompt": "Write a long story about a robot who learns to paint.",
+    "decode_max_new": 256,  # the class's largest run: enough for `--run-steps` Steps
+    "decode_seed": 7,
+}
+SANDBOX_TAU = 8
+
+
+# --------------------------------------------------------------------------------------
+# The loopback listener: another host on the network, as far as the server can tell
+# --------------------------------------------------------------------------------------
+
+
+class Listener:
+    """An HTTP server on 127.0.0.1 that answers 404 to everything and counts each connection and request (with the
+    time it came, so requests can be told apart by phase)."""
+
+    def __init__(self) -> None:
+        self.connections: list[float] = []
+        self.requests: list[tuple[float, str, str]] = []  # (time, method, path)
+        listener = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                listener.requests.append((time.perf_counter(), self.command, self.path))
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_GET = do_POST = do_HEAD = do_PUT = do_OPTIONS = _answer
+
+            def log_message(self, *_args: Any) -> None:
+                pass
+
+        class Server(http.server.ThreadingHTTPServer):
+            daemon_threads = True
+
+            def verify_request(self, request: Any, client_address: Any) -> bool:
+                listener.connections.append(time.perf_counter())
+                return True
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def host(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def __enter__(self) -> Listener:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def since(self, t0: float) -> tuple[int, list[str]]:
+        """Connections since t0, and the requests since then as "METHOD path"."""
+        return sum(t >= t0 for t in self.connections), [f"{m} {p}" for t, m, p in self.requests if t >= t0]
+
+
+# --------------------------------------------------------------------------------------
+# What the server holds
+# --------------------------------------------------------------------------------------
+
+
+def _status_kb(pid: int, key: str) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except OSError:  # the process ended between reading its children and its status
+        pass
+    return 0
+
+
+def _children(pid: int) -> list[int]:
+    kids: list[int] = []
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            kids += [int(k) for k in (task / "children").read_text().split()]
+    except OSError:
+        pass
+    return kids
+
+
+def tree_rss_gb(pid: int) -> float:
+    """Resident memory of the process and all its descendants now, GB (the sum of their VmRSS)."""
+    total, todo, seen = 0, [pid], set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        total += _status_kb(p, "VmRSS")
+        todo += _children(p)
+    return total / 1e6
+
+
+class RssSampler:
+    """The process tree's RSS every `every` seconds in a thread, as (time, GB)."""
+
+    def __init__(self, pid: int, every: float = 0.5) -> None:
+        self.pid, self.every = pid, every
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.samples.append((time.perf_counter(), tree_rss_gb(self.pid)))
+            self._stop.wait(self.every)
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def peak(self, t0: float, t1: float = float("inf")) -> float:
+        return max((gb for t, gb in self.samples if t0 <= t <= t1), default=float("nan"))
+
+
+def folder_bytes(folder: Path) -> int:
+    """Bytes of every file under `folder` (links not followed; 0 when it does not exist)."""
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+# --------------------------------------------------------------------------------------
+# The probes
+# --------------------------------------------------------------------------------------
+
+
+def sandbox_table(words: int, tau: int = SANDBOX_TAU, seed: int = 0) -> str:
+    """A Sandbox link's table (JSON: words, q for each of τ positions, p for τ + 1) of `words` distinct words, each
+    row a distribution over them (5 decimals, so the link stays under the app's 100 kB)."""
+    rng = random.Random(seed)
+
+    def row() -> list[float]:
+        weights = [rng.random() + 0.05 for _ in range(words)]
+        total = sum(weights)
+        return [round(w / total, 5) for w in weights]
+
+    table = {
+        "words": [f"w{i}" for i in range(words)],
+        "q": [row() for _ in range(tau)],
+        "p": [row() for _ in range(tau + 1)],
+    }
+    return json.dumps(table, separators=(",", ":"))
+
+
+@dataclass
+class Probe:
+    name: str
+    query: dict[str, Any]
+    page: str = ""  # the URL path of a page other than Decode
+    heavy: bool = False  # kept open the whole `--open` seconds (else closed as soon as its page answered)
+    wants_message: bool = True  # must answer with a message (a toast or an alert)
+
+
+def probes(args: argparse.Namespace, listener: str) -> list[list[Probe]]:
+    """The waves of tabs: the Sandbox links, the auto-stepping Decode links, then the hostile and refused links."""
+    served = f"vllm:http://{listener}/v1"
+    sandbox = [
+        Probe(
+            f"sandbox {args.words} words τ=8 block #{i + 1}",
+            {
+                "sandbox_mode": "lossless",
+                "sandbox_rule": "block",
+                "sandbox_tau": SANDBOX_TAU,
+                "sandbox_table": sandbox_table(args.words, seed=i),
+            },
+            page="sandbox",
+            heavy=True,
+            wants_message=False,
+        )
+        for i in range(args.sandbox)
+    ]
+    auto = [
+        Probe(
+            f"decode_steps=10000 tree τ=16 64 nodes #{i + 1}",
+            {
+                "decode_steps": 10_000,
+                "decode_tree": "true",
+                "decode_tau": 16,
+                "decode_tree_nodes": 64,
+                "decode_seed": i,
+            },
+            heavy=True,
+            wants_message=False,
+        )
+        for i in range(args.auto)
+    ]
+    markdown = f"![m](http://{listener}/md.png) http://{listener}/auto"
+    hostile = [
+        Probe("decode_drafts {²: x}", {"decode_drafts": '{"²":"x"}'}),
+        Probe("decode_drafts 3000 [", {"decode_drafts": "[" * 3000}),
+        Probe("lossless_table 3000 [", {"lossless_table": "[" * 3000}, page="lossless"),
+        Probe("sandbox_table 3000 [", {"sandbox_table": "[" * 3000, "sandbox_tau": 1}, page="sandbox"),
+        Probe(
+            "sandbox words as markdown",
+            {
+                "sandbox_table": json.dumps(
+                    {"words": [markdown, "b"], "q": [[0.5, 0.5]], "p": [[0.6, 0.4], [0.5, 0.5]]}
+                ),
+                "sandbox_tau": 1,
+            },
+            page="sandbox",
+            wants_message=False,
+        ),
+        Probe(
+            "refused hub id as target", {"decode_preset": CUSTOM, "decode_target": REFUSED_HUB_ID, "decode_steps": 1}
+        ),
+        Probe(
+            "refused hub id as draft",
+            {"decode_preset": CUSTOM, "decode_target": "embedded", "decode_draft": REFUSED_HUB_ID, "decode_steps": 1},
+        ),
+        Probe(
+            "refused hub id as draft beside a served target",
+            {"decode_preset": CUSTOM, "decode_target": served, "decode_draft": REFUSED_HUB_ID, "decode_steps": 1},
+        ),
+        Probe(
+            "the listener as a served target",
+            {"decode_preset": CUSTOM, "decode_target": served, "decode_draft": "embedded", "decode_steps": 1},
+        ),
+    ]
+    return [wave for wave in (sandbox, auto, hostile) if wave]
+
+
+# Elements whose text is not markdown and makes no request (a grid's cells, code, an exception's text, JSON, charts).
+_NOT_MARKDOWN = {
+    "dataframe",
+    "arrow_data_frame",
+    "code",
+    "exception",
+    "json",
+    "text",
+    "plotly_chart",
+    "vega_lite_chart",
+}
+
+
+def _strings(message: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """(field name, value) of every string field of a protobuf message, nested messages included."""
+    out = []
+    for descriptor, value in message.ListFields():
+        values = value if descriptor.label == descriptor.LABEL_REPEATED else [value]
+        for v in values:
+            if isinstance(v, str):
+                out.append((prefix + descriptor.name, v))
+            elif hasattr(v, "ListFields"):
+                out += _strings(v, prefix + descriptor.name + ".")
+    return out
+
+
+def fetches(elements: list[Any], host: str) -> list[str]:
+    """Where elements would make a browser fetch from or link to `host`: in text Streamlit renders as markdown, a
+    link, image or autolink to it ("://host" left whole: `specviz.viz.plain` breaks it with a word joiner); in HTML
+    (st.html), an attribute naming it; an image, iframe or link button whose address names it."""
+    found = []
+    attribute = re.compile(r"""(?:src|href|srcset|action|poster|data)\s*=\s*["']?[^"'>\s]*""" + re.escape(host), re.I)
+    for element in elements:
+        kind = element.WhichOneof("type")
+        if kind is None or kind in _NOT_MARKDOWN:
+            continue
+        for name, text in _strings(getattr(element, kind)):
+            if kind == "html":
+                hit = attribute.search(text) or re.search(r"url\([^)]*" + re.escape(host), text, re.I)
+            elif name.split(".")[-1] in ("url", "src", "href"):
+                hit = host in text
+            else:
+                hit = f"://{host}" in text
+            if hit:
+                found.append(f"{kind}.{name}: {text[:120]!r}")
+    return found
+
+
+@dataclass
+class Tab:
+    probe: Probe
+    opened_at: float = 0.0
+    answered_s: float | None = None  # seconds to the end of its first script run (None: not within its time open)
+    open_s: float = 0.0
+    exceptions: list[str] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)  # toasts and alerts
+    fetches: list[str] = field(default_factory=list)
+    client_error: str | None = None
+
+
+def _elements(runs: list[Any]) -> list[Any]:
+    return [e for run in runs for e in run.elements()]
+
+
+async def open_tab(url: str, probe: Probe, seconds: float, host: str) -> Tab:
+    """A tab opened from the probe's link, kept open `seconds` (a light probe: until its page answered), closed."""
+    from benchmarks.stclient import RunResult, StreamlitClient
+
+    tab = Tab(probe, opened_at=time.perf_counter())
+    client = StreamlitClient(url)
+    runs: list[Any] = []
+    deadline = tab.opened_at + seconds
+    try:
+        runs.append(await client.connect(query_string=urlencode(probe.query), page_name=probe.page, wait=False))
+        while (left := deadline - time.perf_counter()) > 0:
+            try:
+                await client.wait_finished(runs[-1], timeout=left)
+            except TimeoutError:
+                break
+            if tab.answered_s is None:
+                tab.answered_s = time.perf_counter() - tab.opened_at
+                if not probe.heavy:
+                    break
+            runs.append(RunResult(sent_at=time.perf_counter()))  # reruns the page starts itself (auto-steps)
+    except Exception as exc:  # the connection itself failed: say so, as an error of the probe
+        tab.client_error = f"{type(exc).__name__}: {exc}"
+    finally:
+        seen = _elements(runs) + client.elements()
+        tab.exceptions = sorted({f"{e.exception.type}: {e.exception.message}" for e in seen if e.HasField("exception")})
+        tab.messages = list(
+            dict.fromkeys(
+                [e.alert.body for e in seen if e.HasField("alert")]
+                + [e.toast.body for e in seen if e.HasField("toast")]
+            )
+        )
+        tab.fetches = list(dict.fromkeys(fetches(seen, host)))
+        await client.close()
+        tab.open_s = time.perf_counter() - tab.opened_at
+    return tab
+
+
+# --------------------------------------------------------------------------------------
+# The lecturer
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Lecturer:
+    pace: float
+    run_steps: int  # Steps before the run is reset (a run of 256 tokens ends near 60 Steps at τ = 4)
+    phase: str = "warm-up"
+    steps: list[tuple[float, float, str]] = field(default_factory=list)  # (clicked at, latency, phase)
+    exceptions: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # error boxes on the lecturer's page
+    resets: int = 0
+    is_lecturer: bool = False
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def latencies(self, phase: str) -> list[float]:
+        return [t for _, t, p in self.steps if p == phase]
+
+    def count(self, phase: str) -> int:
+        return len(self.latencies(phase))
+
+    async def life(self, url: str, seed: int = 57) -> None:
+        from benchmarks.stclient import StreamlitClient
+
+        rng = random.Random(seed)
+        client = StreamlitClient(url)
+        try:
+            await client.connect(query_string=urlencode(LECTURER_LINK), timeout=600)
+            self.is_lecturer = client.contains("This is the lecturer's session")
+            await client.click("decode_step", timeout=600)  # the first Step reads the prompt: not timed
+            self.ready.set()
+            since_reset = 1
+            while not self.stop.is_set():
+                phase, start = self.phase, time.perf_counter()
+                run = await client.click("decode_step", timeout=600)
+                self.steps.append((start, time.perf_counter() - start, phase))
+                self.exceptions += [f"{kind}: {message}" for kind, message in run.exceptions()]
+                self.errors += run.errors()
+                since_reset += 1
+                if since_reset >= self.run_steps:  # a new run before this one ends (a Step at its end computes nothing)
+                    await client.click("decode_reset", timeout=600)
+                    self.resets += 1
+                    since_reset = 0
+                with contextlib.suppress(TimeoutError):  # the pause before the next Step, cut short by `stop`
+                    await asyncio.wait_for(self.stop.wait(), self.pace * rng.uniform(0.8, 1.2))
+        except Exception as exc:
+            self.errors.append(f"the lecturer's client: {type(exc).__name__}: {exc}")
+        finally:
+            self.ready.set()
+            await client.close()
+
+
+# --------------------------------------------------------------------------------------
+# The run
+# --------------------------------------------------------------------------------------
+
+
+async def _phases(url: str, pid: int, args: argparse.Namespace, listener: Listener) -> dict:
+    lecturer = Lecturer(pace=args.pace, run_steps=args.run_steps)
+    teacher = asyncio.create_task(lecturer.life(url))
+    await lecturer.ready.wait()
+    marks: dict[str, float] = {"quiet": time.perf_counter()}
+    rss_start = tree_rss_gb(pid)
+    lecturer.phase = "quiet"
+    while lecturer.count("quiet") < args.quiet_steps and not teacher.done():
+        await asyncio.sleep(0.2)
+    marks["probes"] = time.perf_counter()
+    lecturer.phase = "probes"
+    print(f"  quiet: {lecturer.count('quiet')} Steps; probes from now", flush=True)
+    tabs: list[Tab] = []
+    for i, wave in enumerate(probes(args, listener.host)):
+        if i:
+            await asyncio.sleep(args.gap)
+        tabs += await asyncio.gather(*(open_tab(url, p, args.open, listener.host) for p in wave))
+        print(f"  wave {i + 1}: {len(wave)} tabs closed", flush=True)
+    marks["closed"] = time.perf_counter()
+    lecturer.phase = "after"
+    cpu0 = cpu_seconds(pid)
+    cpu_marks = [(0.0, 0.0)]
+    while (elapsed := time.perf_counter() - marks["closed"]) < args.settle and not teacher.done():
+        await asyncio.sleep(min(10.0, args.settle - elapsed))
+        cpu_marks.append((time.perf_counter() - marks["closed"], cpu_seconds(pid) - cpu0))
+    marks["settled"] = time.perf_counter()
+    rss_after = tree_rss_gb(pid)
+    lecturer.stop.set()
+    await teacher
+    return {
+        "lecturer": lecturer,
+        "tabs": tabs,
+        "marks": marks,
+        "rss_start": rss_start,
+        "rss_after": rss_after,
+        "cpu_marks": cpu_marks,
+    }
+
+
+def _in_thread(coro_fn, *args) -> Any:
+    """The clients' event loop in a thread at the lowest CPU priority (Linux sets it per thread): the tabs take only
+    the CPU the server leaves, as browsers on the students' own machines would."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        try:
+            box["result"] = asyncio.run(coro_fn(*args))
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def class_env(out: Path, args: argparse.Namespace, listener: Listener) -> dict[str, str]:
+    """The server's environment: class mode with a lecturer key and lists that name neither the listener nor the
+    probes' hub id; the hub switched on but pointed at the listener, its cache a fresh folder in `out`."""
+    settings = out / "class.toml"
+    settings.write_text(
+        "[class]\n"
+        f'lecturer_key = "{LECTURER_KEY}"\n'
+        'models = ["HuggingFaceTB/SmolLM2-360M-Instruct"]\n'
+        'urls = ["http://10.0.0.5:8000/v1"]\n'
+    )
+    hf = (out / "hf-home").resolve()
+    env = {
+        "SPECVIZ_CLASS_MODE": "1",
+        "SPECVIZ_CLASS_SETTINGS": str(settings.resolve()),
+        "HF_HOME": str(hf),
+        "HF_HUB_CACHE": str(hf / "hub"),
+        "HF_ENDPOINT": f"http://{listener.host}",
+        "HF_HUB_OFFLINE": "1" if args.offline else "0",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+    }
+    return {**env, **dict(item.split("=", 1) for item in args.env)}
+
+
+def machine() -> str:
+    """The CPU's model name and the cores this machine has (/proc/cpuinfo)."""
+    names = [
+        line.split(":", 1)[1].strip()
+        for line in Path("/proc/cpuinfo").read_text().splitlines()
+        if line.startswith("model name")
+    ]
+    return f"{names[0] if names else 'unknown CPU'}, {os.cpu_count()} cores"
+
+
+def _p(values: list[float], q: float) -> float:
+    return statistics.median(values) if q == 0.5 and values else quantile(values, q)
+
+
+def measure(args: argparse.Namespace) -> dict:
+    from benchmarks.appserver import serve
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    with Listener() as listener:
+        env = class_env(args.out, args, listener)
+        hf = Path(env["HF_HOME"])
+        if hf.exists():
+            import shutil
+
+            shutil.rmtree(hf)
+        hf.mkdir(parents=True)
+        log = args.out / "server.log"
+        procs: list = []
+        t_start = time.perf_counter()
+        with serve(log, env=env, procs=procs) as url:
+            pid = procs[0].pid
+            print(
+                f"  server up in {time.perf_counter() - t_start:.0f} s (pid {pid}, listener {listener.host})",
+                flush=True,
+            )
+            with RssSampler(pid) as rss:
+                got = _in_thread(_phases, url, pid, args, listener)
+        hub_bytes = folder_bytes(hf)
+    lecturer: Lecturer = got["lecturer"]
+    marks, tabs = got["marks"], got["tabs"]
+    connections_before, requests_before = listener.since(t_start)
+    connections, requests = listener.since(marks["probes"])
+    quiet, under, after = (lecturer.latencies(p) for p in ("quiet", "probes", "after"))
+    exceptions = lecturer.exceptions + [f"{t.probe.name}: {e}" for t in tabs for e in t.exceptions]
+    log_text = log.read_text(errors="replace")
+    result = {
+        "date": str(date.today()),
+        "server_env": env,
+        "quiet_steps": len(quiet),
+        "probe_steps": len(under),
+        "after_steps": len(after),
+        "quiet_p50": _p(quiet, 0.5),
+        "quiet_p95": _p(quiet, 0.95),
+        "probes_p50": _p(under, 0.5),
+        "probes_p95": _p(under, 0.95),
+        "probes_max": max(under, default=float("nan")),
+        "after_p50": _p(after, 0.5),
+        "after_p95": _p(after, 0.95),
+        "p95_ratio": _p(under, 0.95) / _p(quiet, 0.95) if quiet and under else float("nan"),
+        "step_times": [(round(at - marks["quiet"], 1), round(t, 3), p) for at, t, p in lecturer.steps],
+        "lecturer_resets": lecturer.resets,
+        "lecturer_marked": lecturer.is_lecturer,
+        "lecturer_errors": lecturer.errors,
+        "probes_seconds": round(marks["closed"] - marks["probes"], 1),
+        "rss_start_gb": got["rss_start"],
+        "rss_peak_gb": rss.peak(marks["quiet"]),
+        "rss_after_gb": got["rss_after"],
+        "rss_after_minus_start_gb": got["rss_after"] - got["rss_start"],
+        "settle_seconds": round(marks["settled"] - marks["closed"], 1),
+        "settle_cpu": [(round(t, 1), round(c, 2)) for t, c in got["cpu_marks"]],
+        "exceptions": exceptions,
+        "fetches": [f"{t.probe.name}: {f}" for t in tabs for f in t.fetches],
+        "no_message": [t.probe.name for t in tabs if t.probe.wants_message and not t.messages],
+        "listener_connections": connections,
+        "listener_requests": requests,
+        "listener_connections_before_probes": connections_before - connections,
+        "listener_requests_before_probes": requests_before[: len(requests_before) - len(requests)],
+        "hub_cache_bytes": hub_bytes,
+        "log_tracebacks": log_text.count("Traceback (most recent call last)"),
+        "tabs": [
+            {
+                "probe": t.probe.name,
+                "open_s": round(t.open_s, 1),
+                "answered_s": None if t.answered_s is None else round(t.answered_s, 2),
+                "messages": [m[:300] for m in t.messages],
+                "exceptions": t.exceptions,
+                "fetches": t.fetches,
+                "client_error": t.client_error,
+            }
+            for t in tabs
+        ],
+    }
+    return result
+
+
+def report(r: dict) -> str:
+    ok = {True: "met", False: "NOT met"}
+    ratio_ok = r["p95_ratio"] <= 1.5
+    rss_ok = abs(r["rss_after_minus_start_gb"]) <= 0.2
+    lines = [f"probes beside a lecturer, {r['date']}, server env {r['server_env']}"]
+    for t in r["tabs"]:
+        answered = "still running when closed" if t["answered_s"] is None else f"answered in {t['answered_s']:.1f} s"
+        said = f"; said {t['messages'][0][:160]!r}" if t["messages"] else ""
+        more = "".join(f"; {k} {t[k]}" for k in ("exceptions", "fetches", "client_error") if t[k])
+        lines.append(f"  tab {t['probe']}: open {t['open_s']:.1f} s, {answered}{said}{more}")
+    lines += [
+        f"lecturer Steps: quiet p50 {r['quiet_p50']:.2f} s p95 {r['quiet_p95']:.2f} s ({r['quiet_steps']} Steps); "
+        f"under the probes p50 {r['probes_p50']:.2f} s p95 {r['probes_p95']:.2f} s max {r['probes_max']:.2f} s "
+        f"({r['probe_steps']} Steps in {r['probes_seconds']:.0f} s); after them p50 {r['after_p50']:.2f} s "
+        f"p95 {r['after_p95']:.2f} s ({r['after_steps']} Steps)",
+        f"  p95 under the probes / quiet: {r['p95_ratio']:.2f}× (goal ≤ 1.5×: {ok[ratio_ok]})",
+        f"RSS: start {r['rss_start_gb']:.2f} GB, peak {r['rss_peak_gb']:.2f} GB, {r['settle_seconds']:.0f} s after the "
+        f"tabs closed {r['rss_after_gb']:.2f} GB ({r['rss_after_minus_start_gb']:+.2f} GB; goal within 0.2 GB: "
+        f"{ok[rss_ok]}); server CPU-s since the tabs closed at (s, CPU-s): {r['settle_cpu']}",
+        f"exceptions on a page: {len(r['exceptions'])} (goal 0) {r['exceptions'] or ''}",
+        f"pages that would fetch or link the listener: {len(r['fetches'])} (goal 0) {r['fetches'] or ''}",
+        f"hostile or refused links answered with no message: {r['no_message'] or 'none'}",
+        f"listener during the probes: {r['listener_connections']} connections, {len(r['listener_requests'])} requests "
+        f"(goal 0) {r['listener_requests'][:5] or ''}; before them: {r['listener_connections_before_probes']} "
+        f"connections; hub cache written: {r['hub_cache_bytes']} bytes (goal 0)",
+        f"'Traceback' in the server's log: {r['log_tracebacks']}; lecturer's session marked as such: "
+        f"{r['lecturer_marked']}; its error boxes: {r['lecturer_errors'] or 'none'}",
+    ]
+    return "\n".join(lines)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quiet-steps", type=int, default=20, help="the lecturer's Steps before the probes")
+    p.add_argument("--pace", type=float, default=3.0, help="seconds between the lecturer's Steps (± 20 %%)")
+    p.add_argument("--run-steps", type=int, default=40, help="the lecturer's Steps before a new run (Reset)")
+    p.add_argument("--open", type=float, default=10.0, help="seconds each probe's tab stays open")
+    p.add_argument("--sandbox", type=int, default=3, help="Sandbox tabs with a large table (lossless, block, τ = 8)")
+    p.add_argument("--words", type=int, default=400, help="words in the Sandbox links' table")
+    p.add_argument("--auto", type=int, default=6, help="auto-stepping Decode tabs (10000 steps, tree, τ = 16)")
+    p.add_argument("--gap", type=float, default=5.0, help="seconds between the waves of tabs")
+    p.add_argument("--settle", type=float, default=60.0, help="seconds after the last tab closed before RSS is read")
+    p.add_argument("--offline", action="store_true", help="the server's hub switched off (HF_HUB_OFFLINE=1)")
+    p.add_argument("--env", nargs="*", default=[], help="KEY=VALUE for the server")
+    p.add_argument("--json", type=Path, help="also write the results here")
+    p.add_argument("--out", type=Path, default=Path("runs/probes"), help="the server's log, class TOML and hub cache")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    print(f"probes, {date.today()}, {machine()}", flush=True)
+    result = measure(args)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False))
+    print(report(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
