@@ -202,10 +202,11 @@ def sandbox_table(words: int, tau: int = SANDBOX_TAU, seed: int = 0) -> str:
     row a distribution over them (5 decimals, so the link stays under the app's 100 kB)."""
     rng = random.Random(seed)
 
-    def row() -> list[float]:
+    def row() -> list[float]:  # units of 1e-5 that add up to exactly 100 000: the column sums to 1
         weights = [rng.random() + 0.05 for _ in range(words)]
-        total = sum(weights)
-        return [round(w / total, 5) for w in weights]
+        units = [int(w / sum(weights) * 100_000) for w in weights]
+        units[0] += 100_000 - sum(units)
+        return [u / 100_000 for u in units]
 
     table = {
         "words": [f"w{i}" for i in range(words)],
@@ -306,11 +307,16 @@ _NOT_MARKDOWN = {
 }
 
 
+# A widget's value, options and ids: shown as typed (an input's text, a choice), never read as markdown.
+_VALUES = {"value", "default", "raw_value", "options", "placeholder", "id", "form_id", "query_param_key", "data"}
+
+
 def _strings(message: Any, prefix: str = "") -> list[tuple[str, str]]:
     """(field name, value) of every string field of a protobuf message, nested messages included."""
     out = []
     for descriptor, value in message.ListFields():
-        values = value if descriptor.label == descriptor.LABEL_REPEATED else [value]
+        single = isinstance(value, (str, bytes)) or hasattr(value, "ListFields") or not hasattr(value, "__len__")
+        values = [value] if single else list(value)
         for v in values:
             if isinstance(v, str):
                 out.append((prefix + descriptor.name, v))
@@ -324,21 +330,31 @@ def fetches(elements: list[Any], host: str) -> list[str]:
     link, image or autolink to it ("://host" left whole: `specviz.viz.plain` breaks it with a word joiner); in HTML
     (st.html), an attribute naming it; an image, iframe or link button whose address names it."""
     found = []
-    attribute = re.compile(r"""(?:src|href|srcset|action|poster|data)\s*=\s*["']?[^"'>\s]*""" + re.escape(host), re.I)
+    named = re.escape(host) + r"(?!\d)"  # 127.0.0.1:9 is not 127.0.0.1:90
+    attribute = re.compile(
+        r"""<[a-z][^>]*\b(?:src|href|srcset|action|poster|data)\s*=\s*["']?[^"'>\s]*""" + named, re.I
+    )
     for element in elements:
         kind = element.WhichOneof("type")
         if kind is None or kind in _NOT_MARKDOWN:
             continue
         for name, text in _strings(getattr(element, kind)):
             if kind == "html":
-                hit = attribute.search(text) or re.search(r"url\([^)]*" + re.escape(host), text, re.I)
+                hit = attribute.search(text) or re.search(r"url\([^)]*" + named, text, re.I)
+            elif name.split(".")[-1] in _VALUES:
+                continue
             elif name.split(".")[-1] in ("url", "src", "href"):
-                hit = host in text
+                hit = re.search(named, text)
             else:
-                hit = f"://{host}" in text
+                hit = re.search("://" + named, text)
             if hit:
                 found.append(f"{kind}.{name}: {text[:120]!r}")
     return found
+
+
+def said(messages: list[str]) -> list[str]:
+    """The messages that answer a link (a toast, an error or a warning; not the page's own hints)."""
+    return [m for m in messages if m.startswith(("toast:", "error:", "warning:"))]
 
 
 @dataclass
@@ -359,6 +375,8 @@ def _elements(runs: list[Any]) -> list[Any]:
 
 async def open_tab(url: str, probe: Probe, seconds: float, host: str) -> Tab:
     """A tab opened from the probe's link, kept open `seconds` (a light probe: until its page answered), closed."""
+    from streamlit.proto.Alert_pb2 import Alert
+
     from benchmarks.stclient import RunResult, StreamlitClient
 
     tab = Tab(probe, opened_at=time.perf_counter())
@@ -380,17 +398,13 @@ async def open_tab(url: str, probe: Probe, seconds: float, host: str) -> Tab:
     except Exception as exc:  # the connection itself failed: say so, as an error of the probe
         tab.client_error = f"{type(exc).__name__}: {exc}"
     finally:
-        seen = _elements(runs) + client.elements()
-        tab.exceptions = sorted({f"{e.exception.type}: {e.exception.message}" for e in seen if e.HasField("exception")})
-        tab.messages = list(
-            dict.fromkeys(
-                [e.alert.body for e in seen if e.HasField("alert")]
-                + [e.toast.body for e in seen if e.HasField("toast")]
-            )
-        )
-        tab.fetches = list(dict.fromkeys(fetches(seen, host)))
         await client.close()
         tab.open_s = time.perf_counter() - tab.opened_at
+    seen = _elements(runs) + client.elements()
+    tab.exceptions = sorted({f"{e.exception.type}: {e.exception.message}" for e in seen if e.HasField("exception")})
+    alerts = [f"{Alert.Format.Name(e.alert.format).lower()}: {e.alert.body}" for e in seen if e.HasField("alert")]
+    tab.messages = list(dict.fromkeys(alerts + [f"toast: {e.toast.body}" for e in seen if e.HasField("toast")]))
+    tab.fetches = list(dict.fromkeys(fetches(seen, host)))
     return tab
 
 
@@ -459,11 +473,12 @@ async def _phases(url: str, pid: int, args: argparse.Namespace, listener: Listen
     teacher = asyncio.create_task(lecturer.life(url))
     await lecturer.ready.wait()
     marks: dict[str, float] = {"quiet": time.perf_counter()}
+    cpu: dict[str, float] = {"quiet": cpu_seconds(pid)}
     rss_start = tree_rss_gb(pid)
     lecturer.phase = "quiet"
     while lecturer.count("quiet") < args.quiet_steps and not teacher.done():
         await asyncio.sleep(0.2)
-    marks["probes"] = time.perf_counter()
+    marks["probes"], cpu["probes"] = time.perf_counter(), cpu_seconds(pid)
     lecturer.phase = "probes"
     print(f"  quiet: {lecturer.count('quiet')} Steps; probes from now", flush=True)
     tabs: list[Tab] = []
@@ -472,14 +487,14 @@ async def _phases(url: str, pid: int, args: argparse.Namespace, listener: Listen
             await asyncio.sleep(args.gap)
         tabs += await asyncio.gather(*(open_tab(url, p, args.open, listener.host) for p in wave))
         print(f"  wave {i + 1}: {len(wave)} tabs closed", flush=True)
-    marks["closed"] = time.perf_counter()
+    marks["closed"], cpu["closed"] = time.perf_counter(), cpu_seconds(pid)
     lecturer.phase = "after"
-    cpu0 = cpu_seconds(pid)
+    cpu0 = cpu["closed"]
     cpu_marks = [(0.0, 0.0)]
     while (elapsed := time.perf_counter() - marks["closed"]) < args.settle and not teacher.done():
         await asyncio.sleep(min(10.0, args.settle - elapsed))
         cpu_marks.append((time.perf_counter() - marks["closed"], cpu_seconds(pid) - cpu0))
-    marks["settled"] = time.perf_counter()
+    marks["settled"], cpu["settled"] = time.perf_counter(), cpu_seconds(pid)
     rss_after = tree_rss_gb(pid)
     lecturer.stop.set()
     await teacher
@@ -490,6 +505,7 @@ async def _phases(url: str, pid: int, args: argparse.Namespace, listener: Listen
         "rss_start": rss_start,
         "rss_after": rss_after,
         "cpu_marks": cpu_marks,
+        "cpu": cpu,
     }
 
 
@@ -606,9 +622,13 @@ def measure(args: argparse.Namespace) -> dict:
         "rss_after_minus_start_gb": got["rss_after"] - got["rss_start"],
         "settle_seconds": round(marks["settled"] - marks["closed"], 1),
         "settle_cpu": [(round(t, 1), round(c, 2)) for t, c in got["cpu_marks"]],
+        "server_cores_busy": {  # the server's CPU-s per second in each phase (2.0: both cores of a 2-core machine)
+            phase: round((got["cpu"][end] - got["cpu"][phase]) / (marks[end] - marks[phase]), 2)
+            for phase, end in (("quiet", "probes"), ("probes", "closed"), ("closed", "settled"))
+        },
         "exceptions": exceptions,
         "fetches": [f"{t.probe.name}: {f}" for t in tabs for f in t.fetches],
-        "no_message": [t.probe.name for t in tabs if t.probe.wants_message and not t.messages],
+        "no_message": [t.probe.name for t in tabs if t.probe.wants_message and not said(t.messages)],
         "listener_connections": connections,
         "listener_requests": requests,
         "listener_connections_before_probes": connections_before - connections,
@@ -638,9 +658,12 @@ def report(r: dict) -> str:
     lines = [f"probes beside a lecturer, {r['date']}, server env {r['server_env']}"]
     for t in r["tabs"]:
         answered = "still running when closed" if t["answered_s"] is None else f"answered in {t['answered_s']:.1f} s"
-        said = f"; said {t['messages'][0][:160]!r}" if t["messages"] else ""
+        answers = said(t["messages"])
+        said_text = ""
+        if answers:
+            said_text = f"; said {answers[0][:160]!r}" + (f" and {len(answers) - 1} more" if len(answers) > 1 else "")
         more = "".join(f"; {k} {t[k]}" for k in ("exceptions", "fetches", "client_error") if t[k])
-        lines.append(f"  tab {t['probe']}: open {t['open_s']:.1f} s, {answered}{said}{more}")
+        lines.append(f"  tab {t['probe']}: open {t['open_s']:.1f} s, {answered}{said_text}{more}")
     lines += [
         f"lecturer Steps: quiet p50 {r['quiet_p50']:.2f} s p95 {r['quiet_p95']:.2f} s ({r['quiet_steps']} Steps); "
         f"under the probes p50 {r['probes_p50']:.2f} s p95 {r['probes_p95']:.2f} s max {r['probes_max']:.2f} s "
@@ -649,7 +672,10 @@ def report(r: dict) -> str:
         f"  p95 under the probes / quiet: {r['p95_ratio']:.2f}× (goal ≤ 1.5×: {ok[ratio_ok]})",
         f"RSS: start {r['rss_start_gb']:.2f} GB, peak {r['rss_peak_gb']:.2f} GB, {r['settle_seconds']:.0f} s after the "
         f"tabs closed {r['rss_after_gb']:.2f} GB ({r['rss_after_minus_start_gb']:+.2f} GB; goal within 0.2 GB: "
-        f"{ok[rss_ok]}); server CPU-s since the tabs closed at (s, CPU-s): {r['settle_cpu']}",
+        f"{ok[rss_ok]})",
+        f"server cores busy (CPU-s a second): quiet {r['server_cores_busy']['quiet']}, under the probes "
+        f"{r['server_cores_busy']['probes']}, after them {r['server_cores_busy']['closed']}; CPU-s since the tabs "
+        f"closed, at (s, CPU-s): {r['settle_cpu']}",
         f"exceptions on a page: {len(r['exceptions'])} (goal 0) {r['exceptions'] or ''}",
         f"pages that would fetch or link the listener: {len(r['fetches'])} (goal 0) {r['fetches'] or ''}",
         f"hostile or refused links answered with no message: {r['no_message'] or 'none'}",
