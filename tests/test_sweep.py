@@ -354,12 +354,16 @@ def test_the_sweep_across_drafts_runs_each_drafts_sweep_once_and_reads_each_ones
 def test_a_tau_whose_timings_no_runtime_could_give_is_taken_out_and_timed_again(tiny_pair):
     """τ = 2's steps re-timed by hand as a busy minute would: each step made 2 tokens in a verify pass of 6 ms while
     the target alone took 15 ms a token (30 ms the step's two): v(3) = 6 · 2 / 30 = 0.4, under V_FLOOR (0.6), at a
-    one-token time of 15 ms (weight-bound, over WEIGHT_BOUND_MS). Its runs leave the cache; τ = 1 and 3 stay."""
+    one-token time of 15 ms (weight-bound, over WEIGHT_BOUND_MS). Its runs leave the cache; τ = 1 and 3, timed on
+    injected pass times (10 + 2(k − 1) ms a target pass, 1 ms a draft forward: nothing read from the clock), stay."""
     import dataclasses
+
+    from specviz.analysis.clock import FakeTimer
 
     settings = SweepSettings(taus=(1, 2, 3), prompts=("w1 w2",), max_new_tokens=8)
     cache: dict = {}
-    sweep = Sweep(tiny_pair, settings, cache)
+    timer = FakeTimer(lambda what, k: 1.0 if what == "draft" else 10.0 + 2.0 * (k - 1))
+    sweep = Sweep(tiny_pair, settings, cache, timer=timer)
     sweep.run()
     (unit,) = [u for u in sweep.units() if u.tau == 2]
     run = cache[sweep.key(unit)]
