@@ -1,7 +1,7 @@
 """The server's shared model resources, as the pages use them: its pairs (loaded once, the default pinned), and
 its queues for model work: the compute turn every model step takes (the
 class's Steps before heavy units, the lecturer first), the slots of heavy jobs, a session's Steps a second, and
-what a session waiting in them sees (specviz.classroom.turns). Work ends with its session: a closed tab's next turn
+what a session waiting in them sees (specviz.server.turns). Work ends with its session: a closed tab's next turn
 or slot is refused (pages/_session.py)."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import TypeVar
 
 import streamlit as st
 
+from pages import _server
 from pages._session import address, alive
-from specviz import policy
-from specviz.classroom.turns import Pacer, Slots, Turns, each_in_turn
 from specviz.errors import SessionEndedError
-from specviz.policy import RefusedError
+from specviz.server.class_policy import RefusedError
+from specviz.server.turns import Pacer, Slots, Turns, each_in_turn
 from specviz.viz.plain import plain
 
 T = TypeVar("T")
@@ -28,13 +28,13 @@ COMPUTE_ENV = "SPECVIZ_COMPUTE"  # "turns" (default): one step at a time, in arr
 def _turns() -> Turns:
     """Class mode: several steps at once, so that their llama.cpp passes can share decodes
     (specviz.models.llamapool); otherwise one at a time."""
-    rules = policy.current()
+    rules = _server.class_policy()
     return Turns(width=rules.steps_at_once if rules.on else 1)
 
 
 @st.cache_resource(show_spinner=False)
 def _slots() -> Slots:
-    rules = policy.current()
+    rules = _server.class_policy()
     if not rules.on:
         return Slots(None)
     return Slots(rules.heavy_jobs, per_owner=rules.heavy_jobs_per_address, waiting_most=rules.heavy_jobs_waiting)
@@ -86,7 +86,7 @@ def _turn(kind: str) -> contextlib.AbstractContextManager:
 
 def compute_turn(kind: str = "step") -> contextlib.AbstractContextManager:
     """Hold this around model work: every session of the server queues for the CPU, the class's Steps before the
-    heavy jobs' units (specviz.classroom.turns; README, "Many sessions on one server"); a session that waits
+    heavy jobs' units (specviz.server.turns; README, "Many sessions on one server"); a session that waits
     says so, with the turns ahead of it."""
     return contextlib.nullcontext() if os.environ.get(COMPUTE_ENV) == "free" else _turn(kind)
 
@@ -135,10 +135,10 @@ def _refused_stops(held: contextlib.AbstractContextManager) -> Iterator[None]:
 
 def pacer() -> Pacer:
     """A session's Steps a second: the class's bound in class mode, none otherwise."""
-    rules = policy.current()
+    rules = _server.class_policy()
     return Pacer(rules.steps_per_second if rules.on else None)
 
 
 def in_turns(items: Iterator[T]) -> Iterator[T]:
-    """Each item of a computing generator made in a heavy turn of its own (specviz.classroom.turns.each_in_turn)."""
+    """Each item of a computing generator made in a heavy turn of its own (specviz.server.turns.each_in_turn)."""
     return each_in_turn(items, heavy_turn)

@@ -54,7 +54,7 @@ def open_link(stepper, settings, steps: int, start_run) -> None:
 
 
 def take_clicks(stepper, settings, start_run, replay, turn) -> None:
-    """The queued clicks taken in order (specviz.classroom.stepper): Steps in the class's turns, paced in class
+    """The queued clicks taken in order (specviz.server.stepper): Steps in the class's turns, paced in class
     mode; Run to end a heavy job's turns, one a step, with its progress; what happened in a note or a toast."""
     taking = st.empty()  # while the clicks are taken; gone once they are (the toast says what happened)
     if len(stepper.queue) > 1:

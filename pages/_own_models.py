@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from specviz import policy
+from pages import _server
 from specviz.classroom import across
 from specviz.loading import PROMPT_LOOKUP, SELF
 from specviz.models import embedded, gguf
@@ -21,7 +21,7 @@ DRAFT_WORDS = {SELF: "the target itself (self)", PROMPT_LOOKUP: "prompt lookup (
 def places() -> list[gguf.Place]:
     """Where to look: the operator's folders in class mode; otherwise the usual places and specviz's own cache
     (the embedded target's float32 file and the drafts quantized from it)."""
-    rules = policy.current()
+    rules = _server.class_policy()
     if rules.on:
         return [gguf.Place(source=gguf.FOLDER, path=Path(folder).expanduser()) for folder in rules.folders]
     return [*gguf.default_places(os.environ, Path.home()), gguf.Place(source=gguf.FOLDER, path=embedded.cache_root())]

@@ -1,5 +1,5 @@
 """The server's pairs, shared by every session: loaded once from one store of model parts, the default pair pinned,
-the others bounded in number and, in class mode, in memory (specviz.classroom.paircache, specviz.models.store)."""
+the others bounded in number and, in class mode, in memory (specviz.server.paircache, specviz.models.store)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import gc
 import streamlit as st
 
 import specviz
-from specviz import policy
-from specviz.classroom.paircache import PairCache
+from pages import _server
 from specviz.loading import EMBEDDED, check_allowed, planned_parts
 from specviz.models.store import ModelStore, release_memory
+from specviz.server.paircache import PairCache
 
 
 def _load_and_freeze(store: ModelStore, target: str, draft: str, runtime: str) -> specviz.ModelPair:
@@ -20,7 +20,7 @@ def _load_and_freeze(store: ModelStore, target: str, draft: str, runtime: str) -
     under the class's rules; then every object alive (the models' hundreds of thousands among them) is moved out of
     the garbage collector's sight (gc.freeze): its full collections, which stop every session's thread, then
     walk only what the sessions made since, not the models again (0.25 s each with the pair, measured)."""
-    pair = specviz.load_pair(target, draft, runtime=runtime, store=store, guard=policy.current())
+    pair = specviz.load_pair(target, draft, runtime=runtime, store=store, guard=_server.class_policy())
     gc.freeze()
     return pair
 
@@ -35,9 +35,9 @@ def _given_back() -> None:
 
 @st.cache_resource(show_spinner=False)
 def pair_cache() -> PairCache:
-    """The server's pairs (specviz.classroom.paircache): the default pair pinned, the others bounded in number
+    """The server's pairs (specviz.server.paircache): the default pair pinned, the others bounded in number
     and, in class mode, in memory; every pair's parts from one store."""
-    rules = policy.current()
+    rules = _server.class_policy()
     store = ModelStore()
     return PairCache(
         functools.partial(_load_and_freeze, store),
@@ -54,5 +54,5 @@ def pair_cache() -> PairCache:
 def cached_pair(target: str, draft: str, runtime: str = "torch") -> specviz.ModelPair:
     """The pair, loaded once per process and shared by every session; raises SpecvizError. A pair the class does not
     allow is refused before the cache makes room for it or sizes it."""
-    check_allowed(target, draft, policy.current())
+    check_allowed(target, draft, _server.class_policy())
     return pair_cache().get(target, draft, runtime)

@@ -8,7 +8,7 @@ import streamlit as st
 from streamlit import runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from specviz.classroom.turns import Alive
+from specviz.server.turns import Alive
 
 
 def address() -> str | None:

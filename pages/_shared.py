@@ -9,6 +9,7 @@ import streamlit as st
 from streamlit import config as streamlit_config
 
 import specviz
+from pages import _server
 from pages._compute import (  # noqa: F401 (re-exported for the pages)
     COMPUTE_ENV,
     compute_turn,
@@ -18,12 +19,12 @@ from pages._compute import (  # noqa: F401 (re-exported for the pages)
     pacer,
 )
 from pages._pairs import cached_pair, pair_cache  # noqa: F401 (re-exported for the pages)
-from specviz import policy
 from specviz.classroom import links, settings
 from specviz.classroom.settings import MODE_HELP, RULE_HELP
 from specviz.core.config import VERIFICATIONS
 from specviz.loading import AUTO, check_allowed, resolve_runtime
 from specviz.models import embedded, hub
+from specviz.server.class_policy import UPLOAD_BYTES
 from specviz.viz.plain import plain
 from specviz.viz.render import sentence
 
@@ -61,16 +62,18 @@ def codec_for(target: str):
     from an uploaded file: in class mode a folder or hub id outside the operator's list is never read for it."""
     try:
         if target != embedded.NAME:  # the embedded target's traces name it by its model name
-            check_allowed(target, "self", policy.current())
+            check_allowed(target, "self", _server.class_policy())
     except specviz.SpecvizError:
         return None
     return hub.codec_for(target)
 
 
 # Every widget's range or choices, by its key, from the one settings registry (links check the same).
-LIMITS = settings.allowed()
-PROMPT_CHARS = settings.prompt_chars()  # class mode: the longest prompt a student may type
-UPLOAD_MB = max(1, -(-(policy.current().upload_bytes if policy.current().on else policy.UPLOAD_BYTES) // 1_000_000))
+LIMITS = settings.allowed(_server.class_policy())
+PROMPT_CHARS = settings.prompt_chars(_server.class_policy())  # class mode: the longest prompt a student may type
+UPLOAD_MB = max(
+    1, -(-(_server.class_policy().upload_bytes if _server.class_policy().on else UPLOAD_BYTES) // 1_000_000)
+)
 # Every upload, from any widget or a request made by hand, is refused by the server itself past the app's largest cap
 # (HTTP 413 before it is kept in memory; Streamlit's own default is 200 MB); each widget says its own cap first.
 streamlit_config.set_option("server.maxUploadSize", UPLOAD_MB)

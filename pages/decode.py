@@ -15,10 +15,9 @@ from pages import _typed as typed_ui
 from pages._decode_panels import before_first_step, slide_panel
 from pages._keys import keyboard_stepping
 from pages._reading import trace_reading
-from specviz.classroom.replay import replay_for
 from specviz.classroom.settings import BROKEN_HELP
-from specviz.classroom.stepper import Stepper
 from specviz.core.prompt import toggled_chat
+from specviz.server.stepper import Stepper
 from specviz.viz import view as view_of
 from specviz.viz.plain import plain
 from specviz.viz.render import LEGEND, run_html, sentence
@@ -33,7 +32,7 @@ if upload or frozen:
         if upload
         else (json.dumps(frozen.data["trace"]).encode(), f"snapshot {frozen.created}")
     )
-    replay, upload_error = replay_for(data, name, st.session_state.get("decode_replay"), ui.codec_for)
+    replay, upload_error = snapshots.replay(data, name, st.session_state.get("decode_replay"), ui.codec_for)
     st.session_state["decode_replay"] = replay
 off = replay is not None
 with st.sidebar:

@@ -37,7 +37,7 @@ from specviz.models.lm import HFModel, NextTokenModel
 from specviz.models.pair import ModelPair
 from specviz.models.store import ModelStore, tensor_bytes
 from specviz.models.text import HFCodec
-from specviz.policy import ClassPolicy
+from specviz.server.class_policy import ClassPolicy
 
 SELF = "self"
 PROMPT_LOOKUP = "prompt-lookup"
@@ -149,8 +149,8 @@ def load_pair(
 
     `store`: where the pair takes its parts (specviz.models.store): pairs loaded from one store share every part
     they have in common (the target's weights, its llama.cpp model) and `pair.close()` gives them back; without
-    one the pair's parts are its own. `guard`: a class server's rules (specviz.policy), handed in by the app:
-    only allowed models and addresses, the class's size limit and llama.cpp's shared batched context. The
+    one the pair's parts are its own. `guard`: a class server's policy (specviz.server.class_policy), handed in by
+    the app: only allowed models and addresses, the class's size limit and llama.cpp's shared batched context. The
     library itself never reads class settings."""
     rules = guard or ClassPolicy()
     check_allowed(target, draft, rules)  # class mode: presets and the operator's allowlist only
@@ -273,7 +273,7 @@ def planned_parts(
     guard: ClassPolicy | None = None,
 ) -> list[tuple[tuple, int]]:
     """The parts `load_pair` would take from a store for this pair (the keys it uses), each with the bytes it is
-    estimated to hold, before anything loads: a class server budgets its memory with it (specviz.classroom.paircache)
+    estimated to hold, before anything loads: a class server budgets its memory with it (specviz.server.paircache)
     and loads only the parts it does not hold yet. A model whose size cannot be known without loading it counts 0.
     Under a class's rules, a target or draft the class does not allow is refused first (RefusedError, check_allowed):
     nothing it names is resolved, fetched, sized or read."""

@@ -1,7 +1,7 @@
 """Runs sharing llama.cpp decodes (specviz.models.llamapool): the same numbers bit for bit as the same runs in
 contexts of their own, stepped alone, whatever runs beside them; streams leased, given back and reused; a run
 that does not fit, or a token tree, gets a context of its own; a class server steps several runs at once so that
-their passes meet (specviz.classroom.turns, `width`)."""
+their passes meet (specviz.server.turns, `width`)."""
 
 import gc
 import threading
@@ -11,10 +11,10 @@ import torch
 
 import specviz
 from specviz import Decoder, SpecConfig
-from specviz.classroom.turns import Turns
 from specviz.errors import ModelError
 from specviz.models import llamacpp
 from specviz.models.llamapool import BATCH, PooledSession, SlotPool
+from specviz.server.turns import Turns
 
 PROMPTS = (
     "Write a long story about a robot who learns to paint.",

@@ -43,7 +43,7 @@ from specviz.loading import (
 from specviz.models import embedded, gguf, llamacpp, quantize, remote
 from specviz.models.lm import HFModel
 from specviz.models.pair import ModelPair
-from specviz.policy import ClassPolicy
+from specviz.server.class_policy import ClassPolicy
 
 GGUF, TRAINED, EARLY, LOOKUP, MODEL = "gguf", "trained", "early exit", "lookup", "model"  # what a draft is
 EMBEDDED_HUB = "HuggingFaceTB/SmolLM2-135M-Instruct"  # the embedded target on the hub (what vLLM and SGLang load)
