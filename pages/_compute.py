@@ -7,7 +7,6 @@ or slot is refused (pages/_session.py)."""
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
@@ -21,7 +20,6 @@ from specviz.server.turns import Pacer, Slots, Turns, each_in_turn
 from specviz.viz.plain import plain
 
 T = TypeVar("T")
-COMPUTE_ENV = "SPECVIZ_COMPUTE"  # "turns" (default): one step at a time, in arrival order; "free": no queue
 
 
 @st.cache_resource(show_spinner=False)
@@ -88,7 +86,7 @@ def compute_turn(kind: str = "step") -> contextlib.AbstractContextManager:
     """Hold this around model work: every session of the server queues for the CPU, the class's Steps before the
     heavy jobs' units (specviz.server.turns; README, "Many sessions on one server"); a session that waits
     says so, with the turns ahead of it."""
-    return contextlib.nullcontext() if os.environ.get(COMPUTE_ENV) == "free" else _turn(kind)
+    return contextlib.nullcontext() if _server.config().compute == "free" else _turn(kind)
 
 
 def heavy_turn() -> contextlib.AbstractContextManager:

@@ -21,10 +21,10 @@ DRAFT_WORDS = {SELF: "the target itself (self)", PROMPT_LOOKUP: "prompt lookup (
 def places() -> list[gguf.Place]:
     """Where to look: the operator's folders in class mode; otherwise the usual places and specviz's own cache
     (the embedded target's float32 file and the drafts quantized from it)."""
-    rules = _server.class_policy()
-    if rules.on:
-        return [gguf.Place(source=gguf.FOLDER, path=Path(folder).expanduser()) for folder in rules.folders]
-    return [*gguf.default_places(os.environ, Path.home()), gguf.Place(source=gguf.FOLDER, path=embedded.cache_root())]
+    server = _server.config()
+    if server.class_policy.on:
+        return [gguf.Place(source=gguf.FOLDER, path=Path(f).expanduser()) for f in server.class_policy.folders]
+    return [*server.places, gguf.Place(source=gguf.FOLDER, path=embedded.cache_root())]
 
 
 @st.cache_data(ttl=30, show_spinner=False)

@@ -11,7 +11,6 @@ from streamlit import config as streamlit_config
 import specviz
 from pages import _server
 from pages._compute import (  # noqa: F401 (re-exported for the pages)
-    COMPUTE_ENV,
     compute_turn,
     heavy_job,
     heavy_turn,

@@ -158,3 +158,53 @@ def test_pages_are_thin():
         if (n := len(p.read_text().splitlines())) > 150
     }
     assert long == {}, f"pages over 150 lines: {long}"
+
+
+# The environment is read at the top only: specviz.server.config (ServerConfig.from_environ, every SPECVIZ_* variable
+# and the class settings file), called by the CLI and by the app through pages/_server.py; what it read is handed down
+# as arguments, and nothing below asks for the class policy itself.
+TOP = ("specviz/server/config.py", "specviz/cli.py", "pages/_server.py", "app.py")
+# specviz/models/llamainstall.py reads GGML_BACKEND_PATH, llama.cpp's own variable, in the code it writes into
+# llama_cpp's package (a string here, not a read by specviz): it is not ours to hand down.
+NOT_YET = (  # still read where they are used: issue 56, point 1's remainder (handed down in a follow-up)
+    "specviz/limits.py",
+    "specviz/loading.py",
+    "specviz/models/embedded.py",
+    "specviz/models/llamacpp.py",
+    "specviz/models/remote/spec.py",
+)
+
+
+def reads_environment(source: str) -> list[str]:
+    """Where `source` reads the environment (os.environ, os.getenv, `from os import environ`) or asks for the class
+    policy of the process (policy.current()), by line."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in ("environ", "environb", "getenv", "getenvb"):
+            found.append(f"line {node.lineno}: {node.attr}")
+        elif isinstance(node, ast.ImportFrom) and node.module == "os":
+            found += [f"line {node.lineno}: {a.name}" for a in node.names if a.name in ("environ", "getenv")]
+        elif isinstance(node, ast.Attribute) and node.attr == "current" and "policy" in ast.unparse(node.value):
+            found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_only_the_top_reads_the_environment_or_the_class_policy():
+    root = LIBRARY.parent
+    below = [p for p in [*LIBRARY.rglob("*.py"), *(root / "pages").glob("*.py")] if p.is_file()]
+    allowed = {*TOP, *NOT_YET}
+    wrong = {
+        path: found
+        for p in below
+        if (path := p.relative_to(root).as_posix()) not in allowed and (found := reads_environment(p.read_text()))
+    }
+    assert wrong == {}
+    assert all(reads_environment((root / path).read_text()) for path in NOT_YET)  # none listed idly
+
+
+def test_an_environment_or_policy_read_would_be_found():
+    assert reads_environment("import os\nlimit = os.environ.get('SPECVIZ_X', '1')\n") == ["line 2: environ"]
+    assert reads_environment("import os\nx = os.getenv('SPECVIZ_X')\n") == ["line 2: getenv"]
+    assert reads_environment("from os import environ\n") == ["line 1: environ"]
+    assert reads_environment("rules = policy.current()\n") == ["line 1: policy.current"]
+    assert reads_environment("def f(env):\n    return env.get('SPECVIZ_X')\n") == []  # handed in: fine
