@@ -20,7 +20,14 @@ def _load_and_freeze(store: ModelStore, target: str, draft: str, runtime: str) -
     under the class's rules; then every object alive (the models' hundreds of thousands among them) is moved out of
     the garbage collector's sight (gc.freeze): its full collections, which stop every session's thread, then
     walk only what the sessions made since, not the models again (0.25 s each with the pair, measured)."""
-    pair = specviz.load_pair(target, draft, runtime=runtime, store=store, guard=_server.class_policy())
+    pair = specviz.load_pair(
+        target,
+        draft,
+        runtime=runtime,
+        store=store,
+        guard=_server.class_policy(),
+        settings=_server.config().load_settings(),
+    )
     gc.freeze()
     return pair
 
@@ -46,7 +53,7 @@ def pair_cache() -> PairCache:
         idle_s=60.0 if rules.on else 0.0,  # a person alone: the oldest pair makes room at once
         store=store,
         budget_bytes=int(rules.memory_gb * 1e9) if rules.on else None,
-        estimate=lambda key: planned_parts(*key, guard=rules),
+        estimate=lambda key: planned_parts(*key, guard=rules, settings=_server.config().load_settings()),
         released=_given_back,
     )
 

@@ -8,6 +8,7 @@ import os
 import threading
 from pathlib import Path
 
+from specviz.models import embedded
 from specviz.server.class_policy import ClassPolicy
 from specviz.server.config import CLASS_SETTINGS_ENV, ServerConfig
 
@@ -29,6 +30,7 @@ def config() -> ServerConfig:
         if key not in _held:
             _held.clear()
             _held[key] = ServerConfig.from_environ(env)
+            embedded.use_cache(_held[key].cache_dir)  # specviz's own files: where this server keeps them
         return _held[key]
 
 

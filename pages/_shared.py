@@ -44,7 +44,7 @@ def load_pair(target: str, draft: str) -> specviz.ModelPair | None:
     """The pair on the runtime chosen in the sidebar, loaded once per process; None (with the reason
     on the page) when it fails."""
     try:
-        runtime = resolve_runtime(target, st.session_state.get("runtime", AUTO))
+        runtime = resolve_runtime(target, st.session_state.get("runtime", AUTO), default=_server.config().runtime)
         with st.spinner(
             f"Loading {plain(target)} and draft {plain(draft)} on {plain(runtime)} (the very first start converts "
             "the model: ~30 s)…"

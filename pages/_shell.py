@@ -66,6 +66,7 @@ def runtime_picker() -> None:
     """The sidebar's runtime choice, and in words what runs the embedded target and how to get faster."""
     choice = st.selectbox("Runtime", RUNTIMES, key="runtime", help=RUNTIME_HELP)
     try:
-        st.caption(runtime_line(choice))
+        server = _server.config()
+        st.caption(runtime_line(choice, default=server.runtime, threads=server.llama.threads))
     except specviz.SpecvizError as exc:
         st.caption(f":red[{plain(sentence(exc))}]")

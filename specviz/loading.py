@@ -8,8 +8,7 @@ target's own parts, a target behind a serving engine, and the runtime that runs 
 from __future__ import annotations
 
 import math
-import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,6 @@ from specviz.bounded import whole_number
 from specviz.drafts.lookup import PromptLookupDrafter
 from specviz.drafts.subset import early_exit
 from specviz.errors import IncompatibleModelsError, ModelError
-from specviz.limits import env_count
 from specviz.models import embedded, gguf, kernels, llamacpp, quantize, remote
 from specviz.models.ggufcodec import LlamaCodec
 from specviz.models.hub import (
@@ -47,13 +45,31 @@ EMBEDDED_DRAFT_LAYERS = 8  # the untrained fallback when assets/draft/ is missin
 AUTO, TORCH, KERNELS = "auto", "torch", "torch-kernels"
 # the target's runtime; "auto": llama.cpp where it can run, else torch on per-shape kernels (specviz.models.kernels)
 RUNTIMES = (AUTO, llamacpp.RUNTIME, KERNELS, TORCH)
-RUNTIME_ENV = "SPECVIZ_RUNTIME"  # the default for load_pair(runtime="auto") and the app
+RUNTIME_ENV = "SPECVIZ_RUNTIME"  # what "auto" means on a server (specviz.server.config)
 
 __all__ = ["HubUnreachableError", "ModelTooLargeError", "VocabularyMismatchError"]
 
 
 class VocabularyMismatchError(IncompatibleModelsError):
     """Draft and target tokenizers differ in size or in their token ↔ id mapping."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadSettings:
+    """What a server hands load_pair besides the pair (specviz.server.config: its environment, read at the top);
+    the defaults are the library's own, whatever the environment says."""
+
+    runtime: str = AUTO  # what the runtime "auto" means
+    max_params: int = limits.DEFAULT_MAX_PARAMS  # the largest model, in parameters
+    places: tuple[gguf.Place, ...] | None = None  # where GGUF files are found; None: the usual places at home
+    remote_timeout_s: float = remote.DEFAULT_TIMEOUT_S  # a served target's answer
+    llama: llamacpp.LlamaSettings = field(default_factory=llamacpp.LlamaSettings)
+
+    def found_in(self) -> list[gguf.Place]:
+        return list(self.places) if self.places is not None else gguf.default_places({}, Path.home())
+
+
+DEFAULTS = LoadSettings()  # load_pair's when none is handed
 
 
 @dataclass(frozen=True)
@@ -136,6 +152,7 @@ def load_pair(
     runtime: str = AUTO,
     store: ModelStore | None = None,
     guard: ClassPolicy | None = None,
+    settings: LoadSettings | None = None,
 ) -> ModelPair:
     """A pair from "embedded", a hub id or a local directory for the target; the draft may also be
     "self", "prompt-lookup", "early-exit:K" or a folder made by scripts/train_draft.py. With the
@@ -150,23 +167,24 @@ def load_pair(
     `store`: where the pair takes its parts (specviz.models.store): pairs loaded from one store share every part
     they have in common (the target's weights, its llama.cpp model) and `pair.close()` gives them back; without
     one the pair's parts are its own. `guard`: a class server's policy (specviz.server.class_policy), handed in by
-    the app: only allowed models and addresses, the class's size limit and llama.cpp's shared batched context. The
-    library itself never reads class settings."""
+    the app: only allowed models and addresses, the class's size limit and llama.cpp's shared batched context.
+    `settings`: the server's (what "auto" means, the largest model when `max_params` is None, where GGUF files are
+    found, a served target's timeout, how llama.cpp runs), DEFAULTS without. The library never reads the
+    environment."""
     rules = guard or ClassPolicy()
+    settings = settings or DEFAULTS
     check_allowed(target, draft, rules)  # class mode: presets and the operator's allowlist only
     dev, torch_dtype = resolve_device(device), resolve_dtype(dtype, device)
-    runtime = resolve_runtime(target, runtime, dev, torch_dtype)
-    limit = limits.DEFAULT_MAX_PARAMS if max_params is None else max_params
-    limit = int(os.environ.get(limits.MAX_PARAMS_ENV, limit)) if max_params is None else limit
-    limit = rules.model_params(limit)
+    runtime = resolve_runtime(target, runtime, dev, torch_dtype, default=settings.runtime)
+    limit = rules.model_params(settings.max_params if max_params is None else max_params)
     parts = _Parts(store or ModelStore())
     try:
         if remote.is_remote(target):
-            pair = _remote_pair(target, draft, limit, dev, torch_dtype, progress, parts, rules)
+            pair = _remote_pair(target, draft, limit, dev, torch_dtype, progress, parts, rules, settings)
         elif is_gguf(target):
-            pair = _gguf_pair(target, draft, limit, progress, parts, rules)
+            pair = _gguf_pair(target, draft, limit, progress, parts, rules, settings)
         else:
-            pair = _local_pair(target, draft, runtime, limit, dev, torch_dtype, progress, parts, rules)
+            pair = _local_pair(target, draft, runtime, limit, dev, torch_dtype, progress, parts, rules, settings)
     except BaseException:
         parts.give_back()
         raise
@@ -212,6 +230,7 @@ def _local_pair(
     progress: embedded.Progress | None,
     parts: _Parts,
     rules: ClassPolicy,
+    settings: LoadSettings,
 ) -> ModelPair:
     say = progress or (lambda _msg: None)
     if runtime == KERNELS:
@@ -222,7 +241,7 @@ def _local_pair(
             model, tokenizer = load_model(target, limit, dev, torch_dtype, progress)
             target_lm = HFModel(model, embedded.NAME if target == EMBEDDED else target, KERNELS)
             say(f"Preparing draft {draft}...")
-            draft_lm = _draft(draft, target, target_lm, tokenizer, limit, dev, torch_dtype, progress, True)
+            draft_lm = _draft(draft, target, target_lm, tokenizer, limit, dev, torch_dtype, progress, True, settings)
             say("Timing the product kernels for each weight shape (a few seconds)...")
             kernels.with_chosen_kernels(model)  # after the drafts copied what they copy, before anything runs
             return target_lm, draft_lm, tokenizer
@@ -238,10 +257,10 @@ def _local_pair(
     runner: NextTokenModel = target_lm
     if runtime == llamacpp.RUNTIME:
         say("Loading the target on llama.cpp...")
-        slots = llamacpp.CLASS_SLOTS if rules.on else 0  # a class server's runs share decodes
+        slots = settings.llama.slots_for(rules.on)  # a class server's runs share decodes
         runner = parts.take(
             ("llama.cpp", EMBEDDED, slots),
-            lambda: llamacpp.load_embedded(progress, slots=slots),
+            lambda: llamacpp.load_embedded(progress, slots=slots, settings=settings.llama),
             f"{embedded.NAME} (llama.cpp, float32)",
             lambda model: model.nbytes(),
         )
@@ -252,7 +271,7 @@ def _local_pair(
     lean = runtime != TORCH  # the fast runtimes run the draft's lean forward too
     draft_lm = parts.take(
         ("draft", target, draft, str(dev), str(torch_dtype), lean),
-        lambda: _draft(draft, target, target_lm, tokenizer, limit, dev, torch_dtype, progress, lean),
+        lambda: _draft(draft, target, target_lm, tokenizer, limit, dev, torch_dtype, progress, lean, settings),
         f"draft {draft} for {target_lm.name}" + (" (lean)" if lean else ""),
         lambda lm: lm.nbytes() if is_gguf(draft) else tensor_bytes(lm, target_model) - tensor_bytes(target_model),
     )
@@ -271,6 +290,7 @@ def planned_parts(
     device: str = "auto",
     dtype: str = "auto",
     guard: ClassPolicy | None = None,
+    settings: LoadSettings | None = None,
 ) -> list[tuple[tuple, int]]:
     """The parts `load_pair` would take from a store for this pair (the keys it uses), each with the bytes it is
     estimated to hold, before anything loads: a class server budgets its memory with it (specviz.server.paircache)
@@ -278,22 +298,24 @@ def planned_parts(
     Under a class's rules, a target or draft the class does not allow is refused first (RefusedError, check_allowed):
     nothing it names is resolved, fetched, sized or read."""
     rules = guard or ClassPolicy()
+    settings = settings or DEFAULTS
     check_allowed(target, draft, rules)
     dev, torch_dtype = resolve_device(device), resolve_dtype(dtype, device)
-    runtime = resolve_runtime(target, runtime, dev, torch_dtype)
+    runtime = resolve_runtime(target, runtime, dev, torch_dtype, default=settings.runtime)
+    places = settings.found_in()
     width = torch.tensor([], dtype=torch_dtype).element_size()
     at = (str(dev), str(torch_dtype))
     if remote.is_remote(target):
         return [(("torch", draft, *at, "eager"), _estimated_params(draft) * width)]
-    slots = llamacpp.CLASS_SLOTS if rules.on else 0
-    pooled = slots * env_count(llamacpp.SLOT_TOKENS_ENV, llamacpp.SLOT_TOKENS, "tokens", 64) if slots else 0
+    slots = settings.llama.slots_for(rules.on)
+    pooled = slots * settings.llama.slot_tokens
     if is_gguf(target):
-        path = _known_gguf_path(target)
+        path = _known_gguf_path(target, places)
         if path is None:  # it would have to be downloaded first: its size is not known here
             return []
         info = gguf.read_info(path)
         planned = [(("llama.cpp", str(path), slots), info.file_bytes + pooled * (info.kv_bytes_per_token or 0))]
-        if is_gguf(draft) and (draft_path := _known_gguf_path(draft)) is not None and draft_path != path:
+        if is_gguf(draft) and (draft_path := _known_gguf_path(draft, places)) is not None and draft_path != path:
             planned.append((("llama.cpp", str(draft_path), 0), _gguf_file_bytes(draft, draft_path)))
         return planned
     if runtime == KERNELS:
@@ -306,13 +328,13 @@ def planned_parts(
         lean = runtime != TORCH
         size = _estimated_draft_params(draft, target) * width * (2 if lean else 1)  # lean: prepared copies beside
         if is_gguf(draft):
-            path = _known_gguf_path(draft)
+            path = _known_gguf_path(draft, places)
             size = _gguf_file_bytes(draft, path) if path is not None else 0
         planned.append((("draft", target, draft, *at, lean), size))
     return planned
 
 
-def _known_gguf_path(spec: str) -> Path | None:
+def _known_gguf_path(spec: str, places: list[gguf.Place]) -> Path | None:
     """The file a GGUF spec names, where knowing it needs no download and no quantizing."""
     spec = spec.strip()
     if spec.startswith(QUANTIZED):
@@ -320,7 +342,7 @@ def _known_gguf_path(spec: str) -> Path | None:
         return Path(f"{embedded.NAME}.{spec.removeprefix(QUANTIZED)}.gguf")  # made on first use; sized by its bits
     if spec.startswith("hf:"):
         return None
-    return gguf.resolve(spec, gguf.default_places(os.environ, Path.home()))
+    return gguf.resolve(spec, places)
 
 
 def _gguf_file_bytes(spec: str, path: Path) -> int:
@@ -383,13 +405,19 @@ def check_allowed(target: str, draft: str, rules: ClassPolicy) -> None:
 
 
 def resolve_runtime(
-    target: str, runtime: str = AUTO, device: torch.device | None = None, dtype: torch.dtype = torch.float32
+    target: str,
+    runtime: str = AUTO,
+    device: torch.device | None = None,
+    dtype: torch.dtype = torch.float32,
+    *,
+    default: str = AUTO,
 ) -> str:
-    """The runtime that will run `target`. "auto" ($SPECVIZ_RUNTIME when set), for the embedded target
+    """The runtime that will run `target`. "auto" (`default` where a server names one: $SPECVIZ_RUNTIME), for the
+    embedded target
     on a CPU in float32: llama.cpp when llama-cpp-python is installed, else torch on per-shape kernels;
     any other target: torch. Asking for a runtime where it cannot run is a ModelError that says why."""
     if runtime == AUTO and not is_gguf(target):  # the default a GGUF file has no choice in
-        runtime = os.environ.get(RUNTIME_ENV, AUTO) or AUTO
+        runtime = default
     if runtime not in RUNTIMES:
         raise ModelError(f"unknown runtime {runtime!r}: use {', '.join(RUNTIMES)}")
     cpu = device is None or device.type == "cpu"
@@ -424,6 +452,7 @@ def _remote_pair(
     progress: embedded.Progress | None,
     parts: _Parts,
     rules: ClassPolicy,
+    settings: LoadSettings,
 ) -> ModelPair:
     """A served target (specviz.models.remote) and a local draft model, whose tokenizer must be the
     server's: checked on probe strings before the first step."""
@@ -439,7 +468,9 @@ def _remote_pair(
     draft_lm = HFModel(model, embedded.NAME if draft == EMBEDDED else draft)
     codec = HFCodec(tokenizer, draft_lm.name)
     say(f"Checking {spec} against the draft's tokenizer...")
-    target_lm = remote.RemoteTarget(spec, codec, draft_lm.vocab_size, check=rules.check_url if rules.on else None)
+    check = rules.check_url if rules.on else None
+    timeout = settings.remote_timeout_s
+    target_lm = remote.RemoteTarget(spec, codec, draft_lm.vocab_size, timeout=timeout, check=check)
     target_lm.check_tokenizer(codec)
     return ModelPair(target_lm, draft_lm, codec)
 
@@ -454,6 +485,7 @@ def _draft(
     torch_dtype: torch.dtype,
     progress: embedded.Progress | None,
     lean: bool,
+    settings: LoadSettings,
 ) -> NextTokenModel:
     if spec == SELF or (spec == target_spec and spec != EMBEDDED):
         return target
@@ -465,7 +497,7 @@ def _draft(
                 f"a GGUF draft ({spec!r}) pairs with the embedded target or a GGUF target; {target_spec!r} is neither"
             )
         target_info = gguf.read_info(embedded.ensure_f32_gguf(progress))
-        return _gguf_model(spec, target_info, progress)
+        return _gguf_model(spec, target_info, progress, settings)
     if spec == EMBEDDED and target_spec == EMBEDDED and drafts.is_draft_dir(drafts.DEFAULT_DIR):
         say = progress or (lambda _msg: None)
         say("Building the distilled draft from assets/draft...")
@@ -489,13 +521,13 @@ def is_gguf(spec: str) -> bool:
     return spec.startswith(QUANTIZED) or gguf.parse_spec(spec) is not None
 
 
-def gguf_path(spec: str, progress: embedded.Progress | None = None) -> Path:
-    """The file a GGUF spec names: made here for "embedded:KIND", found or downloaded otherwise
-    (specviz.models.gguf.resolve)."""
+def gguf_path(spec: str, progress: embedded.Progress | None = None, places: list[gguf.Place] | None = None) -> Path:
+    """The file a GGUF spec names: made here for "embedded:KIND", found in `places` (default: the usual places at
+    home) or downloaded otherwise (specviz.models.gguf.resolve)."""
     spec = spec.strip()
     if spec.startswith(QUANTIZED):
         return quantize.embedded_quantized(spec.removeprefix(QUANTIZED), progress)
-    return gguf.resolve(spec, gguf.default_places(os.environ, Path.home()), progress)
+    return gguf.resolve(spec, DEFAULTS.found_in() if places is None else places, progress)
 
 
 def gguf_name(info: gguf.GGUFInfo, spec: str = "") -> str:
@@ -505,18 +537,16 @@ def gguf_name(info: gguf.GGUFInfo, spec: str = "") -> str:
     return f"{embedded.NAME if ours else info.name} ({info.quantization})"
 
 
-def _gguf_model(spec: str, target: gguf.GGUFInfo | None, progress: embedded.Progress | None) -> NextTokenModel:
+def _gguf_model(
+    spec: str, target: gguf.GGUFInfo | None, progress: embedded.Progress | None, settings: LoadSettings
+) -> NextTokenModel:
     """A GGUF draft on llama.cpp, after its header was checked against the target's (vocabulary, special tokens,
     chat template: IncompatibleModelsError naming the first differences)."""
-    path = gguf_path(spec, progress)
+    path = gguf_path(spec, progress, settings.found_in())
     info = gguf.read_info(path)
     if target is not None:
         gguf.check_pair(target, info)
-    return llamacpp.LlamaCppModel(path, gguf_name(info, spec), _llama_context())
-
-
-def _llama_context() -> int:
-    return env_count(llamacpp.CONTEXT_ENV, llamacpp.DEFAULT_CONTEXT, "tokens", 64)
+    return llamacpp.from_settings(path, gguf_name(info, spec), settings.llama)
 
 
 def _gguf_pair(
@@ -526,13 +556,15 @@ def _gguf_pair(
     progress: embedded.Progress | None,
     parts: _Parts,
     rules: ClassPolicy,
+    settings: LoadSettings,
 ) -> ModelPair:
     """A GGUF target on llama.cpp with its own tokenizer (specviz.models.ggufcodec), drafted by a second GGUF file of
     the same vocabulary, by itself or by prompt lookup. The headers are checked, and the pair's memory set against the
     machine's free memory, before anything heavy loads."""
     say = progress or (lambda _msg: None)
     say(f"Reading {target}...")
-    path = gguf_path(target, progress)
+    places = settings.found_in()
+    path = gguf_path(target, progress, places)
     info = gguf.read_info(path)
     if info.parameters > limit:
         raise ModelTooLargeError(
@@ -541,7 +573,7 @@ def _gguf_pair(
         )
     draft_info = None
     if is_gguf(draft):
-        draft_path = gguf_path(draft, progress)
+        draft_path = gguf_path(draft, progress, places)
         draft_info = gguf.read_info(draft_path)
         gguf.check_pair(info, draft_info)  # before anything heavy loads
     elif draft not in (SELF, PROMPT_LOOKUP):
@@ -549,8 +581,8 @@ def _gguf_pair(
             f"a GGUF target drafts with another GGUF file of its vocabulary, with itself (self) or by prompt lookup; "
             f"{draft!r} is built from torch weights, which a GGUF target does not have here"
         )
-    slots = llamacpp.CLASS_SLOTS if rules.on else 0  # a class server's runs share decodes
-    context = _llama_context()
+    slots = settings.llama.slots_for(rules.on)  # a class server's runs share decodes
+    context = settings.llama.context
     held = {p.key for p in parts.store.parts()}
     target_key = ("llama.cpp", str(path), slots)
     needed = 0 if target_key in held else info.file_bytes + info.kv_bytes_per_token * context
@@ -561,7 +593,7 @@ def _gguf_pair(
     say(f"Loading {name} on llama.cpp...")
     runner = parts.take(
         target_key,
-        lambda: llamacpp.LlamaCppModel(path, name, context, slots=slots),
+        lambda: llamacpp.from_settings(path, name, settings.llama, slots),
         f"{name} (llama.cpp)",
         lambda model: model.nbytes(),
     )
@@ -574,7 +606,7 @@ def _gguf_pair(
     say(f"Loading draft {draft_name} on llama.cpp...")
     draft_lm = parts.take(
         ("llama.cpp", str(draft_path), 0),
-        lambda: llamacpp.LlamaCppModel(draft_path, draft_name, context),
+        lambda: llamacpp.from_settings(draft_path, draft_name, settings.llama),
         f"{draft_name} (llama.cpp)",
         lambda model: model.nbytes(),
     )

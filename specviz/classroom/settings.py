@@ -26,7 +26,7 @@ from specviz.classroom.sandbox import MAX_TAU as SANDBOX_TAU
 from specviz.classroom.sandbox import PRESETS as EXERCISES
 from specviz.core.config import MODES, TAU_POLICIES, SpecConfig
 from specviz.core.rules import VERIFICATIONS
-from specviz.loading import EMBEDDED, KERNELS, PRESETS, RUNTIMES, resolve_runtime
+from specviz.loading import AUTO, EMBEDDED, KERNELS, PRESETS, RUNTIMES, resolve_runtime
 from specviz.models import llamacpp
 from specviz.server.class_policy import ClassPolicy
 
@@ -82,12 +82,12 @@ RUNTIME_HELP = (
 )
 
 
-def runtime_line(choice: str) -> str:
-    """In words, what runs the embedded target under `choice` and how to get the faster runtime
-    (Markdown); raises ModelError where the choice cannot run."""
-    runs = resolve_runtime(EMBEDDED, choice)
+def runtime_line(choice: str, default: str = AUTO, threads: int | None = None) -> str:
+    """In words, what runs the embedded target under `choice` (`default`: what "auto" means on this server; `threads`:
+    its llama.cpp threads) and how to get the faster runtime (Markdown); raises ModelError where it cannot run."""
+    runs = resolve_runtime(EMBEDDED, choice, default=default)
     if runs == llamacpp.RUNTIME:
-        threads = llamacpp.default_threads()
+        threads = threads or llamacpp.default_threads()
         return (
             f"The embedded target runs on **llama.cpp** (float32, in process, {threads} "
             f"thread{'s' if threads > 1 else ''}; `SPECVIZ_LLAMA_THREADS` sets it): the fastest here. "

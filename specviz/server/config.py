@@ -18,7 +18,7 @@ from pathlib import Path
 from specviz import limits
 from specviz.bounded import whole_number
 from specviz.errors import ConfigError, ModelError, SpecvizError
-from specviz.loading import AUTO, RUNTIME_ENV, RUNTIMES
+from specviz.loading import AUTO, RUNTIME_ENV, RUNTIMES, LoadSettings
 from specviz.models import embedded, gguf
 from specviz.models.llamacpp import (
     BEND_ENV,
@@ -83,6 +83,16 @@ class ServerConfig:
     def llama_slots(self) -> int:
         """The streams a llama.cpp model of this server opens (class mode: CLASS_SLOTS unless set)."""
         return self.llama.slots_for(self.class_policy.on)
+
+    def load_settings(self) -> LoadSettings:
+        """What load_pair and planned_parts are handed on this server."""
+        return LoadSettings(
+            runtime=self.runtime,
+            max_params=self.max_params,
+            places=self.places,
+            remote_timeout_s=self.remote_timeout_s,
+            llama=self.llama,
+        )
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str], home: Path | None = None) -> ServerConfig:
