@@ -20,7 +20,7 @@ from specviz.bounded import whole_number
 from specviz.errors import ConfigError, ModelError, SpecvizError
 from specviz.loading import AUTO, RUNTIME_ENV, RUNTIMES, LoadSettings
 from specviz.models import embedded, gguf
-from specviz.models.llamacpp import (
+from specviz.models.llamasettings import (
     BEND_ENV,
     CONTEXT_ENV,
     CPU_ENV,
