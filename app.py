@@ -2,9 +2,10 @@
 
 import os
 
-# Torch's OpenMP threads busy-wait between operations. Beside a browser on the same CPU that made
-# decoding up to 6x slower (measured 2026-11-22 on 2 cores: 1.4 instead of 9.3 tokens/s); passive waiting holds
-# it near 5.4 whatever else runs. Set before torch is first imported; override from the environment.
+# Torch's OpenMP threads busy-wait between operations. Beside a browser on the same CPU that made decoding several
+# times slower; passive waiting keeps it steady whatever else runs (the numbers, with their date and machine:
+# docs/performance.md, "The numbers behind the code's defaults"). Set before torch is first imported; override from
+# the environment.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import streamlit as st
@@ -13,10 +14,10 @@ import torch
 from pages import _downloads, _reruns, _server
 from pages._shell import mode_line, prepare_session, runtime_picker
 
-# One thread per model operation: with passive waiting, a second thread's wake-ups cost more than it
-# saves on this model's small products (a Step: 0.22 CPU-s and 0.18 s with two threads, 0.15 and 0.15 s
-# with one, measured 2026-11-23 on a 2-core AMD EPYC), and the other core serves the other sessions' pages.
-# The models loaded after this line keep this count for every pass, from any session's thread: the same
+# One thread per model operation: with passive waiting, a second thread's wake-ups cost more than it saves on this
+# model's small products (a Step took more CPU and more time with two threads than with one:
+# docs/performance.md, "The numbers behind the code's defaults"), and the other cores serve the other sessions'
+# pages. The models loaded after this line keep this count for every pass, from any session's thread: the same
 # sums, so the same trace, whichever thread steps a run (specviz.models.threads).
 torch.set_num_threads(_server.config().torch_threads)  # $SPECVIZ_TORCH_THREADS
 

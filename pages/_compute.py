@@ -1,8 +1,8 @@
-"""The server's shared model resources, as the pages use them: its pairs (loaded once, the default pinned), and
-its queues for model work: the compute turn every model step takes (the
-class's Steps before heavy units, the lecturer first), the slots of heavy jobs, a session's Steps a second, and
-what a session waiting in them sees (specviz.server.turns). Work ends with its session: a closed tab's next turn
-or slot is refused (pages/_session.py)."""
+"""The server's queues for model work, as the pages use them: the compute turn every model step takes (the class's
+Steps before heavy units, the lecturer first), the slots of heavy jobs, a session's Steps a second, and what a
+session waiting in them sees (specviz.server.turns). Who asked: the client's address (a student's tabs share it,
+and a heavy job counts against it) and whether the browser session is still open; work ends with its session: a
+closed tab's next turn or slot is refused, so what a link or a widget started stops with its tab."""
 
 from __future__ import annotations
 
@@ -11,15 +11,35 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import streamlit as st
+from streamlit import runtime
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from pages import _server
-from pages._session import address, alive
 from specviz.errors import SessionEndedError
 from specviz.server.class_policy import RefusedError
-from specviz.server.turns import Pacer, Slots, Turns, each_in_turn
+from specviz.server.turns import Alive, Pacer, Slots, Turns, each_in_turn
 from specviz.viz.plain import plain
 
 T = TypeVar("T")
+
+
+def address() -> str | None:
+    """The client's address (a student's tabs share it), where Streamlit knows it."""
+    try:
+        return st.context.ip_address
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def alive() -> Alive | None:
+    """Whether this browser session is still open, as Streamlit's runtime knows it: its session manager drops a
+    session from its active ones as soon as the tab's websocket closes (it also asks the script to stop, which
+    work that makes no Streamlit call never hears). None where no runtime runs (AppTest, a script)."""
+    ctx = get_script_run_ctx(suppress_warning=True)
+    if ctx is None or not runtime.exists():
+        return None
+    server, session = runtime.get_instance(), ctx.session_id
+    return lambda: server.is_active_session(session)
 
 
 @st.cache_resource(show_spinner=False)

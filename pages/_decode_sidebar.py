@@ -7,8 +7,9 @@ from typing import NamedTuple
 import streamlit as st
 
 import specviz
-from pages import _shared as ui
 from pages import _typed as typed_ui
+from pages import _widgets as ui
+from pages._picker import model_picker
 from specviz.classroom.settings import BROKEN_HELP, POLICY_HELP, TREE_HELP
 from specviz.classroom.settings import TYPED_EXERCISE as EXERCISE
 from specviz.classroom.settings import TYPED_STORY as STORY
@@ -65,7 +66,7 @@ def inputs(off: bool) -> Inputs:
     if off:
         st.warning("A saved trace is replaying: the settings below are not in use.", icon=":material/pause:")
     st.header("Models")
-    target, draft = ui.model_picker("decode", disabled=off)
+    target, draft = model_picker("decode", disabled=off)
     st.header("Prompt")
     prompt_presets(off)  # the textbook's exercise, and the sentence as a story that reads well
     prompt = st.text_area("Prompt", key="decode_prompt", height=90, disabled=off, max_chars=ui.PROMPT_CHARS)

@@ -1,14 +1,15 @@
 """A download's file kept for a minute after no session refers to it: the first click works on a busy server.
 
-A download button whose data is a callable (the trace as JSON or CSV, pages/_shared.downloads) is deferred: on a
-click the browser asks the server to run the callable, Streamlit (1.67) stores the file it returns, referred to
-by no session, and answers its address, which the browser then fetches. Every script run that ends, of any
-session, sweeps the files no session refers to: it marks a download at its first sweep and deletes it at its
-second. A class server ends several runs a second, so the file went before the browser's fetch arrived: a 404,
-and the student had to click again (10 of 80 under benchmarks.class_load, 2026-11-26; a static button's old file
-goes the same way when its session reruns). Here a download is deleted at the first sweep at least KEEP_S
-seconds after a sweep first found it unreferred, and not before: time, not other sessions' runs, bounds how long
-a file waits for its fetch. Memory: the files of the last minute's clicks (a trace's JSON is tens of kB).
+A download button whose data is a callable (the trace as JSON or CSV, pages/_widgets.downloads) is deferred: on a
+click the browser asks the server to run the callable, Streamlit (1.67) stores the file it returns, referred to by
+no session, and answers its address, which the browser then fetches. Every script run that ends, of any session,
+sweeps the files no session refers to: it marks a download at its first sweep and deletes it at its second. A class
+server ends several runs a second, so the file went before the browser's fetch arrived: a 404, and the student had
+to click again (benchmarks.class_load counts it: docs/performance.md, "The numbers behind the code's defaults"; a
+static button's old file goes the same way when its session reruns). Here a download is deleted at the first sweep
+at least KEEP_S seconds after a sweep first found it unreferred, and not before: time, not other sessions' runs,
+bounds how long a file waits for its fetch. Memory: the files of the last minute's clicks (a trace's JSON is tens of
+kB).
 """
 
 from __future__ import annotations

@@ -11,11 +11,9 @@ import streamlit as st
 
 from pages import _server
 from specviz.classroom import across
-from specviz.loading import PROMPT_LOOKUP, SELF
+from specviz.drafts import kinds
 from specviz.models import embedded, gguf
 from specviz.viz.plain import plain
-
-DRAFT_WORDS = {SELF: "the target itself (self)", PROMPT_LOOKUP: "prompt lookup (no model)"}
 
 
 def places() -> list[gguf.Place]:
@@ -87,12 +85,13 @@ def picker(prefix: str, disabled: bool = False) -> tuple[str, str]:
     target = by_spec[target_spec]
     st.caption(plain(describe(target)))
     fitting = {m.spec: m for m in gguf.compatible_drafts(target, readable)}
-    choices = [*fitting, SELF, PROMPT_LOOKUP]
+    words = {kind.offer: kind.label for kind in kinds.offered()}  # self, prompt lookup: the registry's
+    choices = [*fitting, *words]
     keep(f"{prefix}_local_draft", choices)
     draft_spec = st.selectbox(
         "Draft (q): the files whose vocabulary matches, smaller than the target",
         choices,
-        format_func=lambda spec: DRAFT_WORDS.get(spec) or describe(fitting[spec]),
+        format_func=lambda spec: words.get(spec) or describe(fitting[spec]),
         key=f"{prefix}_local_draft",
         disabled=disabled,
     )

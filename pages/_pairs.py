@@ -1,5 +1,6 @@
 """The server's pairs, shared by every session: loaded once from one store of model parts, the default pair pinned,
-the others bounded in number and, in class mode, in memory (specviz.server.paircache, specviz.models.store)."""
+the others bounded in number and, in class mode, in memory (specviz.server.paircache, specviz.models.store); a
+page's pair on the sidebar's runtime, and the tokenizer a replayed trace is checked against."""
 
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ import streamlit as st
 
 import specviz
 from pages import _server
-from specviz.loading import EMBEDDED, check_allowed, planned_parts
+from specviz.loading import AUTO, EMBEDDED, check_allowed, planned_parts, resolve_runtime
+from specviz.models import embedded, hub
 from specviz.models.store import ModelStore, release_memory
 from specviz.server.paircache import PairCache
+from specviz.viz.plain import plain
+from specviz.viz.render import sentence
 
 
 def _load_and_freeze(store: ModelStore, target: str, draft: str, runtime: str) -> specviz.ModelPair:
@@ -63,3 +67,30 @@ def cached_pair(target: str, draft: str, runtime: str = "torch") -> specviz.Mode
     allow is refused before the cache makes room for it or sizes it."""
     check_allowed(target, draft, _server.class_policy())
     return pair_cache().get(target, draft, runtime)
+
+
+def load_pair(target: str, draft: str) -> specviz.ModelPair | None:
+    """The pair on the runtime chosen in the sidebar, loaded once per process; None (with the reason
+    on the page) when it fails."""
+    try:
+        runtime = resolve_runtime(target, st.session_state.get("runtime", AUTO), default=_server.config().runtime)
+        with st.spinner(
+            f"Loading {plain(target)} and draft {plain(draft)} on {plain(runtime)} (the very first start converts "
+            "the model: ~30 s)…"
+        ):
+            return cached_pair(target, draft, runtime)
+    except specviz.SpecvizError as exc:
+        st.error(f"**Could not load the models.** {plain(sentence(exc))}", icon=":material/error:")
+        return None
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def codec_for(target: str):
+    """The tokenizer a replayed trace's texts are checked against, loaded once per process (or None). The name comes
+    from an uploaded file: in class mode a folder or hub id outside the operator's list is never read for it."""
+    try:
+        if target != embedded.NAME:  # the embedded target's traces name it by its model name
+            check_allowed(target, "self", _server.class_policy())
+    except specviz.SpecvizError:
+        return None
+    return hub.codec_for(target)

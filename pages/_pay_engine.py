@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import _shared as ui
+from pages import _widgets as ui
 from specviz.analysis import engine_advice as ea
 from specviz.analysis import engine_import as ei
 from specviz.viz.plain import plain

@@ -8,7 +8,7 @@ import streamlit as st
 
 import specviz
 from pages import _pay_engine
-from pages import _shared as ui
+from pages import _widgets as ui
 from specviz.analysis import engine_advice as ea
 from specviz.analysis import engine_import as ei
 from specviz.analysis import outlook as ol

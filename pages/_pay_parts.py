@@ -8,8 +8,8 @@ import streamlit as st
 import specviz
 from pages import _server
 from pages import _timings as timings_ui
+from pages._pairs import load_pair
 from pages._picker import decode_choice
-from pages._shared import load_pair
 from specviz.analysis import outlook as ol
 from specviz.analysis.measure import Spread
 from specviz.classroom import pay

@@ -9,6 +9,7 @@ import specviz
 from pages import _own_models as own_models
 from specviz.analysis.race import RacePreset, your_race
 from specviz.classroom.settings import CUSTOM, ON_THIS_COMPUTER
+from specviz.drafts import kinds
 
 PRESETS = {p.label: p for p in specviz.PRESETS}
 
@@ -26,10 +27,7 @@ def model_picker(prefix: str, disabled: bool = False) -> tuple[str, str]:
             help="embedded, a hub id, a local folder, a GGUF file (path.gguf, ollama:NAME:TAG, hf:ORG/REPO:Q4_K_M), "
             "or a serving engine: vllm:http://host:8000/v1#MODEL, sglang:http://host:30000, llamacpp:http://host:8080/v1",
         )
-        hint = (
-            "also: self, prompt-lookup, early-exit:K, a folder made by scripts/train_draft.py, a GGUF file of the "
-            "target's vocabulary, or embedded:Q8_0 / Q4_0 / Q3_K_M / Q2_K (the embedded target quantized here)"
-        )
+        hint = f"also: {kinds.hints()}"  # every registered draft kind (specviz.drafts.kinds)
         draft = st.text_input("Draft (q)", key=f"{prefix}_draft", help=hint, disabled=disabled)
         return target, draft
     st.caption(PRESETS[label].description)

@@ -7,7 +7,7 @@ import specviz
 from pages import _snapshot as snapshots
 from pages import _timings as timings_ui
 from pages._busy import busy_notice
-from pages._shared import lazy_expander
+from pages._widgets import lazy_expander
 from specviz.analysis.diagnosis import Diagnosis, diagnose
 from specviz.analysis.measure import MeasurementError, paired_run
 from specviz.analysis.snapshot import freeze, runtime_of

@@ -1,8 +1,12 @@
 """The session every page runs in: on a session's first run, the settings a link carries (a sandbox
 worksheet, a frozen snapshot, the steps to take); on every run, every page's settings kept across pages;
-and the sidebar's runtime choice. app.py calls these; the pages never import app.py."""
+and the sidebar's runtime choice. app.py calls these; the pages never import app.py, and each page's first call,
+ensure_shell, runs it when Streamlit ran the page alone."""
 
 from __future__ import annotations
+
+import runpy
+from pathlib import Path
 
 import streamlit as st
 
@@ -16,11 +20,23 @@ from specviz.loading import RUNTIMES
 from specviz.viz.plain import plain
 from specviz.viz.render import sentence
 
+SHELL_MARK = "specviz_shell"
+APP = Path(__file__).resolve().parents[1] / "app.py"
+
+
+def ensure_shell() -> None:
+    """Run the page inside app.py's navigation. Until some session has run app.py, Streamlit's
+    legacy router (it sees a pages/ folder) may run a page file directly, e.g. for a first visit
+    to /about: then run app.py, which routes back to this page properly, and stop."""
+    if SHELL_MARK not in st.session_state:
+        runpy.run_path(str(APP), run_name="__main__")
+        st.stop()
+
 
 def prepare_session() -> None:
     """Settings from the link on a session's first run; every page's settings kept on every run."""
     defaults = settings.defaults(class_policy=_server.class_policy())  # every page's widgets, from the one registry
-    st.session_state["specviz_shell"] = True  # pages check that they run inside this navigation
+    st.session_state[SHELL_MARK] = True  # pages check that they run inside this navigation
     st.session_state.pop("specviz_snapshot_problem", None)  # said on the first run's page only (pages/_snapshot.py)
     if "specviz_kept" not in st.session_state:  # a session's first run: settings from the link, if any
         rules = _server.class_policy()  # a class server: the lecturer's link (lecturer=KEY) puts that session first

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from pages import _server
-from pages._shared import UPLOAD_MB
+from pages._widgets import UPLOAD_MB
 from specviz.analysis.snapshot import Snapshot, SnapshotError, from_json
 from specviz.classroom import links
 from specviz.classroom.replay import Replay, replay_for

@@ -15,9 +15,9 @@ from pages import _own_models as own_models
 from pages import _server
 from pages import _sweep_across as view
 from pages import _timings as timings
+from pages._compute import heavy_job, heavy_turn
 from pages._pairs import pair_cache
 from pages._picker import PRESETS
-from pages._shared import heavy_job, heavy_turn
 from specviz.analysis.sweep import SweepSettings
 from specviz.classroom import across
 from specviz.classroom.settings import CUSTOM, ON_THIS_COMPUTER

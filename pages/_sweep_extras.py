@@ -8,7 +8,7 @@ import streamlit as st
 
 import specviz
 from pages import _server
-from pages._shared import heavy_job, heavy_turn
+from pages._compute import heavy_job, heavy_turn
 from specviz.analysis.passes import verify_timing
 from specviz.analysis.rules_compare import compare_rules
 from specviz.analysis.trees import compare as compare_trees

@@ -1,28 +1,27 @@
 """Decode: step through speculative decoding and see q against p for every draft token."""
 
-import contextlib
 import json
 
 import streamlit as st
 
 import specviz
 from pages import _decode_sidebar as sidebar
-from pages import _decode_step as parts
+from pages import _drawing as drawing
 from pages import _quiz as quiz_ui
-from pages import _shared as ui
 from pages import _snapshot as snapshots
+from pages import _step as stepping
 from pages import _typed as typed_ui
-from pages._decode_panels import before_first_step, slide_panel
+from pages._compute import compute_turn
 from pages._keys import keyboard_stepping
+from pages._pairs import codec_for, load_pair
 from pages._reading import trace_reading
+from pages._shell import ensure_shell
+from pages._widgets import downloads, share_link
 from specviz.classroom.settings import BROKEN_HELP
-from specviz.core.prompt import toggled_chat
-from specviz.server.stepper import Stepper
-from specviz.viz import view as view_of
 from specviz.viz.plain import plain
 from specviz.viz.render import LEGEND, run_html, sentence
 
-ui.ensure_shell()
+ensure_shell()
 upload = st.session_state.get("decode_upload")  # read first: while a trace replays, settings are off
 frozen = snapshots.opened("reading")  # a snapshot for slides: its run replays, its reading is shown as it was
 replay, upload_error = None, None
@@ -32,7 +31,7 @@ if upload or frozen:
         if upload
         else (json.dumps(frozen.data["trace"]).encode(), f"snapshot {frozen.created}")
     )
-    replay, upload_error = snapshots.replay(data, name, st.session_state.get("decode_replay"), ui.codec_for)
+    replay, upload_error = snapshots.replay(data, name, st.session_state.get("decode_replay"), codec_for)
     st.session_state["decode_replay"] = replay
 off = replay is not None
 with st.sidebar:
@@ -57,48 +56,16 @@ def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, 
         st.stop()
     if broken:
         st.warning(f"**Broken draft, on purpose.** {BROKEN_HELP}", icon=":material/bug_report:")
-    pair = None if replay else ui.load_pair(target, draft)
-    settings = (target, draft, pair.runtime if pair else None, prompt, chat, config)  # a new runtime: a new run
-
-    def start_run() -> specviz.Decoder | None:
-        """A new run with the current settings; None (the reason shown, the old run kept) on failure."""
-        if pair is None:
-            return None
-        try:
-            ui.pair_cache().room_for_run()  # class mode: no new run while the models and open runs hold the budget
-            with st.spinner(f"Reading the prompt into both models ({len(prompt):,} characters)…"), ui.compute_turn():
-                mine = typed_ui.run_pair(pair, config)  # a chain's draft can then be given a typed draft
-                return specviz.Decoder(mine, prompt, config, chat=toggled_chat(mine, chat), compare_rules=True)
-        except specviz.SpecvizError as exc:
-            st.error(
-                f"**Cannot start a new run.** {plain(sentence(exc))} The run below is kept.", icon=":material/error:"
-            )
-            return None
-
-    turn = contextlib.nullcontext if replay else ui.compute_turn  # a replay computes nothing: no queue
-    stepper = st.session_state.setdefault("decode_stepper", Stepper())  # every click queued (on_click), none lost
-    cols = cols if present else st.columns([1, 1.3, 1, 1, 4], vertical_alignment="bottom")
-    for col, (action, label, key, icon) in zip(cols, view_of.CONTROLS, strict=False):
-        col.button(
-            label,
-            key=key,
-            icon=icon,
-            on_click=stepper.press,
-            args=(action,),
-            type="primary" if action == "step" else "secondary",
-        )
+    pair = None if replay else load_pair(target, draft)
+    cols = stepping.buttons(cols if present else None)  # Step, Run to end, Back, Reset: each click queued
     if present:  # no sidebar: a button that steps with the typed words, once there are some
         typed_ui.present_row()
-    if (autostep := st.session_state.pop("decode_autostep", 0)) and pair is not None:  # opened from a link
-        with st.spinner(f"Opening the shared run: {autostep} steps with the link's settings…"):
-            parts.open_link(stepper, settings, autostep, start_run)  # paced, queued and priced like clicks
-    parts.take_clicks(stepper, settings, start_run, replay, turn)  # every click queued, in order
-    dec, stale = replay or stepper.decoder, replay is None and stepper.stale(settings)
+    dec, stale = stepping.take(pair, replay, target, draft, prompt, chat, config)  # the link's steps, every click
     link_steps = {"decode_steps": len(dec.steps) if dec and not stale and not replay else 0}
     link_steps |= typed_ui.link_value(link_steps["decode_steps"])  # the run's typed drafts, for its steps
     if dec is None or not dec.steps:
-        ui.share_link("decode", link_steps, show=not present)
-        before_first_step(tau)
+        share_link("decode", link_steps, show=not present)
+        drawing.before_first_step(tau)
         st.stop()
     if stale:
         st.warning("Settings changed: the next **Step** starts a new run with them. The run below used the old ones.")
@@ -113,7 +80,7 @@ def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, 
         hidden = quiz_on and last.tau > 0 and not quiz_ui.panel(last, kind, compact=present)
     draws = hidden and kind == "rule"  # the quiz on the rule shows r and p/q, never the decisions
     with cols[-1] if not (present and quiz_on) else st.container():  # in the row of buttons, where there is room
-        view = parts.step_picker(run.steps, hidden)  # the step drawn: the newest, or one picked
+        view = drawing.step_picker(run.steps, hidden)  # the step drawn: the newest, or one picked
     upto = run.steps[: view.index + 1]
     marks = quiz_ui.marks(view) if quiz_on else ()  # after Reveal: the class right or wrong, per token
     brief = {"figures": bool(st.session_state.get("decode_figures")), "recent": 24} if present else {}  # projector
@@ -129,20 +96,20 @@ def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, 
         names = (run.draft_name, run.target_name)  # a GGUF file's quantization labels q and p
         typed = None if replay else typed_ui.note(view, run.config.tau)  # a step that proposed your draft
         greedy = run.config.mode == "greedy"
-        parts.draw_step(view, greedy, hidden, draws, tuple(marks), present, beside, names, typed)
+        drawing.draw_step(view, greedy, hidden, draws, tuple(marks), present, beside, names, typed)
         if not hidden:  # what token-wise, one-hot and block make of this step's draft and draws
-            parts.rules_panel(view, None if replay else dec.under_each_rule(view.index), pair, run.config.mode)
-            slide_panel(run, view, names, typed is not None)  # the step as one 16:9 picture for a slide
-    parts.draw_run(run, view, hidden, live=replay is None)
+            drawing.rules_panel(view, None if replay else dec.under_each_rule(view.index), pair, run.config.mode)
+            drawing.slide_panel(run, view, names, typed is not None)  # the step as one 16:9 picture for a slide
+    drawing.draw_run(run, view, hidden, live=replay is None)
     if not hidden:
-        trace_reading(run, None if replay else pair, ui.compute_turn, frozen.data["reading"] if frozen else None)
+        trace_reading(run, None if replay else pair, compute_turn, frozen.data["reading"] if frozen else None)
     if quiz_on:
         quiz_ui.reset_button()
     if not hidden:  # a saved trace holds r and every decision
         columns = ["step", "position", "draft_tokens", "draft_text", "q", "p", "ratio", "r", "decision"]
         csv = lambda: run.positions_frame()[columns].to_csv(index=False)  # noqa: E731  (made on click)
-        ui.downloads("decode", "specviz-trace", lambda: run.to_json(indent=1), csv, ("Trace as JSON", "Steps as CSV"))
-    ui.share_link("decode", link_steps, show=not present)
+        downloads("decode", "specviz-trace", lambda: run.to_json(indent=1), csv, ("Trace as JSON", "Steps as CSV"))
+    share_link("decode", link_steps, show=not present)
 
 
 run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, tau, broken)

@@ -3,16 +3,19 @@
 import streamlit as st
 
 import specviz
-from pages import _shared as ui
 from pages._busy import busy_notice
+from pages._compute import heavy_job, heavy_turn
+from pages._pairs import cached_pair, load_pair
 from pages._present import COMPACT_CSS, presentation_toggle
+from pages._shell import ensure_shell
+from pages._widgets import share_link
 from specviz.analysis import busy
 from specviz.analysis.measure import MeasurementError
 from specviz.classroom.lessons import BY_KEY, LESSONS
 from specviz.viz import charts
 from specviz.viz.plain import plain, plain_cells
 
-ui.ensure_shell()
+ensure_shell()
 st.html(COMPACT_CSS)
 top = st.columns([3, 1.4], vertical_alignment="bottom")
 key = top[0].selectbox("Lesson", list(BY_KEY), key="lessons_lesson", format_func=lambda k: BY_KEY[k].title)
@@ -32,12 +35,12 @@ guess = st.radio(
 results = st.session_state.setdefault("lessons_results", {})
 timed = st.session_state.setdefault("lessons_timed", {})
 if st.button("Run it", type="primary", key="lessons_run", icon=":material/play_arrow:"):
-    pair = ui.load_pair("embedded", "embedded")
+    pair = load_pair("embedded", "embedded")
     if pair is None:
         st.stop()
     try:
-        with ui.heavy_job(), ui.heavy_turn(), st.spinner("Running it live…"):
-            load = lambda target, draft, runtime=None: ui.cached_pair(target, draft, runtime or pair.runtime)  # noqa: E731
+        with heavy_job(), heavy_turn(), st.spinner("Running it live…"):
+            load = lambda target, draft, runtime=None: cached_pair(target, draft, runtime or pair.runtime)  # noqa: E731
             results[key] = lesson.run(pair, load)
         timed[key] = (busy.current_load(), pair.runtime)  # the load of the minute it ran, and where
     except MeasurementError as exc:  # timings no runtime could give (a busy server): said, with the answer
@@ -53,7 +56,7 @@ if st.button("Run it", type="primary", key="lessons_run", icon=":material/play_a
 evidence = results.get(key)
 if evidence is None:
     st.info("Predict, then press **Run it**: the app reproduces the situation live and shows the answer.")
-    ui.share_link("lessons", show=not present)
+    share_link("lessons", show=not present)
     st.stop()
 if evidence.timed and key in timed:  # its times are this server's, just now: said, with the load then
     when, runtime = timed[key]
@@ -87,4 +90,4 @@ for i, figure in enumerate(evidence.figures):  # on a projector every label at 1
 if evidence.table is not None:
     st.table(plain_cells(evidence.table).style.hide(axis="index").format(precision=3))  # every column whole at 1280 px
 st.markdown("**Takeaway.** " + "  \n".join(lesson.takeaway.splitlines()))
-ui.share_link("lessons", show=not present)
+share_link("lessons", show=not present)

@@ -7,8 +7,12 @@ import pandas as pd
 import streamlit as st
 
 import specviz
+from pages._compute import heavy_job, in_turns
+from pages._pairs import load_pair
+from pages._picker import model_picker
 from pages._present import presentation_toggle
-from pages._shared import LIMITS, PROMPT_CHARS, ensure_shell, heavy_job, in_turns, load_pair, model_picker, share_link
+from pages._shell import ensure_shell
+from pages._widgets import LIMITS, PROMPT_CHARS, share_link
 from specviz.analysis.lossless import METHOD, VARIANTS, check, first_tokens, reference, table_pair, variant_config
 from specviz.classroom import links
 from specviz.classroom.settings import LOSSLESS_SOURCES

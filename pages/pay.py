@@ -5,15 +5,16 @@ import streamlit as st
 import specviz
 from pages import _pay_import
 from pages import _pay_parts as parts
-from pages import _shared as ui
 from pages._present import COMPACT_CSS, presentation_toggle
+from pages._shell import ensure_shell
+from pages._widgets import LIMITS, share_link
 from specviz.analysis import outlook as ol
 from specviz.analysis.costmodel import HARDWARE, MODELS
 from specviz.viz.pay_charts import pay_batch_chart, pay_tau_chart
 from specviz.viz.plain import plain
 from specviz.viz.render import sentence
 
-ui.ensure_shell()
+ensure_shell()
 present = bool(st.session_state.get("pay_present"))
 top = st.columns([3.6, 1.4], vertical_alignment="bottom")
 if not present:
@@ -34,12 +35,10 @@ if where != parts.HERE:
         st.session_state.pop("pay_pair", None)
     pair_name = cols[1].selectbox("Model pair", offered, key="pay_pair")
 batch = cols[2].select_slider("Batch (sequences at once)", ol.BATCHES, key="pay_batch")
-context = cols[3].number_input("Context (tokens)", *ui.LIMITS["pay_context"], step=256, key="pay_context")
+context = cols[3].number_input("Context (tokens)", *LIMITS["pay_context"], step=256, key="pay_context")
 cols = st.columns([3, 1.6, 3.4], vertical_alignment="bottom")
 source = cols[0].radio("Acceptance from", parts.SOURCES, key="pay_source", horizontal=True)
-alpha = cols[1].slider(
-    "α (by hand)", *ui.LIMITS["pay_alpha"], step=0.05, key="pay_alpha", disabled=source != "α by hand"
-)
+alpha = cols[1].slider("α (by hand)", *LIMITS["pay_alpha"], step=0.05, key="pay_alpha", disabled=source != "α by hand")
 accept, note = parts.acceptance(source, alpha)
 cols[2].caption(f"Acceptance: {accept.words()}." + (f" {note}" if note else ""))
 
@@ -100,4 +99,4 @@ with st.expander("The presets: where the numbers come from"):
     hardware_rows, model_rows = ol.preset_tables()
     st.table(hardware_rows)
     st.table(model_rows)
-ui.share_link("pay")
+share_link("pay")

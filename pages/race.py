@@ -6,27 +6,30 @@ import streamlit as st
 
 import specviz
 from pages import _race_greedy as greedy_ui
-from pages import _shared as ui
 from pages import _snapshot as snapshots
 from pages import _timings as timings_ui
 from pages._busy import busy_notice
+from pages._compute import compute_turn, heavy_job, heavy_turn
+from pages._pairs import load_pair
 from pages._picker import decode_race
 from pages._present import COMPACT_CSS, presentation_toggle
 from pages._race_verdict import verdict
+from pages._shell import ensure_shell
+from pages._widgets import LIMITS, share_link
 from specviz.analysis.busy import where_measured
 from specviz.analysis.race import BY_LABEL, YOURS, Race, RaceResult, at_race_time, finish, stop_reason
 from specviz.analysis.snapshot import freeze, runtime_of
 from specviz.viz.plain import plain
 from specviz.viz.render import RACE_STYLE, lane_html, lane_text, sentence
 
-ui.ensure_shell()
+ensure_shell()
 present = bool(st.session_state.get("race_present"))
 if not present:
     st.html(COMPACT_CSS)
     st.title("Race: the target alone against speculation")
 cols = st.columns([3.2, 1, 1, 1.6], vertical_alignment="bottom")
 label = cols[0].selectbox("Race", [*BY_LABEL, YOURS], key="race_preset")
-max_new = cols[1].number_input("Tokens", *ui.LIMITS["race_max_new"], key="race_max_new")
+max_new = cols[1].number_input("Tokens", *LIMITS["race_max_new"], key="race_max_new")
 start = cols[2].button("Start", type="primary", key="race_start", icon=":material/flag:")
 with cols[3]:
     presentation_toggle("race_present")
@@ -82,13 +85,13 @@ if frozen := snapshots.opened("race"):  # a snapshot for slides: the race as it 
     snapshots.panel("race", frozen)
     st.stop()
 if start:
-    pair = ui.load_pair(preset.target, preset.draft)
+    pair = load_pair(preset.target, preset.draft)
     if pair is None:
         st.stop()
     config = specviz.SpecConfig(tau=preset.tau, mode="greedy", max_new_tokens=max_new)
     busy_notice(box=notice)  # before it starts: the load now
     try:
-        with ui.heavy_job(), ui.heavy_turn():  # one race at a time on the server: each side's clock is its own
+        with heavy_job(), heavy_turn():  # one race at a time on the server: each side's clock is its own
             race = Race(pair, preset.prompt, config, preset.chat)
             shown = 0.0
             for alone, spec in race.frames():  # both lanes as they stood at the same moment of their clocks
@@ -105,13 +108,13 @@ if start:
         draw(pair, alone, spec)
     load = busy_notice(box=notice)  # the load of the minute it ran
     results[key] = (result, pair, load)
-    with ui.compute_turn():  # after the clocks stopped
+    with compute_turn():  # after the clocks stopped
         greedy[key] = greedy_ui.measure(race, pair, result.same_text)
 if key not in results:
     st.info("Press **Start**: both sides decode the prompt below live, each at its own measured speed.")
     with st.expander("The prompt"):
         st.code(preset.prompt, language=None, wrap_lines=True)
-    ui.share_link("race", show=not present)
+    share_link("race", show=not present)
     st.stop()
 result, pair, load = results[key]
 both = (result.alone, result.speculative)
@@ -126,4 +129,4 @@ with st.expander("The prompt"):
     st.code(preset.prompt, language=None, wrap_lines=True)
 texts = [lane_text(pair.codec, lane.tokens) for lane in both]
 snapshots.panel("race", freeze("race", runtime_of(pair), {"preset": label, "result": result.to_dict(), "texts": texts}))
-ui.share_link("race", show=not present)
+share_link("race", show=not present)

@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from pages._decode_step import step_table
+from pages import _compute, _drawing
 from pages._present import COMPACT_CSS, presentation_toggle
-from pages._shared import LIMITS, compute_turn, ensure_shell, share_link
+from pages._shell import ensure_shell
+from pages._widgets import LIMITS, share_link
 from specviz import MODES, ConfigError
 from specviz.classroom import sandbox as sb
 from specviz.core.rules import VERIFICATIONS
@@ -134,11 +135,11 @@ same = next_token_source(step)[1]  # the rejected token chosen again by argmax, 
 for note in [*sb.explain(step, case, mode), *([same] if same else []), *argmax_ties(step, mode)]:
     st.info(note, icon=":material/lightbulb:")  # each computed from the table on screen, never another's
 if lossless:  # what each rule keeps on average on this table (as the step uses it), exactly
-    with compute_turn():  # priced before it starts (capped), and queued like a click
+    with _compute.compute_turn():  # priced before it starts (capped), and queued like a click
         st.markdown(sb.expected_lengths(sb.normalised(case)))
 numbers, source = st.columns([3, 2]) if next_col is None else (st.container(), None)
 with numbers:
-    step_table(step, mode == "greedy", hidden=False, draws=False)
+    _drawing.step_table(step, mode == "greedy", hidden=False, draws=False)
 if source is not None:
     source.plotly_chart(charts.next_token_chart(step, height=300), key="sandbox_next_chart")
 position = step.n_accepted if step.n_accepted < step.tau else step.tau - 1

@@ -8,20 +8,12 @@ from pages import _snapshot as snapshots
 from pages import _sweep_drafts as sweep_drafts
 from pages import _sweep_extras as extras
 from pages import _sweep_view as view
+from pages._compute import heavy_job, heavy_turn
+from pages._pairs import load_pair
+from pages._picker import model_picker
 from pages._present import COMPACT_CSS, presentation_toggle
-from pages._shared import (
-    LIMITS,
-    PROMPT_CHARS,
-    downloads,
-    ensure_shell,
-    heavy_job,
-    heavy_turn,
-    load_pair,
-    model_picker,
-    rule_widget,
-    sampling_widgets,
-    share_link,
-)
+from pages._shell import ensure_shell
+from pages._widgets import LIMITS, PROMPT_CHARS, downloads, rule_widget, sampling_widgets, share_link
 from specviz.analysis.snapshot import freeze, runtime_of
 from specviz.analysis.sweep import Sweep, SweepSettings
 from specviz.analysis.sweep_summary import SweepSummary

@@ -7,26 +7,24 @@ target's own parts, a target behind a serving engine, and the runtime that runs 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from specviz import drafts, limits
-from specviz.bounded import whole_number
-from specviz.drafts.lookup import PromptLookupDrafter
-from specviz.drafts.subset import early_exit
-from specviz.errors import IncompatibleModelsError, ModelError
+from specviz import limits, specs
+from specviz.drafts import kinds
+from specviz.drafts.kinds import FILE, TARGET, TARGET_WEIGHTS, Beside, GGUFModel
+from specviz.drafts.kinds.embedded import EMBEDDED_DRAFT_LAYERS
+from specviz.drafts.kinds.model import VocabularyMismatchError, check_vocabularies, estimated_params
+from specviz.errors import ModelError
 from specviz.models import embedded, gguf, kernels, llamacpp, quantize, remote
 from specviz.models.ggufcodec import LlamaCodec
 from specviz.models.hub import (
     EMBEDDED,
     HubUnreachableError,
     ModelTooLargeError,
-    estimate_parameters,
-    load_config,
     load_model,
     resolve_device,
     resolve_dtype,
@@ -35,23 +33,23 @@ from specviz.models.lm import HFModel, NextTokenModel
 from specviz.models.pair import ModelPair
 from specviz.models.store import ModelStore, tensor_bytes
 from specviz.models.text import HFCodec
+from specviz.pair_parts import Keys, Parts, name_of
 from specviz.server.class_policy import ClassPolicy
+from specviz.specs import EARLY_EXIT, PROMPT_LOOKUP, QUANTIZED, SELF, ModelSpec
 
-SELF = "self"
-PROMPT_LOOKUP = "prompt-lookup"
-EARLY_EXIT = "early-exit"  # "early-exit:K": the target's first K layers, its final norm and head
-QUANTIZED = EMBEDDED + ":"  # "embedded:Q4_0": the embedded target quantized by llama.cpp, a draft of graded bits
-EMBEDDED_DRAFT_LAYERS = 8  # the untrained fallback when assets/draft/ is missing
+Spec = str | ModelSpec  # what load_pair and its neighbours take: a spec, or the text of one (parsed once, at entry)
 AUTO, TORCH, KERNELS = "auto", "torch", "torch-kernels"
 # the target's runtime; "auto": llama.cpp where it can run, else torch on per-shape kernels (specviz.models.kernels)
 RUNTIMES = (AUTO, llamacpp.RUNTIME, KERNELS, TORCH)
 RUNTIME_ENV = "SPECVIZ_RUNTIME"  # what "auto" means on a server (specviz.server.config)
 
-__all__ = ["HubUnreachableError", "ModelTooLargeError", "VocabularyMismatchError"]
-
-
-class VocabularyMismatchError(IncompatibleModelsError):
-    """Draft and target tokenizers differ in size or in their token ↔ id mapping."""
+__all__ = [
+    "EMBEDDED_DRAFT_LAYERS",
+    "HubUnreachableError",
+    "ModelTooLargeError",
+    "VocabularyMismatchError",
+    "check_vocabularies",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,8 +140,8 @@ PRESETS: tuple[Preset, ...] = (
 
 
 def load_pair(
-    target: str = EMBEDDED,
-    draft: str = EMBEDDED,
+    target: Spec = EMBEDDED,
+    draft: Spec = EMBEDDED,
     *,
     device: str = "auto",
     dtype: str = "auto",
@@ -155,14 +153,15 @@ def load_pair(
     settings: LoadSettings | None = None,
 ) -> ModelPair:
     """A pair from "embedded", a hub id or a local directory for the target; the draft may also be
-    "self", "prompt-lookup", "early-exit:K" or a folder made by scripts/train_draft.py. With the
-    embedded target, the "embedded" draft is the distilled one in assets/draft/. Both models end up
-    on the same device. `runtime` runs the target: "torch" (transformers, eager), "llama.cpp" (the
+    "self", "prompt-lookup", "early-exit:K" or a folder made by scripts/train_draft.py (every kind of draft:
+    specviz.drafts.kinds). With the embedded target, the "embedded" draft is the distilled one in assets/draft/. Both
+    models end up on the same device. `runtime` runs the target: "torch" (transformers, eager), "llama.cpp" (the
     embedded target and GGUF files, in process; `make llama` installs it) or "auto" (resolve_runtime).
     A GGUF model (a .gguf file, "ollama:NAME:TAG", "hf:ORG/REPO:QUANT") runs on llama.cpp as a target with its own
     tokenizer, drafted by a second GGUF file of its vocabulary (checked from both headers before anything loads),
     itself or prompt lookup; "embedded:Q8_0" (Q4_0, Q3_K_M, Q2_K) drafts for the embedded target with a copy of it
-    that llama.cpp's quantizer makes here.
+    that llama.cpp's quantizer makes here. `target` and `draft` are texts or parsed specs (specviz.specs.parse: a text
+    is parsed once, here).
 
     `store`: where the pair takes its parts (specviz.models.store): pairs loaded from one store share every part
     they have in common (the target's weights, its llama.cpp model) and `pair.close()` gives them back; without
@@ -171,109 +170,110 @@ def load_pair(
     `settings`: the server's (what "auto" means, the largest model when `max_params` is None, where GGUF files are
     found, a served target's timeout, how llama.cpp runs), DEFAULTS without. The library never reads the
     environment."""
+    target, draft = specs.parse(target), specs.parse(draft)
     rules = guard or ClassPolicy()
     settings = settings or DEFAULTS
     check_allowed(target, draft, rules)  # class mode: presets and the operator's allowlist only
     dev, torch_dtype = resolve_device(device), resolve_dtype(dtype, device)
     runtime = resolve_runtime(target, runtime, dev, torch_dtype, default=settings.runtime)
     limit = rules.model_params(settings.max_params if max_params is None else max_params)
-    parts = _Parts(store or ModelStore())
+    parts = Parts(store or ModelStore(), Keys(dev, torch_dtype, settings.llama.slots_for(rules.on)))
     try:
-        if remote.is_remote(target):
-            pair = _remote_pair(target, draft, limit, dev, torch_dtype, progress, parts, rules, settings)
-        elif is_gguf(target):
-            pair = _gguf_pair(target, draft, limit, progress, parts, rules, settings)
+        if isinstance(target, specs.Served):
+            pair = _remote_pair(target, draft, limit, progress, parts, rules, settings)
+        elif target.is_gguf:
+            pair = _gguf_pair(target, draft, limit, progress, parts, settings)
         else:
-            pair = _local_pair(target, draft, runtime, limit, dev, torch_dtype, progress, parts, rules, settings)
+            pair = _local_pair(target, draft, runtime, limit, progress, parts, settings)
     except BaseException:
         parts.give_back()
         raise
     return pair.owning(parts.give_back)
 
 
-class _Parts:
-    """The parts one pair took from a store, given back together when the pair closes."""
-
-    def __init__(self, store: ModelStore) -> None:
-        self.store, self.keys = store, []
-
-    def take(self, key: tuple, make: Any, name: str, size: Any) -> Any:
-        value = self.store.take(key, make, name=name, size=size)
-        self.keys.append(key)
-        return value
-
-    def give_back(self) -> None:
-        keys, self.keys = self.keys, []
-        for key in reversed(keys):
-            self.store.give(key)
-
-    def torch_model(
-        self, spec: str, limit: int, dev: torch.device, torch_dtype: torch.dtype, progress: Any, kind: str = "eager"
-    ) -> tuple[Any, Any]:
-        """(model, tokenizer) of a transformers model, one copy for every pair that runs it the same way."""
-        key = ("torch", spec, str(dev), str(torch_dtype), kind)
-        name = f"{embedded.NAME if spec == EMBEDDED else spec} (torch, {str(torch_dtype).removeprefix('torch.')})"
-        return self.take(key, lambda: load_model(spec, limit, dev, torch_dtype, progress), name, _model_bytes)
-
-
-def _model_bytes(loaded: tuple[Any, Any]) -> int:
-    return tensor_bytes(loaded[0])
+def _beside(
+    target: ModelSpec,
+    torch_lm: HFModel,
+    tokenizer: Any,
+    limit: int,
+    parts: Parts,
+    progress: Any,
+    lean: bool,
+    settings: LoadSettings,
+) -> Beside:
+    """What a draft is built beside a torch target (specviz.drafts.kinds)."""
+    return Beside(
+        spec=target,
+        model=torch_lm,
+        torch=torch_lm,
+        tokenizer=tokenizer,
+        limit=limit,
+        device=parts.keys.device,
+        dtype=parts.keys.dtype,
+        progress=progress,
+        lean=lean,
+        llama=settings.llama,
+        open_gguf=lambda spec: open_gguf(spec, progress, settings.found_in()),
+        target_gguf=(lambda: gguf.read_info(embedded.ensure_f32_gguf(progress)))
+        if isinstance(target, specs.Embedded)
+        else None,
+    )
 
 
 def _local_pair(
-    target: str,
-    draft: str,
+    target: ModelSpec,
+    draft: ModelSpec,
     runtime: str,
     limit: int,
-    dev: torch.device,
-    torch_dtype: torch.dtype,
     progress: embedded.Progress | None,
-    parts: _Parts,
-    rules: ClassPolicy,
+    parts: Parts,
     settings: LoadSettings,
 ) -> ModelPair:
     say = progress or (lambda _msg: None)
+    kind = kinds.kind_of(draft)
+    dev, torch_dtype = parts.keys.device, parts.keys.dtype
     if runtime == KERNELS:
         # per-shape kernels replace the target's Linear modules in place, after its drafts copied or shared them:
         # such a target and its draft are one part (a draft sharing a kernel-chosen target's layers computes
         # other numbers)
         def make() -> tuple[NextTokenModel, NextTokenModel, Any]:
-            model, tokenizer = load_model(target, limit, dev, torch_dtype, progress)
-            target_lm = HFModel(model, embedded.NAME if target == EMBEDDED else target, KERNELS)
-            say(f"Preparing draft {draft}...")
-            draft_lm = _draft(draft, target, target_lm, tokenizer, limit, dev, torch_dtype, progress, True, settings)
+            model, tokenizer = load_model(str(target), limit, dev, torch_dtype, progress)
+            target_lm = HFModel(model, name_of(target), KERNELS)
+            say(f"Preparing draft {draft.text}...")
+            draft_lm = kind.build(draft, _beside(target, target_lm, tokenizer, limit, parts, progress, True, settings))
             say("Timing the product kernels for each weight shape (a few seconds)...")
             kernels.with_chosen_kernels(model)  # after the drafts copied what they copy, before anything runs
             return target_lm, draft_lm, tokenizer
 
-        say(f"Loading target {target}...")
-        key = ("torch-kernels", target, draft, str(dev), str(torch_dtype))
-        name = f"{embedded.NAME if target == EMBEDDED else target} with draft {draft} (torch-kernels)"
-        target_lm, draft_lm, tokenizer = parts.take(key, make, name, lambda made: tensor_bytes(*made[:2]))
+        say(f"Loading target {target.text}...")
+        name = f"{name_of(target)} with draft {draft.text} (torch-kernels)"
+        made = parts.take(parts.keys.kernels(target, draft), make, name, lambda made: tensor_bytes(*made[:2]))
+        target_lm, draft_lm, tokenizer = made
         return ModelPair(target_lm, draft_lm, HFCodec(tokenizer, target_lm.name))
-    say(f"Loading target {target}...")
-    target_model, tokenizer = parts.torch_model(target, limit, dev, torch_dtype, progress)
-    target_lm = HFModel(target_model, embedded.NAME if target == EMBEDDED else target, TORCH)
+    say(f"Loading target {target.text}...")
+    target_model, tokenizer = parts.torch_model(target, limit, progress)
+    target_lm = HFModel(target_model, name_of(target), TORCH)
     runner: NextTokenModel = target_lm
     if runtime == llamacpp.RUNTIME:
         say("Loading the target on llama.cpp...")
-        slots = settings.llama.slots_for(rules.on)  # a class server's runs share decodes
+        slots = parts.keys.slots
         runner = parts.take(
-            ("llama.cpp", EMBEDDED, slots),
+            parts.keys.llama(EMBEDDED, slots),
             lambda: llamacpp.load_embedded(progress, slots=slots, settings=settings.llama),
             f"{embedded.NAME} (llama.cpp, float32)",
             lambda model: model.nbytes(),
         )
-    say(f"Preparing draft {draft}...")
+    say(f"Preparing draft {draft.text}...")
     # drafts are built from the torch model's weights (embeddings, layers, head); the target runs on `runner`
-    if draft == SELF:
+    if kind.is_target:
         return ModelPair(runner, runner, HFCodec(tokenizer, target_lm.name))
     lean = runtime != TORCH  # the fast runtimes run the draft's lean forward too
+    beside = _beside(target, target_lm, tokenizer, limit, parts, progress, lean, settings)
     draft_lm = parts.take(
-        ("draft", target, draft, str(dev), str(torch_dtype), lean),
-        lambda: _draft(draft, target, target_lm, tokenizer, limit, dev, torch_dtype, progress, lean, settings),
-        f"draft {draft} for {target_lm.name}" + (" (lean)" if lean else ""),
-        lambda lm: lm.nbytes() if is_gguf(draft) else tensor_bytes(lm, target_model) - tensor_bytes(target_model),
+        parts.keys.draft(target, draft, lean),
+        lambda: kind.build(draft, beside),
+        f"draft {draft.text} for {target_lm.name}" + (" (lean)" if lean else ""),
+        lambda lm: lm.nbytes() if FILE in kind.needs else tensor_bytes(lm, target_model) - tensor_bytes(target_model),
     )
     return ModelPair(runner, draft_lm, HFCodec(tokenizer, target_lm.name))
 
@@ -283,8 +283,8 @@ EMBEDDED_KV_BYTES = 2 * 30 * 3 * 64 * 4  # a token's float32 keys and values: 30
 
 
 def planned_parts(
-    target: str,
-    draft: str,
+    target: Spec,
+    draft: Spec,
     runtime: str = AUTO,
     *,
     device: str = "auto",
@@ -297,115 +297,95 @@ def planned_parts(
     and loads only the parts it does not hold yet. A model whose size cannot be known without loading it counts 0.
     Under a class's rules, a target or draft the class does not allow is refused first (RefusedError, check_allowed):
     nothing it names is resolved, fetched, sized or read."""
+    target, draft = specs.parse(target), specs.parse(draft)
     rules = guard or ClassPolicy()
     settings = settings or DEFAULTS
     check_allowed(target, draft, rules)
     dev, torch_dtype = resolve_device(device), resolve_dtype(dtype, device)
     runtime = resolve_runtime(target, runtime, dev, torch_dtype, default=settings.runtime)
-    places = settings.found_in()
     width = torch.tensor([], dtype=torch_dtype).element_size()
-    at = (str(dev), str(torch_dtype))
-    if remote.is_remote(target):
-        return [(("torch", draft, *at, "eager"), _estimated_params(draft) * width)]
-    slots = settings.llama.slots_for(rules.on)
+    keys, places = Keys(dev, torch_dtype, settings.llama.slots_for(rules.on)), settings.found_in()
+    if isinstance(target, specs.Served):
+        return [(keys.torch(draft), _estimated_params(draft) * width)]
+    slots = keys.slots
     pooled = slots * settings.llama.slot_tokens
-    if is_gguf(target):
+    if target.is_gguf:
         path = _known_gguf_path(target, places)
         if path is None:  # it would have to be downloaded first: its size is not known here
             return []
         info = gguf.read_info(path)
-        planned = [(("llama.cpp", str(path), slots), info.file_bytes + pooled * (info.kv_bytes_per_token or 0))]
-        if is_gguf(draft) and (draft_path := _known_gguf_path(draft, places)) is not None and draft_path != path:
-            planned.append((("llama.cpp", str(draft_path), 0), _gguf_file_bytes(draft, draft_path)))
+        planned = [(keys.llama(path, slots), info.file_bytes + pooled * (info.kv_bytes_per_token or 0))]
+        if draft.is_gguf and (draft_path := _known_gguf_path(draft, places)) is not None and draft_path != path:
+            planned.append((keys.llama(draft_path, 0), _gguf_file_bytes(draft, draft_path)))
         return planned
+    kind = kinds.kind_of(draft)
     if runtime == KERNELS:
-        size = (_estimated_params(target) + _estimated_draft_params(draft, target)) * width
-        return [(("torch-kernels", target, draft, *at), size)]
-    planned = [(("torch", target, *at, "eager"), _estimated_params(target) * width)]
+        size = (_estimated_params(target) + kind.params(draft, target)) * width
+        return [(keys.kernels(target, draft), size)]
+    planned = [(keys.torch(target), _estimated_params(target) * width)]
     if runtime == llamacpp.RUNTIME:
-        planned.append((("llama.cpp", EMBEDDED, slots), EMBEDDED_PARAMS * 4 + pooled * EMBEDDED_KV_BYTES))
-    if draft != SELF:
+        planned.append((keys.llama(EMBEDDED, slots), EMBEDDED_PARAMS * 4 + pooled * EMBEDDED_KV_BYTES))
+    if not kind.is_target:
         lean = runtime != TORCH
-        size = _estimated_draft_params(draft, target) * width * (2 if lean else 1)  # lean: prepared copies beside
-        if is_gguf(draft):
+        size = kind.params(draft, target) * width * (2 if lean else 1)  # lean: prepared copies beside
+        if FILE in kind.needs:
             path = _known_gguf_path(draft, places)
             size = _gguf_file_bytes(draft, path) if path is not None else 0
-        planned.append((("draft", target, draft, *at, lean), size))
+        planned.append((keys.draft(target, draft, lean), size))
     return planned
 
 
-def _known_gguf_path(spec: str, places: list[gguf.Place]) -> Path | None:
+def _known_gguf_path(spec: ModelSpec, places: list[gguf.Place]) -> Path | None:
     """The file a GGUF spec names, where knowing it needs no download and no quantizing."""
-    spec = spec.strip()
-    if spec.startswith(QUANTIZED):
-        quantize.grade(spec.removeprefix(QUANTIZED))
-        return Path(f"{embedded.NAME}.{spec.removeprefix(QUANTIZED)}.gguf")  # made on first use; sized by its bits
-    if spec.startswith("hf:"):
+    if isinstance(spec, specs.Quantized):
+        quantize.grade(spec.quant)
+        return Path(f"{embedded.NAME}.{spec.quant}.gguf")  # made on first use; sized by its bits
+    if isinstance(spec, specs.GGUFFile) and spec.found is not None:
+        return spec.found.path
+    if isinstance(spec, specs.GGUFFile) and spec.on_hub:
         return None
-    return gguf.resolve(spec, places)
+    return gguf.resolve(str(spec), places)
 
 
-def _gguf_file_bytes(spec: str, path: Path) -> int:
-    if spec.strip().startswith(QUANTIZED) and not path.is_file():  # not made yet: the target's weights at its bits
-        return EMBEDDED_PARAMS * quantize.grade(spec.strip().removeprefix(QUANTIZED)).bits // 8
+def _gguf_file_bytes(spec: ModelSpec, path: Path) -> int:
+    if isinstance(spec, specs.Quantized) and not path.is_file():  # not made yet: the target's weights at its bits
+        return EMBEDDED_PARAMS * quantize.grade(spec.quant).bits // 8
     return gguf.read_info(path).file_bytes
 
 
-def _estimated_params(spec: str) -> int:
-    if spec == EMBEDDED:
-        return EMBEDDED_PARAMS
-    try:
-        return estimate_parameters(load_config(spec))
-    except (ModelError, OSError, ValueError):
-        return 0
-
-
-def _estimated_draft_params(spec: str, target: str) -> int:
-    """A draft's own weights: none for the target's own layers or prompt lookup, a trained draft's file, a model's."""
-    if spec in (SELF, PROMPT_LOOKUP) or spec.startswith(EARLY_EXIT) or (spec == EMBEDDED and target != EMBEDDED):
-        return 0
-    folder = drafts.DEFAULT_DIR if spec == EMBEDDED else Path(spec.strip()).expanduser()
-    if drafts.is_draft_dir(folder):
-        from safetensors import safe_open
-
-        count = 0
-        for file in folder.glob("*.safetensors"):
-            with safe_open(str(file), "pt") as tensors:
-                count += sum(math.prod(tensors.get_slice(name).get_shape()) for name in tensors.keys())  # noqa: SIM118
-        return count
-    if spec == EMBEDDED:
-        return 0  # the untrained fallback: the target's first layers
-    return _estimated_params(spec)
+def _estimated_params(spec: ModelSpec) -> int:
+    return EMBEDDED_PARAMS if isinstance(spec, specs.Embedded) else estimated_params(spec)
 
 
 def offered() -> tuple[str, ...]:
     """Every model spec the app offers by itself: the presets' targets and drafts, and the drafts made from the
-    target (self, prompt lookup)."""
-    return (EMBEDDED, SELF, PROMPT_LOOKUP, *(p.target for p in PRESETS), *(p.draft for p in PRESETS))
+    target that the sidebar offers beside any target (self, prompt lookup: specviz.drafts.kinds.offered)."""
+    return (EMBEDDED, *(k.offer for k in kinds.offered()), *(p.target for p in PRESETS), *(p.draft for p in PRESETS))
 
 
-def check_allowed(target: str, draft: str, rules: ClassPolicy) -> None:
+def check_allowed(target: Spec, draft: Spec, rules: ClassPolicy) -> None:
     """Under a class server's rules, refuse (RefusedError) a target or draft that is neither offered nor
     allowlisted, before anything loads or connects: a served target's address, a hub id, a folder or a GGUF file on
     this server. Whether a path outside the allowed folders exists never changes the message: a spec written as a
     path (or a .gguf file) is a path; a bare name is a hub id unless it is a folder under an allowed one."""
+    target, draft = specs.parse(target), specs.parse(draft)
     if not rules.on:
         return
     for spec in (target, draft):
-        spec = spec.strip()
-        if remote.is_remote(spec):
-            rules.check_url(remote.parse_spec(spec).url)
-        elif spec.startswith(EARLY_EXIT + ":"):
+        if isinstance(spec, specs.Served):
+            rules.check_url(spec.served.url)
+        elif isinstance(spec, specs.EarlyExit):
             continue  # the target's own first layers
         else:
-            written_as_path = spec.startswith(("/", ".", "~")) or spec.lower().endswith(".gguf")
-            if spec and not written_as_path and rules.path_allowed(Path(spec)) and Path(spec).expanduser().exists():
+            text = spec.text
+            written_as_path = text.startswith(("/", ".", "~")) or text.lower().endswith(".gguf")
+            if text and not written_as_path and rules.path_allowed(Path(text)) and Path(text).expanduser().exists():
                 continue  # a folder under an allowed one, named from where the server runs
-            rules.check_model(spec, offered(), written_as_path)
+            rules.check_model(text, offered(), written_as_path)
 
 
 def resolve_runtime(
-    target: str,
+    target: Spec,
     runtime: str = AUTO,
     device: torch.device | None = None,
     dtype: torch.dtype = torch.float32,
@@ -413,29 +393,32 @@ def resolve_runtime(
     default: str = AUTO,
 ) -> str:
     """The runtime that will run `target`. "auto" (`default` where a server names one: $SPECVIZ_RUNTIME), for the
-    embedded target
-    on a CPU in float32: llama.cpp when llama-cpp-python is installed, else torch on per-shape kernels;
+    embedded target on a CPU in float32: llama.cpp when llama-cpp-python is installed, else torch on per-shape kernels;
     any other target: torch. Asking for a runtime where it cannot run is a ModelError that says why."""
-    if runtime == AUTO and not is_gguf(target):  # the default a GGUF file has no choice in
+    target = specs.parse(target)
+    if runtime == AUTO and not target.is_gguf:  # the default a GGUF file has no choice in
         runtime = default
     if runtime not in RUNTIMES:
         raise ModelError(f"unknown runtime {runtime!r}: use {', '.join(RUNTIMES)}")
     cpu = device is None or device.type == "cpu"
-    if is_gguf(target):
+    served = isinstance(target, specs.Served)
+    if target.is_gguf:
         if runtime not in (AUTO, llamacpp.RUNTIME):
-            raise ModelError(f"a GGUF file runs on llama.cpp; {target!r} cannot run on {runtime}")
+            raise ModelError(f"a GGUF file runs on llama.cpp; {target.text!r} cannot run on {runtime}")
         if not llamacpp.available():
             raise ModelError(f"a GGUF target runs on llama.cpp, which is not installed: {llamacpp.INSTALL_HINT}")
         return llamacpp.RUNTIME
     if runtime == AUTO:
-        if target != EMBEDDED or not cpu or dtype != torch.float32:
+        if not isinstance(target, specs.Embedded) or not cpu or dtype != torch.float32:
             return TORCH
         return llamacpp.RUNTIME if llamacpp.available() else KERNELS
-    if runtime == KERNELS and (remote.is_remote(target) or not cpu or dtype != torch.float32):
+    if runtime == KERNELS and (served or not cpu or dtype != torch.float32):
         raise ModelError("the torch-kernels runtime runs a local target on the CPU in float32; use torch")
     if runtime == llamacpp.RUNTIME:
-        if remote.is_remote(target) or target != EMBEDDED:
-            raise ModelError(f"the llama.cpp runtime runs the embedded target and GGUF files; {target!r} runs on torch")
+        if not isinstance(target, specs.Embedded):
+            raise ModelError(
+                f"the llama.cpp runtime runs the embedded target and GGUF files; {target.text!r} runs on torch"
+            )
         if not cpu or dtype != torch.float32:
             raise ModelError("the llama.cpp runtime runs on the CPU in float32: use device cpu and dtype float32")
         if not llamacpp.available():
@@ -444,198 +427,138 @@ def resolve_runtime(
 
 
 def _remote_pair(
-    target: str,
-    draft: str,
+    target: specs.Served,
+    draft: ModelSpec,
     limit: int,
-    dev: torch.device,
-    torch_dtype: torch.dtype,
     progress: embedded.Progress | None,
-    parts: _Parts,
+    parts: Parts,
     rules: ClassPolicy,
     settings: LoadSettings,
 ) -> ModelPair:
     """A served target (specviz.models.remote) and a local draft model, whose tokenizer must be the
     server's: checked on probe strings before the first step."""
-    spec = remote.parse_spec(target)
-    if draft in (SELF, PROMPT_LOOKUP) or draft.startswith(EARLY_EXIT) or drafts.is_draft_dir(Path(draft).expanduser()):
+    if kinds.kind_of(draft).needs & {TARGET, TARGET_WEIGHTS}:
         raise ModelError(
             f"with a remote target the draft must be a standalone local model with its tokenizer: 'embedded' "
-            f"(SmolLM2-135M-Instruct), a hub id or a model folder; {draft!r} needs the target's weights here"
+            f"(SmolLM2-135M-Instruct), a hub id or a model folder; {draft.text!r} needs the target's weights here"
         )
     say = progress or (lambda _msg: None)
-    say(f"Loading draft {draft}...")
-    model, tokenizer = parts.torch_model(draft, limit, dev, torch_dtype, progress)
-    draft_lm = HFModel(model, embedded.NAME if draft == EMBEDDED else draft)
+    say(f"Loading draft {draft.text}...")
+    model, tokenizer = parts.torch_model(draft, limit, progress)
+    draft_lm = HFModel(model, name_of(draft))
     codec = HFCodec(tokenizer, draft_lm.name)
-    say(f"Checking {spec} against the draft's tokenizer...")
+    say(f"Checking {target.served} against the draft's tokenizer...")
     check = rules.check_url if rules.on else None
     timeout = settings.remote_timeout_s
-    target_lm = remote.RemoteTarget(spec, codec, draft_lm.vocab_size, timeout=timeout, check=check)
+    target_lm = remote.RemoteTarget(target.served, codec, draft_lm.vocab_size, timeout=timeout, check=check)
     target_lm.check_tokenizer(codec)
     return ModelPair(target_lm, draft_lm, codec)
 
 
-def _draft(
-    spec: str,
-    target_spec: str,
-    target: HFModel,
-    tokenizer: Any,
-    limit: int,
-    dev: torch.device,
-    torch_dtype: torch.dtype,
-    progress: embedded.Progress | None,
-    lean: bool,
-    settings: LoadSettings,
-) -> NextTokenModel:
-    if spec == SELF or (spec == target_spec and spec != EMBEDDED):
-        return target
-    if spec == PROMPT_LOOKUP:
-        return PromptLookupDrafter(target.vocab_size)
-    if is_gguf(spec):  # a GGUF draft beside the embedded target: checked against its GGUF, run on llama.cpp
-        if target_spec != EMBEDDED:
-            raise ModelError(
-                f"a GGUF draft ({spec!r}) pairs with the embedded target or a GGUF target; {target_spec!r} is neither"
-            )
-        target_info = gguf.read_info(embedded.ensure_f32_gguf(progress))
-        return _gguf_model(spec, target_info, progress, settings)
-    if spec == EMBEDDED and target_spec == EMBEDDED and drafts.is_draft_dir(drafts.DEFAULT_DIR):
-        say = progress or (lambda _msg: None)
-        say("Building the distilled draft from assets/draft...")
-        name = f"{target.name} distilled draft (embedded)"
-        return drafts.load_trained(target.model, drafts.DEFAULT_DIR, name, lean)
-    if spec.strip() and drafts.is_draft_dir(Path(spec.strip()).expanduser()):
-        return drafts.load_trained(target.model, Path(spec.strip()).expanduser(), f"distilled draft {spec}", lean)
-    if spec == EMBEDDED or spec.startswith(EARLY_EXIT):
-        layers = EMBEDDED_DRAFT_LAYERS if spec == EMBEDDED else _layer_count(spec)
-        name = f"{target.name} first {layers} layers" + (" (untrained)" if spec == EMBEDDED else "")
-        return HFModel(early_exit(target.model, layers), name)
-    model, draft_tokenizer = load_model(spec, limit, dev, torch_dtype, progress)
-    check_vocabularies(tokenizer, draft_tokenizer, target.name, spec)
-    return HFModel(model, spec)
-
-
-def is_gguf(spec: str) -> bool:
+def is_gguf(spec: Spec) -> bool:
     """A GGUF model spec: a .gguf file, "ollama:NAME[:TAG]", "hf:ORG/REPO:FILE_OR_QUANT", or "embedded:KIND" (the
     embedded target quantized here: Q8_0, Q4_0, Q3_K_M, Q2_K)."""
-    spec = spec.strip()
-    return spec.startswith(QUANTIZED) or gguf.parse_spec(spec) is not None
+    return specs.parse(spec).is_gguf
 
 
-def gguf_path(spec: str, progress: embedded.Progress | None = None, places: list[gguf.Place] | None = None) -> Path:
+def gguf_path(spec: Spec, progress: embedded.Progress | None = None, places: list[gguf.Place] | None = None) -> Path:
     """The file a GGUF spec names: made here for "embedded:KIND", found in `places` (default: the usual places at
-    home) or downloaded otherwise (specviz.models.gguf.resolve)."""
-    spec = spec.strip()
-    if spec.startswith(QUANTIZED):
-        return quantize.embedded_quantized(spec.removeprefix(QUANTIZED), progress)
-    return gguf.resolve(spec, DEFAULTS.found_in() if places is None else places, progress)
+    home) or downloaded otherwise (specviz.models.gguf.resolve); a found model's own file."""
+    spec = specs.parse(spec)
+    if isinstance(spec, specs.Quantized):
+        return quantize.embedded_quantized(spec.quant, progress)
+    if isinstance(spec, specs.GGUFFile) and spec.found is not None:
+        return spec.found.path
+    return gguf.resolve(str(spec), DEFAULTS.found_in() if places is None else places, progress)
 
 
-def gguf_name(info: gguf.GGUFInfo, spec: str = "") -> str:
+def gguf_name(info: gguf.GGUFInfo, spec: Spec = "") -> str:
     """How a GGUF model is named on every page: its name and quantization, "SmolLM2-135M-Instruct (Q4_0)". The
     embedded target's own files (its float32 copy, its quantized drafts) go by the embedded model's name."""
-    ours = spec.strip().startswith(QUANTIZED) or Path(info.path).resolve().parent == embedded.cache_root().resolve()
+    quantized = isinstance(specs.parse(spec), specs.Quantized)
+    ours = quantized or Path(info.path).resolve().parent == embedded.cache_root().resolve()
     return f"{embedded.NAME if ours else info.name} ({info.quantization})"
 
 
-def _gguf_model(
-    spec: str, target: gguf.GGUFInfo | None, progress: embedded.Progress | None, settings: LoadSettings
-) -> NextTokenModel:
-    """A GGUF draft on llama.cpp, after its header was checked against the target's (vocabulary, special tokens,
-    chat template: IncompatibleModelsError naming the first differences)."""
-    path = gguf_path(spec, progress, settings.found_in())
-    info = gguf.read_info(path)
-    if target is not None:
-        gguf.check_pair(target, info)
-    return llamacpp.from_settings(path, gguf_name(info, spec), settings.llama)
+def open_gguf(
+    spec: ModelSpec, progress: embedded.Progress | None = None, places: list[gguf.Place] | None = None
+) -> GGUFModel:
+    """A GGUF spec's model: its file (found in `places`, downloaded or made here) and its header, read once; a model
+    discovery found keeps the header it read."""
+    path = gguf_path(spec, progress, places)
+    found = spec.found if isinstance(spec, specs.GGUFFile) else None
+    info = found.info if found is not None and found.info is not None else gguf.read_info(path)
+    return GGUFModel(spec=spec, path=path, info=info, name=gguf_name(info, spec))
 
 
 def _gguf_pair(
-    target: str,
-    draft: str,
+    target: ModelSpec,
+    draft: ModelSpec,
     limit: int,
     progress: embedded.Progress | None,
-    parts: _Parts,
-    rules: ClassPolicy,
+    parts: Parts,
     settings: LoadSettings,
 ) -> ModelPair:
     """A GGUF target on llama.cpp with its own tokenizer (specviz.models.ggufcodec), drafted by a second GGUF file of
-    the same vocabulary, by itself or by prompt lookup. The headers are checked, and the pair's memory set against the
-    machine's free memory, before anything heavy loads."""
+    the same vocabulary, or by a kind built from the target alone (itself, prompt lookup: specviz.drafts.kinds). The
+    headers are checked, and the pair's memory set against the machine's free memory, before anything heavy loads."""
     say = progress or (lambda _msg: None)
-    say(f"Reading {target}...")
+    say(f"Reading {target.text}...")
     places = settings.found_in()
-    path = gguf_path(target, progress, places)
-    info = gguf.read_info(path)
+    model = open_gguf(target, progress, places)
+    info = model.info
     if info.parameters > limit:
         raise ModelTooLargeError(
-            f"{target} has {info.parameters / 1e9:.2f} B parameters, over the limit of {limit / 1e9:.2f} B; raise it "
-            f"with {limits.MAX_PARAMS_ENV}={int(info.parameters * 1.1)} if this machine has the memory"
+            f"{target.text} has {info.parameters / 1e9:.2f} B parameters, over the limit of {limit / 1e9:.2f} B; "
+            f"raise it with {limits.MAX_PARAMS_ENV}={int(info.parameters * 1.1)} if this machine has the memory"
         )
-    draft_info = None
-    if is_gguf(draft):
-        draft_path = gguf_path(draft, progress, places)
-        draft_info = gguf.read_info(draft_path)
-        gguf.check_pair(info, draft_info)  # before anything heavy loads
-    elif draft not in (SELF, PROMPT_LOOKUP):
+    kind = kinds.kind_of(draft)
+    draft_model = None
+    if FILE in kind.needs:
+        draft_model = open_gguf(draft, progress, places)
+        gguf.check_pair(info, draft_model.info)  # before anything heavy loads
+    elif not kind.target_only:
         raise ModelError(
             f"a GGUF target drafts with another GGUF file of its vocabulary, with itself (self) or by prompt lookup; "
-            f"{draft!r} is built from torch weights, which a GGUF target does not have here"
+            f"{draft.text!r} is built from torch weights, which a GGUF target does not have here"
         )
-    slots = settings.llama.slots_for(rules.on)  # a class server's runs share decodes
-    context = settings.llama.context
+    slots, context = parts.keys.slots, settings.llama.context
     held = {p.key for p in parts.store.parts()}
-    target_key = ("llama.cpp", str(path), slots)
+    target_key = parts.keys.llama(model.path, slots)
     needed = 0 if target_key in held else info.file_bytes + info.kv_bytes_per_token * context
-    if draft_info is not None and ("llama.cpp", str(draft_path), 0) not in held and draft_path != path:
-        needed += draft_info.file_bytes + draft_info.kv_bytes_per_token * context
+    draft_key = parts.keys.llama(draft_model.path, 0) if draft_model is not None else None
+    if draft_model is not None and draft_key not in held and draft_model.path != model.path:
+        needed += draft_model.info.file_bytes + draft_model.info.kv_bytes_per_token * context
     gguf.check_fits(needed)
-    name = gguf_name(info, target)
-    say(f"Loading {name} on llama.cpp...")
+    say(f"Loading {model.name} on llama.cpp...")
     runner = parts.take(
         target_key,
-        lambda: llamacpp.from_settings(path, name, settings.llama, slots),
-        f"{name} (llama.cpp)",
-        lambda model: model.nbytes(),
+        lambda: llamacpp.from_settings(model.path, model.name, settings.llama, slots),
+        f"{model.name} (llama.cpp)",
+        lambda lm: lm.nbytes(),
     )
-    codec = LlamaCodec(runner, name)
-    if draft == SELF:
-        return ModelPair(runner, runner, codec)
-    if draft == PROMPT_LOOKUP:
-        return ModelPair(runner, PromptLookupDrafter(runner.vocab_size), codec)
-    draft_name = gguf_name(draft_info, draft)
-    say(f"Loading draft {draft_name} on llama.cpp...")
+    codec = LlamaCodec(runner, model.name)
+    if draft_model is None:
+        beside = Beside(
+            spec=target,
+            model=runner,
+            torch=None,
+            tokenizer=None,
+            limit=limit,
+            device=torch.device("cpu"),
+            dtype=torch.float32,
+            progress=progress,
+            lean=True,
+            llama=settings.llama,
+            open_gguf=lambda spec: open_gguf(spec, progress, places),
+            target_gguf=lambda: info,
+        )
+        return ModelPair(runner, kind.build(draft, beside), codec)
+    say(f"Loading draft {draft_model.name} on llama.cpp...")
     draft_lm = parts.take(
-        ("llama.cpp", str(draft_path), 0),
-        lambda: llamacpp.from_settings(draft_path, draft_name, settings.llama),
-        f"{draft_name} (llama.cpp)",
-        lambda model: model.nbytes(),
+        draft_key,
+        lambda: llamacpp.from_settings(draft_model.path, draft_model.name, settings.llama),
+        f"{draft_model.name} (llama.cpp)",
+        lambda lm: lm.nbytes(),
     )
     return ModelPair(runner, draft_lm, codec)
-
-
-def _layer_count(spec: str) -> int:
-    _, _, k = spec.partition(":")
-    try:
-        layers = whole_number(k, error=ValueError, what="K")  # digits 0-9 only: not "²" or "٣"
-    except ValueError:
-        layers = 0
-    if layers < 1:
-        raise ModelError(f"write the early-exit draft as {EARLY_EXIT}:K with K ≥ 1 layers; got {spec!r}")
-    return layers
-
-
-def check_vocabularies(target_tok: Any, draft_tok: Any, target_name: str, draft_name: str) -> None:
-    """Same size and the same token ↔ id mapping, or a VocabularyMismatchError naming the first
-    differing entry."""
-    t_vocab, d_vocab = target_tok.get_vocab(), draft_tok.get_vocab()
-    if t_vocab == d_vocab:
-        return
-    t_by_id = {i: tok for tok, i in t_vocab.items()}
-    d_by_id = {i: tok for tok, i in d_vocab.items()}
-    first = next(i for i in sorted(set(t_by_id) | set(d_by_id)) if t_by_id.get(i) != d_by_id.get(i))
-    raise VocabularyMismatchError(
-        f"the draft {draft_name!r} ({type(draft_tok).__name__}, {len(d_vocab)} tokens) and the target "
-        f"{target_name!r} ({type(target_tok).__name__}, {len(t_vocab)} tokens) use different vocabularies: "
-        f"id {first} is {d_by_id.get(first)!r} in the draft but {t_by_id.get(first)!r} in the target. "
-        f"Pick two models from one family."
-    )

@@ -96,3 +96,53 @@ def steady_clock(steady_clock_for_the_session):
     clock.set_default(clock.Timer(judge=False))
     yield
     clock.set_default(clock.Timer(judge=False))
+
+
+@pytest.fixture
+def loads(monkeypatch):
+    """Patch model loading for the AppTests (tests/test_app_*.py); returns the (target, draft) the app asked for."""
+    import streamlit as st
+
+    import specviz
+    from tests.helpers import tiny_text_pair
+
+    calls = []
+
+    def fake_load_pair(target, draft, runtime="torch", **_kwargs):
+        calls.append((target, draft))
+        return tiny_text_pair(chat=True, runtime="torch" if runtime == "auto" else runtime)
+
+    monkeypatch.setattr(specviz, "load_pair", fake_load_pair)
+    st.cache_resource.clear()
+    yield calls
+    st.cache_resource.clear()
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    """A tiny GGUF file written here (tests/helpers.py's write_gguf), for the tests of specviz.models.gguf
+    (tests/test_gguf_*.py); a test module may define its own `tiny`."""
+    from tests.helpers import write_gguf
+
+    return write_gguf(tmp_path / "tiny.gguf")
+
+
+@pytest.fixture
+def found_files(tmp_path, monkeypatch):
+    """Three GGUF files of one vocabulary in $SPECVIZ_MODELS_DIR, header-only (nothing loads them here), of 3, 2
+    and 1 units of width: big.gguf takes mid and small as drafts, mid.gguf only small, small.gguf none."""
+    import streamlit as st
+
+    from tests.helpers import write_gguf
+
+    folder = tmp_path / "models"
+    files = {name: write_gguf(folder / f"{name}.gguf", width=width) for name, width in (("big", 24), ("mid", 16))}
+    files["small"] = write_gguf(folder / "small.gguf", width=8)
+    monkeypatch.setenv("SPECVIZ_MODELS_DIR", str(folder))
+    monkeypatch.setenv("SPECVIZ_CACHE_DIR", str(tmp_path / "cache"))  # specviz's own cache: empty
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no other place holds a model
+    for name in ("HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME", "OLLAMA_MODELS"):
+        monkeypatch.delenv(name, raising=False)
+    st.cache_data.clear()
+    yield {name: str(path) for name, path in files.items()}
+    st.cache_data.clear()

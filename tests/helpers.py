@@ -1,10 +1,13 @@
-"""Tiny models and codecs for fast engine tests (no network, no real weights)."""
+"""Tiny models, codecs and GGUF files for fast tests (no network, no real weights)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
+import numpy as np
 import torch
+from gguf import GGUFWriter, LlamaFileType
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from specviz import HFCodec, HFModel, ModelPair, TableModel
@@ -166,6 +169,57 @@ def css_font_sizes(css: str) -> dict[str, float]:
         for selector in [*parts, part]:
             sizes[" ".join(selector.split())] = px(found.group(1))
     return sizes
+
+
+# A tiny GGUF file's vocabulary and chat template (tests/test_gguf_*.py read them back).
+TOKENS = ["<unk>", "<s>", "</s>", "hello", "world", "!"]
+TEMPLATE = "{{ messages }}"
+
+
+def write_gguf(
+    path: Path,
+    *,
+    tokens=TOKENS,
+    bos=1,
+    eos=2,
+    pad=0,
+    template=TEMPLATE,
+    file_type=LlamaFileType.ALL_F32,
+    embd_dtype=np.float32,
+    width=8,
+    name="tiny",
+    split_max_tensors=0,
+    output=False,
+) -> Path:
+    """A llama-shaped GGUF: 2 layers, hidden size `width`, 2 heads, 1 KV head, and two tensors: the token
+    embedding (len(tokens) × width) and the output norm (width); with `output`, an output matrix as well."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    writer = GGUFWriter(path, "llama", split_max_tensors=split_max_tensors)
+    if name is not None:
+        writer.add_name(name)
+    writer.add_context_length(64)
+    writer.add_block_count(2)
+    writer.add_embedding_length(width)
+    writer.add_head_count(2)
+    writer.add_head_count_kv(1)
+    if file_type is not None:
+        writer.add_file_type(file_type)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_token_list(tokens)
+    for role, token in (("bos", bos), ("eos", eos), ("pad", pad)):
+        if token is not None:
+            getattr(writer, f"add_{role}_token_id")(token)
+    if template is not None:
+        writer.add_chat_template(template)
+    writer.add_tensor("token_embd.weight", np.zeros((len(tokens), width), dtype=embd_dtype))
+    writer.add_tensor("output_norm.weight", np.ones(width, dtype=np.float32))
+    if output:  # an output matrix of its own: not tied to the embedding
+        writer.add_tensor("output.weight", np.zeros((len(tokens), width), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
 
 
 def write_tiny_gguf(path, seed: int = 0, layers: int = 2, width: int = 64, words: int = 61, renamed: int | None = None):

@@ -18,8 +18,7 @@ from specviz.classroom import across
 from specviz.models import embedded
 from specviz.models import gguf as g
 from specviz.training.prompts import eval_prompts
-from tests.helpers import tiny_text_pair
-from tests.test_gguf import write_gguf
+from tests.helpers import tiny_text_pair, write_gguf
 
 # --- which drafts fit --------------------------------------------------------------------------------------------
 

@@ -501,7 +501,7 @@ def test_a_projector_sees_the_prompt_the_steps_tokens_every_decision_and_the_leg
 
 
 def test_across_drafts_for_a_found_gguf_target_in_a_real_browser(tmp_path):
-    """Issue 53.1: tiny GGUF files in $SPECVIZ_MODELS_DIR (tests/test_app.py's tiny_ggufs: a target, its 8-bit copy, a
+    """Issue 53.1: tiny GGUF files in $SPECVIZ_MODELS_DIR (test_app_sweep.py's tiny_ggufs: a target, its 8-bit copy, a
     one-layer model, one of another vocabulary). On the τ sweep page the user picks "Models on this computer" and the
     target, opens "Across drafts", presses one button: the recommendation names the 8-bit copy at τ = 3 (every step
     τ + 1 = 4 tokens in 3 · 1 + 16 = 19 ms against 40 ms alone: 2.11×), and llama-server's line runs that file at that

@@ -122,7 +122,7 @@ def test_help_names_every_kind_of_model_spec(capsys):
 def test_a_folder_holding_gguf_files_is_named_with_its_files(tmp_path, capsys):
     """Issue 53: a folder of GGUF files given as a model got transformers' "Should have a `model_type` key"; it is
     told which file to give (llama.cpp runs a file, not a folder)."""
-    from tests.test_gguf import write_gguf
+    from tests.helpers import write_gguf
 
     folder = tmp_path / "lmstudio" / "SmolLM2-GGUF"
     write_gguf(folder / "smol.Q8_0.gguf")

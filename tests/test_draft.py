@@ -279,3 +279,14 @@ def test_the_model_card_has_a_row_per_evaluated_draft_and_a_speedup_per_tau():
         "| distilled | `embedded` | 0.450 | 0.043 | 1.87 | 0.244 | 3 | 0.82× |",
         "| first 8 layers | – | 0.044 | 0.043 | 1.04 | 0.244 | 1 | 0.45× |",
     ]
+
+
+def test_the_model_card_states_the_run_its_report_records_and_no_other():
+    from specviz.errors import ConfigError
+    from specviz.training.card import run_of
+
+    assert run_of({"draft": "d", "date": "2027-01-02", "hardware": "8 cores, x86_64"}) == "2027-01-02, 8 cores, x86_64"
+    with pytest.raises(ConfigError, match="names no date and no hardware"):
+        run_of({"draft": "d"})  # an older report: the card asks for a new one rather than guess a day and a machine
+    with pytest.raises(ConfigError, match="names no hardware"):
+        run_of({"draft": "d", "date": "2027-01-02", "hardware": ""})

@@ -469,6 +469,26 @@ def test_a_malformed_line_is_named():
     refused('{"speculative_decoding_stats": {"num_spec_steps": "ten", "acceptance_histogram": {}}}', 1, "not a count")
 
 
+ARABIC_INDIC = str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩")
+
+
+def test_digits_of_another_script_are_not_read_as_numbers():
+    """A regex's \\d, str.isdigit(), int() and float() all take any script's digits ("٣" is 3); the engines print ASCII
+    digits, so a line written in others (hand-made here, in Arabic-Indic digits) is refused, named, never read as the
+    numbers it would be in ASCII."""
+    assert int("141".translate(ARABIC_INDIC)) == 141 and float("3".translate(ARABIC_INDIC)) == 3.0  # what Python reads
+    vllm = GOOD.replace("Accepted: 141 tokens", "Accepted: " + "141".translate(ARABIC_INDIC) + " tokens")
+    assert vllm != GOOD
+    refused(vllm, 1, "Line 1", "cut off", "accepted tokens")
+    refused("accept len: " + "3.12".translate(ARABIC_INDIC) + ", accept rate: 0.78", 1, "Line 1", "accept len")
+    prom = text_of("vllm_metrics.txt")
+    drafts = 'vllm:spec_decode_num_drafts_total{engine="0"} '
+    refused(prom.replace(drafts + "1.0", drafts + "1.0".translate(ARABIC_INDIC)), 3, "Line 3", "a number as its value")
+    refused(prom.replace('position="2"}', 'position="' + "2".translate(ARABIC_INDIC) + '"}'), 17, "numeric position")
+    histogram = text_of("vllm_request.json").replace('"3": 3', '"' + "3".translate(ARABIC_INDIC) + '": 3')
+    refused(histogram, 1, "not a count")
+
+
 def test_a_truncated_line_is_named_and_nothing_is_half_imported():
     cut = GOOD[: GOOD.index("Per-position") + 40]
     error = refused("\n".join([GOOD] * 19 + [cut]), 20, "Line 20", "cut off", "draft acceptance rate")

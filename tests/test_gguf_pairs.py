@@ -18,7 +18,7 @@ from specviz.loading import is_gguf, planned_parts
 from specviz.models import gguf, llamacpp
 from specviz.models.store import ModelStore
 from specviz.server.class_policy import ClassPolicy, RefusedError
-from tests.test_gguf import write_gguf
+from tests.helpers import write_gguf
 
 PROMPT = "The cat sat on the"
 

@@ -94,12 +94,12 @@ def test_calibration_is_refused_on_a_target_whose_sizes_the_model_does_not_know(
 
 
 def test_a_gguf_file_is_sized_for_the_cost_model_from_its_header(tmp_path):
-    """The tiny GGUF of tests/test_gguf.py: 6 tokens, width 8, 2 layers, 2 heads of 4, 1 KV head. Tied (no output
+    """The tiny GGUF of tests/helpers.py: 6 tokens, width 8, 2 layers, 2 heads of 4, 1 KV head. Tied (no output
     matrix): a pass reads the 6 × 8 table once and the norm's 8 = 56 weights; with an output matrix of its own, the
     input table is not read whole: 48 + 8 = 56 of the 104 in the file. KV per token in float32: 2 layers × (key +
     value) × 1 head × 4 × 4 bytes = 64. Bytes per weight: the file's size over every weight it holds."""
     from specviz.models.gguf import read_info
-    from tests.test_gguf import write_gguf
+    from tests.helpers import write_gguf
 
     tied = write_gguf(tmp_path / "tied.gguf", name="tiny")
     untied = write_gguf(tmp_path / "untied.gguf", name="tiny", output=True, file_type=None)

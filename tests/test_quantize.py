@@ -18,7 +18,7 @@ from specviz.models import embedded, llamacpp, quantize
 from specviz.models.ggufcodec import LlamaCodec
 
 MB = 1e6
-# measured sizes of the embedded target's copies (shared/notes/gguf-drafts.md), MB
+# measured sizes of the embedded target's copies (docs/performance.md, "The quantized copies' sizes"), MB
 SIZES = {"Q8_0": 145, "Q4_0": 92, "Q3_K_M": 94, "Q2_K": 88}
 # a held-out prompt and the float32 target's greedy continuation of it (chat-wrapped)
 PROMPT = "Write a short story about a lighthouse keeper who finds a message in a bottle."

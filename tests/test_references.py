@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OUTSIDE = re.compile(r"\.\./shared|\bSPEC\.md\b|\bDESIGN\.md\b")
+OUTSIDE = re.compile(r"(?<![\w.-])shared/|\bSPEC\.md\b|\bDESIGN\.md\b|\bSTYLE\.md\b")  # ../shared/, shared/notes/
 CITED = re.compile(r'docs/([a-z_]+\.md)(?:,? (?:"|\\")([^"\\]+)(?:"|\\"))?')
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
@@ -58,3 +58,6 @@ def test_a_reference_outside_would_be_found():
     spec = "SPEC" + ".md"  # spelled in two pieces, so that this file does not point outside itself
     assert OUTSIDE.search(f"see ../{'shared'}/{spec}") and OUTSIDE.search(f"({spec}, step 3)")
     assert CITED.findall('docs/algorithm.md, "Verify cost"') == [("algorithm.md", "Verify cost")]
+    notes = "shared" + "/notes/gguf-drafts.md"  # a note beside the repository, cited bare or as a path
+    assert OUTSIDE.search(f"(docs and the note {notes} give sizes)") and OUTSIDE.search(f"/work/{notes}")
+    assert not OUTSIDE.search("pages/_shared.py and specviz/_shared/x.py")  # a name of the project's own

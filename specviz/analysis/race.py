@@ -3,7 +3,8 @@
 Both lanes run in one process on the same runtime, interleaved: a step of speculation, then the target
 alone decodes as many tokens as that step emitted, then the next step, so the two alternate every few
 tens of milliseconds and a load that comes and goes falls on both alike (issue 47: run one after the other,
-a busy minute slowed only the target alone and the race said 12.4× faster). A lane's clock counts only the
+a busy minute slowed only the target alone and the race claimed many times the real speedup; docs/app.md,
+"The pages in detail"). A lane's clock counts only the
 wall time of its own pieces, sampling and the engine's bookkeeping included (the prompt's reading excluded on
 both sides, as for the sweep's baseline), as if each ran on a machine of its own; `at_race_time` shows both
 lanes as they stood at the same moment of those clocks. In greedy mode both lanes emit the same tokens
@@ -102,15 +103,16 @@ PRESETS: tuple[RacePreset, ...] = (
         "embedded:Q8_0",
         "Write a Python function that reverses a list.",
         4,
-        "A real second model on llama.cpp: the target's own weights in 8 bits, right almost every time, but a pass "
-        "of it costs about half a target pass on a CPU, so four drafts cost two target passes.",
+        "A real second model on llama.cpp: the target's own weights in 8 bits, right almost every time, but on a "
+        "CPU a pass of it costs a good part of a target pass: the race measures that cost, c, on this machine.",
     ),
     RacePreset(
         "The target in 2 bits drafting for itself",
         "embedded:Q2_K",
         "Write a Python function that reverses a list.",
         4,
-        "The same weights in 2 bits: a little cheaper than 8 bits, and wrong far more often.",
+        "The same weights in 2 bits: a smaller file than 8 bits, and wrong far more often; the race measures "
+        "whether its pass is cheaper here.",
     ),
 )
 BY_LABEL = {p.label: p for p in PRESETS}

@@ -3,6 +3,10 @@
 References: Leviathan, Kalman, Matias, "Fast Inference from Transformers via Speculative
 Decoding" (ICML 2023); Chen et al., "Accelerating Large Language Model Decoding with Speculative
 Sampling" (2023). Notation: p is the target, q the draft, τ the draft tokens per step.
+
+Shapes, as vLLM's spec_decode marks its tensors: V is the vocabulary (the target's and the draft's, the same), τ the
+draft tokens of this step (fewer than the setting near the end, at EOS or with an early stop), N a tree's drafted
+nodes. Every distribution is a float64 CPU tensor whose last dimension is V (specviz.core.sampling).
 """
 
 from __future__ import annotations
@@ -185,12 +189,13 @@ class Decoder:
     def _step(self, index: int, tau: int) -> StepTrace:
         cfg, context_length = self.config, len(self._ids)
         t0 = time.perf_counter()
-        draft, q = self._propose(tau)  # 1. draft τ tokens
+        draft, q = self._propose(tau)  # 1. draft τ tokens; q: [τ, V] float64, row t the draft's distribution at ŷ_t
         if self.pair.target.capabilities.splits_drafts:  # a text-only server cannot score every split (remote)
             keep = self._target.scorable_draft(self._ids, draft)
             draft, q = draft[:keep], q[:keep]
         t1 = time.perf_counter()
         feed = self._ids[self._target.length :] + draft  # 2. verify all of them in one pass
+        # p: [τ + 1, V] float64: the target's distribution at each drafted position, then the one after the last
         p = self._warp(self._target.extend(feed, keep=len(draft) + 1))
         t2 = time.perf_counter()
         choice = choose(cfg.mode, draft, q, p, self._gen, verification=cfg.verification)  # 3–5. accept, count, next
@@ -217,10 +222,11 @@ class Decoder:
         base = self._target.length
         parents = [base + j - 1 for j in range(len(pending))]
         parents += [base + len(pending) - 1 if up < 0 else base + len(pending) + up for up in tree.parent]
-        logits = self._target.extend_tree([*pending, *tree.token], parents)
-        p = self._warp(logits[len(pending) - 1 :])
+        logits = self._target.extend_tree([*pending, *tree.token], parents)  # [len(pending) + N, V]
+        p = self._warp(logits[len(pending) - 1 :])  # [N + 1, V] float64: the root's row first, then one per node
         t2 = time.perf_counter()
         greedy = cfg.mode == "greedy"
+        # r: N draws, one per node (None in greedy mode)
         r = [None] * len(tree) if greedy else torch.rand(len(tree), generator=self._gen, dtype=torch.float64).tolist()
         walked = tree_mod.walk(cfg.mode, tree, p, r, self._gen, cfg.verification)
         self._target.retain([*range(base, base + len(pending)), *(base + len(pending) + i for i in walked.path)])
@@ -233,19 +239,23 @@ class Decoder:
 
     def _propose(self, tau: int) -> tuple[list[int], torch.Tensor]:
         """Each draft token conditions on the prefix and the earlier draft tokens of this step
-        (with `broken_draft`, deliberately, on the prefix alone: the same q at every position)."""
+        (with `broken_draft`, deliberately, on the prefix alone: the same q at every position).
+
+        Returns (tokens, q): tokens, τ′ ≤ `tau` ids (drafting stops at EOS, where the drafter has no proposal, or
+        where a confidence policy stops it); q: [τ′, V] float64, row t the draft's distribution that ŷ_t was
+        chosen from ([0, V] where nothing was drafted)."""
         cfg, eos = self.config, self.pair.codec.eos_token_id
         lossless = cfg.mode == "lossless"
         # a typed draft (specviz.drafts.typed): its tokens are proposed as they are, scored by the draft model's q
         given = self._draft.typed_draft() if self.pair.draft.capabilities.proposes else None
         tau = tau if given is None else min(tau, len(given))
         tokens: list[int] = []
-        rows: list[torch.Tensor] = []
+        rows: list[torch.Tensor] = []  # τ′ rows of [V]: warped (lossless) or raw logits (warped together below)
         feed = self._ids[self._draft.length :]
         logits = None
         for t in range(tau):
             if logits is None or not cfg.broken_draft:
-                logits = self._draft.extend(feed, keep=1)[-1]
+                logits = self._draft.extend(feed, keep=1)[-1]  # [V]: the draft's logits at the next position
             best = int(logits.argmax()) if given is None else given[t]  # = argmax of q: warping keeps the order
             if logits[best] == float("-inf"):  # the drafter has no proposal: stop drafting
                 break
@@ -268,6 +278,8 @@ class Decoder:
         return tokens, stacked if lossless else self._warp(stacked)
 
     def _warp(self, logits: torch.Tensor) -> torch.Tensor:
+        """logits: [..., V] any float dtype → probabilities [..., V] float64, each row warped by the run's
+        temperature, top-k and top-p."""
         cfg = self.config
         return logits_to_probs(logits, cfg.temperature, cfg.top_k, cfg.top_p)
 

@@ -27,7 +27,8 @@ def record_step(
     text: Callable[[int], str],
     top_n: int = 10,
 ) -> StepTrace:
-    """The immutable record of one step: every number a chart or a student needs."""
+    """The immutable record of one step: every number a chart or a student needs. q: [τ, V] float64, the draft's
+    distribution at each drafted position; p: [τ + 1, V] float64, the target's there and one position further."""
     k, n = len(draft), choice.n
     extra = [] if choice.residual is None else [choice.residual[None]]
     verify = None

@@ -64,7 +64,7 @@ class Block:
 
 
 def block_numbers(draft: Sequence[int], q: torch.Tensor, p: torch.Tensor) -> Block:
-    """w, R and h of block verification for one draft (q: τ full rows; p: τ + 1 rows)."""
+    """w, R and h of block verification for one draft (q: [τ, V] float64; p: [τ + 1, V] float64)."""
     k = len(draft)
     w, masses, h, weight = [], [], [], 1.0
     for i in range(k):
@@ -110,9 +110,9 @@ def choose(
     next_draw: float | None = None,
 ) -> Choice:
     """Accept/reject (step 3–4) and pick the next token (step 5) for one mode and verification rule.
-    `q` has one row per draft token, `p` one more (position τ+1). The draws r come from `gen` unless
-    `given_r` supplies them, and so does the draw that samples the next token unless `next_draw`
-    (in [0, 1)) does: the sandbox and outside scripts set them by hand."""
+    `q`: [τ, V] float64, one row per draft token; `p`: [τ + 1, V] float64, one more (position τ+1). The draws r
+    come from `gen` unless `given_r` supplies them, and so does the draw that samples the next token unless
+    `next_draw` (in [0, 1)) does: the sandbox and outside scripts set them by hand."""
     k = len(draft)
     ratio = ratio_of(at(p[:k], draft), at(q, draft))
     if mode == "greedy":
@@ -224,7 +224,7 @@ def each_rule(
 
 
 def at(dists: torch.Tensor, tokens: Sequence[int]) -> torch.Tensor:
-    """Row t's probability of tokens[t]."""
+    """dists: [τ, V]; tokens: τ ids → [τ]: row t's probability of tokens[t]."""
     return dists.gather(-1, torch.tensor(list(tokens), dtype=torch.long).reshape(-1, 1))[:, 0]
 
 

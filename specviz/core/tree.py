@@ -19,7 +19,7 @@ from specviz.core.config import Mode, SpecConfig
 from specviz.core.sampling import residual, sample, total
 from specviz.core.trace import NextRule, NodeDecision, TokenProb
 
-Warp = Callable[[torch.Tensor], torch.Tensor]
+Warp = Callable[[torch.Tensor], torch.Tensor]  # logits [V] → probabilities [V] float64: the run's warp
 
 
 def root_only(session, pending: Sequence[int], warp: Warp) -> DraftTree:
@@ -58,10 +58,10 @@ class DraftTree:
     q: list[float] = field(default_factory=list)
     score: list[float] = field(default_factory=list)
     rank: list[int] = field(default_factory=list)
-    dist: dict[int, torch.Tensor] = field(default_factory=dict)
+    dist: dict[int, torch.Tensor] = field(default_factory=dict)  # node (−1: root) → q after it: [V]
     # what children are ranked and scored by: q itself, except in greedy mode, where q may be one-hot
     # (temperature 0) and the draft's own probabilities at temperature 1 rank its candidates
-    ranking: dict[int, torch.Tensor] = field(default_factory=dict)
+    ranking: dict[int, torch.Tensor] = field(default_factory=dict)  # node → [V]
     session_index: dict[int, int] = field(default_factory=dict)
     paths: list[tuple[int, ...]] = field(default_factory=list)  # rank path of each node
 
@@ -100,7 +100,7 @@ def draft_tree(
     warp = _proposals(warp)
     rank_by = _proposals(lambda row: torch.softmax(row, -1)) if config.mode == "greedy" else warp
     tree = DraftTree()
-    row = session.extend(list(pending), keep=1)[-1]
+    row = session.extend(list(pending), keep=1)[-1]  # [V]: the draft's logits after the last confirmed token
     tree.dist[-1], tree.ranking[-1] = warp(row), rank_by(row)
     tree.session_index[-1] = session.length - 1
     frontier = [-1]
@@ -112,7 +112,7 @@ def draft_tree(
         if not frontier:
             break
         parents = [tree.session_index[tree.parent[i]] for i in frontier]
-        rows = session.extend_tree([tree.token[i] for i in frontier], parents)
+        rows = session.extend_tree([tree.token[i] for i in frontier], parents)  # [len(frontier), V]
         base = session.length - len(frontier)
         for j, node in enumerate(frontier):
             tree.dist[node], tree.ranking[node] = warp(rows[j]), rank_by(rows[j])
@@ -199,8 +199,8 @@ class Walk:
     ratio: tuple[float | None, ...]  # per node: what its r was compared with (None: untested or greedy)
     token: int
     rule: NextRule
-    dist: torch.Tensor  # the distribution `token` was chosen from
-    residuals: dict[int, tuple[torch.Tensor, torch.Tensor]]  # lossless: (p′, q′) after each rejected node
+    dist: torch.Tensor  # [V] float64: the distribution `token` was chosen from
+    residuals: dict[int, tuple[torch.Tensor, torch.Tensor]]  # lossless: (p′, q′), each [V], after each rejected node
 
 
 def walk(
@@ -211,8 +211,8 @@ def walk(
     gen: torch.Generator,
     verification: str = "token",
 ) -> Walk:
-    """Walk down from the root. `p` has the root's row first, then one row per node; `r` one
-    pre-drawn uniform per node (None in greedy mode), used only if that node is tested. Lossless with
+    """Walk down from the root. `p`: [N + 1, V] float64 (N = len(tree)), the root's row first, then one row per
+    node; `r` one pre-drawn uniform per node (None in greedy mode), used only if that node is tested. Lossless with
     verification "one-hot" walks as SGLang's target-only tree sampling: child x is kept when r ≤ p′(x),
     and after a rejection p′ loses x (renormalised); q is never read."""
     one_hot = mode == "lossless" and verification == "one-hot"
@@ -279,5 +279,6 @@ def main_line(tree: DraftTree, walk_: Walk) -> list[int]:
 
 
 def top(dist: torch.Tensor, n: int, text: Callable[[int], str]) -> tuple[TokenProb, ...]:
+    """dist: [V] float64 → its `n` most likely tokens of probability > 0, most likely first."""
     values, indices = torch.topk(dist, min(n, dist.shape[-1]))
     return tuple(TokenProb(int(t), text(int(t)), float(v)) for v, t in zip(values, indices, strict=True) if v > 0)

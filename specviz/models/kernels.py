@@ -5,10 +5,10 @@ fastest of three kernels, timed once on this machine when the model is prepared.
 - the product with a pre-transposed copy of the weight (`x @ Wᵀ`, contiguous),
 - oneDNN with the weight prepacked once into its blocked layout (`torch.ops.mkldnn`).
 
-Which one wins depends on the shape and the row count (one row when decoding, τ + 1 when verifying):
-on a 2-core AMD EPYC the 49,152 × 576 LM head took 10.7 ms for one row with F.linear and 5.0 with
-prepacked oneDNN, and 30 ms against 12 for five rows (torch 2.13 CPU wheel, 2026-11-23). The kernels
-compute the same products in a different order of float32 sums: p moves by ~1e-6, not more.
+Which one wins depends on the shape and the row count (one row when decoding, τ + 1 when verifying): prepacked
+oneDNN took the embedded model's LM head in half the time of F.linear or less, at one row and at five
+(docs/performance.md, "The numbers behind the code's defaults"). The kernels compute the same products in a
+different order of float32 sums: p moves by ~1e-6, not more.
 
 The prepared tensors are copies made once and never changed afterwards; `with_chosen_kernels`
 replaces a freshly loaded model's Linear modules before the model is shared (per-model, never

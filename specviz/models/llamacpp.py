@@ -1,7 +1,8 @@
-"""The embedded target on llama.cpp, in process (llama-cpp-python's low-level API).
+"""Any GGUF model on llama.cpp, in process (llama-cpp-python's low-level API): the embedded target, a GGUF file
+found on this computer or named by the user, a quantized copy drafting for its target.
 
-The same weights as the torch runtime: the shipped GGUF de-quantised to float32 (the very tensors
-transformers de-quantises for the torch runtime), with a float32 KV cache and no flash attention,
+For the embedded target, the same weights as the torch runtime: the shipped GGUF de-quantised to float32 (the very
+tensors transformers de-quantises for the torch runtime), with a float32 KV cache and no flash attention,
 so both compute the same function in float32 and only the order of the sums differs (p agrees
 within 1e-4: tests/test_llamacpp.py). llama.cpp runs the model at about the memory-bandwidth floor
 of a laptop CPU, where eager torch spends most of a one-token pass in Python and small kernels.
@@ -583,10 +584,10 @@ def load_embedded(
 
 def default_threads() -> int:
     """Every core up to 8 (a server's $SPECVIZ_LLAMA_THREADS is handed to the model instead). Unlike torch's (the
-    app gives torch one thread:
-    its idle threads cost more than they save), llama.cpp's threads pay: on 2 cores a 5-token pass took
-    34 ms with two threads against 62 ms with one (2026-11-24, AMD EPYC), and the server's turn queue
-    runs one model step at a time, so a step may use the whole CPU. Its threads spin at the graph's
+    app gives torch one thread: its idle threads cost more than they save), llama.cpp's threads pay: on 2 cores a
+    5-token pass took little more than half the time with two threads as with one (docs/performance.md, "The numbers
+    behind the code's defaults"), and the server's turn queue runs one model step at a time, so a step may use the
+    whole CPU. Its threads spin at the graph's
     barriers, though: on a busy class server one thread costs less CPU per Step (docs/performance.md).
     The numbers are the same bit for bit whatever the count."""
     return min(os.cpu_count() or 1, 8)

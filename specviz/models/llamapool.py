@@ -1,8 +1,8 @@
 """Many runs' target passes in one llama.cpp decode, the way llama.cpp's own server serves parallel slots.
 
 A class server steps 80 runs at once. Each run in a context of its own pays a whole pass over the weights
-for its 5 tokens; 8 runs' 40 tokens in one pass cost about a third of their 8 passes (2026-11-25, AMD EPYC,
-2 threads: 5 tokens 46 ms, 40 tokens 108 ms). A `SlotPool` is one llama.cpp context whose KV cache is split
+for its 5 tokens; 8 runs' 40 tokens in one pass cost about a third of their 8 passes (docs/performance.md,
+"The numbers behind the code's defaults"). A `SlotPool` is one llama.cpp context whose KV cache is split
 into `slots` streams (`kv_unified` off): a run leases a stream, its tokens carry the stream's sequence id, and
 whichever passes are waiting when the context is free go through one `llama_decode` together (the first
 waiting caller decodes for all, "continuous batching"). Every token attends only to its own stream, and each

@@ -1,8 +1,8 @@
 """Graded drafts: quantized copies of a GGUF target, made here with llama.cpp's own quantizer.
 
 A quantized copy of the target is a real, separate draft model: the same architecture and vocabulary
-with narrower numbers, so it agrees with the target less the fewer bits it keeps (docs and the note
-shared/notes/gguf-drafts.md give measured sizes and greedy agreement). Each is made once from the
+with narrower numbers, so it agrees with the target less the fewer bits it keeps (docs/performance.md, "The
+quantized copies' sizes" gives measured sizes and greedy agreement). Each is made once from the
 float32 GGUF with `llama_model_quantize` (about a second, no network) and kept in a cache folder
 beside it: written under a temporary name and renamed into place, while a lock file makes two
 threads or processes that ask at once make it once.

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from specviz.errors import ConfigError
+
 
 def architecture(kind: str, meta: dict, stored_mb: float) -> str:
     o, vocab = meta["options"], meta["vocab_size"]
@@ -53,6 +55,18 @@ def history_table(history: list[dict]) -> str:
 def draft_cells(report: dict) -> str:
     """The draft's name and the spec it was loaded from (`--draft` of scripts/eval_draft.py)."""
     return f"{report['draft']} | `{report['spec']}`" if report.get("spec") else f"{report['draft']} | –"
+
+
+def run_of(report: dict) -> str:
+    """When and where an evaluation ran, as its report records it (scripts/eval_draft.py writes both): "DATE,
+    HARDWARE". ConfigError where the report names neither: a card never states a run it was not told of."""
+    missing = [key for key in ("date", "hardware") if not report.get(key)]
+    if missing:
+        raise ConfigError(
+            f"the evaluation report of {report.get('draft', 'a draft')} names no {' and no '.join(missing)}: write it "
+            "again with scripts/eval_draft.py --json, which records both"
+        )
+    return f"{report['date']}, {report['hardware']}"
 
 
 def eval_table(reports: list[dict]) -> str:
@@ -119,8 +133,7 @@ of the first draft token; later columns: the k-th draft token's case):
 ## Evaluation (`python scripts/eval_draft.py --draft embedded --draft early-exit:8`)
 
 Held-out prompts, {reports[0].get("new_tokens", 64)} new tokens each, the target alone as the baseline in the
-same process; one run on {reports[0].get("date", "2026-11-23")}, {reports[0].get("hardware", "a 2-core AMD EPYC")}
-(shared and noisy).
+same process; one run on {run_of(reports[0])} (shared and noisy).
 
 {eval_table(reports)}
 """

@@ -1,71 +1,17 @@
-"""Streamlit-side helpers shared by the pages: cached model loading and error display."""
+"""The widgets every page shares: each widget's range from the one settings registry (LIMITS), the longest prompt and
+upload, the sampling and rule widgets, an expander built only while open, the share link and the downloads."""
 
 from __future__ import annotations
-
-import runpy
-from pathlib import Path
 
 import streamlit as st
 from streamlit import config as streamlit_config
 
 import specviz
 from pages import _server
-from pages._compute import (  # noqa: F401 (re-exported for the pages)
-    compute_turn,
-    heavy_job,
-    heavy_turn,
-    in_turns,
-    pacer,
-)
-from pages._pairs import cached_pair, pair_cache  # noqa: F401 (re-exported for the pages)
 from specviz.classroom import links, settings
 from specviz.classroom.settings import MODE_HELP, RULE_HELP
 from specviz.core.config import VERIFICATIONS
-from specviz.loading import AUTO, check_allowed, resolve_runtime
-from specviz.models import embedded, hub
 from specviz.server.class_policy import UPLOAD_BYTES
-from specviz.viz.plain import plain
-from specviz.viz.render import sentence
-
-SHELL_MARK = "specviz_shell"
-APP = Path(__file__).resolve().parents[1] / "app.py"
-
-
-def ensure_shell() -> None:
-    """Run the page inside app.py's navigation. Until some session has run app.py, Streamlit's
-    legacy router (it sees a pages/ folder) may run a page file directly, e.g. for a first visit
-    to /about: then run app.py, which routes back to this page properly, and stop."""
-    if SHELL_MARK not in st.session_state:
-        runpy.run_path(str(APP), run_name="__main__")
-        st.stop()
-
-
-def load_pair(target: str, draft: str) -> specviz.ModelPair | None:
-    """The pair on the runtime chosen in the sidebar, loaded once per process; None (with the reason
-    on the page) when it fails."""
-    try:
-        runtime = resolve_runtime(target, st.session_state.get("runtime", AUTO), default=_server.config().runtime)
-        with st.spinner(
-            f"Loading {plain(target)} and draft {plain(draft)} on {plain(runtime)} (the very first start converts "
-            "the model: ~30 s)…"
-        ):
-            return cached_pair(target, draft, runtime)
-    except specviz.SpecvizError as exc:
-        st.error(f"**Could not load the models.** {plain(sentence(exc))}", icon=":material/error:")
-        return None
-
-
-@st.cache_resource(show_spinner=False, max_entries=8)
-def codec_for(target: str):
-    """The tokenizer a replayed trace's texts are checked against, loaded once per process (or None). The name comes
-    from an uploaded file: in class mode a folder or hub id outside the operator's list is never read for it."""
-    try:
-        if target != embedded.NAME:  # the embedded target's traces name it by its model name
-            check_allowed(target, "self", _server.class_policy())
-    except specviz.SpecvizError:
-        return None
-    return hub.codec_for(target)
-
 
 # Every widget's range or choices, by its key, from the one settings registry (links check the same).
 LIMITS = settings.allowed(_server.class_policy())
@@ -76,7 +22,6 @@ UPLOAD_MB = max(
 # Every upload, from any widget or a request made by hand, is refused by the server itself past the app's largest cap
 # (HTTP 413 before it is kept in memory; Streamlit's own default is 200 MB); each widget says its own cap first.
 streamlit_config.set_option("server.maxUploadSize", UPLOAD_MB)
-from pages._picker import PRESETS, model_picker  # noqa: E402,F401 (re-exported for the pages)
 
 
 def sampling_widgets(prefix: str, disabled: bool = False) -> dict:

@@ -1,0 +1,217 @@
+"""What the Decode page draws of its run, from the step shown down: the step picked, its tree, q against p with every
+decision, the target's next token, the top-10 of q and p and the step's numbers; the same step under each
+verification rule and as a slide; the running metrics and the run's charts up to the step shown, and the run as the
+serving engines log it. Every chart built once per session for the same trace (`chart`). Widgets and calls; what to
+show and say is decided in specviz.viz and specviz.analysis. How the run got its steps: pages/_step.py."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import specviz
+from pages._busy import busy_notice
+from pages._widgets import LIMITS, lazy_expander
+from specviz.analysis.engine_logs import GLOSSARY, engine_report
+from specviz.viz import charts, run_charts, slide
+from specviz.viz import view as view_of
+from specviz.viz.memo import FigureMemo
+from specviz.viz.plain import plain, plain_cells
+from specviz.viz.render import next_token_source, rule_sentence, step_frame, token_label
+from specviz.viz.tree_chart import tree_chart, tree_run_chart
+
+
+def chart(build, *args, **kwargs):
+    """`build(*args, **kwargs)`, built once per session for the same traces (specviz.viz.memo)."""
+    return st.session_state.setdefault("specviz_figures", FigureMemo())(build, *args, **kwargs)
+
+
+def step_picker(steps: tuple[specviz.StepTrace, ...], hidden: bool) -> specviz.StepTrace:
+    """The step the page draws: by default specviz.viz.view.default_step; a slider picks any earlier
+    step. Before a quiz's Reveal: the newest."""
+    if hidden or len(steps) == 1:
+        return steps[-1]
+    pick = st.select_slider(
+        "Step shown" if st.session_state.get("decode_present") else "Step shown (text, chart and metrics run up to it)",
+        options=list(range(1, len(steps) + 1)),
+        value=view_of.default_step(steps),
+        key=f"decode_show_{len(steps)}",  # a new run's length: its default again
+    )
+    if note := view_of.default_step_note(steps, pick):
+        st.caption(note)
+    return steps[pick - 1]
+
+
+def draw_step(
+    view: specviz.StepTrace,
+    greedy: bool,
+    hidden: bool,
+    draws: bool,
+    marks: tuple,
+    present: bool,
+    beside: list | None,
+    names: tuple[str, str] = ("", ""),
+    typed: str | None = None,
+) -> None:
+    """The step shown: its tree (a tree step), q against p with every decision, the target's next token,
+    the top-10 of q and p at a position, and the step's numbers. `beside`: a projector's two columns. `names`: the
+    draft's and the target's (a GGUF file's quantization labels q and p). `typed` (a typed draft): what it was, said
+    under the chart, whose ticks name the draft model's own first choice under each token that is not it."""
+    size = {"height": 390, "font_size": 20} if present else {"height": 420}  # a projector: chart and next token
+    if view.tree is not None and not hidden:  # the whole tree first; the chart below reads its main line
+        tree_size = {"height": 560, "font_size": 18} if present else {"height": 520}
+        st.plotly_chart(chart(tree_chart, view, **tree_size), key="decode_tree_chart")
+        st.caption(
+            "Below: the tree's main line, the accepted path, then the first child tried where the walk "
+            "stopped and its first descendants (hover a node for q, p, r and the tops of q and p)."
+        )
+    with beside[0] if beside else st.container():
+        st.plotly_chart(
+            chart(charts.step_chart, view, hidden, draws, marks=marks, names=names, own=typed is not None, **size),
+            key="decode_step_chart",
+        )
+        if typed:
+            st.info(typed, icon=":material/keyboard:")
+    if beside and not hidden:
+        with beside[1]:
+            next_token_panel(view, brief=True, height=330, font_size=18, rows=6)
+    position = st.segmented_control(
+        "Top-10 at draft position", list(range(1, view.tau + 1)), default=1, key="decode_position"
+    )
+    st.plotly_chart(chart(charts.top_chart, view, (position or 1) - 1, hidden, names=names), key="decode_top_chart")
+    left, right = st.columns([2, 3]) if not hidden and not present else (None, st.container())
+    if left:  # where the next token came from (docs/algorithm.md, step 5); it tells n
+        with left:
+            next_token_panel(view)
+    with right:
+        step_table(view, greedy, hidden, draws)
+
+
+def next_token_panel(step: specviz.StepTrace, brief: bool = False, **size: int) -> None:
+    """The target's token: its rule and probability in a sentence, the distribution it came from
+    (`brief`, on a projector: only in the chart's title), and why, when it is the rejected draft token itself."""
+    source, note = next_token_source(step)
+    label = token_label(step.next_text)
+    where = "" if brief else f" {source}."
+    st.markdown(
+        f"Next token **{plain(repr(label))}** by rule **{step.next_rule}**, probability {step.next_prob:.4f}.{where}"
+    )
+    st.plotly_chart(chart(charts.next_token_chart, step, **size), key="decode_next_chart")
+    if note:  # below the chart: on a projector the chart stays on screen
+        st.info(note, icon=":material/lightbulb:")
+
+
+def step_table(view: specviz.StepTrace, greedy: bool, hidden: bool, draws: bool) -> None:
+    """The step's numbers as a plain table: every column whole at 1280 px (a data grid cut `decision`
+    to "deci")."""
+    st.table(plain_cells(step_frame(view, greedy, hidden, draws)))  # st.table reads its cells as markdown
+
+
+def rules_panel(view: specviz.StepTrace, outcomes, pair: specviz.ModelPair | None, mode: str) -> None:
+    """The same step under each verification rule: the same draft and the same draws r, decided by token-wise,
+    one-hot and block verification (docs/algorithm.md, "Verification as serving engines run it")."""
+    if view.tree is not None or view.tau == 0:
+        return
+    title = "The same step under each rule: token-wise, one-hot q (vLLM's default), block"
+    with lazy_expander(title, "decode_rules_open") as box:
+        if not box.open:
+            return
+        if mode != "lossless":
+            st.caption("The verification rules decide lossless steps: choose **lossless** mode to compare them.")
+        elif outcomes is None:
+            st.caption("A saved trace keeps the rule it ran, not the step's full distributions: step a live run.")
+        else:
+            st.plotly_chart(chart(charts.rules_chart, view, outcomes), key="decode_rules_chart")
+            st.markdown("\n".join(f"- {rule_sentence(view, o, pair.codec.token_text)}" for o in outcomes))
+            st.caption(
+                "The same draft tokens and the same draws r for every rule. h is not the chance that a token "
+                "is kept, and block's passes need not run in a row: it keeps everything up to its last pass."
+            )
+
+
+def slide_panel(run: specviz.RunTrace, view: specviz.StepTrace, names: tuple[str, str], own: bool = False) -> None:
+    """The step shown as one 16:9 picture for a slide (specviz.viz.slide): the marked text above q against p and every
+    decision, saved by the chart's own camera button at 1920×1080 (made in the browser: nothing runs here). `own`: a
+    typed draft, whose draft model's own first choices are named."""
+    with lazy_expander(
+        "This step as a 16:9 picture for a slide", "decode_slide_open", icon=":material/slideshow:"
+    ) as box:
+        if not box.open:
+            return
+        before = "".join(slide.emitted_text(s) for s in run.steps[: view.index])
+        context = (f"{run.prompt}\n" if run.chat else run.prompt_text) + before
+        st.plotly_chart(
+            chart(slide.slide_figure, context, view, names, own=own),
+            key="decode_slide_chart",
+            config=slide.slide_config(slide.slide_name(view)),
+            width="content",
+        )
+        st.caption(
+            "Hover the picture and press the camera at its top right: it saves a 1920×1080 PNG (16:9), drawn by your "
+            "browser."
+        )
+
+
+def before_first_step(tau: int) -> None:
+    """Before the first Step: what to do, and what a step can yield. Drawn now, the chart also loads the browser's
+    chart code, which made the first Step take seconds longer than the next ones."""
+    st.info(
+        "Press **Step**: the draft proposes τ tokens, the target scores them all in one pass, and each is "
+        "accepted or rejected. Hover the marked tokens for q, p, p/q and r.",
+        icon=":material/info:",
+    )
+    st.markdown(view_of.expectation(tau))
+    st.plotly_chart(run_charts.theory_chart([0.5, 0.7, 0.9], max_tau=max(8, tau)), key="decode_expect_chart")
+
+
+def draw_run(run: specviz.RunTrace, view: specviz.StepTrace, hidden: bool, live: bool = True) -> None:
+    """The running metrics up to the step shown (until a quiz's Reveal, the step before), the accepted length of
+    every step, the per-position (per-depth) rates and, for trees, depth against nodes verified. `live`: timed on
+    this server just now (not a replayed trace), so a busy server's notice goes above its times."""
+    shown = run.steps[:-1] if hidden else run.steps  # until Reveal, nothing counts the current step
+    counted = shown if hidden else run.steps[: view.index + 1]
+    m, upto = view_of.metrics_upto(run, counted)
+    st.subheader("Running metrics" + (" (up to the previous step until Reveal)" if hidden else f": {upto}"))
+    if live:
+        busy_notice()
+    metrics_row(m, run.target_top_k, run.config.tree, counted)
+    left, right = st.columns(2)
+    left.markdown("**Accepted length per step** (the whole run; the step shown is marked)")
+    left.plotly_chart(
+        chart(run_charts.history_chart, shown, None if hidden else view.index), key="decode_history_chart"
+    )
+    where = "depth" if run.config.tree else "position"
+    right.markdown(f"**Per-{where} acceptance rate** ({upto})", help=GLOSSARY["per-position acceptance rate"] + ".")
+    rates = (m.per_position_acceptance_rate, m.conditional_per_position_acceptance_rate, run.config.tree)
+    right.plotly_chart(chart(run_charts.per_position_chart, *rates), key="decode_position_chart")
+    if run.config.tree and not hidden:
+        st.markdown("**Tree steps**: the depth each step accepted, against the nodes its one pass verified")
+        st.plotly_chart(chart(tree_run_chart, shown), key="decode_tree_run_chart")
+    if not hidden:
+        engine_logs_panel(run)
+
+
+def metrics_row(m: specviz.Metrics, target_top_k: int | None = None, tree: bool = False, steps=()) -> None:
+    """The running metrics, one tile each (specviz.viz.view.metric_tiles), in two rows of three: no
+    label is cut at 1280 px. A timing tile's note (its spread over `steps`, or "one step") under its value."""
+    tiles = view_of.metric_tiles(m, target_top_k, tree, steps)
+    for column, tile in zip([*st.columns(3), *st.columns(3)], tiles, strict=True):
+        column.metric(tile.label, tile.value, tile.note or None, "off", help=tile.help, delta_arrow="off")
+
+
+def engine_logs_panel(run: specviz.RunTrace) -> None:
+    """The run as vLLM, SGLang and llama.cpp would log it (specviz.analysis.engine_logs), to read beside an
+    engine's own log; the formulas are in docs/algorithm.md, "Glossary: the same numbers in the serving engines"."""
+    with lazy_expander("This run as vLLM, SGLang and llama.cpp log it", "decode_logs_open") as box:
+        if not box.open:
+            return
+        label = "Steps per vLLM log interval (0: the whole run in one line)"
+        every = st.columns([1, 2])[0].number_input(label, *LIMITS["decode_log_every"], key="decode_log_every")
+        report = engine_report(run, int(every))
+        st.code(report, language=None, wrap_lines=True)
+        st.caption(
+            "vLLM's mean acceptance length is specviz's (1 + accepted / steps that drafted); its per-position rate "
+            "is specviz's unconditional rate. SGLang's accept rate counts the bonus token and the tree's root: it "
+            "is not a draft acceptance rate."
+        )
+        name, key = "specviz-engine-logs.txt", "decode_logs_download"
+        st.download_button("Download as a log", report, name, "text/plain", key=key, on_click="ignore")

@@ -1,0 +1,75 @@
+"""A paste or an uploaded file read: bounded, told apart (JSON or lines), its readings gathered into sources, best
+first."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from specviz.analysis.engine_import.lines import line_records
+from specviz.analysis.engine_import.records import MAX_CHARS, MAX_LINES, SGLANG, EngineImport, Reading
+from specviz.analysis.engine_import.responses import json_records
+from specviz.analysis.engine_import.sources import one_engine, pool, sglang_taus, sources_of
+from specviz.errors import EngineLogError
+
+
+def read_upload(data: bytes) -> str:
+    """An uploaded file's text, bounded before it is decoded."""
+    if len(data) > MAX_CHARS:
+        raise EngineLogError(
+            f"The file has {len(data):,} bytes; at most {MAX_CHARS:,} are read. Keep only the lines with the numbers "
+            "(for example grep 'SpecDecoding metrics', 'accept len', 'draft acceptance' or 'spec_decode')."
+        )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise EngineLogError(f"The file is not UTF-8 text (byte {exc.start:,} cannot be read).") from None
+
+
+def parse(text: str) -> EngineImport:
+    """The best source in `text` (`read(text).best`); the others are named in its notes."""
+    reading = read(text)
+    return replace(reading.best, notes=reading.notes + reading.best.notes)
+
+
+def read(text: str) -> Reading:
+    """Every source in `text`, each checked and pooled, best first; EngineLogError naming the line for anything
+    unreadable (then nothing is read)."""
+    if len(text) > MAX_CHARS:
+        raise EngineLogError(
+            f"The paste has {len(text):,} characters; at most {MAX_CHARS:,} are read. Keep only the lines with the "
+            "numbers (for example grep 'SpecDecoding metrics', 'accept len', 'draft acceptance' or 'spec_decode')."
+        )
+    lines = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    if len(lines) > MAX_LINES:
+        raise EngineLogError(f"The paste has {len(lines):,} lines; at most {MAX_LINES:,} are read.")
+    if not text.strip():
+        raise EngineLogError("Nothing to read: paste an engine's log lines, its /metrics text or a response's JSON.")
+    head = text.lstrip("\ufeff \t\n\r")
+    is_json = head.startswith("{") or re.match(r"\[\s*[\[{\]]", head) is not None  # not "[2025-…] Decode batch"
+    context: dict = {}
+    records, ignored = json_records(text, lines, context) if is_json else line_records(lines, context)
+    if not records:
+        raise EngineLogError(
+            "No speculative-decoding numbers found: looked for vLLM's 'SpecDecoding metrics' or 'Speculative "
+            "metrics' lines and vllm:spec_decode_* counters, SGLang's 'accept len' or sglang:spec_accept_length, "
+            "llama.cpp's 'draft acceptance', 'statistics … #gen drafts', llamacpp:spec_decode_* or 'n_accept =' "
+            "lines, and JSON with speculative_decoding_stats, meta_info.spec_verify_ct or timings.draft_n."
+        )
+    one_engine(records)
+    if records[0].engine == SGLANG:
+        records = sglang_taus(records, context)
+    sources = [pool(group, ignored + superseded, label) for label, group, superseded in sources_of(records)]
+    sources.sort(key=lambda s: (s.grade, -(s.steps or s.weight or 0)))
+    notes = []
+    if len(sources) > 1:
+        notes.append(
+            f"This paste holds {len(sources)} sources, each read on its own (listed best first: counts the engine "
+            f"gave, then counts rebuilt from printed rates, then a mean length, then a rate): "
+            + "; ".join(s.label for s in sources)
+            + ". The first is used unless another is picked."
+        )
+    build, commit = context.get("build", (None, None))
+    if build is not None:
+        notes.append(f"The log was printed by llama.cpp build {build}" + (f" ({commit})." if commit else "."))
+    return Reading(tuple(sources), ignored, build, commit, context.get("version"), tuple(notes))

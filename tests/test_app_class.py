@@ -1,0 +1,91 @@
+"""Class mode through Streamlit's AppTest, across pages: what a link or a widget starts is bounded like a click (issue
+57.4, issue 52.5): a link's Steps paced as heavy jobs on Decode, a large Sandbox link priced and taken in turn.
+Model loading is patched to a tiny random pair (the `loads` fixture)."""
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.app_helpers import ROOT, decoder
+
+
+@pytest.fixture
+def queues(monkeypatch, tmp_path):
+    """Class mode (2 Steps a second, one heavy job at a time), its Steps paced on a fake clock (no wall time), and the
+    server's turns and heavy-job slots recorded: (kind of each turn taken, owner of each slot held, the sleeps)."""
+    from pages import _compute, _server
+    from pages import _step as _decode_step
+    from specviz.server import config
+    from specviz.server.turns import Pacer, Slots, Turns
+
+    path = tmp_path / "class.toml"
+    path.write_text("[class]\nsteps_per_second = 2.0\nheavy_jobs = 1\n")
+    monkeypatch.setenv(config.CLASS_MODE_ENV, "1")
+    monkeypatch.setenv(config.CLASS_SETTINGS_ENV, str(path))
+    _server.forget()
+    now, seen = [0.0], {"turns": [], "slots": [], "slept": []}
+
+    class Recorded(Turns):
+        def take(self, kind="step", waiting=None, alive=None):
+            seen["turns"].append(kind)
+            return super().take(kind, waiting, alive)
+
+    class Held(Slots):
+        def hold(self, waiting=None, owner=None, alive=None):
+            seen["slots"].append(owner)
+            return super().hold(waiting, owner, alive)
+
+    turns, slots = Recorded(), Held(1, per_owner=2, waiting_most=40)
+    monkeypatch.setattr(_compute, "_turns", lambda: turns)
+    monkeypatch.setattr(_compute, "_slots", lambda: slots)
+    sleep = lambda s: (seen["slept"].append(s), now.__setitem__(0, now[0] + s))  # noqa: E731
+    monkeypatch.setattr(_decode_step, "pacer", lambda: Pacer(2.0, clock=lambda: now[0], sleep=sleep))
+    yield seen
+    _server.forget()
+
+
+def test_a_links_steps_are_a_paced_heavy_job_and_stop_when_its_session_ends(loads, queues, monkeypatch):
+    """?decode_steps=3 in class mode: the prompt read in a Step's turn, then three steps, each a heavy turn inside one
+    heavy-job slot (the server's and the address's share), 0.5 s apart on the clicks' own pacer (two waits, on a fake
+    clock). The same link with 5 steps whose tab closes after the second step's turn: no third step, no traceback,
+    and the slot given back."""
+    from pages import _compute
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params.update(decode_steps="3")
+    at.run()
+    assert not at.exception and len(decoder(at).steps) == 3
+    assert queues["turns"] == ["step", "heavy", "heavy", "heavy"] and len(queues["slots"]) == 1
+    assert queues["slept"] == pytest.approx([0.5, 0.5])
+    queues["turns"].clear()
+    monkeypatch.setattr(_compute, "alive", lambda: lambda: queues["turns"].count("heavy") < 3)
+    closed = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    closed.query_params.update(decode_steps="5")
+    closed.run()
+    assert not closed.exception and len(decoder(closed).steps) == 2  # the third heavy turn was refused
+
+    def busy(ahead: int) -> None:
+        raise AssertionError(f"{ahead} heavy job(s) still hold the server's one slot")
+
+    with _compute._slots().hold(busy, owner=queues["slots"][-1]):  # given back: taken at once, nobody ahead
+        pass
+
+
+def test_a_400_word_sandbox_link_at_tau_8_is_priced_before_it_starts_and_taken_in_turn(loads, queues):
+    """Issue 57.4's link: 400 words, τ = 8, lossless. q uniform, p ∝ 1 … 400 at every position, so each of the 400
+    ratios differs and the block rule's weights multiply past its cap: said, not computed; token-wise exact by hand:
+    β = Σ min(p, q) = (1 + … + 200)/80,200 + 200/400 a position, E[n] = β + … + β⁸. In a Step's turn, like a click."""
+    table = {"words": [f"w{i}" for i in range(400)], "q": [[1] * 400] * 8, "p": [list(range(1, 401))] * 9}
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params.update(sandbox_table=json.dumps(table), sandbox_tau="8", sandbox_mode="lossless")
+    at.run()
+    queues["turns"].clear()
+    at.switch_page("pages/sandbox.py").run()
+    assert not at.exception
+    said = next(m.value for m in at.markdown if m.value.startswith("**Expected accepted draft tokens"))
+    beta = 20_100 / 80_200 + 0.5
+    assert f"token {sum(beta**k for k in range(1, 9)):.3f}" in said
+    assert "block not computed (the block rule's exact mean would follow at least" in said
+    assert "(400 words, τ = 8; exact up to 1,000,000): fewer words or a smaller τ)" in said
+    assert queues["turns"] == ["step"]

@@ -1,0 +1,178 @@
+"""Model specs parsed once (specviz.specs) and drafts as plug-ins (specviz.drafts.kinds): every registered kind parses
+and gives its canonical text back; the store's keys and the memory plan come from the spec; a kind added by a test
+(one class, registered) loads through load_pair and appears among the Decode sidebar's draft choices."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+import specviz
+from specviz import Decoder, SpecConfig, specs
+from specviz.drafts import DEFAULT_DIR, kinds
+from specviz.drafts.lookup import PromptLookupDrafter
+from specviz.errors import ModelError
+from specviz.loading import planned_parts
+from specviz.models.store import ModelStore
+from tests.app_helpers import app
+from tests.helpers import save_tiny
+
+# (text as a user writes it, its canonical text), by hand, for every kind the registry holds
+EXAMPLES = {
+    "self": [(" self ", "self")],
+    "prompt-lookup": [("prompt-lookup", "prompt-lookup")],
+    "early-exit": [("early-exit:08", "early-exit:8"), ("early-exit:3", "early-exit:3")],
+    "embedded": [("embedded", "embedded")],
+    "trained": [(str(DEFAULT_DIR), str(DEFAULT_DIR))],
+    "gguf": [
+        ("ollama:llama3.2", "ollama:llama3.2:latest"),
+        ("hf:bartowski/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M", "hf:bartowski/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M"),
+        ("~/models/m.gguf", str(Path.home() / "models" / "m.gguf")),
+    ],
+    "quantized": [("embedded:Q4_0", "embedded:Q4_0"), ("embedded:Q2_K", "embedded:Q2_K")],
+    "model": [("gpt2", "gpt2"), (" HuggingFaceTB/SmolLM2-135M-Instruct", "HuggingFaceTB/SmolLM2-135M-Instruct")],
+}
+
+
+def test_every_registered_kind_parses_its_texts_and_gives_its_canonical_text_back():
+    assert set(EXAMPLES) == {kind.name for kind in kinds.kinds()}  # a new kind comes with its examples here
+    for name, pairs in EXAMPLES.items():
+        for text, canonical in pairs:
+            spec = specs.parse(text)
+            assert kinds.kind_of(spec).name == name, text
+            assert str(spec) == canonical and specs.parse(str(spec)) == spec, text
+    for kind in kinds.kinds():  # each kind's own example is its own
+        assert kinds.kind_of(specs.parse(kind.example)) is kind, kind.name
+
+
+def test_specs_are_typed_and_a_served_target_or_a_bad_early_exit_is_read_once():
+    served = specs.parse("vllm:http://h:8000/v1/#m")
+    assert isinstance(served, specs.Served) and str(served) == "vllm:http://h:8000/v1#m"
+    assert served.served.url == "http://h:8000/v1" and served.served.model == "m"
+    assert specs.parse("early-exit:08") == specs.parse("early-exit:8") == specs.EarlyExit(text="x", layers=8)
+    assert specs.parse(served) is served  # a spec is given back as it is
+    assert [specs.parse(t).is_gguf for t in ("embedded:Q4_0", "a.gguf", "embedded", "gpt2")] == [1, 1, 0, 0]
+    with pytest.raises(ModelError, match="write the early-exit draft as early-exit:K"):
+        specs.parse("early-exit:²")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FixedToken(specs.ModelSpec):
+    """A test kind's spec: "fixed-token:N"."""
+
+    kind: ClassVar[str] = "fixed-token"
+    token: int
+
+    def __str__(self) -> str:
+        return f"fixed-token:{self.token}"
+
+
+class FixedDrafter(PromptLookupDrafter):
+    """Proposes one token whatever the context, through prompt lookup's proposer (one-hot q)."""
+
+    def __init__(self, vocab_size: int, token: int) -> None:
+        super().__init__(vocab_size, name=f"always token {token}")
+        self.token = token
+
+    def propose(self, context):
+        return self.token
+
+
+class FixedKind(kinds.DraftKind):
+    name = "fixed-token"
+    rank = 95
+    label = "always token 7 (a test kind)"
+    help = "proposes one token, whatever the context"
+    hint = "fixed-token:N"
+    offer = "fixed-token:7"
+    example = "fixed-token:7"
+    needs = frozenset({kinds.TARGET})
+
+    def parse(self, text):
+        head, _, token = text.partition(":")
+        return FixedToken(text=text, token=int(token)) if head == "fixed-token" and token.isdecimal() else None
+
+    def claims(self, spec):
+        return isinstance(spec, FixedToken)
+
+    def build(self, spec, beside):
+        return FixedDrafter(beside.model.vocab_size, spec.token)
+
+
+@pytest.fixture
+def fixed_kind():
+    kind = kinds.register(FixedKind())
+    yield kind
+    kinds.unregister(kind.name)
+
+
+def test_a_registered_kind_is_parsed_loaded_and_proposes_its_token_then_is_gone(fixed_kind, tmp_path):
+    folder = save_tiny(tmp_path / "tiny", seed=0)
+    spec = specs.parse(" fixed-token:05")
+    assert spec == FixedToken(text="", token=5) and str(spec) == "fixed-token:5" and kinds.kind_of(spec) is fixed_kind
+    store = ModelStore()
+    pair = specviz.load_pair(folder, spec, runtime="torch", store=store)
+    step = Decoder(pair, [1, 2, 3], SpecConfig(tau=3, max_new_tokens=8)).step()
+    assert step.draft_tokens == (5, 5, 5)
+    assert [p.key for p in store.parts()] == [k for k, _ in planned_parts(folder, "fixed-token:5", "torch")]
+    pair.close()
+    kinds.unregister(fixed_kind.name)
+    assert isinstance(specs.parse("fixed-token:5"), specs.Named)  # its text is no longer read
+    assert "fixed-token:N" not in kinds.hints()
+
+
+def test_the_store_keys_and_the_plan_come_from_the_canonical_spec(tmp_path):
+    """The same draft written two ways is one part: load_pair and planned_parts make the key from the spec."""
+    folder = save_tiny(tmp_path / "tiny", seed=0)
+    store = ModelStore()
+    a = specviz.load_pair(folder, " early-exit:01", runtime="torch", store=store)
+    b = specviz.load_pair(specs.parse(folder), specs.parse("early-exit:1"), runtime="torch", store=store)
+    keys = [(p.key, p.users) for p in store.parts()]
+    draft_key = ("draft", folder, "early-exit:1", "cpu", "torch.float32", False)
+    assert keys == [(("torch", folder, "cpu", "torch.float32", "eager"), 2), (draft_key, 2)]
+    assert [k for k, _ in planned_parts(folder, "early-exit:001", "torch")] == [k for k, _ in keys]
+    assert a.draft is b.draft
+    a.close()
+    b.close()
+    assert store.parts() == []
+
+
+def test_a_registered_kind_appears_among_the_decode_sidebars_draft_choices(fixed_kind, loads, found_files):
+    """The Decode page's found pair offers the registry's target-only kinds beside the found drafts, and the custom
+    pair's draft help names how each kind is written; a kind unregistered is gone from both."""
+    from specviz.classroom import settings
+
+    def choices():
+        at = app(panels_open=False)
+        at.selectbox(key="decode_preset").set_value(settings.ON_THIS_COMPUTER).run()
+        at.selectbox(key="decode_local_target").set_value(found_files["big"]).run()
+        assert not at.exception
+        box = at.selectbox(key="decode_local_draft")
+        at.selectbox(key="decode_preset").set_value(settings.CUSTOM).run()
+        return box.options, at.text_input(key="decode_draft").help
+
+    options, help_text = choices()
+    assert options[-3:] == ["the target itself (self)", "prompt lookup (no model)", "always token 7 (a test kind)"]
+    assert "small.gguf" in options[1] and "fixed-token:N" in help_text
+    kinds.unregister(fixed_kind.name)
+    options, help_text = choices()
+    assert "always token 7 (a test kind)" not in options and "fixed-token:N" not in help_text
+
+
+def test_a_gguf_model_found_on_this_computer_stays_an_object_its_header_read_once(tmp_path, monkeypatch):
+    from specviz import loading
+    from specviz.models import gguf
+    from tests.helpers import write_gguf
+
+    write_gguf(tmp_path / "m.gguf", width=8)
+    (model,) = gguf.find_models([gguf.Place(source=gguf.FOLDER, path=tmp_path)])
+    spec = specs.found(model)
+    assert spec == specs.parse(model.spec) and str(spec) == str(tmp_path / "m.gguf")
+    monkeypatch.setattr(gguf, "read_info", lambda *_: pytest.fail("read again"))
+    monkeypatch.setattr(gguf, "resolve", lambda *_: pytest.fail("looked for again"))
+    opened = loading.open_gguf(spec)
+    assert opened.path == model.path and opened.info is model.info
+    assert opened.name == f"{model.info.name} ({model.info.quantization})"
