@@ -11,7 +11,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import streamlit as st
 import torch
 
-from pages import _downloads, _reruns
+from pages import _downloads, _reruns, _server
 from pages._shell import mode_line, prepare_session, runtime_picker
 
 # One thread per model operation: with passive waiting, a second thread's wake-ups cost more than it saves on this
@@ -19,7 +19,7 @@ from pages._shell import mode_line, prepare_session, runtime_picker
 # docs/performance.md, "The numbers behind the code's defaults"), and the other cores serve the other sessions'
 # pages. The models loaded after this line keep this count for every pass, from any session's thread: the same
 # sums, so the same trace, whichever thread steps a run (specviz.models.threads).
-torch.set_num_threads(int(os.environ.get("SPECVIZ_TORCH_THREADS", "1")))
+torch.set_num_threads(_server.config().torch_threads)  # $SPECVIZ_TORCH_THREADS
 
 st.set_page_config(page_title="specviz", page_icon=":material/compare_arrows:", layout="wide")
 _reruns.install()  # a click in the Decode page's fragment while its script runs: taken, never merged into another

@@ -113,13 +113,14 @@ def measure(threads: int, repeats: int) -> dict:
     import torch
 
     torch.set_num_threads(1)  # as the app runs torch; the reads set their own count
-    os.environ.setdefault("SPECVIZ_LLAMA_THREADS", str(threads))
     import specviz
     from specviz.core.prompt import encode_prompt
+    from specviz.loading import LoadSettings
     from specviz.models import llamacpp
 
     reference = specviz.load_pair("embedded", "embedded", runtime="torch")
-    fast = specviz.load_pair("embedded", "embedded", runtime="llama.cpp")
+    llama = llamacpp.LlamaSettings(threads=int(os.environ.get("SPECVIZ_LLAMA_THREADS", threads)))  # as before
+    fast = specviz.load_pair("embedded", "embedded", runtime="llama.cpp", settings=LoadSettings(llama=llama))
     _, ids, _ = encode_prompt(fast, PROMPTS[0] + " " + PROMPTS[1], None)
     times = beside(reference.target.model, fast, ids, threads, repeats)
     median = {name: statistics.median(values) for name, values in times.items()}

@@ -73,14 +73,17 @@ def _spec(pair, prompts, config) -> tuple[float, float, int]:
     return tokens / seconds, draft_ms, drafted
 
 
-def measure(runtime: str, repeats: int, taus: tuple[int, ...]) -> dict:
-    """In this process, with the thread count already set."""
+def measure(runtime: str, repeats: int, taus: tuple[int, ...], threads: int) -> dict:
+    """In this process, torch's thread count already set; llama.cpp's handed to the model."""
     import specviz
     from specviz.analysis.passes import pass_times
     from specviz.analysis.race import PRESETS as RACES
     from specviz.core.prompt import encode_prompt
+    from specviz.loading import LoadSettings
+    from specviz.models.llamacpp import LlamaSettings
 
-    pair = specviz.load_pair("embedded", "embedded", runtime=runtime)
+    llama = LoadSettings(llama=LlamaSettings(threads=threads))
+    pair = specviz.load_pair("embedded", "embedded", runtime=runtime, settings=llama)
     _, ids, _ = encode_prompt(pair, PROMPTS[0] + " " + PROMPTS[1], None)
     times = {k: t.value for k, t in pass_times(pair, ids, list(range(1, 10)), repeats).items()}  # medians
     out: dict = {
@@ -137,8 +140,7 @@ def main(argv: list[str] | None = None) -> int:
 
         runtime, threads = CANDIDATES[args.child]
         torch.set_num_threads(threads)
-        os.environ["SPECVIZ_LLAMA_THREADS"] = str(threads)
-        print(json.dumps(measure(runtime, args.repeats, taus)))
+        print(json.dumps(measure(runtime, args.repeats, taus, threads)))
         return 0
     results = {}
     for name in args.only or CANDIDATES:

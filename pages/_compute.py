@@ -1,13 +1,12 @@
 """The server's queues for model work, as the pages use them: the compute turn every model step takes (the class's
 Steps before heavy units, the lecturer first), the slots of heavy jobs, a session's Steps a second, and what a
-session waiting in them sees (specviz.classroom.turns). Who asked: the client's address (a student's tabs share it,
+session waiting in them sees (specviz.server.turns). Who asked: the client's address (a student's tabs share it,
 and a heavy job counts against it) and whether the browser session is still open; work ends with its session: a
 closed tab's next turn or slot is refused, so what a link or a widget started stops with its tab."""
 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
@@ -15,14 +14,13 @@ import streamlit as st
 from streamlit import runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from specviz import policy
-from specviz.classroom.turns import Alive, Pacer, Slots, Turns, each_in_turn
+from pages import _server
 from specviz.errors import SessionEndedError
-from specviz.policy import RefusedError
+from specviz.server.class_policy import RefusedError
+from specviz.server.turns import Alive, Pacer, Slots, Turns, each_in_turn
 from specviz.viz.plain import plain
 
 T = TypeVar("T")
-COMPUTE_ENV = "SPECVIZ_COMPUTE"  # "turns" (default): one step at a time, in arrival order; "free": no queue
 
 
 def address() -> str | None:
@@ -48,13 +46,13 @@ def alive() -> Alive | None:
 def _turns() -> Turns:
     """Class mode: several steps at once, so that their llama.cpp passes can share decodes
     (specviz.models.llamapool); otherwise one at a time."""
-    rules = policy.current()
+    rules = _server.class_policy()
     return Turns(width=rules.steps_at_once if rules.on else 1)
 
 
 @st.cache_resource(show_spinner=False)
 def _slots() -> Slots:
-    rules = policy.current()
+    rules = _server.class_policy()
     if not rules.on:
         return Slots(None)
     return Slots(rules.heavy_jobs, per_owner=rules.heavy_jobs_per_address, waiting_most=rules.heavy_jobs_waiting)
@@ -106,9 +104,9 @@ def _turn(kind: str) -> contextlib.AbstractContextManager:
 
 def compute_turn(kind: str = "step") -> contextlib.AbstractContextManager:
     """Hold this around model work: every session of the server queues for the CPU, the class's Steps before the
-    heavy jobs' units (specviz.classroom.turns; README, "Many sessions on one server"); a session that waits
+    heavy jobs' units (specviz.server.turns; README, "Many sessions on one server"); a session that waits
     says so, with the turns ahead of it."""
-    return contextlib.nullcontext() if os.environ.get(COMPUTE_ENV) == "free" else _turn(kind)
+    return contextlib.nullcontext() if _server.config().compute == "free" else _turn(kind)
 
 
 def heavy_turn() -> contextlib.AbstractContextManager:
@@ -155,10 +153,10 @@ def _refused_stops(held: contextlib.AbstractContextManager) -> Iterator[None]:
 
 def pacer() -> Pacer:
     """A session's Steps a second: the class's bound in class mode, none otherwise."""
-    rules = policy.current()
+    rules = _server.class_policy()
     return Pacer(rules.steps_per_second if rules.on else None)
 
 
 def in_turns(items: Iterator[T]) -> Iterator[T]:
-    """Each item of a computing generator made in a heavy turn of its own (specviz.classroom.turns.each_in_turn)."""
+    """Each item of a computing generator made in a heavy turn of its own (specviz.server.turns.each_in_turn)."""
     return each_in_turn(items, heavy_turn)

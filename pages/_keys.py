@@ -1,7 +1,7 @@
 """Stepping with the keyboard or a presenter's clicker on Decode: → or PageDown presses Step, ← or PageUp presses
 Back (a clicker sends PageDown and PageUp). A small script in the page itself (st.html runs it in the app's own
 document, not in an iframe), installed once per browser tab; it clicks the page's own buttons, so a key press is
-exactly a click (queued, never lost: specviz.classroom.stepper), and it leaves keys alone while a text box, a
+exactly a click (queued, never lost: specviz.server.stepper), and it leaves keys alone while a text box, a
 slider, a radio or a menu has the focus (there the arrows move the cursor or the value); a toggle or a button just
 clicked keeps them working."""
 

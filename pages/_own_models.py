@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from specviz import policy
+from pages import _server
 from specviz.classroom import across
 from specviz.drafts import kinds
 from specviz.models import embedded, gguf
@@ -19,10 +19,10 @@ from specviz.viz.plain import plain
 def places() -> list[gguf.Place]:
     """Where to look: the operator's folders in class mode; otherwise the usual places and specviz's own cache
     (the embedded target's float32 file and the drafts quantized from it)."""
-    rules = policy.current()
-    if rules.on:
-        return [gguf.Place(source=gguf.FOLDER, path=Path(folder).expanduser()) for folder in rules.folders]
-    return [*gguf.default_places(os.environ, Path.home()), gguf.Place(source=gguf.FOLDER, path=embedded.cache_root())]
+    server = _server.config()
+    if server.class_policy.on:
+        return [gguf.Place(source=gguf.FOLDER, path=Path(f).expanduser()) for f in server.class_policy.folders]
+    return [*server.places, gguf.Place(source=gguf.FOLDER, path=embedded.cache_root())]
 
 
 @st.cache_data(ttl=30, show_spinner=False)

@@ -1,5 +1,5 @@
 """The server's pairs, shared by every session: loaded once from one store of model parts, the default pair pinned,
-the others bounded in number and, in class mode, in memory (specviz.classroom.paircache, specviz.models.store); a
+the others bounded in number and, in class mode, in memory (specviz.server.paircache, specviz.models.store); a
 page's pair on the sidebar's runtime, and the tokenizer a replayed trace is checked against."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import gc
 import streamlit as st
 
 import specviz
-from specviz import policy
-from specviz.classroom.paircache import PairCache
+from pages import _server
 from specviz.loading import AUTO, EMBEDDED, check_allowed, planned_parts, resolve_runtime
 from specviz.models import embedded, hub
 from specviz.models.store import ModelStore, release_memory
+from specviz.server.paircache import PairCache
 from specviz.viz.plain import plain
 from specviz.viz.render import sentence
 
@@ -24,7 +24,14 @@ def _load_and_freeze(store: ModelStore, target: str, draft: str, runtime: str) -
     under the class's rules; then every object alive (the models' hundreds of thousands among them) is moved out of
     the garbage collector's sight (gc.freeze): its full collections, which stop every session's thread, then
     walk only what the sessions made since, not the models again (0.25 s each with the pair, measured)."""
-    pair = specviz.load_pair(target, draft, runtime=runtime, store=store, guard=policy.current())
+    pair = specviz.load_pair(
+        target,
+        draft,
+        runtime=runtime,
+        store=store,
+        guard=_server.class_policy(),
+        settings=_server.config().load_settings(),
+    )
     gc.freeze()
     return pair
 
@@ -39,9 +46,9 @@ def _given_back() -> None:
 
 @st.cache_resource(show_spinner=False)
 def pair_cache() -> PairCache:
-    """The server's pairs (specviz.classroom.paircache): the default pair pinned, the others bounded in number
+    """The server's pairs (specviz.server.paircache): the default pair pinned, the others bounded in number
     and, in class mode, in memory; every pair's parts from one store."""
-    rules = policy.current()
+    rules = _server.class_policy()
     store = ModelStore()
     return PairCache(
         functools.partial(_load_and_freeze, store),
@@ -50,7 +57,7 @@ def pair_cache() -> PairCache:
         idle_s=60.0 if rules.on else 0.0,  # a person alone: the oldest pair makes room at once
         store=store,
         budget_bytes=int(rules.memory_gb * 1e9) if rules.on else None,
-        estimate=lambda key: planned_parts(*key, guard=rules),
+        estimate=lambda key: planned_parts(*key, guard=rules, settings=_server.config().load_settings()),
         released=_given_back,
     )
 
@@ -58,7 +65,7 @@ def pair_cache() -> PairCache:
 def cached_pair(target: str, draft: str, runtime: str = "torch") -> specviz.ModelPair:
     """The pair, loaded once per process and shared by every session; raises SpecvizError. A pair the class does not
     allow is refused before the cache makes room for it or sizes it."""
-    check_allowed(target, draft, policy.current())
+    check_allowed(target, draft, _server.class_policy())
     return pair_cache().get(target, draft, runtime)
 
 
@@ -66,7 +73,7 @@ def load_pair(target: str, draft: str) -> specviz.ModelPair | None:
     """The pair on the runtime chosen in the sidebar, loaded once per process; None (with the reason
     on the page) when it fails."""
     try:
-        runtime = resolve_runtime(target, st.session_state.get("runtime", AUTO))
+        runtime = resolve_runtime(target, st.session_state.get("runtime", AUTO), default=_server.config().runtime)
         with st.spinner(
             f"Loading {plain(target)} and draft {plain(draft)} on {plain(runtime)} (the very first start converts "
             "the model: ~30 s)…"
@@ -83,7 +90,7 @@ def codec_for(target: str):
     from an uploaded file: in class mode a folder or hub id outside the operator's list is never read for it."""
     try:
         if target != embedded.NAME:  # the embedded target's traces name it by its model name
-            check_allowed(target, "self", policy.current())
+            check_allowed(target, "self", _server.class_policy())
     except specviz.SpecvizError:
         return None
     return hub.codec_for(target)

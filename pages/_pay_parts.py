@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 import specviz
+from pages import _server
 from pages import _timings as timings_ui
 from pages._pairs import load_pair
 from pages._picker import decode_choice
@@ -47,7 +48,7 @@ def timed_pair() -> tuple[str, str, str | None]:
 def your_pair() -> tuple[ol.Model, ol.Model] | None:
     """The Decode page's GGUF pair as the cost model sees it from the headers; None for another pair or none."""
     specs, names = _decode_pair()
-    return pay.header_models(*specs, names) if specs else None
+    return pay.header_models(*specs, names, places=_server.config().places) if specs else None
 
 
 def timed_pair_words() -> str:

@@ -5,7 +5,7 @@ server needs (docs/performance.md, "A class under load: N students over Streamli
 (1.67) does not stop a running script for a fragment's rerun: it holds the request, and merges every later one into
 it, so that two clicks on Step during a slow step's run arrive as one trigger and one of them is lost, where a
 whole-app rerun stops the running script and takes each click (`runner.fastReruns`; the Stepper queues each click
-from its on_click callback, specviz.classroom.stepper). So a fragment's rerun asked for while the session's script
+from its on_click callback, specviz.server.stepper). So a fragment's rerun asked for while the session's script
 runner is alive is made a whole-app rerun, as every click was before the fragment: each click taken, in order
 (tests/test_browser.py: four quick clicks during a cold first Step are four Steps). A click on an idle page, the
 usual case, reruns the fragment alone.

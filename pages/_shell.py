@@ -11,8 +11,8 @@ from pathlib import Path
 import streamlit as st
 
 import specviz
+from pages import _server
 from pages._typed import from_link as typed_from_link
-from specviz import policy
 from specviz.analysis import snapshot
 from specviz.classroom import links, sandbox, settings
 from specviz.classroom.settings import RUNTIME_HELP, runtime_line
@@ -35,14 +35,14 @@ def ensure_shell() -> None:
 
 def prepare_session() -> None:
     """Settings from the link on a session's first run; every page's settings kept on every run."""
-    defaults = settings.defaults()  # every page's widgets, from the one registry
+    defaults = settings.defaults(class_policy=_server.class_policy())  # every page's widgets, from the one registry
     st.session_state[SHELL_MARK] = True  # pages check that they run inside this navigation
     st.session_state.pop("specviz_snapshot_problem", None)  # said on the first run's page only (pages/_snapshot.py)
     if "specviz_kept" not in st.session_state:  # a session's first run: settings from the link, if any
-        rules = policy.current()  # a class server: the lecturer's link (lecturer=KEY) puts that session first
+        rules = _server.class_policy()  # a class server: the lecturer's link (lecturer=KEY) puts that session first
         key = st.query_params.get("lecturer", "")
         st.session_state["specviz_lecturer"] = bool(rules.on and rules.lecturer_key and key == rules.lecturer_key)
-        from_link, problems = settings.from_link(st.query_params.to_dict())
+        from_link, problems = settings.from_link(st.query_params.to_dict(), _server.class_policy())
         st.session_state["decode_autostep"] = from_link.pop("decode_steps", 0)
         typed_from_link(from_link.pop("decode_drafts", ""), problems)  # the typed drafts of the steps it replays
         st.session_state["lossless_table_link"] = links.table(from_link.pop("lossless_table", ""), problems)
@@ -55,7 +55,7 @@ def prepare_session() -> None:
             st.session_state.update(sandbox_loaded=exercise, sandbox_case=case)
         if packed := st.query_params.get("snapshot"):  # a frozen measurement: the page of its kind shows it
             try:
-                st.session_state["specviz_snapshot"] = snapshot.from_link_param(packed)
+                st.session_state["specviz_snapshot"] = snapshot.from_link_param(packed, _server.class_policy())
             except snapshot.SnapshotError as exc:  # the page of a snapshot's kind says why, in full
                 st.session_state["specviz_snapshot_problem"] = str(exc)
         for problem in problems:  # they quote the link's values: text, never markdown
@@ -72,8 +72,8 @@ def prepare_session() -> None:
 
 
 def mode_line() -> None:
-    """The sidebar's word on the mode: personal, or class mode and its bounds (specviz.policy)."""
-    rules = policy.current()
+    """The sidebar's word on the mode: personal, or class mode and its bounds (specviz.server.class_policy)."""
+    rules = _server.class_policy()
     lecturer = " This is the lecturer's session: it goes first." if st.session_state.get("specviz_lecturer") else ""
     st.caption(f":material/{'school' if rules.on else 'person'}: {rules.words()}{lecturer}")
 
@@ -82,6 +82,7 @@ def runtime_picker() -> None:
     """The sidebar's runtime choice, and in words what runs the embedded target and how to get faster."""
     choice = st.selectbox("Runtime", RUNTIMES, key="runtime", help=RUNTIME_HELP)
     try:
-        st.caption(runtime_line(choice))
+        server = _server.config()
+        st.caption(runtime_line(choice, default=server.runtime, threads=server.llama.threads))
     except specviz.SpecvizError as exc:
         st.caption(f":red[{plain(sentence(exc))}]")

@@ -1,13 +1,15 @@
 """Snapshots for slides on a page: freeze what is measured (a file and a link), open one back, and say
-on screen that a reopened measurement is a frozen one (specviz.analysis.snapshot)."""
+on screen that a reopened measurement is a frozen one (specviz.analysis.snapshot); a saved trace opened to replay."""
 
 from __future__ import annotations
 
 import streamlit as st
 
+from pages import _server
 from pages._widgets import UPLOAD_MB
 from specviz.analysis.snapshot import Snapshot, SnapshotError, from_json
 from specviz.classroom import links
+from specviz.classroom.replay import Replay, replay_for
 from specviz.viz.plain import plain
 
 KEY = "specviz_snapshot"  # the snapshot a link or a file opened, shown by the page of its kind
@@ -54,7 +56,7 @@ def panel(kind: str, snap: Snapshot | None) -> None:
         )
         if upload is not None:
             try:
-                opened_snap = from_json(upload.getvalue())
+                opened_snap = from_json(upload.getvalue(), _server.class_policy())
             except SnapshotError as exc:
                 st.error(f"**This file cannot be opened.** {plain(exc)}", icon=":material/error:")
                 return
@@ -66,3 +68,8 @@ def panel(kind: str, snap: Snapshot | None) -> None:
             if st.session_state.get(KEY) != opened_snap:
                 st.session_state[KEY] = opened_snap
                 st.rerun()
+
+
+def replay(data: bytes, name: str, kept: Replay | None, codec_for) -> tuple[Replay | None, str | None]:
+    """A saved trace's replay (specviz.classroom.replay.replay_for), within the class's upload bounds."""
+    return replay_for(data, name, kept, codec_for, _server.class_policy())

@@ -1,5 +1,5 @@
 """The Decode page's step controller: the buttons (Step, Run to end, Back, Reset), each click queued in the session's
-Stepper (specviz.classroom.stepper), the queue taken in order, each step in the server's compute turn
+Stepper (specviz.server.stepper), the queue taken in order, each step in the server's compute turn
 (pages/_compute.py) with the typed draft asked for, if any (pages/_typed.py), and the run kept in the session. What
 the page then draws of the run: pages/_drawing.py. Widgets and calls."""
 
@@ -14,8 +14,8 @@ import specviz
 from pages import _typed as typed_ui
 from pages._compute import compute_turn, heavy_job, heavy_turn, pacer
 from pages._pairs import pair_cache
-from specviz.classroom.stepper import Stepper
 from specviz.core.prompt import toggled_chat
+from specviz.server.stepper import Stepper
 from specviz.viz import view as view_of
 from specviz.viz.plain import plain
 from specviz.viz.render import sentence
@@ -89,7 +89,7 @@ def open_link(stepper, settings, steps: int, start_run) -> None:
 
 
 def take_clicks(stepper, settings, start_run, replay, turn) -> None:
-    """The queued clicks taken in order (specviz.classroom.stepper): Steps in the class's turns, paced in class
+    """The queued clicks taken in order (specviz.server.stepper): Steps in the class's turns, paced in class
     mode; Run to end a heavy job's turns, one a step, with its progress; what happened in a note or a toast."""
     taking = st.empty()  # while the clicks are taken; gone once they are (the toast says what happened)
     if len(stepper.queue) > 1:

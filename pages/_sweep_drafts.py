@@ -12,12 +12,12 @@ import streamlit as st
 
 import specviz
 from pages import _own_models as own_models
+from pages import _server
 from pages import _sweep_across as view
 from pages import _timings as timings
 from pages._compute import heavy_job, heavy_turn
 from pages._pairs import pair_cache
 from pages._picker import PRESETS
-from specviz import policy
 from specviz.analysis.sweep import SweepSettings
 from specviz.classroom import across
 from specviz.classroom.settings import CUSTOM, ON_THIS_COMPUTER
@@ -62,7 +62,12 @@ def drafts_panel(pair: specviz.ModelPair, target: str, draft: str, settings: Swe
     with st.expander("Across drafts: which draft, which τ, and whether it pays here, for this target"):
         try:
             drafts = across.drafts_for(
-                target, draft, own_models.found(), layers=across.target_layers(pair), rules=policy.current()
+                target,
+                draft,
+                own_models.found(),
+                layers=across.target_layers(pair),
+                rules=_server.class_policy(),
+                places=_server.config().places,
             )
         except specviz.SpecvizError as exc:
             st.error(f"**Cannot list the drafts of this target.** {plain(exc)}", icon=":material/error:")
@@ -87,11 +92,14 @@ def drafts_panel(pair: specviz.ModelPair, target: str, draft: str, settings: Swe
             disabled=not chosen,
         ):
             bar = st.progress(0.0, text="Loading the drafts…")
-            runtime = resolve_runtime(target, st.session_state.get("runtime", AUTO))
-            rules = policy.current()
+            server = _server.config()
+            runtime = resolve_runtime(target, st.session_state.get("runtime", AUTO), default=server.runtime)
+            rules, how = server.class_policy, server.load_settings()
 
             def load(spec: str) -> specviz.ModelPair:  # the target's parts shared with the pairs the server holds
-                return specviz.load_pair(target, spec, runtime=runtime, store=pair_cache().store, guard=rules)
+                return specviz.load_pair(
+                    target, spec, runtime=runtime, store=pair_cache().store, guard=rules, settings=how
+                )
 
             try:
                 rules.check_sweep(runs)  # class mode: bounded runs

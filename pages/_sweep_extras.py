@@ -7,8 +7,8 @@ from __future__ import annotations
 import streamlit as st
 
 import specviz
+from pages import _server
 from pages._compute import heavy_job, heavy_turn
-from specviz import policy
 from specviz.analysis.passes import verify_timing
 from specviz.analysis.rules_compare import compare_rules
 from specviz.analysis.trees import compare as compare_trees
@@ -85,7 +85,7 @@ def rules_panel(
             bar = st.progress(0.0, text="Starting…")
             sampled = {k: v for k, v in sampling.items() if k != "mode"}
             try:
-                policy.current().check_sweep((high - low + 1) * len(prompts))  # class mode: bounded runs
+                _server.class_policy().check_sweep((high - low + 1) * len(prompts))  # class mode: bounded runs
                 with heavy_job():  # each step a heavy turn of its own
                     st.session_state["sweep_rules_result"] = compare_rules(
                         pair,

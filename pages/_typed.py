@@ -11,8 +11,8 @@ import streamlit as st
 
 import specviz
 from specviz.classroom import typed as texts
-from specviz.classroom.stepper import Stepper
 from specviz.drafts.typed import GUARANTEE, MAX_CHARS, TypedDraft, typed_from_link, typed_to_link, typed_tokens
+from specviz.server.stepper import Stepper
 from specviz.viz.plain import plain
 
 WORDS = "decode_typed"  # the text box

@@ -7,15 +7,18 @@ import streamlit as st
 from streamlit import config as streamlit_config
 
 import specviz
-from specviz import policy
+from pages import _server
 from specviz.classroom import links, settings
 from specviz.classroom.settings import MODE_HELP, RULE_HELP
 from specviz.core.config import VERIFICATIONS
+from specviz.server.class_policy import UPLOAD_BYTES
 
 # Every widget's range or choices, by its key, from the one settings registry (links check the same).
-LIMITS = settings.allowed()
-PROMPT_CHARS = settings.prompt_chars()  # class mode: the longest prompt a student may type
-UPLOAD_MB = max(1, -(-(policy.current().upload_bytes if policy.current().on else policy.UPLOAD_BYTES) // 1_000_000))
+LIMITS = settings.allowed(_server.class_policy())
+PROMPT_CHARS = settings.prompt_chars(_server.class_policy())  # class mode: the longest prompt a student may type
+UPLOAD_MB = max(
+    1, -(-(_server.class_policy().upload_bytes if _server.class_policy().on else UPLOAD_BYTES) // 1_000_000)
+)
 # Every upload, from any widget or a request made by hand, is refused by the server itself past the app's largest cap
 # (HTTP 413 before it is kept in memory; Streamlit's own default is 200 MB); each widget says its own cap first.
 streamlit_config.set_option("server.maxUploadSize", UPLOAD_MB)

@@ -17,7 +17,6 @@ from pages._pairs import codec_for, load_pair
 from pages._reading import trace_reading
 from pages._shell import ensure_shell
 from pages._widgets import downloads, share_link
-from specviz.classroom.replay import replay_for
 from specviz.classroom.settings import BROKEN_HELP
 from specviz.viz.plain import plain
 from specviz.viz.render import LEGEND, run_html, sentence
@@ -32,7 +31,7 @@ if upload or frozen:
         if upload
         else (json.dumps(frozen.data["trace"]).encode(), f"snapshot {frozen.created}")
     )
-    replay, upload_error = replay_for(data, name, st.session_state.get("decode_replay"), codec_for)
+    replay, upload_error = snapshots.replay(data, name, st.session_state.get("decode_replay"), codec_for)
     st.session_state["decode_replay"] = replay
 off = replay is not None
 with st.sidebar:

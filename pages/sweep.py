@@ -3,6 +3,7 @@
 import streamlit as st
 
 import specviz
+from pages import _server
 from pages import _snapshot as snapshots
 from pages import _sweep_drafts as sweep_drafts
 from pages import _sweep_extras as extras
@@ -13,7 +14,6 @@ from pages._picker import model_picker
 from pages._present import COMPACT_CSS, presentation_toggle
 from pages._shell import ensure_shell
 from pages._widgets import LIMITS, PROMPT_CHARS, downloads, rule_widget, sampling_widgets, share_link
-from specviz import policy
 from specviz.analysis.snapshot import freeze, runtime_of
 from specviz.analysis.sweep import Sweep, SweepSettings
 from specviz.analysis.sweep_summary import SweepSummary
@@ -82,7 +82,7 @@ try:
         **sampling,
     )
     sweep = Sweep(pair, settings, st.session_state.setdefault("sweep_cache", {}))
-    policy.current().check_sweep(len(sweep.units()))  # class mode: a sweep's runs are bounded
+    _server.class_policy().check_sweep(len(sweep.units()))  # class mode: a sweep's runs are bounded
 except specviz.SpecvizError as exc:
     st.error(f"**Cannot sweep.** {plain(exc)}", icon=":material/error:")
     st.stop()

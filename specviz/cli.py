@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -14,7 +15,9 @@ from specviz.core.config import MODES, SpecConfig
 from specviz.core.engine import Decoder
 from specviz.errors import ConfigError, PromptError, SpecvizError
 from specviz.loading import load_pair
+from specviz.models import embedded
 from specviz.models.pair import ModelPair
+from specviz.server.config import ServerConfig
 
 
 class _Parser(argparse.ArgumentParser):
@@ -103,7 +106,11 @@ def _say_conversion(message: str) -> None:
 
 
 def _pair(args: argparse.Namespace) -> ModelPair:
+    """The pair, as this machine's environment sets it up (SPECVIZ_RUNTIME, SPECVIZ_MAX_PARAMS, SPECVIZ_LLAMA_*, …:
+    read here, at the top, by specviz.server.config, and handed down)."""
     _quiet_transformers()
+    server = ServerConfig.from_environ(os.environ)
+    embedded.use_cache(server.cache_dir)
     return load_pair(
         args.target,
         args.draft,
@@ -111,6 +118,7 @@ def _pair(args: argparse.Namespace) -> ModelPair:
         dtype=args.dtype,
         max_params=args.max_params,
         progress=_say_conversion,
+        settings=server.load_settings(),
     )
 
 

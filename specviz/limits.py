@@ -1,12 +1,7 @@
 """Limits every layer shares: the longest draft and the largest tree, the largest model the app loads,
-how many tokens a run may still emit, and whole numbers read from the environment."""
+how many tokens a run may still emit."""
 
 from __future__ import annotations
-
-import os
-
-from specviz.bounded import whole_number
-from specviz.errors import ModelError
 
 MAX_TAU = 64  # draft tokens per step (and levels of a tree)
 MAX_TOPK = 10  # children per expanded tree node
@@ -19,17 +14,3 @@ def token_budget(max_new_tokens: int, max_length: int | None, length: int) -> in
     """Tokens a run may still emit: its max_new_tokens left, within the target's context length (`length`
     tokens held)."""
     return max_new_tokens if max_length is None else min(max_new_tokens, max_length - length)
-
-
-def env_count(name: str, default: int, what: str, minimum: int) -> int:
-    """A whole number from the environment variable `name` (at least `minimum`), else `default`."""
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
-    try:
-        count = whole_number(value, error=ValueError, what=name)  # digits 0-9 only
-    except ValueError:
-        count = minimum - 1
-    if count < minimum:
-        raise ModelError(f"{name}={value!r}: set it to a whole number of {what}, {minimum} or more, or unset it")
-    return count

@@ -7,8 +7,7 @@ target's own parts, a target behind a serving engine, and the runtime that runs 
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,6 @@ from specviz.drafts.kinds import FILE, TARGET, TARGET_WEIGHTS, Beside, GGUFModel
 from specviz.drafts.kinds.embedded import EMBEDDED_DRAFT_LAYERS
 from specviz.drafts.kinds.model import VocabularyMismatchError, check_vocabularies, estimated_params
 from specviz.errors import ModelError
-from specviz.limits import env_count
 from specviz.models import embedded, gguf, kernels, llamacpp, quantize, remote
 from specviz.models.ggufcodec import LlamaCodec
 from specviz.models.hub import (
@@ -35,14 +33,15 @@ from specviz.models.lm import HFModel, NextTokenModel
 from specviz.models.pair import ModelPair
 from specviz.models.store import ModelStore, tensor_bytes
 from specviz.models.text import HFCodec
-from specviz.policy import ClassPolicy
+from specviz.pair_parts import Keys, Parts, name_of
+from specviz.server.class_policy import ClassPolicy
 from specviz.specs import EARLY_EXIT, PROMPT_LOOKUP, QUANTIZED, SELF, ModelSpec
 
 Spec = str | ModelSpec  # what load_pair and its neighbours take: a spec, or the text of one (parsed once, at entry)
 AUTO, TORCH, KERNELS = "auto", "torch", "torch-kernels"
 # the target's runtime; "auto": llama.cpp where it can run, else torch on per-shape kernels (specviz.models.kernels)
 RUNTIMES = (AUTO, llamacpp.RUNTIME, KERNELS, TORCH)
-RUNTIME_ENV = "SPECVIZ_RUNTIME"  # the default for load_pair(runtime="auto") and the app
+RUNTIME_ENV = "SPECVIZ_RUNTIME"  # what "auto" means on a server (specviz.server.config)
 
 __all__ = [
     "EMBEDDED_DRAFT_LAYERS",
@@ -51,6 +50,24 @@ __all__ = [
     "VocabularyMismatchError",
     "check_vocabularies",
 ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadSettings:
+    """What a server hands load_pair besides the pair (specviz.server.config: its environment, read at the top);
+    the defaults are the library's own, whatever the environment says."""
+
+    runtime: str = AUTO  # what the runtime "auto" means
+    max_params: int = limits.DEFAULT_MAX_PARAMS  # the largest model, in parameters
+    places: tuple[gguf.Place, ...] | None = None  # where GGUF files are found; None: the usual places at home
+    remote_timeout_s: float = remote.DEFAULT_TIMEOUT_S  # a served target's answer
+    llama: llamacpp.LlamaSettings = field(default_factory=llamacpp.LlamaSettings)
+
+    def found_in(self) -> list[gguf.Place]:
+        return list(self.places) if self.places is not None else gguf.default_places({}, Path.home())
+
+
+DEFAULTS = LoadSettings()  # load_pair's when none is handed
 
 
 @dataclass(frozen=True)
@@ -133,6 +150,7 @@ def load_pair(
     runtime: str = AUTO,
     store: ModelStore | None = None,
     guard: ClassPolicy | None = None,
+    settings: LoadSettings | None = None,
 ) -> ModelPair:
     """A pair from "embedded", a hub id or a local directory for the target; the draft may also be
     "self", "prompt-lookup", "early-exit:K" or a folder made by scripts/train_draft.py (every kind of draft:
@@ -147,98 +165,41 @@ def load_pair(
 
     `store`: where the pair takes its parts (specviz.models.store): pairs loaded from one store share every part
     they have in common (the target's weights, its llama.cpp model) and `pair.close()` gives them back; without
-    one the pair's parts are its own. `guard`: a class server's rules (specviz.policy), handed in by the app:
-    only allowed models and addresses, the class's size limit and llama.cpp's shared batched context. The
-    library itself never reads class settings."""
+    one the pair's parts are its own. `guard`: a class server's policy (specviz.server.class_policy), handed in by
+    the app: only allowed models and addresses, the class's size limit and llama.cpp's shared batched context.
+    `settings`: the server's (what "auto" means, the largest model when `max_params` is None, where GGUF files are
+    found, a served target's timeout, how llama.cpp runs), DEFAULTS without. The library never reads the
+    environment."""
     target, draft = specs.parse(target), specs.parse(draft)
     rules = guard or ClassPolicy()
+    settings = settings or DEFAULTS
     check_allowed(target, draft, rules)  # class mode: presets and the operator's allowlist only
     dev, torch_dtype = resolve_device(device), resolve_dtype(dtype, device)
-    runtime = resolve_runtime(target, runtime, dev, torch_dtype)
-    limit = limits.DEFAULT_MAX_PARAMS if max_params is None else max_params
-    limit = int(os.environ.get(limits.MAX_PARAMS_ENV, limit)) if max_params is None else limit
-    limit = rules.model_params(limit)
-    parts = _Parts(store or ModelStore(), _Keys(dev, torch_dtype, rules))
+    runtime = resolve_runtime(target, runtime, dev, torch_dtype, default=settings.runtime)
+    limit = rules.model_params(settings.max_params if max_params is None else max_params)
+    parts = Parts(store or ModelStore(), Keys(dev, torch_dtype, settings.llama.slots_for(rules.on)))
     try:
         if isinstance(target, specs.Served):
-            pair = _remote_pair(target, draft, limit, dev, torch_dtype, progress, parts, rules)
+            pair = _remote_pair(target, draft, limit, progress, parts, rules, settings)
         elif target.is_gguf:
-            pair = _gguf_pair(target, draft, limit, progress, parts)
+            pair = _gguf_pair(target, draft, limit, progress, parts, settings)
         else:
-            pair = _local_pair(target, draft, runtime, limit, dev, torch_dtype, progress, parts)
+            pair = _local_pair(target, draft, runtime, limit, progress, parts, settings)
     except BaseException:
         parts.give_back()
         raise
     return pair.owning(parts.give_back)
 
 
-@dataclass(frozen=True)
-class _Keys:
-    """The store's keys of a pair's parts, made in one place for loading (load_pair) and planning (planned_parts)."""
-
-    device: torch.device
-    dtype: torch.dtype
-    rules: ClassPolicy
-
-    @property
-    def at(self) -> tuple[str, str]:
-        return str(self.device), str(self.dtype)
-
-    @property
-    def slots(self) -> int:
-        return llamacpp.CLASS_SLOTS if self.rules.on else 0  # a class server's runs share decodes
-
-    def torch(self, spec: ModelSpec) -> tuple:
-        """A transformers model, one copy for every pair that runs it the same way."""
-        return ("torch", str(spec), *self.at, "eager")
-
-    def kernels(self, target: ModelSpec, draft: ModelSpec) -> tuple:
-        """A target on per-shape kernels with its draft: one part."""
-        return ("torch-kernels", str(target), str(draft), *self.at)
-
-    def llama(self, where: Path | str, slots: int) -> tuple:
-        """A llama.cpp model: the embedded target (EMBEDDED) or a GGUF file."""
-        return ("llama.cpp", str(where), slots)
-
-    def draft(self, target: ModelSpec, draft: ModelSpec, lean: bool) -> tuple:
-        """A draft built beside a torch target."""
-        return ("draft", str(target), str(draft), *self.at, lean)
-
-
-class _Parts:
-    """The parts one pair took from a store, given back together when the pair closes."""
-
-    def __init__(self, store: ModelStore, keys: _Keys) -> None:
-        self.store, self.keys, self.taken = store, keys, []
-
-    def take(self, key: tuple, make: Any, name: str, size: Any) -> Any:
-        value = self.store.take(key, make, name=name, size=size)
-        self.taken.append(key)
-        return value
-
-    def give_back(self) -> None:
-        taken, self.taken = self.taken, []
-        for key in reversed(taken):
-            self.store.give(key)
-
-    def torch_model(self, spec: ModelSpec, limit: int, progress: Any) -> tuple[Any, Any]:
-        """(model, tokenizer) of a transformers model, one copy for every pair that runs it the same way."""
-        dev, torch_dtype = self.keys.device, self.keys.dtype
-        name = f"{_name(spec)} (torch, {str(torch_dtype).removeprefix('torch.')})"
-        make = lambda: load_model(str(spec), limit, dev, torch_dtype, progress)  # noqa: E731
-        return self.take(self.keys.torch(spec), make, name, _model_bytes)
-
-
-def _model_bytes(loaded: tuple[Any, Any]) -> int:
-    return tensor_bytes(loaded[0])
-
-
-def _name(spec: ModelSpec) -> str:
-    return embedded.NAME if isinstance(spec, specs.Embedded) else str(spec)
-
-
 def _beside(
-    target: ModelSpec, torch_lm: HFModel, tokenizer: Any, limit: int, keys: _Keys, progress: Any, lean: bool
+    target: ModelSpec,
+    torch_lm: HFModel,
+    tokenizer: Any,
+    limit: int,
+    parts: Parts,
+    progress: Any,
+    lean: bool,
+    settings: LoadSettings,
 ) -> Beside:
     """What a draft is built beside a torch target (specviz.drafts.kinds)."""
     return Beside(
@@ -247,12 +208,12 @@ def _beside(
         torch=torch_lm,
         tokenizer=tokenizer,
         limit=limit,
-        device=keys.device,
-        dtype=keys.dtype,
+        device=parts.keys.device,
+        dtype=parts.keys.dtype,
         progress=progress,
         lean=lean,
-        context=_llama_context(),
-        open_gguf=lambda spec: open_gguf(spec, progress),
+        llama=settings.llama,
+        open_gguf=lambda spec: open_gguf(spec, progress, settings.found_in()),
         target_gguf=(lambda: gguf.read_info(embedded.ensure_f32_gguf(progress)))
         if isinstance(target, specs.Embedded)
         else None,
@@ -264,41 +225,41 @@ def _local_pair(
     draft: ModelSpec,
     runtime: str,
     limit: int,
-    dev: torch.device,
-    torch_dtype: torch.dtype,
     progress: embedded.Progress | None,
-    parts: _Parts,
+    parts: Parts,
+    settings: LoadSettings,
 ) -> ModelPair:
     say = progress or (lambda _msg: None)
     kind = kinds.kind_of(draft)
+    dev, torch_dtype = parts.keys.device, parts.keys.dtype
     if runtime == KERNELS:
         # per-shape kernels replace the target's Linear modules in place, after its drafts copied or shared them:
         # such a target and its draft are one part (a draft sharing a kernel-chosen target's layers computes
         # other numbers)
         def make() -> tuple[NextTokenModel, NextTokenModel, Any]:
             model, tokenizer = load_model(str(target), limit, dev, torch_dtype, progress)
-            target_lm = HFModel(model, _name(target), KERNELS)
+            target_lm = HFModel(model, name_of(target), KERNELS)
             say(f"Preparing draft {draft.text}...")
-            draft_lm = kind.build(draft, _beside(target, target_lm, tokenizer, limit, parts.keys, progress, True))
+            draft_lm = kind.build(draft, _beside(target, target_lm, tokenizer, limit, parts, progress, True, settings))
             say("Timing the product kernels for each weight shape (a few seconds)...")
             kernels.with_chosen_kernels(model)  # after the drafts copied what they copy, before anything runs
             return target_lm, draft_lm, tokenizer
 
         say(f"Loading target {target.text}...")
-        name = f"{_name(target)} with draft {draft.text} (torch-kernels)"
+        name = f"{name_of(target)} with draft {draft.text} (torch-kernels)"
         made = parts.take(parts.keys.kernels(target, draft), make, name, lambda made: tensor_bytes(*made[:2]))
         target_lm, draft_lm, tokenizer = made
         return ModelPair(target_lm, draft_lm, HFCodec(tokenizer, target_lm.name))
     say(f"Loading target {target.text}...")
     target_model, tokenizer = parts.torch_model(target, limit, progress)
-    target_lm = HFModel(target_model, _name(target), TORCH)
+    target_lm = HFModel(target_model, name_of(target), TORCH)
     runner: NextTokenModel = target_lm
     if runtime == llamacpp.RUNTIME:
         say("Loading the target on llama.cpp...")
         slots = parts.keys.slots
         runner = parts.take(
             parts.keys.llama(EMBEDDED, slots),
-            lambda: llamacpp.load_embedded(progress, slots=slots),
+            lambda: llamacpp.load_embedded(progress, slots=slots, settings=settings.llama),
             f"{embedded.NAME} (llama.cpp, float32)",
             lambda model: model.nbytes(),
         )
@@ -307,7 +268,7 @@ def _local_pair(
     if kind.is_target:
         return ModelPair(runner, runner, HFCodec(tokenizer, target_lm.name))
     lean = runtime != TORCH  # the fast runtimes run the draft's lean forward too
-    beside = _beside(target, target_lm, tokenizer, limit, parts.keys, progress, lean)
+    beside = _beside(target, target_lm, tokenizer, limit, parts, progress, lean, settings)
     draft_lm = parts.take(
         parts.keys.draft(target, draft, lean),
         lambda: kind.build(draft, beside),
@@ -329,30 +290,32 @@ def planned_parts(
     device: str = "auto",
     dtype: str = "auto",
     guard: ClassPolicy | None = None,
+    settings: LoadSettings | None = None,
 ) -> list[tuple[tuple, int]]:
     """The parts `load_pair` would take from a store for this pair (the keys it uses), each with the bytes it is
-    estimated to hold, before anything loads: a class server budgets its memory with it (specviz.classroom.paircache)
+    estimated to hold, before anything loads: a class server budgets its memory with it (specviz.server.paircache)
     and loads only the parts it does not hold yet. A model whose size cannot be known without loading it counts 0.
     Under a class's rules, a target or draft the class does not allow is refused first (RefusedError, check_allowed):
     nothing it names is resolved, fetched, sized or read."""
     target, draft = specs.parse(target), specs.parse(draft)
     rules = guard or ClassPolicy()
+    settings = settings or DEFAULTS
     check_allowed(target, draft, rules)
     dev, torch_dtype = resolve_device(device), resolve_dtype(dtype, device)
-    runtime = resolve_runtime(target, runtime, dev, torch_dtype)
+    runtime = resolve_runtime(target, runtime, dev, torch_dtype, default=settings.runtime)
     width = torch.tensor([], dtype=torch_dtype).element_size()
-    keys = _Keys(dev, torch_dtype, rules)
+    keys, places = Keys(dev, torch_dtype, settings.llama.slots_for(rules.on)), settings.found_in()
     if isinstance(target, specs.Served):
         return [(keys.torch(draft), _estimated_params(draft) * width)]
     slots = keys.slots
-    pooled = slots * env_count(llamacpp.SLOT_TOKENS_ENV, llamacpp.SLOT_TOKENS, "tokens", 64) if slots else 0
+    pooled = slots * settings.llama.slot_tokens
     if target.is_gguf:
-        path = _known_gguf_path(target)
+        path = _known_gguf_path(target, places)
         if path is None:  # it would have to be downloaded first: its size is not known here
             return []
         info = gguf.read_info(path)
         planned = [(keys.llama(path, slots), info.file_bytes + pooled * (info.kv_bytes_per_token or 0))]
-        if draft.is_gguf and (draft_path := _known_gguf_path(draft)) is not None and draft_path != path:
+        if draft.is_gguf and (draft_path := _known_gguf_path(draft, places)) is not None and draft_path != path:
             planned.append((keys.llama(draft_path, 0), _gguf_file_bytes(draft, draft_path)))
         return planned
     kind = kinds.kind_of(draft)
@@ -366,13 +329,13 @@ def planned_parts(
         lean = runtime != TORCH
         size = kind.params(draft, target) * width * (2 if lean else 1)  # lean: prepared copies beside
         if FILE in kind.needs:
-            path = _known_gguf_path(draft)
+            path = _known_gguf_path(draft, places)
             size = _gguf_file_bytes(draft, path) if path is not None else 0
         planned.append((keys.draft(target, draft, lean), size))
     return planned
 
 
-def _known_gguf_path(spec: ModelSpec) -> Path | None:
+def _known_gguf_path(spec: ModelSpec, places: list[gguf.Place]) -> Path | None:
     """The file a GGUF spec names, where knowing it needs no download and no quantizing."""
     if isinstance(spec, specs.Quantized):
         quantize.grade(spec.quant)
@@ -381,7 +344,7 @@ def _known_gguf_path(spec: ModelSpec) -> Path | None:
         return spec.found.path
     if isinstance(spec, specs.GGUFFile) and spec.on_hub:
         return None
-    return gguf.resolve(str(spec), gguf.default_places(os.environ, Path.home()))
+    return gguf.resolve(str(spec), places)
 
 
 def _gguf_file_bytes(spec: ModelSpec, path: Path) -> int:
@@ -422,14 +385,19 @@ def check_allowed(target: Spec, draft: Spec, rules: ClassPolicy) -> None:
 
 
 def resolve_runtime(
-    target: Spec, runtime: str = AUTO, device: torch.device | None = None, dtype: torch.dtype = torch.float32
+    target: Spec,
+    runtime: str = AUTO,
+    device: torch.device | None = None,
+    dtype: torch.dtype = torch.float32,
+    *,
+    default: str = AUTO,
 ) -> str:
-    """The runtime that will run `target`. "auto" ($SPECVIZ_RUNTIME when set), for the embedded target
-    on a CPU in float32: llama.cpp when llama-cpp-python is installed, else torch on per-shape kernels;
+    """The runtime that will run `target`. "auto" (`default` where a server names one: $SPECVIZ_RUNTIME), for the
+    embedded target on a CPU in float32: llama.cpp when llama-cpp-python is installed, else torch on per-shape kernels;
     any other target: torch. Asking for a runtime where it cannot run is a ModelError that says why."""
     target = specs.parse(target)
     if runtime == AUTO and not target.is_gguf:  # the default a GGUF file has no choice in
-        runtime = os.environ.get(RUNTIME_ENV, AUTO) or AUTO
+        runtime = default
     if runtime not in RUNTIMES:
         raise ModelError(f"unknown runtime {runtime!r}: use {', '.join(RUNTIMES)}")
     cpu = device is None or device.type == "cpu"
@@ -462,11 +430,10 @@ def _remote_pair(
     target: specs.Served,
     draft: ModelSpec,
     limit: int,
-    dev: torch.device,
-    torch_dtype: torch.dtype,
     progress: embedded.Progress | None,
-    parts: _Parts,
+    parts: Parts,
     rules: ClassPolicy,
+    settings: LoadSettings,
 ) -> ModelPair:
     """A served target (specviz.models.remote) and a local draft model, whose tokenizer must be the
     server's: checked on probe strings before the first step."""
@@ -478,11 +445,12 @@ def _remote_pair(
     say = progress or (lambda _msg: None)
     say(f"Loading draft {draft.text}...")
     model, tokenizer = parts.torch_model(draft, limit, progress)
-    draft_lm = HFModel(model, _name(draft))
+    draft_lm = HFModel(model, name_of(draft))
     codec = HFCodec(tokenizer, draft_lm.name)
     say(f"Checking {target.served} against the draft's tokenizer...")
     check = rules.check_url if rules.on else None
-    target_lm = remote.RemoteTarget(target.served, codec, draft_lm.vocab_size, check=check)
+    timeout = settings.remote_timeout_s
+    target_lm = remote.RemoteTarget(target.served, codec, draft_lm.vocab_size, timeout=timeout, check=check)
     target_lm.check_tokenizer(codec)
     return ModelPair(target_lm, draft_lm, codec)
 
@@ -493,15 +461,15 @@ def is_gguf(spec: Spec) -> bool:
     return specs.parse(spec).is_gguf
 
 
-def gguf_path(spec: Spec, progress: embedded.Progress | None = None) -> Path:
-    """The file a GGUF spec names: made here for "embedded:KIND", found or downloaded otherwise
-    (specviz.models.gguf.resolve); a found model's own file."""
+def gguf_path(spec: Spec, progress: embedded.Progress | None = None, places: list[gguf.Place] | None = None) -> Path:
+    """The file a GGUF spec names: made here for "embedded:KIND", found in `places` (default: the usual places at
+    home) or downloaded otherwise (specviz.models.gguf.resolve); a found model's own file."""
     spec = specs.parse(spec)
     if isinstance(spec, specs.Quantized):
         return quantize.embedded_quantized(spec.quant, progress)
     if isinstance(spec, specs.GGUFFile) and spec.found is not None:
         return spec.found.path
-    return gguf.resolve(str(spec), gguf.default_places(os.environ, Path.home()), progress)
+    return gguf.resolve(str(spec), DEFAULTS.found_in() if places is None else places, progress)
 
 
 def gguf_name(info: gguf.GGUFInfo, spec: Spec = "") -> str:
@@ -512,17 +480,15 @@ def gguf_name(info: gguf.GGUFInfo, spec: Spec = "") -> str:
     return f"{embedded.NAME if ours else info.name} ({info.quantization})"
 
 
-def open_gguf(spec: ModelSpec, progress: embedded.Progress | None = None) -> GGUFModel:
-    """A GGUF spec's model: its file (found, downloaded or made here) and its header, read once; a model discovery
-    found keeps the header it read."""
-    path = gguf_path(spec, progress)
+def open_gguf(
+    spec: ModelSpec, progress: embedded.Progress | None = None, places: list[gguf.Place] | None = None
+) -> GGUFModel:
+    """A GGUF spec's model: its file (found in `places`, downloaded or made here) and its header, read once; a model
+    discovery found keeps the header it read."""
+    path = gguf_path(spec, progress, places)
     found = spec.found if isinstance(spec, specs.GGUFFile) else None
     info = found.info if found is not None and found.info is not None else gguf.read_info(path)
     return GGUFModel(spec=spec, path=path, info=info, name=gguf_name(info, spec))
-
-
-def _llama_context() -> int:
-    return env_count(llamacpp.CONTEXT_ENV, llamacpp.DEFAULT_CONTEXT, "tokens", 64)
 
 
 def _gguf_pair(
@@ -530,14 +496,16 @@ def _gguf_pair(
     draft: ModelSpec,
     limit: int,
     progress: embedded.Progress | None,
-    parts: _Parts,
+    parts: Parts,
+    settings: LoadSettings,
 ) -> ModelPair:
     """A GGUF target on llama.cpp with its own tokenizer (specviz.models.ggufcodec), drafted by a second GGUF file of
     the same vocabulary, or by a kind built from the target alone (itself, prompt lookup: specviz.drafts.kinds). The
     headers are checked, and the pair's memory set against the machine's free memory, before anything heavy loads."""
     say = progress or (lambda _msg: None)
     say(f"Reading {target.text}...")
-    model = open_gguf(target, progress)
+    places = settings.found_in()
+    model = open_gguf(target, progress, places)
     info = model.info
     if info.parameters > limit:
         raise ModelTooLargeError(
@@ -547,14 +515,14 @@ def _gguf_pair(
     kind = kinds.kind_of(draft)
     draft_model = None
     if FILE in kind.needs:
-        draft_model = open_gguf(draft, progress)
+        draft_model = open_gguf(draft, progress, places)
         gguf.check_pair(info, draft_model.info)  # before anything heavy loads
     elif not kind.target_only:
         raise ModelError(
             f"a GGUF target drafts with another GGUF file of its vocabulary, with itself (self) or by prompt lookup; "
             f"{draft.text!r} is built from torch weights, which a GGUF target does not have here"
         )
-    slots, context = parts.keys.slots, _llama_context()
+    slots, context = parts.keys.slots, settings.llama.context
     held = {p.key for p in parts.store.parts()}
     target_key = parts.keys.llama(model.path, slots)
     needed = 0 if target_key in held else info.file_bytes + info.kv_bytes_per_token * context
@@ -565,7 +533,7 @@ def _gguf_pair(
     say(f"Loading {model.name} on llama.cpp...")
     runner = parts.take(
         target_key,
-        lambda: llamacpp.LlamaCppModel(model.path, model.name, context, slots=slots),
+        lambda: llamacpp.from_settings(model.path, model.name, settings.llama, slots),
         f"{model.name} (llama.cpp)",
         lambda lm: lm.nbytes(),
     )
@@ -581,15 +549,15 @@ def _gguf_pair(
             dtype=torch.float32,
             progress=progress,
             lean=True,
-            context=context,
-            open_gguf=lambda spec: open_gguf(spec, progress),
+            llama=settings.llama,
+            open_gguf=lambda spec: open_gguf(spec, progress, places),
             target_gguf=lambda: info,
         )
         return ModelPair(runner, kind.build(draft, beside), codec)
     say(f"Loading draft {draft_model.name} on llama.cpp...")
     draft_lm = parts.take(
         draft_key,
-        lambda: llamacpp.LlamaCppModel(draft_model.path, draft_model.name, context),
+        lambda: llamacpp.from_settings(draft_model.path, draft_model.name, settings.llama),
         f"{draft_model.name} (llama.cpp)",
         lambda lm: lm.nbytes(),
     )

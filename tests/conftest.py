@@ -7,10 +7,17 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # The suite's real-model tests read the torch reference (pair.target.model); the llama.cpp runtime,
 # which "auto" prefers where it is installed, is tested on its own (tests/test_llamacpp.py) and
 # asked for by name there.
-os.environ.setdefault("SPECVIZ_RUNTIME", "torch")
+os.environ.setdefault("SPECVIZ_RUNTIME", "torch")  # for the app (AppTest) and the servers the tests start
 
+
+import dataclasses
 
 import pytest
+
+from specviz import loading
+
+# and for the library, which reads no environment: load_pair's default runtime when none is handed
+loading.DEFAULTS = dataclasses.replace(loading.DEFAULTS, runtime=os.environ["SPECVIZ_RUNTIME"])
 
 
 @pytest.fixture(scope="session")
@@ -21,14 +28,27 @@ def embedded_cache(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("specviz-cache")
     previous = os.environ.get(embedded.CACHE_ENV)
-    os.environ[embedded.CACHE_ENV] = str(root)
+    os.environ[embedded.CACHE_ENV] = str(root)  # for the servers and command lines the tests start
+    embedded.use_cache(root)  # as a server hands it in (specviz.server.config)
     messages = []
     path = embedded.ensure_cache(messages.append)
     yield {"root": root, "path": path, "messages": messages}
+    embedded.use_cache(None)
     if previous is None:
         os.environ.pop(embedded.CACHE_ENV, None)
     else:
         os.environ[embedded.CACHE_ENV] = previous
+
+
+@pytest.fixture(autouse=True)
+def specviz_cache_as_it_was():
+    """An app run under a test's $SPECVIZ_CACHE_DIR hands its cache folder down (pages/_server.py: embedded.use_cache);
+    after the test the library's is the one it was."""
+    from specviz.models import embedded
+
+    before = embedded.named_cache()
+    yield
+    embedded.use_cache(before)
 
 
 @pytest.fixture(autouse=True)

@@ -14,16 +14,16 @@ from tests.app_helpers import ROOT, decoder
 def queues(monkeypatch, tmp_path):
     """Class mode (2 Steps a second, one heavy job at a time), its Steps paced on a fake clock (no wall time), and the
     server's turns and heavy-job slots recorded: (kind of each turn taken, owner of each slot held, the sleeps)."""
-    from pages import _compute
+    from pages import _compute, _server
     from pages import _step as _decode_step
-    from specviz import policy
-    from specviz.classroom.turns import Pacer, Slots, Turns
+    from specviz.server import config
+    from specviz.server.turns import Pacer, Slots, Turns
 
     path = tmp_path / "class.toml"
     path.write_text("[class]\nsteps_per_second = 2.0\nheavy_jobs = 1\n")
-    monkeypatch.setenv(policy.CLASS_MODE_ENV, "1")
-    monkeypatch.setenv(policy.CLASS_SETTINGS_ENV, str(path))
-    policy._CACHE.clear()
+    monkeypatch.setenv(config.CLASS_MODE_ENV, "1")
+    monkeypatch.setenv(config.CLASS_SETTINGS_ENV, str(path))
+    _server.forget()
     now, seen = [0.0], {"turns": [], "slots": [], "slept": []}
 
     class Recorded(Turns):
@@ -42,7 +42,7 @@ def queues(monkeypatch, tmp_path):
     sleep = lambda s: (seen["slept"].append(s), now.__setitem__(0, now[0] + s))  # noqa: E731
     monkeypatch.setattr(_decode_step, "pacer", lambda: Pacer(2.0, clock=lambda: now[0], sleep=sleep))
     yield seen
-    policy._CACHE.clear()
+    _server.forget()
 
 
 def test_a_links_steps_are_a_paced_heavy_job_and_stop_when_its_session_ends(loads, queues, monkeypatch):

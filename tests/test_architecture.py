@@ -67,16 +67,18 @@ LAYERS = {
     "specviz.errors": 0,
     "specviz.bounded": 0,  # imports nothing of specviz: the caller names the error it raises
     "specviz.limits": 1,
-    "specviz.policy": 1,
+    "specviz.server.class_policy": 1,  # the class policy: a plain record every layer may be handed
     "specviz.models": 2,
     "specviz.core": 3,
     "specviz.specs": 3,  # a model spec parsed once (the user's text → a typed spec): below drafts and loading
     "specviz.analysis": 4,
     "specviz.drafts": 5,
     "specviz.viz": 5,
+    "specviz.pair_parts": 5,  # a pair's parts in the store: their keys, one place for load_pair and planned_parts
     "specviz.loading": 6,
     "specviz.training": 7,
     "specviz.classroom": 7,
+    "specviz.server": 7,  # its config is read at the top (app, CLI); turns, pair cache and click queue for the pages
     "specviz": 8,
     "specviz.cli": 8,
     "specviz.__main__": 9,
@@ -128,7 +130,7 @@ def reads_class_settings(found: dict[str, list[tuple[str, list[str]]]]) -> list[
         for module, targets in found.items()
         if module.startswith(HANDED_IN)
         for target, names in targets
-        if (target == "specviz.policy" and set(names) - {"ClassPolicy", "RefusedError"})
+        if (target == "specviz.server.class_policy" and set(names) - {"ClassPolicy", "RefusedError"})
         or (target == "specviz" and "policy" in names)
     ]
 
@@ -145,8 +147,8 @@ def test_models_core_and_loading_never_read_class_settings():
 
 def test_a_module_reading_class_settings_would_be_found():
     assert reads_class_settings({"specviz.models.x": [("specviz", ["policy"])]}) == ["specviz.models.x imports specviz"]
-    assert reads_class_settings({"specviz.loading": [("specviz.policy", ["current"])]}) != []
-    assert reads_class_settings({"specviz.loading": [("specviz.policy", ["ClassPolicy"])]}) == []
+    assert reads_class_settings({"specviz.loading": [("specviz.server.class_policy", ["current"])]}) != []
+    assert reads_class_settings({"specviz.loading": [("specviz.server.class_policy", ["ClassPolicy"])]}) == []
 
 
 PAGES = LIBRARY.parent / "pages"
@@ -198,3 +200,45 @@ def test_a_facade_would_be_found():
     )
     uses += "def f() -> specviz.viz.X:\n    with s.turn():\n        st.write(1)\n"
     assert unused_imports(uses) == []
+
+
+# The environment is read at the top only: specviz.server.config (ServerConfig.from_environ, every SPECVIZ_* variable
+# and the class settings file), called by the CLI and by the app through pages/_server.py; what it read is handed down
+# as arguments, and nothing below asks for the class policy itself.
+TOP = ("specviz/server/config.py", "specviz/cli.py", "pages/_server.py", "app.py")
+# specviz/models/llamainstall.py reads GGML_BACKEND_PATH, llama.cpp's own variable, in the code it writes into
+# llama_cpp's package (a string here, not a read by specviz): it is not ours to hand down.
+
+
+def reads_environment(source: str) -> list[str]:
+    """Where `source` reads the environment (os.environ, os.getenv, `from os import environ`) or asks for the class
+    policy of the process (policy.current()), by line."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr in ("environ", "environb", "getenv", "getenvb"):
+            found.append(f"line {node.lineno}: {node.attr}")
+        elif isinstance(node, ast.ImportFrom) and node.module == "os":
+            found += [f"line {node.lineno}: {a.name}" for a in node.names if a.name in ("environ", "getenv")]
+        elif isinstance(node, ast.Attribute) and node.attr == "current" and "policy" in ast.unparse(node.value):
+            found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_only_the_top_reads_the_environment_or_the_class_policy():
+    root = LIBRARY.parent
+    below = [p for p in [*LIBRARY.rglob("*.py"), *(root / "pages").glob("*.py")] if p.is_file()]
+    wrong = {
+        path: found
+        for p in below
+        if (path := p.relative_to(root).as_posix()) not in TOP and (found := reads_environment(p.read_text()))
+    }
+    assert wrong == {}
+    assert all(reads_environment((root / top).read_text()) for top in TOP[1:])  # the readers are seen by the check
+
+
+def test_an_environment_or_policy_read_would_be_found():
+    assert reads_environment("import os\nlimit = os.environ.get('SPECVIZ_X', '1')\n") == ["line 2: environ"]
+    assert reads_environment("import os\nx = os.getenv('SPECVIZ_X')\n") == ["line 2: getenv"]
+    assert reads_environment("from os import environ\n") == ["line 1: environ"]
+    assert reads_environment("rules = policy.current()\n") == ["line 1: policy.current"]
+    assert reads_environment("def f(env):\n    return env.get('SPECVIZ_X')\n") == []  # handed in: fine

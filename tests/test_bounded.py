@@ -78,13 +78,12 @@ def test_only_numbers_a_float_holds_exactly_pass_as_numbers():
 
 
 @pytest.mark.parametrize("value", ["٣", "²", "+", "1" * 17, "1_024"])
-def test_a_count_from_the_environment_is_written_in_the_digits_0_to_9(monkeypatch, value):
-    """specviz.limits.env_count ('٣'.isdigit() held before: an operator's SPECVIZ_LLAMA_SLOTS=٣ read as 3)."""
+def test_a_count_from_the_environment_is_written_in_the_digits_0_to_9(value):
+    """specviz.server.config.count ('٣'.isdigit() held before: an operator's SPECVIZ_LLAMA_SLOTS=٣ read as 3)."""
     from specviz.errors import ModelError
-    from specviz.limits import env_count
+    from specviz.server.config import count
 
-    monkeypatch.setenv("SPECVIZ_TEST_COUNT", value)
     with pytest.raises(ModelError, match="set it to a whole number of runs, 0 or more, or unset it"):
-        env_count("SPECVIZ_TEST_COUNT", 8, "runs", 0)
-    monkeypatch.setenv("SPECVIZ_TEST_COUNT", " 12 ")
-    assert env_count("SPECVIZ_TEST_COUNT", 8, "runs", 0) == 12
+        count({"SPECVIZ_TEST_COUNT": value}, "SPECVIZ_TEST_COUNT", 8, "runs", 0)
+    assert count({"SPECVIZ_TEST_COUNT": " 12 "}, "SPECVIZ_TEST_COUNT", 8, "runs", 0) == 12
+    assert count({}, "SPECVIZ_TEST_COUNT", 8, "runs", 0) == 8

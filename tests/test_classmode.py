@@ -1,4 +1,4 @@
-"""Class mode (specviz.policy): the three probes a student could make against a class server — make it send
+"""Class mode (specviz.server.class_policy): the three probes a student could make against a class server — make it send
 requests anywhere, make it load anything, take the machine for themselves — each refused with a message, with
 real parts: loopback HTTP listeners that count every connection, models saved to folders, real tiny pairs."""
 
@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 import specviz
-from specviz import policy
-from specviz.classroom.paircache import PairCache
-from specviz.classroom.turns import Pacer, Slots, Turns
+from pages import _server
 from specviz.models.remote.http import post
-from specviz.policy import ClassPolicy, RefusedError
+from specviz.server import config
+from specviz.server.class_policy import FIELDS, ClassPolicy, RefusedError
+from specviz.server.paircache import PairCache
+from specviz.server.turns import Pacer, Slots, Turns
 from tests.helpers import save_tiny, table_pair
 
 
@@ -82,13 +83,13 @@ def class_mode(monkeypatch, tmp_path):
             lines.append(f"{key} = {json.dumps(value)}")
         path = tmp_path / "class.toml"
         path.write_text("\n".join(lines) + "\n")
-        monkeypatch.setenv(policy.CLASS_MODE_ENV, "1")
-        monkeypatch.setenv(policy.CLASS_SETTINGS_ENV, str(path))
-        policy._CACHE.clear()
-        return policy.current()
+        monkeypatch.setenv(config.CLASS_MODE_ENV, "1")  # the app's, read at its top (pages/_server.py)
+        monkeypatch.setenv(config.CLASS_SETTINGS_ENV, str(path))
+        _server.forget()
+        return _server.class_policy()
 
     yield switch
-    policy._CACHE.clear()
+    _server.forget()
 
 
 # --- 1. sending requests anywhere ----------------------------------------------------------------------
@@ -177,10 +178,10 @@ def test_a_refused_hub_id_is_neither_fetched_nor_cached_as_target_draft_or_besid
         (repos[f"org/{name}"] / "model.safetensors").write_bytes(b"\0" * 30_000)
     code = """
 import json, sys
-from specviz.classroom.paircache import PairCache
+from specviz.server.paircache import PairCache
 from specviz.loading import load_pair, planned_parts
 from specviz.models.store import ModelStore
-from specviz.policy import ClassPolicy, RefusedError
+from specviz.server.class_policy import ClassPolicy, RefusedError
 served = sys.argv[1] + "/v1"
 rules = ClassPolicy(on=True, models=("org/allowed",), urls=(served,))
 store = ModelStore()
@@ -449,38 +450,46 @@ def test_a_students_steps_are_paced():
 def test_the_classs_budgets_cap_the_settings_and_the_links(class_mode):
     from specviz.classroom import settings
 
-    class_mode(max_new_tokens=64, lossless_trials=500, prompt_chars=40, sweep_runs=12)
-    bounds = settings.allowed()
+    rules = class_mode(max_new_tokens=64, lossless_trials=500, prompt_chars=40, sweep_runs=12)
+    bounds = settings.allowed(rules)
     assert bounds["decode_max_new"] == (1, 64) and bounds["lossless_trials"] == (100, 500)
-    assert settings.defaults()["lossless_trials"] == 500  # a default above the cap comes down to it
-    values, problems = settings.from_link({"decode_max_new": "1000", "decode_prompt": "x" * 41, "decode_tau": "3"})
+    assert settings.defaults(class_policy=rules)["lossless_trials"] == 500  # a default above the cap comes down to it
+    link = {"decode_max_new": "1000", "decode_prompt": "x" * 41, "decode_tau": "3"}
+    values, problems = settings.from_link(link, rules)
     assert values == {"decode_tau": 3}
     assert "ignored decode_max_new='1000' from the link: allowed values are 1 to 64" in problems
     assert "ignored decode_prompt from the link: 41 characters, the class allows 40" in problems
     with pytest.raises(RefusedError, match="12 runs at most"):
-        policy.current().check_sweep(13)
-    policy.current().check_sweep(12)
+        rules.check_sweep(13)
+    rules.check_sweep(12)
+    assert settings.allowed()["decode_max_new"][1] > 64 and settings.prompt_chars() is None  # no policy: no caps
 
 
 def test_oversized_and_deeply_nested_uploads_are_refused_before_parsing(class_mode, monkeypatch):
     from specviz.classroom import replay
 
-    class_mode(upload_bytes=1000, upload_depth=8)
+    rules = class_mode(upload_bytes=1000, upload_depth=8)
     parsed = []
     real_loads = json.loads
     monkeypatch.setattr(json, "loads", lambda *a, **k: (parsed.append(1), real_loads(*a, **k))[1])
     too_big = b'{"a": "' + b"x" * 2000 + b'"}'
-    assert replay.replay_for(too_big, "big.json", None)[1].startswith("the file is 0.0 MB; a trace this server")
+    assert replay.replay_for(too_big, "big.json", None, class_policy=rules)[1].startswith(
+        "the file is 0.0 MB; a trace this server"
+    )
     nested = b"[" * 100 + b"]" * 100
-    assert "nests deeper than 8 levels" in replay.replay_for(nested, "deep.json", None)[1]
-    assert "[[[" not in replay.replay_for(b'{"s": "[[[[[[[[[[[["}', "s.json", None)[1]  # brackets in a string
+    assert "nests deeper than 8 levels" in replay.replay_for(nested, "deep.json", None, class_policy=rules)[1]
+    assert (
+        "[[[" not in replay.replay_for(b'{"s": "[[[[[[[[[[[["}', "s.json", None, class_policy=rules)[1]
+    )  # brackets in a string
     assert len(parsed) == 1  # only the last, small and shallow, was parsed
 
 
 def test_the_policy_file_is_checked():
     with pytest.raises(specviz.SpecvizError, match="unknown class settings"):
-        policy.from_env({policy.CLASS_MODE_ENV: "1", policy.CLASS_SETTINGS_ENV: _write("[class]\nmax_tokens = 3\n")})
-    assert not policy.from_env({}).on and policy.from_env({policy.CLASS_MODE_ENV: "yes"}).on
+        config.class_policy(
+            {config.CLASS_MODE_ENV: "1", config.CLASS_SETTINGS_ENV: _write("[class]\nmax_tokens = 3\n")}
+        )
+    assert not config.class_policy({}).on and config.class_policy({config.CLASS_MODE_ENV: "yes"}).on
     rules = ClassPolicy(on=True, urls=("http://Engine:8000/v1",))
     assert rules.url_allowed("http://engine:8000/v1/completions") and not rules.url_allowed("http://engine:8001/v1")
     assert not rules.url_allowed("http://engine:8000/v10") and not rules.url_allowed("file:///etc/passwd")
@@ -540,10 +549,10 @@ def test_the_documented_example_settings_load():
     """docs/class.example.toml, the file docs/class-server.md points an operator to, is read as written."""
     root = Path(__file__).resolve().parents[1]
     example = root / "docs" / "class.example.toml"
-    rules = policy.from_env({policy.CLASS_MODE_ENV: "1", policy.CLASS_SETTINGS_ENV: str(example)})
+    rules = config.class_policy({config.CLASS_MODE_ENV: "1", config.CLASS_SETTINGS_ENV: str(example)})
     assert rules.on and rules.urls == ("http://10.0.0.5:8000/v1",) and rules.folders == ("/srv/specviz/models",)
     assert rules.max_new_tokens == 256 and rules.lecturer_key == "change-me" and rules.steps_per_second == 2.0
     assert rules.url_allowed("http://10.0.0.5:8000/v1/completions") and not rules.url_allowed("http://10.0.0.5:8001/v1")
     documented = (root / "docs" / "class-server.md").read_text()
-    for name in policy.FIELDS:  # every setting the code knows is documented
+    for name in FIELDS:  # every setting the code knows is documented
         assert name == "on" or f"| `{name}` |" in documented, name

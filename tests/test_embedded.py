@@ -108,7 +108,7 @@ def test_command_line_decodes_with_the_embedded_pair_offline(cache):
 def test_truncated_cache_file_is_rebuilt(cache, tmp_path, monkeypatch):
     # on a copy: truncating the shared cache in place would break every pair that has it mapped
     shutil.copytree(cache["root"], tmp_path / "copy")
-    monkeypatch.setenv(embedded.CACHE_ENV, str(tmp_path / "copy"))
+    monkeypatch.setattr(embedded, "cache_root", lambda: tmp_path / "copy")  # as use_cache(copy) would
     path = embedded.cache_dir()
     weights = path / "model.safetensors"
     size = weights.stat().st_size

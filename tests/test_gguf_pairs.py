@@ -17,7 +17,7 @@ from specviz.errors import IncompatibleModelsError, ModelError
 from specviz.loading import is_gguf, planned_parts
 from specviz.models import gguf, llamacpp
 from specviz.models.store import ModelStore
-from specviz.policy import ClassPolicy, RefusedError
+from specviz.server.class_policy import ClassPolicy, RefusedError
 from tests.helpers import write_gguf
 
 PROMPT = "The cat sat on the"

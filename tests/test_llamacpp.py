@@ -15,6 +15,7 @@ from specviz.classroom.settings import runtime_line
 from specviz.errors import ModelError
 from specviz.loading import resolve_runtime
 from specviz.models import embedded, llamacpp
+from specviz.server.config import ServerConfig
 from tests.test_tree import PARENTS, TOKENS, path_of
 
 # held out from the draft's training prompts (benchmarks/runtime.py): a story, an instruction, code, a fact
@@ -30,7 +31,6 @@ PROMPTS = (
 
 
 def test_runtime_choice_is_checked_with_messages_that_say_what_to_do(monkeypatch):
-    monkeypatch.delenv(loading.RUNTIME_ENV, raising=False)
     with pytest.raises(ModelError, match="unknown runtime 'onnx'"):
         resolve_runtime("embedded", "onnx")
     with pytest.raises(ModelError, match="the embedded target and GGUF files"):
@@ -53,33 +53,35 @@ def test_runtime_choice_is_checked_with_messages_that_say_what_to_do(monkeypatch
     monkeypatch.setattr(llamacpp, "available", lambda: True)
     assert resolve_runtime("embedded") == "llama.cpp"  # auto prefers the faster runtime
     assert resolve_runtime("embedded", "auto", torch.device("cpu"), torch.float16) == "torch"
-    monkeypatch.setenv(loading.RUNTIME_ENV, "torch")  # the server's default
-    assert resolve_runtime("embedded") == "torch"
-    assert resolve_runtime("embedded", "llama.cpp") == "llama.cpp"  # an explicit choice wins
+    server = ServerConfig.from_environ({loading.RUNTIME_ENV: "torch"})  # the server's default
+    assert resolve_runtime("embedded", default=server.runtime) == "torch"
+    assert resolve_runtime("embedded", "llama.cpp", default=server.runtime) == "llama.cpp"  # an explicit choice wins
+    assert resolve_runtime("embedded") == "llama.cpp"  # the library reads no environment: SPECVIZ_RUNTIME is set here
 
 
 def test_the_thread_count_and_the_context_are_read_from_the_environment_and_checked(monkeypatch):
     monkeypatch.setattr(llamacpp.os, "cpu_count", lambda: 12)
-    monkeypatch.delenv(llamacpp.THREADS_ENV, raising=False)
     assert llamacpp.default_threads() == 8  # every core, up to 8
+    assert ServerConfig.from_environ({}).llama.threads is None  # unset: the default count
     monkeypatch.setattr(llamacpp, "available", lambda: True)
     assert "(float32, in process, 8 threads;" in runtime_line("llama.cpp")
-    monkeypatch.setenv(llamacpp.THREADS_ENV, "1")  # a class server: one thread per decode
-    assert llamacpp.default_threads() == 1
-    assert "(float32, in process, 1 thread;" in runtime_line("llama.cpp")  # the sidebar says so
+    server = ServerConfig.from_environ({llamacpp.THREADS_ENV: "1"})  # a class server: one thread per decode
+    assert server.llama.threads == 1
+    assert "(float32, in process, 1 thread;" in runtime_line("llama.cpp", threads=server.llama.threads)  # said so
     for bad in ("0", "two", "-2", "1.5"):
-        monkeypatch.setenv(llamacpp.THREADS_ENV, bad)
         with pytest.raises(ModelError, match="whole number of threads, 1 or more"):
-            llamacpp.default_threads()
-    monkeypatch.setattr(llamacpp, "LlamaCppModel", lambda path, name, context, slots=0: context)  # no model loaded
-    monkeypatch.setattr(embedded, "ensure_f32_gguf", lambda progress=None: None)
-    monkeypatch.delenv(llamacpp.CONTEXT_ENV, raising=False)
-    assert llamacpp.load_embedded() == 2048  # tokens per session
-    monkeypatch.setenv(llamacpp.CONTEXT_ENV, "512")  # a small server: a quarter of the KV cache per run
-    assert llamacpp.load_embedded() == 512 and llamacpp.load_embedded(context=300) == 300
-    monkeypatch.setenv(llamacpp.CONTEXT_ENV, "32")
+            ServerConfig.from_environ({llamacpp.THREADS_ENV: bad})
+    opened = []
+    monkeypatch.setattr(llamacpp, "from_settings", lambda path, name, settings, slots=0: opened.append(settings))
+    monkeypatch.setattr(embedded, "ensure_f32_gguf", lambda progress=None: None)  # no model loaded
+    llamacpp.load_embedded()
+    assert opened.pop().context == 2048  # tokens per session
+    small = ServerConfig.from_environ({llamacpp.CONTEXT_ENV: "512"}).llama  # a small server: a quarter per run
+    llamacpp.load_embedded(settings=small)
+    llamacpp.load_embedded(context=300, settings=small)
+    assert [s.context for s in opened] == [512, 300]
     with pytest.raises(ModelError, match="SPECVIZ_LLAMA_CONTEXT='32': set it to a whole number of tokens, 64 or more"):
-        llamacpp.load_embedded()
+        ServerConfig.from_environ({llamacpp.CONTEXT_ENV: "32"})
 
 
 # --- the real model on both runtimes ---------------------------------------------------------------
@@ -297,8 +299,8 @@ def test_the_numbers_are_the_same_bit_for_bit_whatever_the_thread_count(pairs):
 @pytest.mark.slow
 def test_a_one_token_pass_runs_on_the_threads_timed_fastest_and_gives_the_same_bits(pairs, monkeypatch):
     """Passes over several tokens run on every thread asked for; a pass over one token on the count timed fastest
-    for it (1, half or all: on 2 cores 1 or 2), chosen once per model and count, or on the count
-    $SPECVIZ_LLAMA_ONE_TOKEN_THREADS names; the logits and hidden states are the same bits either way."""
+    for it (1, half or all: on 2 cores 1 or 2), chosen once per model and count, or on the count the model is handed
+    ($SPECVIZ_LLAMA_ONE_TOKEN_THREADS on a server); the logits and hidden states are the same bits either way."""
     shared = pairs["llama.cpp"].target
     lib = shared._lib
     ids = list(Decoder(pairs["llama.cpp"], PROMPTS[1], SpecConfig()).prompt_ids)
@@ -309,13 +311,13 @@ def test_a_one_token_pass_runs_on_the_threads_timed_fastest_and_gives_the_same_b
     assert (lib.llama_n_threads(timed._ctx), lib.llama_n_threads_batch(timed._ctx)) == (chosen, 2)
     numbers = {}
     for one in ("1", "2"):
-        monkeypatch.setenv(llamacpp.ONE_TOKEN_THREADS_ENV, one)
+        monkeypatch.setattr(model, "one_token", int(one))  # as one_token_threads= hands it
         session = model.new_session()
         assert (lib.llama_n_threads(session._ctx), lib.llama_n_threads_batch(session._ctx)) == (int(one), 2)
         logits = torch.cat([session.extend(ids), session.extend([7]), session.extend([100, 200]), session.extend([9])])
         numbers[one] = (logits, session.features(0, session.length))
     assert torch.equal(numbers["1"][0], numbers["2"][0]) and torch.equal(numbers["1"][1], numbers["2"][1])
-    monkeypatch.setenv(llamacpp.ONE_TOKEN_THREADS_ENV, "5")
+    monkeypatch.setattr(model, "one_token", 5)
     assert model.one_token_threads(2) == 2  # never more than the passes over several tokens have
 
 

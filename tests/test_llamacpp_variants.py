@@ -23,11 +23,14 @@ PROMPTS = (
     "Write a Python function that returns the n-th Fibonacci number.",
 )
 CHILD = """
-import sys, torch
+import os, sys, torch
 from specviz.errors import ModelError
-from specviz.models import llamacpp
+from specviz.models import embedded, llamacpp
+from specviz.server.config import ServerConfig
+server = ServerConfig.from_environ(os.environ)  # as the app and the CLI read it: SPECVIZ_LLAMA_CPU, the cache
+embedded.use_cache(server.cache_dir)
 try:
-    model = llamacpp.load_embedded()
+    model = llamacpp.load_embedded(settings=server.llama)
 except ModelError as exc:
     print("cannot run:", exc)
     sys.exit(0)

@@ -1,7 +1,7 @@
 """Runs sharing llama.cpp decodes (specviz.models.llamapool): the same numbers bit for bit as the same runs in
 contexts of their own, stepped alone, whatever runs beside them; streams leased, given back and reused; a run
 that does not fit, or a token tree, gets a context of its own; a class server steps several runs at once so that
-their passes meet (specviz.classroom.turns, `width`)."""
+their passes meet (specviz.server.turns, `width`)."""
 
 import gc
 import threading
@@ -11,10 +11,11 @@ import torch
 
 import specviz
 from specviz import Decoder, SpecConfig
-from specviz.classroom.turns import Turns
 from specviz.errors import ModelError
 from specviz.models import llamacpp
 from specviz.models.llamapool import BATCH, PooledSession, SlotPool
+from specviz.server.config import ServerConfig
+from specviz.server.turns import Turns
 
 PROMPTS = (
     "Write a long story about a robot who learns to paint.",
@@ -65,22 +66,23 @@ def test_slots_are_read_from_the_environment_and_on_by_default_under_a_class_gua
         context, threads = 2048, 1
         pool = llamacpp.LlamaCppModel.pool
 
-        def __init__(self, slots=0):
-            self._pool_lock, self._pool, self.slots = threading.Lock(), None, slots
+        def __init__(self, settings: llamacpp.LlamaSettings, class_on: bool):  # as load_pair hands them
+            self._pool_lock, self._pool = threading.Lock(), None
+            self.slots, self.slot_tokens = settings.slots_for(class_on), settings.slot_tokens
 
-    monkeypatch.delenv(llamacpp.SLOTS_ENV, raising=False)
-    assert Owner().pool() is None  # one person: no shared context
-    Owner(llamacpp.CLASS_SLOTS).pool()  # what load_pair asks for under a class's rules (its guard)
+    def server(env: dict[str, str]) -> llamacpp.LlamaSettings:
+        return ServerConfig.from_environ(env).llama
+
+    assert Owner(server({}), class_on=False).pool() is None  # one person: no shared context
+    Owner(server({}), class_on=True).pool()  # what load_pair asks for under a class's rules (its guard)
     assert made[-1] == (96, 512)  # class mode: 96 runs of 512 tokens
-    monkeypatch.setenv(llamacpp.SLOTS_ENV, "4")
-    monkeypatch.setenv(llamacpp.SLOT_TOKENS_ENV, "300")
-    Owner(llamacpp.CLASS_SLOTS).pool()
+    Owner(server({llamacpp.SLOTS_ENV: "4", llamacpp.SLOT_TOKENS_ENV: "300"}), class_on=True).pool()
     assert made[-1] == (4, 300)
-    monkeypatch.setenv(llamacpp.SLOTS_ENV, "0")
-    assert Owner(llamacpp.CLASS_SLOTS).pool() is None  # class mode without it
-    monkeypatch.setenv(llamacpp.SLOTS_ENV, "many")
+    assert Owner(server({llamacpp.SLOTS_ENV: "0"}), class_on=True).pool() is None  # class mode without it
+    Owner(server({llamacpp.SLOTS_ENV: "2"}), class_on=False).pool()  # the operator's count, one person or a class
+    assert made[-1] == (2, 512)
     with pytest.raises(ModelError, match="SPECVIZ_LLAMA_SLOTS='many': set it to a whole number of runs, 0 or more"):
-        Owner().pool()
+        server({llamacpp.SLOTS_ENV: "many"})
 
 
 # --- the real model ---------------------------------------------------------------------------------

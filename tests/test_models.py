@@ -22,6 +22,7 @@ from specviz import (
     load_pair,
 )
 from specviz.models.hub import estimate_parameters, resolve_device, resolve_dtype
+from specviz.server.config import ServerConfig
 from tests.helpers import save_tiny, tiny_llama
 
 
@@ -83,7 +84,7 @@ def test_vocabulary_mismatch_names_both_tokenizers_and_the_first_difference(dirs
     assert "id 0 is 'v0' in the draft but 'w0' in the target" in message
 
 
-def test_size_guard_refuses_before_loading_weights(dirs, monkeypatch):
+def test_size_guard_refuses_before_loading_weights(dirs):
     actual = sum(p.numel() for p in tiny_llama(0).parameters())
     from transformers import AutoConfig
 
@@ -92,11 +93,11 @@ def test_size_guard_refuses_before_loading_weights(dirs, monkeypatch):
         load_pair(dirs["target"], dirs["draft"], max_params=1000)
     assert f"{actual / 1e9:.2f} B parameters" in str(info.value)
     assert "SPECVIZ_MAX_PARAMS" in str(info.value)
-    monkeypatch.setenv("SPECVIZ_MAX_PARAMS", "1000")
+    server = ServerConfig.from_environ({"SPECVIZ_MAX_PARAMS": "1000"})  # read at the top, handed down
     with pytest.raises(ModelTooLargeError):
-        load_pair(dirs["target"], "self")
-    monkeypatch.setenv("SPECVIZ_MAX_PARAMS", str(actual))
-    assert load_pair(dirs["target"], "self")
+        load_pair(dirs["target"], "self", settings=server.load_settings())
+    server = ServerConfig.from_environ({"SPECVIZ_MAX_PARAMS": str(actual)})
+    assert load_pair(dirs["target"], "self", settings=server.load_settings())
 
 
 def test_unreachable_hub_offline_mode_is_a_typed_error_at_once():

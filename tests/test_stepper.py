@@ -1,4 +1,4 @@
-"""The Decode page's controls (specviz.classroom.stepper): every click queued and taken in order, a run
+"""The Decode page's controls (specviz.server.stepper): every click queued and taken in order, a run
 stopped halfway going on where it stopped, stale settings starting a new run, a replay stepped the same way."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from specviz import Decoder, SpecConfig
 from specviz.classroom.replay import Replay
-from specviz.classroom.stepper import Note, Stepper
+from specviz.server.stepper import Note, Stepper
 from tests.helpers import hf_pair
 
 PAIR = hf_pair()

@@ -1,5 +1,5 @@
 """One copy of each model part, however many pairs use it (specviz.models.store), given back when the last pair
-closes; the class server's pairs bounded by memory (specviz.classroom.paircache); and (slow) the real pair on
+closes; the class server's pairs bounded by memory (specviz.server.paircache); and (slow) the real pair on
 llama.cpp loaded and given back in a loop with the process's resident memory read."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import torch
 
 import specviz
 from specviz import Decoder, SpecConfig
-from specviz.classroom.paircache import PairCache
 from specviz.errors import ModelError
 from specviz.loading import planned_parts
 from specviz.models.store import ModelStore, release_memory, tensor_bytes
-from specviz.policy import ClassPolicy, RefusedError
+from specviz.server.class_policy import ClassPolicy, RefusedError
+from specviz.server.paircache import PairCache
 from tests.helpers import save_tiny, table_pair
 
 

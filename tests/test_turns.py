@@ -1,4 +1,4 @@
-"""specviz.classroom.turns: the queue that browser sessions of one server take turns in."""
+"""specviz.server.turns: the queue that browser sessions of one server take turns in."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from specviz.classroom.turns import Turns
+from specviz.server.turns import Turns
 
 
 def wait_until(condition, timeout: float = 10.0) -> None:
@@ -69,7 +69,7 @@ def test_one_holder_at_a_time():
 
 
 def test_each_item_is_computed_in_a_turn_of_its_own():
-    from specviz.classroom.turns import each_in_turn
+    from specviz.server.turns import each_in_turn
 
     turns, seen = Turns(), []
 
@@ -126,8 +126,8 @@ def test_a_waiter_hears_its_place_at_once_then_at_most_once_a_note_interval():
 
 
 def test_a_session_that_has_ended_gets_no_turn_and_no_slot_and_gives_its_place_back_while_it_waits():
-    from specviz.classroom.turns import Slots
     from specviz.errors import SessionEndedError
+    from specviz.server.turns import Slots
 
     turns, slots, open_ = Turns(note_every=0.05), Slots(1, per_owner=1), [True]
     with pytest.raises(SessionEndedError), turns.take("heavy", alive=lambda: False):
@@ -164,9 +164,9 @@ def test_a_session_that_has_ended_gets_no_turn_and_no_slot_and_gives_its_place_b
 def test_a_links_steps_are_paced_like_clicks_each_in_a_turn_and_stop_when_its_session_ends():
     """decode_steps=6 at 2 Steps a second, on a fake clock: six steps, each in a heavy turn of its own, 0.5 s apart
     (five waits: 2.5 s, none of it wall time); the same link whose tab closes after the third step takes no fourth."""
-    from specviz.classroom.stepper import Stepper
-    from specviz.classroom.turns import Pacer
     from specviz.errors import SessionEndedError
+    from specviz.server.stepper import Stepper
+    from specviz.server.turns import Pacer
 
     class Run:
         def __init__(self) -> None:

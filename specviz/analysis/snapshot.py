@@ -12,11 +12,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from specviz import policy
 from specviz.analysis import busy, snapshot_data
 from specviz.analysis.busy import machine
 from specviz.bounded import UPLOAD_DEPTH, read_json
 from specviz.errors import SnapshotError
+from specviz.server.class_policy import ClassPolicy, RefusedError
 
 KINDS = ("sweep", "race", "reading")
 HEADER = ("kind", "created", "machine", "runtime", "load")  # a snapshot's fields besides its data, all text
@@ -64,14 +64,17 @@ def freeze(kind: str, runtime: str, data: dict[str, Any]) -> Snapshot:
     return Snapshot(kind, created, machine(), runtime, load(), data)
 
 
-def from_json(text: str | bytes) -> Snapshot:
+def from_json(text: str | bytes, class_policy: ClassPolicy | None = None) -> Snapshot:
     """A snapshot from a file's text, checked whole: its header, then its data field by field for its kind
-    (specviz.analysis.snapshot_data). Any problem is one SnapshotError that names the field."""
+    (specviz.analysis.snapshot_data). Any problem is one SnapshotError that names the field. `class_policy`: the
+    server's, handed in by the app (its upload bounds); None: the bounds outside class mode."""
     if len(text) > MAX_BYTES:
         raise SnapshotError(f"this file is larger than a snapshot can be ({MAX_BYTES // 1_000_000} MB)")
     try:
-        policy.current().check_upload(text.encode() if isinstance(text, str) else text)  # nesting, before parsing
-    except policy.RefusedError as exc:
+        (class_policy or ClassPolicy()).check_upload(
+            text.encode() if isinstance(text, str) else text
+        )  # nesting, before parsing
+    except RefusedError as exc:
         raise SnapshotError(str(exc)) from exc
     raw = read_json(text, error=SnapshotError, what="this file", max_bytes=MAX_BYTES, max_depth=UPLOAD_DEPTH)
     if not isinstance(raw, dict):
@@ -96,14 +99,14 @@ def from_json(text: str | bytes) -> Snapshot:
     return Snapshot(**raw)
 
 
-def from_link_param(text: str) -> Snapshot:
+def from_link_param(text: str, class_policy: ClassPolicy | None = None) -> Snapshot:
     if len(text) > LINK_LIMIT:
         raise SnapshotError("this link's snapshot is longer than a link's can be")
     try:  # never more than MAX_BYTES out, whatever the link claims
         raw = zlib.decompressobj().decompress(base64.urlsafe_b64decode(text.encode()), MAX_BYTES + 1)
     except (ValueError, zlib.error) as exc:
         raise SnapshotError(f"this link's snapshot cannot be read ({exc})") from exc
-    return from_json(raw)
+    return from_json(raw, class_policy)
 
 
 def runtime_of(pair: Any) -> str:

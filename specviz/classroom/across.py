@@ -43,7 +43,7 @@ from specviz.loading import (
 from specviz.models import embedded, gguf, llamacpp, quantize, remote
 from specviz.models.lm import HFModel
 from specviz.models.pair import ModelPair
-from specviz.policy import ClassPolicy
+from specviz.server.class_policy import ClassPolicy
 
 GGUF, TRAINED, EARLY, LOOKUP, MODEL = "gguf", "trained", "early exit", "lookup", "model"  # what a draft is
 EMBEDDED_HUB = "HuggingFaceTB/SmolLM2-135M-Instruct"  # the embedded target on the hub (what vLLM and SGLang load)
@@ -103,6 +103,7 @@ def drafts_for(
     layers: int | None = None,
     rules: ClassPolicy | None = None,
     llama: bool | None = None,
+    places: Sequence[gguf.Place] | None = None,
 ) -> Drafts:
     """Every draft that fits `target` and every one that does not, with why: for a GGUF target the found files that
     pair with it (gguf.pair_differences: vocabulary, special tokens, chat template; and smaller) and prompt lookup;
@@ -110,7 +111,7 @@ def drafts_for(
     the found files that pair with it; for another torch target (`layers`: its block count) its first quarter of
     layers, prompt lookup and the presets' drafts for it; for a served target its local draft. `draft`, the pair's own
     draft, is among them (unless it is the target itself). `rules`: a class's (a draft it does not allow does not
-    fit); `llama`: whether llama.cpp is installed (default: asked)."""
+    fit); `llama`: whether llama.cpp is installed (default: asked); `places`: where a server finds GGUF files."""
     llama = llamacpp.available() if llama is None else llama
     if remote.is_remote(target):
         served = remote.parse_spec(target)
@@ -120,7 +121,7 @@ def drafts_for(
         unfit += [Unfit(label=m.name, reason=f"{why}; a GGUF file drafts beside a GGUF target") for m in found]
         gguf_file, model_id = "", served.model or ""
     elif is_gguf(target):
-        path = gguf_path(target)
+        path = gguf_path(target, places=None if places is None else list(places))
         fit, unfit = _gguf_drafts(gguf.read_info(path), path, found, set())
         fit.append(Candidate(label=LOOKUP_LABEL, spec=PROMPT_LOOKUP, kind=LOOKUP))
         gguf_file, model_id = str(path), ""

@@ -4,7 +4,7 @@ the cost model sees it from the headers alone."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from specviz.analysis import outlook
@@ -12,7 +12,7 @@ from specviz.analysis.costmodel import Model
 from specviz.core.trace import RunTrace
 from specviz.errors import SpecvizError
 from specviz.loading import PROMPT_LOOKUP, gguf_path, is_gguf
-from specviz.models.gguf import read_info
+from specviz.models.gguf import Place, read_info
 from specviz.models.hub import EMBEDDED
 from specviz.viz.plain import plain
 from specviz.viz.render import sentence
@@ -32,13 +32,20 @@ def timed_specs(chosen: tuple[str, str] | None) -> tuple[str, str, str | None]:
     return EMBEDDED, EMBEDDED, target
 
 
-def header_models(target: str, draft: str, names: tuple[str, str]) -> tuple[Model, Model] | None:
+def header_models(
+    target: str, draft: str, names: tuple[str, str], places: Sequence[Place] | None = None
+) -> tuple[Model, Model] | None:
     """A GGUF target's pair as the cost model sees it from the headers of the files its run already opened (nothing
-    loads, nothing downloads); None for another target, or where a header cannot be read."""
+    loads, nothing downloads; found in `places`, a server's); None for another target, or where a header cannot be
+    read."""
     if not is_gguf(target):
         return None
     try:
-        files = read_info(gguf_path(target)), read_info(gguf_path(draft)) if is_gguf(draft) else None
+        found_in = None if places is None else list(places)
+        files = (
+            read_info(gguf_path(target, places=found_in)),
+            (read_info(gguf_path(draft, places=found_in)) if is_gguf(draft) else None),
+        )
         return outlook.header_pair(*files, names, lookup=draft == PROMPT_LOOKUP)
     except (SpecvizError, OSError):
         return None

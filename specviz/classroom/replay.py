@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from specviz import policy
 from specviz.core.trace import (
     RunTrace,
     StepTrace,
@@ -14,7 +13,7 @@ from specviz.core.trace import (
 )
 from specviz.errors import TraceError
 from specviz.models.text import Codec
-from specviz.policy import RefusedError
+from specviz.server.class_policy import ClassPolicy, RefusedError
 from specviz.viz.plain import plain
 
 
@@ -97,7 +96,11 @@ def _emitted_text(step: StepTrace) -> str:
 
 
 def replay_for(
-    data: bytes, name: str, current: Replay | None, codec_for: Callable[[str], Codec | None] | None = None
+    data: bytes,
+    name: str,
+    current: Replay | None,
+    codec_for: Callable[[str], Codec | None] | None = None,
+    class_policy: ClassPolicy | None = None,
 ) -> tuple[Replay | None, str | None]:
     """The replay of an uploaded file named `name`: `current` when it is that file's already (its
     cursor kept), else a new one at step 0; (None, the reason) when the file cannot be replayed.
@@ -105,7 +108,7 @@ def replay_for(
     if current is not None and current.name == name:
         return current, None
     try:
-        run = load_trace(data)
+        run = load_trace(data, class_policy)
         codec = codec_for(run.target_name) if codec_for else None
         return Replay(run, name, check_texts(run, codec)), None
     except (TraceError, RefusedError) as exc:
@@ -164,10 +167,11 @@ def _need(condition: Any, message: str) -> None:
         raise TraceError(message)
 
 
-def load_trace(data: bytes | str) -> RunTrace:
+def load_trace(data: bytes | str, class_policy: ClassPolicy | None = None) -> RunTrace:
     """A saved run trace (JSON), checked completely by RunTrace.from_dict (every field present and of its
     type, each decision as its own numbers make it); its metrics recomputed from its steps. Any problem:
     a `TraceError` naming where it is. Its size and nesting are bounded before anything parses it
-    (specviz.policy: RefusedError, the class's bounds), and it is read by specviz.bounded (its numbers' digits)."""
-    policy.current().check_upload(data.encode() if isinstance(data, str) else data)
+    (RefusedError; `class_policy`, the server's, handed in: the class's bounds), and it is read by specviz.bounded
+    (its numbers' digits)."""
+    (class_policy or ClassPolicy()).check_upload(data.encode() if isinstance(data, str) else data)
     return RunTrace.from_json(data)

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from specviz import policy
 from specviz.analysis import engine_advice, outlook
 from specviz.analysis.costmodel import CONTEXT, HARDWARE
 from specviz.analysis.draft_sweep import GRADED as DRAFT_GRADES
@@ -27,8 +26,9 @@ from specviz.classroom.sandbox import MAX_TAU as SANDBOX_TAU
 from specviz.classroom.sandbox import PRESETS as EXERCISES
 from specviz.core.config import MODES, TAU_POLICIES, SpecConfig
 from specviz.core.rules import VERIFICATIONS
-from specviz.loading import EMBEDDED, KERNELS, PRESETS, RUNTIMES, resolve_runtime
+from specviz.loading import AUTO, EMBEDDED, KERNELS, PRESETS, RUNTIMES, resolve_runtime
 from specviz.models import llamacpp
+from specviz.server.class_policy import ClassPolicy
 
 CUSTOM = "Custom: hub id, folder or server"
 ON_THIS_COMPUTER = "Models on this computer (GGUF)"
@@ -82,12 +82,12 @@ RUNTIME_HELP = (
 )
 
 
-def runtime_line(choice: str) -> str:
-    """In words, what runs the embedded target under `choice` and how to get the faster runtime
-    (Markdown); raises ModelError where the choice cannot run."""
-    runs = resolve_runtime(EMBEDDED, choice)
+def runtime_line(choice: str, default: str = AUTO, threads: int | None = None) -> str:
+    """In words, what runs the embedded target under `choice` (`default`: what "auto" means on this server; `threads`:
+    its llama.cpp threads) and how to get the faster runtime (Markdown); raises ModelError where it cannot run."""
+    runs = resolve_runtime(EMBEDDED, choice, default=default)
     if runs == llamacpp.RUNTIME:
-        threads = llamacpp.default_threads()
+        threads = threads or llamacpp.default_threads()
         return (
             f"The embedded target runs on **llama.cpp** (float32, in process, {threads} "
             f"thread{'s' if threads > 1 else ''}; `SPECVIZ_LLAMA_THREADS` sets it): the fastest here. "
@@ -227,7 +227,7 @@ SETTINGS: dict[str, Setting] = {
 LINK_ONLY = ("decode_steps", "decode_drafts", "sandbox_table", "lossless_table")  # read from links, never widgets
 
 
-# the settings a class server caps (specviz.policy): key → the class budget that is its largest value
+# the settings a class server caps (specviz.server.class_policy): key → the class budget that is its largest value
 CLASS_CAPS = {
     "decode_max_new": "max_new_tokens",
     "sweep_max_new": "max_new_tokens",
@@ -238,28 +238,27 @@ CLASS_CAPS = {
 PROMPTS = ("decode_prompt", "sweep_prompts", "lossless_prompt")  # free text a class server bounds in length
 
 
-def defaults(keys: Iterable[str] | None = None) -> dict[str, Any]:
-    """Key → default of the widget settings (without the link-only keys); in class mode within its caps."""
-    bounds = allowed()
+def defaults(keys: Iterable[str] | None = None, class_policy: ClassPolicy | None = None) -> dict[str, Any]:
+    """Key → default of the widget settings (without the link-only keys); in class mode (`class_policy`, the
+    server's, handed in) within its caps."""
+    bounds = allowed(class_policy)
     values = {k: SETTINGS[k].default for k in (keys or SETTINGS) if k not in LINK_ONLY}
     return {k: min(v, bounds[k][1]) if k in CLASS_CAPS else v for k, v in values.items()}
 
 
-def allowed() -> dict[str, tuple]:
+def allowed(class_policy: ClassPolicy | None = None) -> dict[str, tuple]:
     """Key → allowed values, for every setting that has them; in class mode, its budgets cap some of them."""
     values = {k: s.allowed for k, s in SETTINGS.items() if s.allowed is not None}
-    rules = policy.current()
-    if rules.on:
+    if class_policy is not None and class_policy.on:
         for key, budget in CLASS_CAPS.items():
             lo, hi = values[key]
-            values[key] = (lo, max(lo, min(hi, getattr(rules, budget))))
+            values[key] = (lo, max(lo, min(hi, getattr(class_policy, budget))))
     return values
 
 
-def prompt_chars() -> int | None:
+def prompt_chars(class_policy: ClassPolicy | None = None) -> int | None:
     """The longest prompt a student may type (class mode), else None."""
-    rules = policy.current()
-    return rules.prompt_chars if rules.on else None
+    return class_policy.prompt_chars if class_policy is not None and class_policy.on else None
 
 
 def limits(key: str) -> tuple:
@@ -268,13 +267,13 @@ def limits(key: str) -> tuple:
     return lo, hi
 
 
-def from_link(params: Mapping[str, str]) -> tuple[dict[str, Any], list[str]]:
+def from_link(params: Mapping[str, str], class_policy: ClassPolicy | None = None) -> tuple[dict[str, Any], list[str]]:
     """(settings a link's query parameters set, one message per parameter that could not be used);
     a pair menu label that was renamed is read as its new name; in class mode a prompt longer than the
     class allows is not used."""
     params = {k: RENAMED.get(v, v) if k.endswith("_preset") else v for k, v in params.items()}
-    values, problems = links.decode(params, linkable(), allowed())
-    if (most := prompt_chars()) is not None:
+    values, problems = links.decode(params, linkable(), allowed(class_policy))
+    if (most := prompt_chars(class_policy)) is not None:
         for key in PROMPTS:
             if len(values.get(key, "")) > most:
                 problems.append(

@@ -45,12 +45,23 @@ def gguf_path() -> Path:
     )
 
 
+_cache: list[Path] = []  # the cache a server named (use_cache), else none
+
+
+def use_cache(root: Path | None) -> None:
+    """Keep specviz's files under `root` from now on (a server's $SPECVIZ_CACHE_DIR, else its XDG cache, handed
+    down once at the top by specviz.server.config's reader); None: the default again."""
+    _cache[:] = [] if root is None else [Path(root)]
+
+
+def named_cache() -> Path | None:
+    """The folder `use_cache` named, if any."""
+    return _cache[0] if _cache else None
+
+
 def cache_root() -> Path:
-    """$SPECVIZ_CACHE_DIR, else the user's cache directory (XDG_CACHE_HOME or ~/.cache)/specviz."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "specviz"
+    """The folder `use_cache` named, else ~/.cache/specviz."""
+    return _cache[0] if _cache else Path.home() / ".cache" / "specviz"
 
 
 def cache_dir() -> Path:

@@ -21,6 +21,7 @@ the cells of its first sequence. `retain` turns the kept path into the plain seq
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import importlib.util
 import os
 import statistics
@@ -32,25 +33,30 @@ from pathlib import Path
 import torch
 
 from specviz.errors import ModelError
-from specviz.limits import MAX_TREE_NODES, env_count
+from specviz.limits import MAX_TREE_NODES
 from specviz.models import cpu
 from specviz.models import threads as torch_threads
 from specviz.models.llamapool import BATCH, PooledSession, RecordingSession, SlotPool, float_buffer
+from specviz.models.llamasettings import (  # noqa: F401 (re-exported: the names every caller knows)
+    BEND_ENV,
+    CLASS_SLOTS,
+    CONTEXT_ENV,
+    CPU_ENV,
+    DEFAULT_CONTEXT,
+    ONE_TOKEN_THREADS_ENV,
+    SLOT_TOKENS,
+    SLOT_TOKENS_ENV,
+    SLOTS_ENV,
+    THREADS_ENV,
+    LlamaSettings,
+)
 from specviz.models.lm import Capabilities
 
 RUNTIME = "llama.cpp"
 INSTALL_HINT = "run `make llama` (builds llama-cpp-python 0.3.36 into .venv, about 8 minutes) and restart the app"
-DEFAULT_CONTEXT = 2048  # tokens a session holds; its float32 KV cache: 46 KB per token for the embedded model
 # sequence 0 (the text), one per tree node, and one per pending token verified with the tree
 MAX_SEQUENCES = 1 + MAX_TREE_NODES + 1
-THREADS_ENV = "SPECVIZ_LLAMA_THREADS"
-BEND_ENV = "SPECVIZ_LLAMA_BEND"  # "0": every pass on the context's threads, whatever other processes hold
-ONE_TOKEN_THREADS_ENV = "SPECVIZ_LLAMA_ONE_TOKEN_THREADS"  # threads for a one-token pass, instead of timing them
-CPU_ENV = "SPECVIZ_LLAMA_CPU"  # one of ggml's CPU variants by name (haswell, zen4, …) instead of the best for this CPU
-CONTEXT_ENV = "SPECVIZ_LLAMA_CONTEXT"  # tokens per session; each session allocates its whole KV cache at once
-SLOTS_ENV = "SPECVIZ_LLAMA_SLOTS"  # chain runs whose passes share decodes (specviz.models.llamapool); 0: none
-SLOT_TOKENS_ENV = "SPECVIZ_LLAMA_SLOT_TOKENS"  # tokens each of them holds
-CLASS_SLOTS, SLOT_TOKENS = 96, 512  # class mode's default: 96 streams of 512 tokens, 2.3 GB of KV cache
+
 
 _init_lock = threading.Lock()
 _initialised = False
@@ -62,19 +68,20 @@ def available() -> bool:
     return importlib.util.find_spec("llama_cpp") is not None
 
 
-def backend():
-    """The llama_cpp module, initialised once, quiet (its log goes nowhere)."""
+def backend(log: bool = False, cpu: str = ""):
+    """The llama_cpp module, initialised once: quiet unless `log` (its log on stderr), its CPU backend the variant
+    `cpu` names, else the best for this CPU (LlamaSettings; the first call's settings hold for the process)."""
     global _initialised, _log_callback
     try:
         import llama_cpp
     except ImportError as exc:
         raise ModelError(f"the llama.cpp runtime is not installed: {INSTALL_HINT}") from exc
     with _init_lock:
-        if not _initialised and not os.environ.get("SPECVIZ_LLAMA_LOG"):  # set it to see llama.cpp's log
+        if not _initialised and not log:
             _log_callback = llama_cpp.llama_log_callback(lambda _level, _text, _data: None)
             llama_cpp.llama_log_set(_log_callback, ctypes.c_void_p(0))
         if not _initialised:
-            _load_cpu_backend(Path(llama_cpp.__file__).parent / "lib")
+            _load_cpu_backend(Path(llama_cpp.__file__).parent / "lib", cpu)
             llama_cpp.llama_backend_init()
             _initialised = True
     return llama_cpp
@@ -103,11 +110,11 @@ def best_variant(lib: Path) -> Path | None:
     return best
 
 
-def _load_cpu_backend(lib: Path) -> None:
+def _load_cpu_backend(lib: Path, variant: str = "") -> None:
     """ggml's CPU backend, where the build made one library per x86 level (`make llama`: GGML_BACKEND_DL with
     GGML_CPU_ALL_VARIANTS, libggml-cpu-haswell.so … libggml-cpu-sapphirerapids.so): the one with the widest
     vectors this CPU has (PASSED_OVER left out), chosen by each library's own check of the CPU (or
-    $SPECVIZ_LLAMA_CPU's), loaded from
+    `variant`'s, $SPECVIZ_LLAMA_CPU on a server), loaded from
     the package's own folder (ggml itself looks only beside the Python executable and in the working directory).
     A build with its CPU backend linked in (no variants) has it registered already: nothing to do."""
     ggml = _loaded_ggml(lib)
@@ -116,7 +123,6 @@ def _load_cpu_backend(lib: Path) -> None:
     ggml.ggml_backend_reg_count.restype = ctypes.c_size_t
     if ggml.ggml_backend_reg_count():
         return
-    variant = os.environ.get(CPU_ENV, "").strip()
     if variant:
         chosen = lib / f"libggml-cpu-{variant}.so"
         names = ", ".join(cpu_variants(lib)) or "none"
@@ -180,14 +186,20 @@ class LlamaCppModel:
         context: int = DEFAULT_CONTEXT,
         threads: int | None = None,
         slots: int = 0,
-        bend: bool | None = None,
+        bend: bool = True,
         watch: cpu.CoreWatch | None = None,
+        *,
+        one_token_threads: int | None = None,
+        slot_tokens: int = SLOT_TOKENS,
+        cpu_variant: str = "",
+        log: bool = False,
     ) -> None:
-        """`slots`: chain runs whose passes share decodes (specviz.models.llamapool; $SPECVIZ_LLAMA_SLOTS overrides
-        it; 0: none). A class server asks for CLASS_SLOTS. `bend`: each pass runs on at most the cores no other
-        process holds now (`pass_threads`; `watch` reads them, default this process's CoreWatch; None: unless
-        $SPECVIZ_LLAMA_BEND is "0")."""
-        lib = backend()
+        """`slots`: chain runs whose passes share decodes (specviz.models.llamapool; 0: none), of `slot_tokens`
+        tokens each. A class server asks for CLASS_SLOTS (LlamaSettings.slots_for). `bend`: each pass runs on at most
+        the cores no other process holds now (`pass_threads`; `watch` reads them, default this process's CoreWatch).
+        `one_token_threads`: a one-token pass's threads (None: timed, `one_token_threads()`). `cpu_variant`, `log`:
+        the backend's (`backend`). A server hands them all from its LlamaSettings (`from_settings`)."""
+        lib = backend(log, cpu_variant)
         self._lib = lib
         params = lib.llama_model_default_params()
         params.use_mmap = True
@@ -204,7 +216,9 @@ class LlamaCppModel:
         self.context = min(context, int(lib.llama_model_n_ctx_train(model)))
         self.max_length = self.context
         self.threads = threads  # None: default_threads() when a session opens
-        self.bend = os.environ.get(BEND_ENV, "").strip() != "0" if bend is None else bend
+        self.bend = bend
+        self.one_token = one_token_threads
+        self.slot_tokens = slot_tokens
         self._watch = watch
         self.capabilities = Capabilities(runtime=RUNTIME, threads=threads or default_threads(), sized_sessions=True)
         self._pool_lock = threading.Lock()
@@ -227,8 +241,8 @@ class LlamaCppModel:
     def new_session(self, tokens: int | None = None, linear: bool = False) -> LlamaCppSession | PooledSession:
         """A session whose KV cache holds `tokens` (rounded up to 256; default and at most `context`): a
         class server holding 80 runs of a few hundred tokens allocates 80 small caches, not 80 of 2048.
-        A `linear` run (no token tree) of at most $SPECVIZ_LLAMA_SLOT_TOKENS tokens takes a stream of the shared
-        batched context instead while one is free ($SPECVIZ_LLAMA_SLOTS; class mode: 96): its passes share
+        A `linear` run (no token tree) of at most `slot_tokens` tokens takes a stream of the shared
+        batched context instead while one is free (`slots`; class mode: 96): its passes share
         decodes with the other runs', its numbers unchanged (specviz.models.llamapool)."""
         self._opened(0)  # refused on a model given back (close)
         try:
@@ -297,27 +311,26 @@ class LlamaCppModel:
             self._free(model)
 
     def pool(self) -> SlotPool | None:
-        """The shared batched context, opened on first use; None when $SPECVIZ_LLAMA_SLOTS is 0."""
+        """The shared batched context, opened on first use; None when `slots` is 0."""
         with self._pool_lock:
             if self._pool is None:
-                slots = env_count(SLOTS_ENV, self.slots, "runs", 0)
-                if not slots:
+                if not self.slots:
                     return None
-                tokens = min(self.context, env_count(SLOT_TOKENS_ENV, SLOT_TOKENS, "tokens", 64))
-                self._pool = SlotPool(self, slots, tokens, self.threads or default_threads())
+                tokens = min(self.context, self.slot_tokens)
+                self._pool = SlotPool(self, self.slots, tokens, self.threads or default_threads())
             return self._pool
 
     def one_token_threads(self, threads: int) -> int:
         """The threads a pass over one token runs on, when passes over several run on `threads`: the fastest of 1,
         threads / 2 and threads, timed once per model and count in a context of its own (passes over one token
-        at one cache length, interleaved, medians), $SPECVIZ_LLAMA_ONE_TOKEN_THREADS where set. Such a pass reads
+        at one cache length, interleaved, medians), or the model's `one_token` where set. Such a pass reads
         every weight for little arithmetic: where one thread already reads as fast as the memory allows, or where
         the other cores are taken (a busy server, or torch's OpenMP workers waiting for work in the same process),
         a second thread only adds the graph's synchronisation, while a pass over several tokens computes and wants
         them all (measurements: docs/performance.md). Whichever count runs, the numbers are the same bits
         (specviz.models.threads)."""
-        if os.environ.get(ONE_TOKEN_THREADS_ENV):
-            return min(threads, env_count(ONE_TOKEN_THREADS_ENV, threads, "threads", 1))
+        if self.one_token is not None:
+            return min(threads, self.one_token)
         with self._one_token_lock:
             if threads not in self._one_token:
                 self._one_token[threads] = threads  # the context that times them runs as before meanwhile
@@ -537,24 +550,44 @@ class LlamaCppSession(RecordingSession):
         return torch.cat(rows) if rows else torch.empty(0, vocab, dtype=torch.float64)
 
 
-def load_embedded(progress=None, context: int | None = None, slots: int = 0) -> LlamaCppModel:
+def from_settings(path: Path, name: str, settings: LlamaSettings, slots: int = 0) -> LlamaCppModel:
+    """A GGUF file on llama.cpp as `settings` ask (a server's, from $SPECVIZ_LLAMA_*), with `slots` streams."""
+    return LlamaCppModel(
+        path,
+        name,
+        settings.context,
+        settings.threads,
+        slots,
+        settings.bend,
+        one_token_threads=settings.one_token_threads,
+        slot_tokens=settings.slot_tokens,
+        cpu_variant=settings.cpu,
+        log=settings.log,
+    )
+
+
+def load_embedded(
+    progress=None, context: int | None = None, slots: int = 0, settings: LlamaSettings | None = None
+) -> LlamaCppModel:
     """The embedded target on llama.cpp: its float32 GGUF (written once into the cache); `context`
-    tokens per session, default $SPECVIZ_LLAMA_CONTEXT or 2048 (a session's KV cache, 46 KB per token,
+    tokens per session, default the settings' (2048: a session's KV cache, 46 KB per token,
     is allocated whole when it opens: a small server holding many runs may want fewer)."""
     from specviz.models import embedded
 
     if not available():
         raise ModelError(f"the llama.cpp runtime is not installed: {INSTALL_HINT}")
-    context = context or env_count(CONTEXT_ENV, DEFAULT_CONTEXT, "tokens", 64)
-    return LlamaCppModel(embedded.ensure_f32_gguf(progress), embedded.NAME, context, slots=slots)
+    settings = settings or LlamaSettings()
+    if context:
+        settings = dataclasses.replace(settings, context=context)
+    return from_settings(embedded.ensure_f32_gguf(progress), embedded.NAME, settings, slots)
 
 
 def default_threads() -> int:
-    """$SPECVIZ_LLAMA_THREADS, else every core up to 8. Unlike torch's (the app gives torch one thread:
-    its idle threads cost more than they save), llama.cpp's threads pay: on 2 cores a 5-token pass took
-    little more than half the time with two threads as with one (docs/performance.md, "The numbers behind the
-    code's defaults"), and the server's turn queue
-    runs one model step at a time, so a step may use the whole CPU. Its threads spin at the graph's
+    """Every core up to 8 (a server's $SPECVIZ_LLAMA_THREADS is handed to the model instead). Unlike torch's (the
+    app gives torch one thread: its idle threads cost more than they save), llama.cpp's threads pay: on 2 cores a
+    5-token pass took little more than half the time with two threads as with one (docs/performance.md, "The numbers
+    behind the code's defaults"), and the server's turn queue runs one model step at a time, so a step may use the
+    whole CPU. Its threads spin at the graph's
     barriers, though: on a busy class server one thread costs less CPU per Step (docs/performance.md).
     The numbers are the same bit for bit whatever the count."""
-    return env_count(THREADS_ENV, min(os.cpu_count() or 1, 8), "threads", 1)
+    return min(os.cpu_count() or 1, 8)

@@ -9,7 +9,7 @@ the allocator's free pages returned to the system: `release_memory`). Without a 
 makes one for the pair alone, so closing the pair frees everything it loaded.
 
 The store knows what each part holds (`parts`, `total_bytes`): what a class server's operator reads, and what its
-memory budget counts (specviz.classroom.paircache).
+memory budget counts (specviz.server.paircache).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from specviz.core.config import SpecConfig
 from specviz.core.metrics import Metrics, compute_metrics
 from specviz.core.trace import RunTrace, StepTrace
 
-# The Decode page's buttons: (action, label, widget key, icon); each click is queued (specviz.classroom.stepper)
+# The Decode page's buttons: (action, label, widget key, icon); each click is queued (specviz.server.stepper)
 CONTROLS = (
     ("step", "Step", "decode_step", ":material/skip_next:"),
     ("run", "Run to end", "decode_run_all", ":material/fast_forward:"),

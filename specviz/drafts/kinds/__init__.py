@@ -23,6 +23,7 @@ import torch
 from specviz import specs
 from specviz.errors import ModelError
 from specviz.models import gguf
+from specviz.models.llamasettings import LlamaSettings
 from specviz.models.lm import HFModel, NextTokenModel
 
 # what a kind needs (DraftKind.needs)
@@ -56,7 +57,7 @@ class Beside:
     dtype: torch.dtype
     progress: Callable[[str], None] | None
     lean: bool  # the fast runtimes run a draft's lean forward too
-    context: int  # positions of a llama.cpp context
+    llama: LlamaSettings  # how llama.cpp runs a draft on it (a server's, handed in through load_pair)
     open_gguf: Callable[[specs.ModelSpec], GGUFModel]  # a GGUF spec's file, found or made (loading's places)
     target_gguf: Callable[[], gguf.GGUFInfo] | None = None  # the target's GGUF header, where it has one
 

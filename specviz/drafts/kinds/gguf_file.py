@@ -32,7 +32,7 @@ class GGUFDraft(DraftKind):
         target = beside.target_gguf()
         file = beside.open_gguf(spec)
         gguf.check_pair(target, file.info)
-        return llamacpp.LlamaCppModel(file.path, file.name, beside.context)
+        return llamacpp.from_settings(file.path, file.name, beside.llama)
 
 
 register(GGUFDraft())

@@ -35,11 +35,20 @@ from specviz.models.remote.errors import (
 from specviz.models.remote.http import post
 from specviz.models.remote.llamacpp_server import LlamaCpp
 from specviz.models.remote.sglang import SGLang
-from specviz.models.remote.spec import DEFAULT_TOP_K, KINDS, TIMEOUT_ENV, RemoteSpec, is_remote, parse_spec, timeout_s
+from specviz.models.remote.spec import (
+    DEFAULT_TIMEOUT_S,
+    DEFAULT_TOP_K,
+    KINDS,
+    TIMEOUT_ENV,
+    RemoteSpec,
+    is_remote,
+    parse_spec,
+)
 from specviz.models.remote.target import ENGINES, PROBES, RemoteSession, RemoteTarget, fill_row
 from specviz.models.remote.vllm import VLLM
 
 __all__ = [
+    "DEFAULT_TIMEOUT_S",
     "DEFAULT_TOP_K",
     "ENGINES",
     "KINDS",
@@ -64,5 +73,4 @@ __all__ = [
     "is_remote",
     "parse_spec",
     "post",
-    "timeout_s",
 ]

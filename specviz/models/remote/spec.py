@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
@@ -49,10 +48,3 @@ def parse_spec(spec: str) -> RemoteSpec:
             f"e.g. vllm:http://localhost:8000/v1#my-model; got {spec!r}"
         )
     return RemoteSpec(kind, url.rstrip("/"), model or None)
-
-
-def timeout_s() -> float:
-    try:
-        return float(os.environ.get(TIMEOUT_ENV, DEFAULT_TIMEOUT_S))
-    except ValueError as exc:
-        raise ModelError(f"{TIMEOUT_ENV} must be a number of seconds") from exc

@@ -14,7 +14,7 @@ from specviz.models.remote.errors import RemoteProtocolError, RemoteTokenizerErr
 from specviz.models.remote.http import Check
 from specviz.models.remote.llamacpp_server import LlamaCpp
 from specviz.models.remote.sglang import SGLang
-from specviz.models.remote.spec import DEFAULT_TOP_K, RemoteSpec, parse_spec, timeout_s
+from specviz.models.remote.spec import DEFAULT_TIMEOUT_S, DEFAULT_TOP_K, RemoteSpec, parse_spec
 from specviz.models.remote.vllm import VLLM
 
 # strings whose tokenisation must agree between the server and the local tokenizer
@@ -36,7 +36,7 @@ class RemoteTarget:
         codec: Any,
         vocab_size: int,
         top_k: int = DEFAULT_TOP_K,
-        timeout: float | None = None,
+        timeout: float = DEFAULT_TIMEOUT_S,  # a server's $SPECVIZ_REMOTE_TIMEOUT, handed in
         max_length: int | None = None,
         check: Check | None = None,
     ) -> None:
@@ -45,7 +45,7 @@ class RemoteTarget:
         self.vocab_size = vocab_size
         self.max_length = max_length
         self.top_k = top_k
-        self.timeout = timeout_s() if timeout is None else timeout
+        self.timeout = timeout
         self.engine = ENGINES[self.spec.kind](self.spec, codec, check)
         # top-k rows only: the engine refuses modes that need p in full (specviz.core.engine); one sequence per
         # request: no tree pass; a text-only server may take only a prefix of a draft

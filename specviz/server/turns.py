@@ -29,7 +29,7 @@ from types import TracebackType
 from typing import Literal, TypeVar
 
 from specviz.errors import SessionEndedError
-from specviz.policy import RefusedError
+from specviz.server.class_policy import RefusedError
 
 T = TypeVar("T")
 Kind = Literal["lecturer", "step", "heavy"]

@@ -1,9 +1,10 @@
-"""Class mode: what a class server lets its students do (docs/class-server.md, "Running a class server").
+"""The class policy: what a class server lets its students do (docs/class-server.md, "Running a class server").
 
 Off (the default), the app does what its user asks: any hub id, folder or serving engine, any budget. A
 lecturer running one server for a class switches it on with `SPECVIZ_CLASS_MODE=1` and, optionally, a
 settings file named by `SPECVIZ_CLASS_SETTINGS` (TOML, one `[class]` table) that lists what students may
-load and the budgets each of them gets. In class mode:
+load and the budgets each of them gets; both are read once, with every other setting of the server, by
+specviz.server.config, and the policy is handed to whatever needs it. In class mode:
 
 - models come from the presets and the operator's allowlist only: hub ids by name, local models only
   under allowlisted folders, served targets only at allowlisted addresses (checked before any
@@ -17,17 +18,12 @@ A refused request is a `RefusedError` whose message names the bound and what the
 from __future__ import annotations
 
 import dataclasses
-import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from specviz import bounded
 from specviz.errors import SpecvizError
-
-CLASS_MODE_ENV = "SPECVIZ_CLASS_MODE"
-CLASS_SETTINGS_ENV = "SPECVIZ_CLASS_SETTINGS"
 
 
 class RefusedError(SpecvizError):
@@ -162,42 +158,3 @@ def _under(asked: tuple[str, str, int, str], entry: tuple[str, str, int, str] | 
 
 
 FIELDS = {f.name: f for f in dataclasses.fields(ClassPolicy)}
-
-
-def from_env(environ: dict[str, str] | None = None) -> ClassPolicy:
-    """The policy the environment asks for: class mode on with SPECVIZ_CLASS_MODE=1 (or true, yes, on), its
-    lists and budgets from the TOML file named by SPECVIZ_CLASS_SETTINGS (its `[class]` table)."""
-    env = os.environ if environ is None else environ
-    on = env.get(CLASS_MODE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
-    if not on:
-        return ClassPolicy()
-    values: dict = {}
-    if path := env.get(CLASS_SETTINGS_ENV, "").strip():
-        try:
-            table = tomllib.loads(Path(path).expanduser().read_text()).get("class", {})
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise SpecvizError(f"{CLASS_SETTINGS_ENV}={path}: the class settings cannot be read ({exc})") from exc
-        unknown = sorted(set(table) - set(FIELDS) - {"on"})
-        if unknown:
-            raise SpecvizError(f"{path}: unknown class settings {unknown}; known: {sorted(set(FIELDS) - {'on'})}")
-        for name, value in table.items():
-            kind = type(FIELDS[name].default)
-            values[name] = tuple(str(v) for v in value) if kind is tuple else kind(value)
-    return ClassPolicy(on=True, **values)
-
-
-_CACHE: dict[tuple, ClassPolicy] = {}
-
-
-def current() -> ClassPolicy:
-    """The policy of this process: read from the environment (and the settings file, re-read when it changes)."""
-    path = os.environ.get(CLASS_SETTINGS_ENV, "").strip()
-    try:
-        stamp = Path(path).stat().st_mtime if path else None
-    except OSError:
-        stamp = None
-    key = (os.environ.get(CLASS_MODE_ENV, ""), path, stamp)
-    if key not in _CACHE:
-        _CACHE.clear()
-        _CACHE[key] = from_env()
-    return _CACHE[key]

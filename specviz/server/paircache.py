@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from specviz.models.pair import ModelPair
 from specviz.models.store import ModelStore
-from specviz.policy import RefusedError
+from specviz.server.class_policy import RefusedError
 
 Key = tuple[str, str, str]  # (target, draft, runtime)
 
