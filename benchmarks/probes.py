@@ -8,29 +8,33 @@ folder; a served target (`vllm:http://127.0.0.1:PORT/v1`) names the listener its
 `models` and `urls` name others.
 
 Every browser tab is a benchmarks.stclient websocket client (Streamlit's own protocol), run in a thread at the
-lowest CPU priority, so that the server is what is measured.
+lowest CPU priority, so that the server is what is measured. The student's tabs connect from 127.0.0.2 and the
+lecturer's from 127.0.0.3 (`--student-address`, `--lecturer-address`): Streamlit tells the app no address for a
+client on 127.0.0.1, and the class's per-address bound (`heavy_jobs_per_address`) would not apply.
 
 1. Quiet: the lecturer's session (`?lecturer=KEY`, presentation view) takes `--quiet-steps` Steps on Decode, one
    every `--pace` seconds (± 20 %) after the last answered; each Step's latency (click → the end of the script run
    that answers it) is kept. The server's resident memory (RSS of it and its children) is read at the start.
-2. Probes, while the lecturer keeps stepping, in waves `--gap` seconds apart, each tab open `--open` seconds and
-   then closed (the client disconnects): `--sandbox` Sandbox links with a `--words`-word table at τ = 8 in lossless
-   mode, block verification; `--auto` auto-stepping Decode links (`decode_steps=10000`, a tree, τ = 16, 64 nodes);
-   then hostile and refused links, each of which must answer with a message, not an exception: typed drafts
-   `{"²":"x"}` and 3000 `[`, 3000 `[` as the lossless and the Sandbox table, Sandbox words that are markdown
-   pointing at the listener, a hub id the class does not allow as target, as draft and as draft beside a served
-   target, and the listener as a served target.
+2. Probes, while the lecturer keeps stepping, in waves `--gap` seconds apart, the three waves opened `--rounds`
+   times, each tab open `--open` seconds and then closed (the client disconnects): `--sandbox` Sandbox links with a
+   `--words`-word table at τ = 8 in lossless mode, block verification; `--auto` auto-stepping Decode links
+   (`decode_steps=10000`, a tree, τ = 16, 64 nodes); then hostile and refused links, each of which must answer with
+   a message, not an exception: typed drafts `{"²":"x"}` and 3000 `[`, 3000 `[` as the lossless and the Sandbox
+   table, Sandbox words that are markdown pointing at the listener, a hub id the class does not allow as target, as
+   draft and as draft beside a served target, and the listener as a served target.
 3. Settle: after the last tab closed the lecturer goes on stepping for `--settle` seconds; the server's RSS is read
    then, and its CPU use over that minute tells whether the probes' work went on without its tabs.
 
-Reported: the lecturer's Step p50 / p95 quiet, under the probes and after them, and the ratio of the p95s (goal
-≤ 1.5×); RSS at the start, its peak (sampled every half second) and after the settle (goal: within 0.2 GB of the
-start); exceptions seen on any page, the lecturer's included (goal 0); pages that would make a browser fetch or link
-the listener (markdown images, links or autolinks to it, HTML src/href: goal 0); connections and requests to the
-listener and bytes written to the hub cache (goal 0); "Traceback" lines in the server's log.
+Reported: what each probe's tabs were told; the lecturer's Step p50 / p95 quiet, under the probes (and during each
+kind of wave) and after them, and the ratio of the p95s (goal ≤ 1.5×); RSS at the start, its peak (sampled every
+half second) and after the settle (goal: within 0.2 GB of the start); exceptions seen on any page, the lecturer's
+included (goal 0); pages that would make a browser fetch or link the listener (markdown images, links or autolinks
+to it, HTML src/href: goal 0); connections and requests to the listener and bytes written to the hub cache (goal 0);
+"Traceback" lines in the server's log.
 
 Usage: python -m benchmarks.probes [--quiet-steps 20] [--pace 3] [--open 10] [--sandbox 3] [--auto 6]
-       [--words 400] [--gap 5] [--settle 60] [--offline] [--env KEY=VALUE ...] [--json FILE] [--out runs/probes]
+       [--words 400] [--gap 5] [--rounds 3] [--settle 60] [--offline] [--env KEY=VALUE ...] [--json FILE]
+       [--out runs/probes]
 One run with the defaults takes about 4–5 minutes on a 2-core server.
 """
 
@@ -39,6 +43,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import contextvars
 import http.server
 import json
 import os
@@ -47,6 +52,7 @@ import re
 import statistics
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -193,6 +199,36 @@ def folder_bytes(folder: Path) -> int:
 
 
 # --------------------------------------------------------------------------------------
+# Where a tab connects from
+# --------------------------------------------------------------------------------------
+
+# The address a client connects from, per asyncio task. Streamlit tells the app no address for a client on 127.0.0.1
+# (st.context.ip_address is None there), so the class's per-address bounds would not apply to it; another loopback
+# address (127.0.0.2) reaches the same server and is one as a student's machine would be.
+_SOURCE: contextvars.ContextVar[str] = contextvars.ContextVar("probes_source", default="")
+
+
+@contextlib.contextmanager
+def sources() -> Iterator[None]:
+    """While inside, benchmarks.stclient's websockets connect from the address `_SOURCE` holds in the task that opens
+    them (none: as before), by `local_addr`, which websockets hands to the event loop's create_connection."""
+    from benchmarks import stclient
+
+    plain_connect = stclient.ws_connect
+
+    def connect(uri: str, **kwargs: Any) -> Any:
+        if address := _SOURCE.get():
+            kwargs.setdefault("local_addr", (address, 0))
+        return plain_connect(uri, **kwargs)
+
+    stclient.ws_connect = connect
+    try:
+        yield
+    finally:
+        stclient.ws_connect = plain_connect
+
+
+# --------------------------------------------------------------------------------------
 # The probes
 # --------------------------------------------------------------------------------------
 
@@ -225,8 +261,9 @@ class Probe:
     wants_message: bool = True  # must answer with a message (a toast or an alert)
 
 
-def probes(args: argparse.Namespace, listener: str) -> list[list[Probe]]:
-    """The waves of tabs: the Sandbox links, the auto-stepping Decode links, then the hostile and refused links."""
+def probes(args: argparse.Namespace, listener: str) -> list[tuple[str, list[Probe]]]:
+    """The waves of tabs, each named: the Sandbox links, the auto-stepping Decode links, then the hostile and refused
+    links."""
     served = f"vllm:http://{listener}/v1"
     sandbox = [
         Probe(
@@ -291,7 +328,8 @@ def probes(args: argparse.Namespace, listener: str) -> list[list[Probe]]:
             {"decode_preset": CUSTOM, "decode_target": served, "decode_draft": "embedded", "decode_steps": 1},
         ),
     ]
-    return [wave for wave in (sandbox, auto, hostile) if wave]
+    waves = (("sandbox", sandbox), ("auto-steps", auto), ("hostile and refused", hostile))
+    return [(what, wave) for what, wave in waves if wave]
 
 
 # Elements whose text is not markdown and makes no request (a grid's cells, code, an exception's text, JSON, charts).
@@ -373,8 +411,10 @@ def _elements(runs: list[Any]) -> list[Any]:
     return [e for run in runs for e in run.elements()]
 
 
-async def open_tab(url: str, probe: Probe, seconds: float, host: str) -> Tab:
-    """A tab opened from the probe's link, kept open `seconds` (a light probe: until its page answered), closed."""
+async def open_tab(url: str, probe: Probe, seconds: float, host: str, source: str = "") -> Tab:
+    """A tab opened from the probe's link (connecting from the address `source`, if given), kept open `seconds` (a
+    light probe: until its page answered), closed."""
+    _SOURCE.set(source)
     from streamlit.proto.Alert_pb2 import Alert
 
     from benchmarks.stclient import RunResult, StreamlitClient
@@ -432,9 +472,10 @@ class Lecturer:
     def count(self, phase: str) -> int:
         return len(self.latencies(phase))
 
-    async def life(self, url: str, seed: int = 57) -> None:
+    async def life(self, url: str, source: str = "", seed: int = 57) -> None:
         from benchmarks.stclient import StreamlitClient
 
+        _SOURCE.set(source)
         rng = random.Random(seed)
         client = StreamlitClient(url)
         try:
@@ -470,7 +511,7 @@ class Lecturer:
 
 async def _phases(url: str, pid: int, args: argparse.Namespace, listener: Listener) -> dict:
     lecturer = Lecturer(pace=args.pace, run_steps=args.run_steps)
-    teacher = asyncio.create_task(lecturer.life(url))
+    teacher = asyncio.create_task(lecturer.life(url, args.lecturer_address))
     await lecturer.ready.wait()
     marks: dict[str, float] = {"quiet": time.perf_counter()}
     cpu: dict[str, float] = {"quiet": cpu_seconds(pid)}
@@ -482,11 +523,17 @@ async def _phases(url: str, pid: int, args: argparse.Namespace, listener: Listen
     lecturer.phase = "probes"
     print(f"  quiet: {lecturer.count('quiet')} Steps; probes from now", flush=True)
     tabs: list[Tab] = []
-    for i, wave in enumerate(probes(args, listener.host)):
-        if i:
-            await asyncio.sleep(args.gap)
-        tabs += await asyncio.gather(*(open_tab(url, p, args.open, listener.host) for p in wave))
-        print(f"  wave {i + 1}: {len(wave)} tabs closed", flush=True)
+    waves: list[tuple[str, float, float]] = []  # (what, opened, all closed), seconds from the quiet phase's start
+    for round_ in range(args.rounds):
+        for i, (what, wave) in enumerate(probes(args, listener.host)):
+            if round_ or i:
+                await asyncio.sleep(args.gap)
+            opened = time.perf_counter()
+            tabs += await asyncio.gather(
+                *(open_tab(url, p, args.open, listener.host, args.student_address) for p in wave)
+            )
+            waves.append((what, round(opened - marks["quiet"], 1), round(time.perf_counter() - marks["quiet"], 1)))
+            print(f"  round {round_ + 1}, wave {i + 1} ({what}): {len(wave)} tabs closed", flush=True)
     marks["closed"], cpu["closed"] = time.perf_counter(), cpu_seconds(pid)
     lecturer.phase = "after"
     cpu0 = cpu["closed"]
@@ -506,6 +553,7 @@ async def _phases(url: str, pid: int, args: argparse.Namespace, listener: Listen
         "rss_after": rss_after,
         "cpu_marks": cpu_marks,
         "cpu": cpu,
+        "waves": waves,
     }
 
 
@@ -552,6 +600,17 @@ def class_env(out: Path, args: argparse.Namespace, listener: Listener) -> dict[s
     return {**env, **dict(item.split("=", 1) for item in args.env)}
 
 
+def by_wave(steps: list[tuple[float, float, str]], waves: list[tuple[str, float, float]], t0: float) -> dict:
+    """The lecturer's Steps clicked while a kind of wave was open (its tabs between opening and all closed), by
+    kind: their count, p50 and p95."""
+    out = {}
+    for what in dict.fromkeys(w[0] for w in waves):
+        windows = [(a, b) for kind, a, b in waves if kind == what]
+        during = [t for at, t, _ in steps if any(a <= at - t0 <= b for a, b in windows)]
+        out[what] = {"steps": len(during), "p50": _p(during, 0.5), "p95": _p(during, 0.95)}
+    return out
+
+
 def machine() -> str:
     """The CPU's model name and the cores this machine has (/proc/cpuinfo)."""
     names = [
@@ -587,7 +646,7 @@ def measure(args: argparse.Namespace) -> dict:
                 f"  server up in {time.perf_counter() - t_start:.0f} s (pid {pid}, listener {listener.host})",
                 flush=True,
             )
-            with RssSampler(pid) as rss:
+            with RssSampler(pid) as rss, sources():
                 got = _in_thread(_phases, url, pid, args, listener)
         hub_bytes = folder_bytes(hf)
     lecturer: Lecturer = got["lecturer"]
@@ -616,6 +675,10 @@ def measure(args: argparse.Namespace) -> dict:
         "lecturer_marked": lecturer.is_lecturer,
         "lecturer_errors": lecturer.errors,
         "probes_seconds": round(marks["closed"] - marks["probes"], 1),
+        "waves": got["waves"],
+        "by_wave": by_wave(lecturer.steps, got["waves"], marks["quiet"]),
+        "student_address": args.student_address or "127.0.0.1",
+        "lecturer_address": args.lecturer_address or "127.0.0.1",
         "rss_start_gb": got["rss_start"],
         "rss_peak_gb": rss.peak(marks["quiet"]),
         "rss_after_gb": got["rss_after"],
@@ -656,20 +719,38 @@ def report(r: dict) -> str:
     ratio_ok = r["p95_ratio"] <= 1.5
     rss_ok = abs(r["rss_after_minus_start_gb"]) <= 0.2
     lines = [f"probes beside a lecturer, {r['date']}, server env {r['server_env']}"]
+    by_probe: dict[str, list[dict]] = {}
     for t in r["tabs"]:
-        answered = "still running when closed" if t["answered_s"] is None else f"answered in {t['answered_s']:.1f} s"
-        answers = said(t["messages"])
-        said_text = ""
-        if answers:
-            said_text = f"; said {answers[0][:160]!r}" + (f" and {len(answers) - 1} more" if len(answers) > 1 else "")
-        more = "".join(f"; {k} {t[k]}" for k in ("exceptions", "fetches", "client_error") if t[k])
-        lines.append(f"  tab {t['probe']}: open {t['open_s']:.1f} s, {answered}{said_text}{more}")
+        by_probe.setdefault(t["probe"], []).append(t)
+    for name, tabs in by_probe.items():  # each probe's tabs (one a round)
+        answered = [t["answered_s"] for t in tabs if t["answered_s"] is not None]
+        times = f"answered in {', '.join(f'{a:.1f}' for a in answered)} s" if answered else "none answered"
+        running = len(tabs) - len(answered)
+        answers = list(dict.fromkeys(m[:160] for t in tabs for m in said(t["messages"])))
+        said_text = "".join(f"; said {a!r}" for a in answers[:1]) + (
+            f" (+{len(answers) - 1} other)" if answers[1:] else ""
+        )
+        more = "".join(
+            f"; {k} {sorted({x for t in tabs for x in (t[k] if isinstance(t[k], list) else [t[k]]) if x})}"
+            for k in ("exceptions", "fetches", "client_error")
+            if any(t[k] for t in tabs)
+        )
+        lines.append(
+            f"  {name}: {len(tabs)} tabs, {times}"
+            + (f", {running} still running when closed" if running else "")
+            + said_text
+            + more
+        )
     lines += [
         f"lecturer Steps: quiet p50 {r['quiet_p50']:.2f} s p95 {r['quiet_p95']:.2f} s ({r['quiet_steps']} Steps); "
         f"under the probes p50 {r['probes_p50']:.2f} s p95 {r['probes_p95']:.2f} s max {r['probes_max']:.2f} s "
         f"({r['probe_steps']} Steps in {r['probes_seconds']:.0f} s); after them p50 {r['after_p50']:.2f} s "
         f"p95 {r['after_p95']:.2f} s ({r['after_steps']} Steps)",
-        f"  p95 under the probes / quiet: {r['p95_ratio']:.2f}× (goal ≤ 1.5×: {ok[ratio_ok]})",
+        f"  p95 under the probes / quiet: {r['p95_ratio']:.2f}× (goal ≤ 1.5×: {ok[ratio_ok]}); during each kind of "
+        "wave: "
+        + "; ".join(
+            f"{what} p50 {w['p50']:.2f} s p95 {w['p95']:.2f} s ({w['steps']} Steps)" for what, w in r["by_wave"].items()
+        ),
         f"RSS: start {r['rss_start_gb']:.2f} GB, peak {r['rss_peak_gb']:.2f} GB, {r['settle_seconds']:.0f} s after the "
         f"tabs closed {r['rss_after_gb']:.2f} GB ({r['rss_after_minus_start_gb']:+.2f} GB; goal within 0.2 GB: "
         f"{ok[rss_ok]})",
@@ -698,6 +779,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--words", type=int, default=400, help="words in the Sandbox links' table")
     p.add_argument("--auto", type=int, default=6, help="auto-stepping Decode tabs (10000 steps, tree, τ = 16)")
     p.add_argument("--gap", type=float, default=5.0, help="seconds between the waves of tabs")
+    p.add_argument("--rounds", type=int, default=3, help="times the waves are opened, one after another")
+    p.add_argument(
+        "--student-address", default="127.0.0.2", help="the address the probes' tabs connect from ('': 127.0.0.1)"
+    )
+    p.add_argument("--lecturer-address", default="127.0.0.3", help="the address the lecturer connects from")
     p.add_argument("--settle", type=float, default=60.0, help="seconds after the last tab closed before RSS is read")
     p.add_argument("--offline", action="store_true", help="the server's hub switched off (HF_HUB_OFFLINE=1)")
     p.add_argument("--env", nargs="*", default=[], help="KEY=VALUE for the server")

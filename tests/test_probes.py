@@ -92,3 +92,14 @@ def test_the_benchmark_says_how_to_run_it(capsys):
     assert done.value.code == 0
     shown = capsys.readouterr().out
     assert "--settle" in shown and "--sandbox" in shown and "--auto" in shown
+
+
+def test_the_lecturers_steps_are_grouped_by_the_kind_of_wave_open_when_they_were_clicked():
+    t0 = 100.0
+    steps = [(110.0, 0.2, "quiet"), (121.0, 0.9, "probes"), (125.0, 0.5, "probes"), (131.0, 0.3, "probes")]
+    steps += [(141.0, 1.1, "probes"), (150.0, 0.4, "after")]
+    waves = [("sandbox", 20.0, 30.0), ("auto-steps", 35.0, 45.0), ("sandbox", 50.0, 52.0)]
+    got = probes.by_wave(steps, waves, t0)
+    assert list(got) == ["sandbox", "auto-steps"]
+    assert got["sandbox"]["steps"] == 3 and got["sandbox"]["p50"] == 0.5 and got["sandbox"]["p95"] == 0.9
+    assert got["auto-steps"] == {"steps": 1, "p50": 1.1, "p95": 1.1}  # 131 s is in no wave's window
