@@ -537,10 +537,10 @@ async def _phases(url: str, pid: int, args: argparse.Namespace, listener: Listen
     marks["closed"], cpu["closed"] = time.perf_counter(), cpu_seconds(pid)
     lecturer.phase = "after"
     cpu0 = cpu["closed"]
-    cpu_marks = [(0.0, 0.0)]
+    cpu_marks = [(0.0, 0.0, tree_rss_gb(pid))]  # (s since the tabs closed, server CPU-s since then, RSS GB)
     while (elapsed := time.perf_counter() - marks["closed"]) < args.settle and not teacher.done():
         await asyncio.sleep(min(10.0, args.settle - elapsed))
-        cpu_marks.append((time.perf_counter() - marks["closed"], cpu_seconds(pid) - cpu0))
+        cpu_marks.append((time.perf_counter() - marks["closed"], cpu_seconds(pid) - cpu0, tree_rss_gb(pid)))
     marks["settled"], cpu["settled"] = time.perf_counter(), cpu_seconds(pid)
     rss_after = tree_rss_gb(pid)
     lecturer.stop.set()
@@ -684,7 +684,7 @@ def measure(args: argparse.Namespace) -> dict:
         "rss_after_gb": got["rss_after"],
         "rss_after_minus_start_gb": got["rss_after"] - got["rss_start"],
         "settle_seconds": round(marks["settled"] - marks["closed"], 1),
-        "settle_cpu": [(round(t, 1), round(c, 2)) for t, c in got["cpu_marks"]],
+        "settle_marks": [(round(t), round(c, 2), round(gb, 2)) for t, c, gb in got["cpu_marks"]],
         "server_cores_busy": {  # the server's CPU-s per second in each phase (2.0: both cores of a 2-core machine)
             phase: round((got["cpu"][end] - got["cpu"][phase]) / (marks[end] - marks[phase]), 2)
             for phase, end in (("quiet", "probes"), ("probes", "closed"), ("closed", "settled"))
@@ -749,14 +749,17 @@ def report(r: dict) -> str:
         f"  p95 under the probes / quiet: {r['p95_ratio']:.2f}× (goal ≤ 1.5×: {ok[ratio_ok]}); during each kind of "
         "wave: "
         + "; ".join(
-            f"{what} p50 {w['p50']:.2f} s p95 {w['p95']:.2f} s ({w['steps']} Steps)" for what, w in r["by_wave"].items()
+            f"{what} p50 {w['p50']:.2f} s p95 {w['p95']:.2f} s ({w['steps']} Steps)"
+            if w["steps"]
+            else f"{what} no Step"
+            for what, w in r["by_wave"].items()
         ),
         f"RSS: start {r['rss_start_gb']:.2f} GB, peak {r['rss_peak_gb']:.2f} GB, {r['settle_seconds']:.0f} s after the "
         f"tabs closed {r['rss_after_gb']:.2f} GB ({r['rss_after_minus_start_gb']:+.2f} GB; goal within 0.2 GB: "
         f"{ok[rss_ok]})",
         f"server cores busy (CPU-s a second): quiet {r['server_cores_busy']['quiet']}, under the probes "
-        f"{r['server_cores_busy']['probes']}, after them {r['server_cores_busy']['closed']}; CPU-s since the tabs "
-        f"closed, at (s, CPU-s): {r['settle_cpu']}",
+        f"{r['server_cores_busy']['probes']}, after them {r['server_cores_busy']['closed']}; since the tabs closed "
+        f"(s, server CPU-s, RSS GB): {r['settle_marks']}",
         f"exceptions on a page: {len(r['exceptions'])} (goal 0) {r['exceptions'] or ''}",
         f"pages that would fetch or link the listener: {len(r['fetches'])} (goal 0) {r['fetches'] or ''}",
         f"hostile or refused links answered with no message: {r['no_message'] or 'none'}",
