@@ -524,6 +524,7 @@ async def _phases(url: str, pid: int, args: argparse.Namespace, listener: Listen
     print(f"  quiet: {lecturer.count('quiet')} Steps; probes from now", flush=True)
     tabs: list[Tab] = []
     waves: list[tuple[str, float, float]] = []  # (what, opened, all closed), seconds from the quiet phase's start
+    rss_by_wave: list[float] = []  # the server's RSS as each wave's tabs had closed, GB
     for round_ in range(args.rounds):
         for i, (what, wave) in enumerate(probes(args, listener.host)):
             if round_ or i:
@@ -533,6 +534,7 @@ async def _phases(url: str, pid: int, args: argparse.Namespace, listener: Listen
                 *(open_tab(url, p, args.open, listener.host, args.student_address) for p in wave)
             )
             waves.append((what, round(opened - marks["quiet"], 1), round(time.perf_counter() - marks["quiet"], 1)))
+            rss_by_wave.append(round(tree_rss_gb(pid), 2))
             print(f"  round {round_ + 1}, wave {i + 1} ({what}): {len(wave)} tabs closed", flush=True)
     marks["closed"], cpu["closed"] = time.perf_counter(), cpu_seconds(pid)
     lecturer.phase = "after"
@@ -554,6 +556,7 @@ async def _phases(url: str, pid: int, args: argparse.Namespace, listener: Listen
         "cpu_marks": cpu_marks,
         "cpu": cpu,
         "waves": waves,
+        "rss_by_wave": rss_by_wave,
     }
 
 
@@ -677,6 +680,7 @@ def measure(args: argparse.Namespace) -> dict:
         "probes_seconds": round(marks["closed"] - marks["probes"], 1),
         "waves": got["waves"],
         "by_wave": by_wave(lecturer.steps, got["waves"], marks["quiet"]),
+        "rss_by_wave": got["rss_by_wave"],
         "student_address": args.student_address or "127.0.0.1",
         "lecturer_address": args.lecturer_address or "127.0.0.1",
         "rss_start_gb": got["rss_start"],
@@ -757,6 +761,7 @@ def report(r: dict) -> str:
         f"RSS: start {r['rss_start_gb']:.2f} GB, peak {r['rss_peak_gb']:.2f} GB, {r['settle_seconds']:.0f} s after the "
         f"tabs closed {r['rss_after_gb']:.2f} GB ({r['rss_after_minus_start_gb']:+.2f} GB; goal within 0.2 GB: "
         f"{ok[rss_ok]})",
+        f"RSS as each wave's tabs had closed (sandbox, auto-steps, hostile; each round): {r['rss_by_wave']} GB",
         f"server cores busy (CPU-s a second): quiet {r['server_cores_busy']['quiet']}, under the probes "
         f"{r['server_cores_busy']['probes']}, after them {r['server_cores_busy']['closed']}; since the tabs closed "
         f"(s, server CPU-s, RSS GB): {r['settle_marks']}",
