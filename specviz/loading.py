@@ -64,7 +64,14 @@ class LoadSettings:
     llama: llamacpp.LlamaSettings = field(default_factory=llamacpp.LlamaSettings)
 
     def found_in(self) -> list[gguf.Place]:
-        return list(self.places) if self.places is not None else gguf.default_places({}, Path.home())
+        """The places handed in; else the usual places at home, the Hugging Face cache where huggingface_hub keeps
+        it (its own setting, as an outside script that downloads with it expects: HF_HOME is huggingface_hub's)."""
+        if self.places is not None:
+            return list(self.places)
+        from huggingface_hub import constants
+
+        hub = gguf.Place(source=gguf.HF_CACHE, path=Path(constants.HF_HUB_CACHE))
+        return [hub if place.source == gguf.HF_CACHE else place for place in gguf.default_places({}, Path.home())]
 
 
 DEFAULTS = LoadSettings()  # load_pair's when none is handed

@@ -242,3 +242,13 @@ def test_an_environment_or_policy_read_would_be_found():
     assert reads_environment("from os import environ\n") == ["line 1: environ"]
     assert reads_environment("rules = policy.current()\n") == ["line 1: policy.current"]
     assert reads_environment("def f(env):\n    return env.get('SPECVIZ_X')\n") == []  # handed in: fine
+
+
+def test_every_package_of_the_library_is_in_the_wheel():
+    """pyproject.toml lists the packages the wheel ships: a package folder missing there is missing from an install
+    outside the checkout (specviz.server, models.gguf and analysis.engine_import once were)."""
+    import tomllib
+
+    listed = set(tomllib.loads((LIBRARY.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {p.parent.relative_to(LIBRARY.parent).as_posix().replace("/", ".") for p in LIBRARY.rglob("__init__.py")}
+    assert folders - listed == set()
