@@ -268,7 +268,9 @@ def test_a_timed_lesson_says_where_it_was_measured_and_that_the_server_was_busy(
     (notice,) = [w.value for w in at.warning if "This server is busy" in w.value]
     assert notice.startswith("**This server is busy** (other processes keep 1.0 of its 2 cores busy)")
     (where,) = [c.value for c in at.caption if c.value.startswith("Measured: timed just now on torch, ")]
-    assert "on the prompt “Write a Python function that reverses a list.” with this lesson's settings" in where
+    # the pair's timings ran on pairtimes.TEXT, cut after 87 characters
+    cut = "Write a Python function that reverses a list. The function takes a list and returns a n…"
+    assert f"on the prompt “{cut}” with this lesson's settings" in where
     exact = lessons_page("after-failure")
     assert not any("This server is busy" in w.value for w in exact.warning)
     assert not any(c.value.startswith("Measured: ") for c in exact.caption)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from specviz.analysis.measure import Spread, best_of
-from specviz.analysis.pairtimes import KS
+from specviz.analysis.pairtimes import KS, TEXT
 from specviz.analysis.theory import best_tau, expected_speedup, speedup_with_verify_cost
 from specviz.classroom.lessons.common import Evidence, Lesson, Load, Timings
 from specviz.models.pair import ModelPair
@@ -72,6 +72,7 @@ def choose_tau(pair: ModelPair | None, load: Load, timings: Timings | None = Non
         finding + ".",
         (charts.sized(figure, charts.FONT["size"]),),
         gates=False,
+        prompt=TEXT,  # what the pair's timings ran on
         premise=f"where a pass over more tokens costs more, S_v's best τ is no larger than S's (τ = {best})",
         held=held,
         why_not=(

@@ -6,6 +6,7 @@ import pandas as pd
 
 from specviz.analysis import outlook as ol
 from specviz.analysis.costmodel import HARDWARE, pass_time
+from specviz.analysis.pairtimes import TEXT
 from specviz.classroom.lessons.common import Evidence, Lesson, Load, Timings
 from specviz.models.pair import ModelPair
 from specviz.viz import charts
@@ -50,6 +51,7 @@ def laptop_h100(pair: ModelPair, load: Load, timings: Timings) -> Evidence:
         why_not=f"on {pair.runtime} a pass over 5 tokens cost {here:.2f} one-token passes here: this runtime keeps "
         "several rows as cheap as one, as a GPU does",
         gates=False,
+        prompt=TEXT,  # what the pair's timings ran on
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from specviz.analysis.pairtimes import TEXT
 from specviz.classroom.lessons.common import Evidence, Lesson, Load, Timings
 from specviz.models.pair import ModelPair
 
@@ -29,6 +30,7 @@ def one_pass(pair: ModelPair, load: Load, timings: Timings) -> Evidence:
         table,
         premise=f"one pass over {TOKENS} tokens costs less than {TOKENS} one-token passes",
         held=many.high < separate.low,
+        prompt=TEXT,  # what the pair's timings ran on (specviz.analysis.pairtimes)
         why_not=f"the pass over {TOKENS} tokens and {TOKENS} one-token passes overlapped in their ranges: the "
         "machine was busy while they were timed; measure the pair again.",
     )
