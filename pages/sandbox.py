@@ -70,7 +70,7 @@ edited = st.data_editor(
     column_config={"token": st.column_config.TextColumn("token", required=True)},
 )
 for name, total in sb.column_sums(edited).items():
-    st.warning(f"Column **{name}** sums to {total:.3f}, not 1: it is used divided by {total:.3f}.", icon="⚖️")
+    st.warning(f"Column **{name}** sums to {total:.6g}, not 1: it is used divided by {total:.6g}.", icon="⚖️")
 for key, value in sb.draw_values(case).items():  # positions added by a larger τ start at the case's draws
     state.setdefault(key, value)
 draw = {"format": "%.3f", "step": 0.01}

@@ -76,7 +76,7 @@ def test_the_sandbox_keeps_every_cell_as_typed_and_says_what_it_uses(loads):
         expected.loc[:row, "p1"] = [0.35, 0.3, 0.2, 0.1, 0.1][: row + 1]
         pd.testing.assert_frame_equal(shown, expected)  # every cell of every column, as typed
     assert at.session_state["sandbox_case"].p[0] == (0.35, 0.3, 0.2, 0.1, 0.1)  # kept as typed
-    assert [w.value for w in at.warning] == ["Column **p1** sums to 1.050, not 1: it is used divided by 1.050."]
+    assert [w.value for w in at.warning] == ["Column **p1** sums to 1.05, not 1: it is used divided by 1.05."]
     numbers = step_table(at, -1)
     assert numbers["p"].tolist()[0] == pytest.approx(1 / 3, abs=5e-5) and numbers["p/q"].tolist()[0] == pytest.approx(
         2 / 3, abs=5e-5

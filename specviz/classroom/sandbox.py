@@ -189,7 +189,8 @@ def case_frame(case: SandboxCase) -> pd.DataFrame:
 
 def column_sums(frame: pd.DataFrame) -> dict[str, float]:
     """The q and p columns of an edited table that do not sum to 1, with their sums: the page says
-    so (the step uses each divided by its sum, `normalised`; the cells keep what was typed)."""
+    so (the step uses each divided by its sum, `normalised`; the cells keep what was typed), with six significant
+    digits: a column off by more than 1e-6 never reads as "1.000"."""
     sums = {c: float(pd.to_numeric(frame[c], errors="coerce").fillna(0.0).sum()) for c in frame if c != "token"}
     return {c: s for c, s in sums.items() if abs(s - 1.0) > 1e-6}
 
