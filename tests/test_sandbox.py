@@ -483,3 +483,13 @@ def test_a_400_word_table_at_tau_8_is_exact_when_its_weights_are_few_and_refused
     refused = re.search(r"block not computed \(the block rule's exact mean would follow at least ([\d,]+) ", said)
     assert refused and int(refused[1].replace(",", "")) > BLOCK_WORK
     assert f"(400 words, τ = 8; exact up to {BLOCK_WORK:,})" in said
+
+
+def test_a_narrow_interval_of_q_is_written_with_the_digits_that_tell_its_ends_apart():
+    """400 equally likely words: the 201st holds u in [200/400, 201/400) = [0.5, 0.5025): at two decimals both ends
+    read 0.50, at three 0.500 and 0.502 (rounded half to even: 0.5025 is stored a hair below), so three."""
+    from specviz.classroom.sandbox import interval, interval_text
+
+    assert interval_text(*interval([1.0] * 400, 200)) == "[0.500, 0.502)"
+    assert interval_text(0.8, 1.0) == "[0.80, 1.00)"
+    assert interval_text(0.5, 0.5 + 1e-9) == "[0.500000, 0.500000)"  # at most six

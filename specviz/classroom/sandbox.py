@@ -68,6 +68,15 @@ def interval(dist: Sequence[float], token: int) -> tuple[float, float]:
     return low, low + dist[token] / total
 
 
+def interval_text(low: float, high: float) -> str:
+    """ "[0.80, 1.00)": two decimals, more where the interval is narrower than a hundredth, so that its ends differ
+    (a token of 400 equally likely ones: [0.5000, 0.5025), not [0.50, 0.50)); at most six."""
+    digits = 2
+    while digits < 6 and f"{low:.{digits}f}" == f"{high:.{digits}f}":
+        digits += 1
+    return f"[{low:.{digits}f}, {high:.{digits}f})"
+
+
 def middle_of_mode(dist: Sequence[float]) -> float:
     low, high = interval(dist, max(range(len(dist)), key=lambda i: (dist[i], -i)))
     return round((low + high) / 2, 3)
@@ -365,7 +374,7 @@ def explain(step: StepTrace, case: SandboxCase | None = None, mode: str = "textb
     if case is not None and mode == "lossless":
         held = zip(case.draft_draws, step.draft_tokens, _intervals(case, step), strict=True)
         picks = ", ".join(
-            f"u{t + 1} = {u:.3f} → '{plain(case.words[y])}' [{lo:.2f}, {hi:.2f})"
+            f"u{t + 1} = {u:.3f} → '{plain(case.words[y])}' {interval_text(lo, hi)}"
             for t, (u, y, (lo, hi)) in enumerate(held)
         )
         notes.append(f"The draft sampled each token from q: the token whose interval of q holds u ({picks}).")
