@@ -64,7 +64,7 @@ if evidence.timed and key in timed:  # its times are this server's, just now: sa
     when, runtime = timed[key]
     busy_notice(when)
     prompt = " ".join(evidence.prompt.split())  # one line, cut after 90 characters
-    prompt = prompt if len(prompt) <= 90 else prompt[:87] + "…"
+    prompt = prompt if len(prompt) <= 90 else prompt[:88].rsplit(" ", 1)[0] + " …"  # at a word's end
     st.caption(
         f"Measured: {busy.where_measured(runtime, when)}, on the prompt “{plain(prompt)}” with this lesson's "
         "settings; the README's numbers and the τ sweep's come from other prompts, settings, machines or loads."

@@ -268,8 +268,8 @@ def test_a_timed_lesson_says_where_it_was_measured_and_that_the_server_was_busy(
     (notice,) = [w.value for w in at.warning if "This server is busy" in w.value]
     assert notice.startswith("**This server is busy** (other processes keep 1.0 of its 2 cores busy)")
     (where,) = [c.value for c in at.caption if c.value.startswith("Measured: timed just now on torch, ")]
-    # the pair's timings ran on pairtimes.TEXT, cut after 87 characters
-    cut = "Write a Python function that reverses a list. The function takes a list and returns a n…"
+    # the pair's timings ran on pairtimes.TEXT, cut at the last word's end within 88 characters
+    cut = "Write a Python function that reverses a list. The function takes a list and returns a …"
     assert f"on the prompt “{cut}” with this lesson's settings" in where
     exact = lessons_page("after-failure")
     assert not any("This server is busy" in w.value for w in exact.warning)
