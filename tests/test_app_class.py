@@ -89,3 +89,32 @@ def test_a_400_word_sandbox_link_at_tau_8_is_priced_before_it_starts_and_taken_i
     assert "block not computed (the block rule's exact mean would follow at least" in said
     assert "(400 words, τ = 8; exact up to 1,000,000): fewer words or a smaller τ)" in said
     assert queues["turns"] == ["step"]
+
+
+def test_a_race_is_one_heavy_job_each_piece_in_a_turn_of_its_own_and_stops_with_its_tab(loads, queues, monkeypatch):
+    """Class mode: the Race takes one heavy-job slot, its set-up one heavy turn, every piece of work (a speculative
+    step or a token of the target alone) a heavy turn of its own, so the class's Steps go between; the pair's costs
+    one more. Its tab closed as the fourth heavy turn is asked for: that turn refused, nothing after it, no traceback,
+    the slot given back."""
+    from pages import _compute
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    at.switch_page("pages/race.py").run()
+    at.number_input(key="race_max_new").set_value(6)
+    queues["turns"].clear()
+    queues["slots"].clear()
+    at.button(key="race_start").click().run()
+    assert not at.exception and len(queues["slots"]) == 1
+    heavy = queues["turns"].count("heavy")
+    assert heavy >= 2 + 6 + 1  # set-up, at least one piece per token of the target alone, the pair's costs
+    queues["turns"].clear()
+    monkeypatch.setattr(_compute, "alive", lambda: lambda: queues["turns"].count("heavy") < 4)
+    at.button(key="race_start").click().run()
+    assert not at.exception and queues["turns"].count("heavy") == 4  # the fourth refused: the race stopped there
+
+    def busy(ahead: int) -> None:
+        raise AssertionError(f"{ahead} heavy job(s) still hold the server's one slot")
+
+    with _compute._slots().hold(busy, owner=queues["slots"][-1]):  # given back: taken at once, nobody ahead
+        pass
