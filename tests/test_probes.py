@@ -12,13 +12,13 @@ import urllib.request
 import pytest
 from streamlit.proto.Element_pb2 import Element
 
-from benchmarks import probes
+from benchmarks import probe_links, probes
 
 HOST = "127.0.0.1:9"
 
 
 def test_the_sandbox_table_has_400_words_and_columns_that_sum_to_one_within_a_links_size():
-    text = probes.sandbox_table(400, tau=8, seed=3)
+    text = probe_links.sandbox_table(400, tau=8, seed=3)
     table = json.loads(text)
     assert len(table["words"]) == len(set(table["words"])) == 400
     assert len(table["q"]) == 8 and len(table["p"]) == 9  # τ positions of q, τ + 1 of p
@@ -27,7 +27,7 @@ def test_the_sandbox_table_has_400_words_and_columns_that_sum_to_one_within_a_li
         assert sum(round(x * 100_000) for x in row) == 100_000  # in units of 1e-5: exactly 1
         assert abs(sum(row) - 1.0) < 1e-9 and min(row) > 0
     assert len(text.encode()) < 100_000  # the app reads a link's JSON up to 100 kB
-    assert probes.sandbox_table(400, seed=3) == text and probes.sandbox_table(400, seed=4) != text
+    assert probe_links.sandbox_table(400, seed=3) == text and probe_links.sandbox_table(400, seed=4) != text
 
 
 def _element(kind: str, **fields) -> Element:
@@ -53,7 +53,7 @@ def _element(kind: str, **fields) -> Element:
     ],
 )
 def test_fetches_finds_what_a_browser_would_fetch_or_link_and_nothing_shown_as_text(element, fetched):
-    assert bool(probes.fetches([element], HOST)) is fetched
+    assert bool(probe_links.fetches([element], HOST)) is fetched
 
 
 def test_the_listener_counts_each_connection_and_request_and_answers_404():
