@@ -87,6 +87,11 @@ def serve(log: Path, env: dict[str, str] | None = None, procs: list | None = Non
             url = f"http://127.0.0.1:{port}"
             wait_healthy(url, proc)
             yield url
+        except BaseException:  # what the server said, beside the failure (pytest shows a failed test's stderr)
+            out.flush()
+            print(f"--- the app server's output ({log}), its end ---", file=sys.stderr)
+            print(log.read_text(errors="replace")[-6000:], file=sys.stderr)
+            raise
         finally:
             proc.terminate()
             proc.wait(timeout=30)
