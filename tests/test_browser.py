@@ -405,7 +405,6 @@ def test_a_gguf_pair_found_on_this_computer_is_picked_and_stepped_in_a_real_brow
     the sidebar the user picks "Models on this computer", the float32 file as target and the 8-bit one as draft, and
     presses Step: the step's chart labels p and q with each file's quantization, no error on the page."""
     need_chromium()
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
     from playwright.sync_api import sync_playwright
 
     from specviz.classroom.settings import ON_THIS_COMPUTER
