@@ -13,6 +13,7 @@ from pages._widgets import share_link
 from specviz.analysis import busy
 from specviz.analysis.measure import MeasurementError
 from specviz.classroom.lessons import BY_KEY, LESSONS
+from specviz.core.pieces import in_pieces, piece
 from specviz.viz import charts
 from specviz.viz.plain import plain, plain_cells
 
@@ -34,14 +35,23 @@ guess = st.radio(
     format_func=lambda i: lesson.choices[i],
 )
 results = st.session_state.setdefault("lessons_results", {})
+
+
+def loaded(target: str, draft: str, runtime: str) -> specviz.ModelPair:
+    with piece():  # loading is model work: a piece of its own
+        return cached_pair(target, draft, runtime)
+
+
 timed = st.session_state.setdefault("lessons_timed", {})
 if st.button("Run it", type="primary", key="lessons_run", icon=":material/play_arrow:"):
     pair = load_pair("embedded", "embedded")
     if pair is None:
         st.stop()
     try:
-        with heavy_job(), heavy_turn(), st.spinner("Running it live…"):
-            load = lambda target, draft, runtime=None: cached_pair(target, draft, runtime or pair.runtime)  # noqa: E731
+        # each piece of the run (a step, a round of timed passes, a load) in a heavy turn of its own: the class's
+        # Steps go between them, and a closed tab's run stops at its next piece (specviz.core.pieces)
+        with heavy_job(), in_pieces(heavy_turn), st.spinner("Running it live…"):
+            load = lambda target, draft, runtime=None: loaded(target, draft, runtime or pair.runtime)  # noqa: E731
             kept = _timings.kept if lesson.timed else None  # the pair's timings, as every page reads them
             results[key] = lesson.run(pair, load, kept) if kept else lesson.run(pair, load)
         timed[key] = (busy.current_load(), pair.runtime)  # the load of the minute it ran, and where

@@ -3,6 +3,7 @@ opened from its link and run in the app on the real embedded pair (slow)."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import re
@@ -391,3 +392,23 @@ def test_the_timed_lessons_read_the_pairs_kept_timings_as_every_page_does(lesson
     at.button(key="lessons_run").click().run()
     table = at.session_state["lessons_results"]["laptop-h100"].table
     assert table.iloc[2, 1] == 1.4 and len(timed) == 1  # the same book: not timed again
+
+
+def test_a_lessons_run_takes_a_heavy_turn_for_each_piece_of_its_work(lessons_page, monkeypatch):
+    """Issue 52.5: a lesson's run is not one heavy turn from start to end: each piece of it (here "The order of a
+    step": reading the prompt, then its one step) takes a turn of its own, so the class's Steps go between them and
+    a closed tab's run stops at its next piece (specviz.core.pieces)."""
+    from pages import _compute
+
+    taken = []
+
+    @contextlib.contextmanager
+    def counted():
+        taken.append("heavy")
+        yield
+
+    monkeypatch.setattr(_compute, "heavy_turn", counted)
+    at = lessons_page("step-order")
+    assert not at.exception and not at.error
+    assert any(md.value.startswith("**What the run showed.**") for md in at.markdown)
+    assert taken == ["heavy", "heavy"]  # the prompt read into both models, then the step

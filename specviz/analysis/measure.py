@@ -33,6 +33,7 @@ import torch
 from specviz.analysis import clock
 from specviz.core.config import SpecConfig
 from specviz.core.engine import Decoder
+from specviz.core.pieces import piece as work_piece
 from specviz.core.prompt import encode_prompt
 from specviz.core.sampling import logits_to_probs, sample
 from specviz.core.trace import RunTrace
@@ -302,7 +303,8 @@ class TargetAlone:
         self.config, self.eos = config, pair.codec.eos_token_id
         self.timer, self.target = timer or clock.default(), pair.target
         self.session, self.gen = pair.target.new_session(), torch.Generator().manual_seed(config.seed)
-        self.logits = torch_threads.on_one_thread(self.session.extend)(ids, keep=1)[-1]
+        with work_piece():  # reading the prompt: a piece of work of its own (specviz.core.pieces)
+            self.logits = torch_threads.on_one_thread(self.session.extend)(ids, keep=1)[-1]
         self.budget = token_budget(config.max_new_tokens, pair.target.max_length, len(ids))
         self.tokens: list[int] = []
         self.seconds = 0.0
@@ -326,7 +328,8 @@ class TargetAlone:
     def step(self) -> None:
         """Its next token, chosen and fed."""
         threads = clock.threads_of(self.target, 1)
-        _, self.last = self.timer.time(self._next, what="alone", tokens=1, threads=threads)
+        with work_piece():  # the turn, where a server hands them, is waited for before the clock starts
+            _, self.last = self.timer.time(self._next, what="alone", tokens=1, threads=threads)
         self.times.append(self.last.ms / 1000.0)
         self.disturbed.append(self.last.disturbed() or "")
         self.seconds += self.times[-1]
@@ -467,7 +470,7 @@ def paired_run(
     timed again up to the step it had reached: same settings and seed, same steps). `timer`: each side timed with
     its evidence (specviz.analysis.clock; default: the real clock): a step either side of which waited for a core is
     marked, and left out of the ratios (`undisturbed`)."""
-    turn, timer = turn or contextlib.nullcontext, timer or clock.default()
+    turn, timer = turn or work_piece, timer or clock.default()  # a step and its counterpart: one piece, one turn
     with turn():  # reading the prompt into both is model work too
         decoder = Decoder(pair, prompt, config, chat=chat)
         alone = TargetAlone(pair, list(decoder.prompt_ids), config, timer=timer)

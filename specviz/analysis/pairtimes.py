@@ -27,6 +27,7 @@ from specviz.analysis.measure import (
     median_iqr,
 )
 from specviz.analysis.passes import clean_rounds
+from specviz.core.pieces import piece as work_piece
 from specviz.errors import ConfigError, SpecvizError
 from specviz.models.pair import ModelPair
 from specviz.models.store import tensor_bytes
@@ -141,9 +142,10 @@ def measure_pair(
     timer = timer or clock.default()
     head = len(ids) - max(ks)
     target, draft = pair.new_sessions()  # a draft that reads the target's hidden states is given its session
-    target.extend(list(ids[:head]), keep=1)
-    if head > 1:
-        draft.extend(list(ids[: head - 1]), keep=1)
+    with work_piece():  # reading the context is model work: a piece of its own (specviz.core.pieces)
+        target.extend(list(ids[:head]), keep=1)
+        if head > 1:
+            draft.extend(list(ids[: head - 1]), keep=1)
     pieces: list[tuple[str, int]] = [("draft", 1), *(("pass", k) for k in ks)]
 
     def time_piece(piece: tuple[str, int]) -> clock.Timed:
@@ -171,7 +173,8 @@ def measure_pair(
     check_draft_cost(draft_ms.value / one, size_ratio, one)
     target_name, draft_name, runtime, threads = key_of(pair)
     try:  # beside the costs: how far a pass over several tokens moves p from one-token passes (after the clocks)
-        variance = batch_variance(pair.target, list(ids[: head + VARIANCE_POSITIONS]), head, VARIANCE_K)
+        with work_piece():
+            variance = batch_variance(pair.target, list(ids[: head + VARIANCE_POSITIONS]), head, VARIANCE_K)
     except SpecvizError:
         variance = None
     return PairTimings(

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from specviz.analysis import clock
 from specviz.analysis.measure import BusyMachine, Spread, check_verify_cost, median_iqr
+from specviz.core.pieces import piece as work_piece
 from specviz.core.prompt import encode_prompt
 from specviz.errors import ConfigError
 from specviz.models.pair import ModelPair
@@ -38,17 +39,18 @@ def clean_rounds(
             raise BusyMachine(clock.busy_message(what, reasons))
         shift = tried % len(pieces)
         round_: dict[P, clock.Timed] = {}
-        for piece in [*pieces[shift:], *pieces[:shift]]:
-            timed = time_piece(piece)
-            if why := timed.disturbed():
-                reasons.append(why)
-                break
-            round_[piece] = timed
-        else:
-            if tried:  # the first round warms up
-                for piece, timed in round_.items():
-                    times[piece].append(timed.ms)
-                    quiet = quiet and timed.quiet
+        with work_piece():  # a round, one piece of work: a server lets others go between rounds, never inside one
+            for piece in [*pieces[shift:], *pieces[:shift]]:
+                timed = time_piece(piece)
+                if why := timed.disturbed():
+                    reasons.append(why)
+                    break
+                round_[piece] = timed
+            else:
+                if tried:  # the first round warms up
+                    for piece, timed in round_.items():
+                        times[piece].append(timed.ms)
+                        quiet = quiet and timed.quiet
         tried += 1
     return times, quiet
 
@@ -68,7 +70,8 @@ def pass_times(
     timer = timer or clock.default()
     head = len(ids) - max(ks)
     session = pair.target.new_session()
-    session.extend(list(ids[:head]), keep=1)
+    with work_piece():
+        session.extend(list(ids[:head]), keep=1)
 
     def time_pass(k: int) -> clock.Timed:
         threads = clock.threads_of(pair.target, k)
@@ -126,7 +129,8 @@ def verify_timing(
     timer = timer or clock.default()
     head, tail = ids[: -(tau + 1)], ids[-(tau + 1) :]
     session = pair.target.new_session()
-    session.extend(head, keep=1)
+    with work_piece():
+        session.extend(head, keep=1)
 
     def time_piece(piece: str) -> clock.Timed:
         """One pass over all of them ("one pass"), or one pass per token ("one by one")."""

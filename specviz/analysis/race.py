@@ -39,6 +39,7 @@ from specviz.analysis.measure import (
 from specviz.analysis.pairtimes import PairTimings
 from specviz.core.config import SpecConfig
 from specviz.core.engine import Decoder
+from specviz.core.pieces import piece as work_piece
 from specviz.models.pair import ModelPair
 
 
@@ -358,15 +359,16 @@ class Race:
         """(target alone, speculative) after every piece of work, until both are done: a step of speculation, then
         the target alone's tokens until it has as many, then the next step."""
         while not (self.alone.done and self.spec.done):
-            if self._spec_moves():
-                threads = clock.threads_of(self.target, self.config.tau + 1)  # its verify pass's
-                step, timed = self.timer.time(self.spec.step, what="step", tokens=self.config.tau, threads=threads)
-                self.spec_pieces.append((timed.ms / 1000.0, len(step.emitted)))
-                self.spec_disturbed.append(bool(timed.disturbed()))
-                self.order.append("speculative")
-            else:
-                self.alone.step()
-                self.order.append("alone")
+            with work_piece():  # one piece of work, in a server's turn where it hands them: never a wait timed
+                if self._spec_moves():
+                    threads = clock.threads_of(self.target, self.config.tau + 1)  # its verify pass's
+                    step, timed = self.timer.time(self.spec.step, what="step", tokens=self.config.tau, threads=threads)
+                    self.spec_pieces.append((timed.ms / 1000.0, len(step.emitted)))
+                    self.spec_disturbed.append(bool(timed.disturbed()))
+                    self.order.append("speculative")
+                else:
+                    self.alone.step()
+                    self.order.append("alone")
             yield self._lane(False), self._lane(True)
 
     def result(self) -> RaceResult:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import torch
 
+from specviz.core import pieces
 from specviz.core import tree as tree_mod
 from specviz.core.config import SpecConfig
 from specviz.core.prompt import encode_prompt
@@ -76,7 +77,8 @@ class Decoder:
         self._history: list[torch.Tensor] = []  # generator state before each step, for undo()
         self.compare_rules = compare_rules
         self._outcomes: dict[int, tuple[RuleOutcome, ...]] = {}  # step index → each rule's outcome
-        self.prefill_ms = self._prefill()
+        with pieces.piece():  # reading the prompt is model work: a piece of its own (specviz.core.pieces)
+            self.prefill_ms = self._prefill()
 
     # --- public ---------------------------------------------------------------------------------
 
@@ -115,10 +117,11 @@ class Decoder:
             raise DecodingFinished(f"the run has finished ({self.stop_reason}); reset to start again")
         state = self._gen.get_state()
         try:
-            if self.config.tree:
-                trace = self._tree_step(len(self._steps), min(self.config.steps, self._budget() - 1))
-            else:
-                trace = self._step(len(self._steps), min(self.planned_tau(), self._budget() - 1))
+            with pieces.piece():  # one step, one piece: a server may let others go between two (specviz.core.pieces)
+                if self.config.tree:
+                    trace = self._tree_step(len(self._steps), min(self.config.steps, self._budget() - 1))
+                else:
+                    trace = self._step(len(self._steps), min(self.planned_tau(), self._budget() - 1))
         except SpecvizError:  # e.g. a remote target failed mid-step: back to before it, the run intact
             self._gen.set_state(state)
             self._crop_sessions()

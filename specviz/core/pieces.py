@@ -1,0 +1,49 @@
+"""Pieces of a long computation, where whoever started it may let other work go in between.
+
+A lesson's run, a measurement of a pair's passes or a check of many trials is a chain of pieces: a decoding step,
+a speculative step and the target alone's same tokens, a round of interleaved passes. Code that computes marks each
+piece with `with piece():`. By itself that does nothing. A caller that runs the computation inside
+`in_pieces(turn)` has each outermost piece run inside `turn()` (a server's compute turn: the class's Steps go
+between two pieces, and a session that has ended is refused its next turn, so its work stops there). A piece inside
+a piece runs in its parent's turn: a decoding step inside a timed step waits for nothing, so no wait is ever timed.
+
+The choice lives in a context variable of the thread that computes, never on a model: two sessions sharing one
+model each keep their own. Same inputs, same results: pieces change only when the work runs, not what it computes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from contextvars import ContextVar
+
+Turn = Callable[[], AbstractContextManager]
+
+_turn: ContextVar[Turn | None] = ContextVar("specviz_piece_turn", default=None)
+_inside: ContextVar[bool] = ContextVar("specviz_inside_piece", default=False)
+
+
+@contextlib.contextmanager
+def in_pieces(turn: Turn) -> Iterator[None]:
+    """Within this block (in this thread), each outermost `piece()` runs inside `turn()`."""
+    token = _turn.set(turn)
+    try:
+        yield
+    finally:
+        _turn.reset(token)
+
+
+@contextlib.contextmanager
+def piece() -> Iterator[None]:
+    """One piece of work: inside the turn `in_pieces` named, unless no turn was named or a piece holds one already."""
+    turn = _turn.get()
+    if turn is None or _inside.get():
+        yield
+        return
+    with turn():
+        token = _inside.set(True)
+        try:
+            yield
+        finally:
+            _inside.reset(token)
