@@ -17,6 +17,7 @@ from specviz.analysis import snapshot
 from specviz.classroom import links, sandbox, settings
 from specviz.classroom.settings import RUNTIME_HELP, runtime_line
 from specviz.loading import RUNTIMES
+from specviz.server import trimmer
 from specviz.viz.plain import plain
 from specviz.viz.render import sentence
 
@@ -35,6 +36,7 @@ def ensure_shell() -> None:
 
 def prepare_session() -> None:
     """Settings from the link on a session's first run; every page's settings kept on every run."""
+    trimmer.ensure_running()  # what ended sessions freed goes back to the system (specviz.server.trimmer)
     defaults = settings.defaults(class_policy=_server.class_policy())  # every page's widgets, from the one registry
     st.session_state[SHELL_MARK] = True  # pages check that they run inside this navigation
     st.session_state.pop("specviz_snapshot_problem", None)  # said on the first run's page only (pages/_snapshot.py)

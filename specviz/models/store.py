@@ -154,10 +154,19 @@ _libc = None
 def release_memory() -> None:
     """Collect what was dropped and give the allocator's free pages back to the system (glibc keeps them
     otherwise, so a server's resident memory would never fall after a pair is given back)."""
-    global _libc
     gc.collect()
+    trim_memory()
+
+
+def trim_memory() -> bool:
+    """Give the C allocator's free pages back to the system, in every thread's arena (glibc's malloc_trim; a
+    server runs each session's script in a thread of its own, and what a closed session freed stays in that
+    thread's arena until trimmed). False where the C library has no such call."""
+    global _libc
     if _libc is None:
         name = ctypes.util.find_library("c")
         _libc = ctypes.CDLL(name) if name else False
-    if _libc and hasattr(_libc, "malloc_trim"):
-        _libc.malloc_trim(0)
+    if not (_libc and hasattr(_libc, "malloc_trim")):
+        return False
+    _libc.malloc_trim(0)
+    return True
