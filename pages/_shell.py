@@ -5,10 +5,13 @@ ensure_shell, runs it when Streamlit ran the page alone."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import runpy
 from pathlib import Path
 
 import streamlit as st
+from streamlit import runtime
 
 import specviz
 from pages import _server
@@ -34,9 +37,25 @@ def ensure_shell() -> None:
         st.stop()
 
 
+def drop_expired_sessions(manager=None) -> int:
+    """Streamlit keeps a closed tab's session `server.disconnectedSessionTTL` seconds for a reconnect, in a TTLCache
+    that reaps an expired one only when another session disconnects: on a quiet server, never. Reap them now (under
+    the manager's own lock), so that what they held (runs, llama.cpp contexts, charts) is freed; returns how many."""
+    if manager is None:
+        manager = getattr(runtime.get_instance(), "_session_mgr", None) if runtime.exists() else None
+    cache = getattr(getattr(manager, "_session_storage", None), "_cache", None)
+    if not hasattr(cache, "expire"):
+        return 0
+    with getattr(manager, "_storage_lock", None) or contextlib.nullcontext():
+        reaped = len(cache.expire())
+    if reaped:
+        gc.collect()  # a session's objects refer to each other: freed by a collection, not by their counts
+    return reaped
+
+
 def prepare_session() -> None:
     """Settings from the link on a session's first run; every page's settings kept on every run."""
-    trimmer.ensure_running()  # what ended sessions freed goes back to the system (specviz.server.trimmer)
+    trimmer.ensure_running(before=drop_expired_sessions)  # what ended sessions held goes back to the system
     defaults = settings.defaults(class_policy=_server.class_policy())  # every page's widgets, from the one registry
     st.session_state[SHELL_MARK] = True  # pages check that they run inside this navigation
     st.session_state.pop("specviz_snapshot_problem", None)  # said on the first run's page only (pages/_snapshot.py)

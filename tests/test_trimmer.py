@@ -60,3 +60,49 @@ def test_a_trimmer_without_the_call_stops_at_once_and_the_process_has_one():
     running._thread.join(timeout=2)
     assert calls == [1] and running.trims == 0 and not running._thread.is_alive()
     assert trimmer.ensure_running() is trimmer.ensure_running()
+
+
+def test_sessions_kept_past_their_time_are_dropped_and_what_they_held_is_freed():
+    """Streamlit keeps a closed tab's session for a reconnect and reaps it only when another session disconnects
+    (on a quiet server: never); the app's trimmer reaps the expired ones itself (pages/_shell.drop_expired_sessions),
+    and their state is freed."""
+    import gc
+    import weakref
+
+    from streamlit.runtime.memory_session_storage import MemorySessionStorage
+    from streamlit.runtime.session_manager import SessionInfo
+
+    from pages._shell import drop_expired_sessions
+
+    class Run:  # what a closed tab's state holds
+        pass
+
+    class Session:
+        def __init__(self, sid: str) -> None:
+            self.id, self.state = sid, {"run": Run()}
+            self.state["me"] = self  # a cycle, as a real session's objects make
+
+    class Manager:
+        def __init__(self) -> None:
+            self._session_storage = MemorySessionStorage(ttl_seconds=0.3)
+            self._storage_lock = threading.Lock()
+
+    manager = Manager()
+    closed = Session("closed")
+    held = weakref.ref(closed.state["run"])
+    manager._session_storage.save(SessionInfo(client=None, session=closed, script_run_count=1))
+    del closed
+    assert drop_expired_sessions(manager) == 0  # within its time: kept for a reconnect
+    time.sleep(0.4)
+    gc.collect()
+    assert held() is not None  # past its time, and still held: nothing else touched the storage
+    later = Session("later")
+    assert manager._session_storage.list() == []  # expired, out of sight, but not freed
+    assert held() is not None
+    assert drop_expired_sessions(manager) == 1
+    assert held() is None  # the closed tab's run is freed
+    manager._session_storage.save(SessionInfo(client=None, session=later, script_run_count=1))
+    assert (
+        drop_expired_sessions(manager) == 0 and manager._session_storage.get("later").session is later
+    )  # within its time
+    assert drop_expired_sessions(object()) == 0  # a manager without such a storage: nothing to do

@@ -16,10 +16,14 @@ from specviz.models.store import trim_memory
 
 
 class Trimmer:
-    def __init__(self, every_s: float = 20.0, trim: Callable[[], bool] = trim_memory) -> None:
+    def __init__(
+        self, every_s: float = 20.0, trim: Callable[[], bool] = trim_memory, before: Callable[[], None] | None = None
+    ) -> None:
+        """`before`: called first each time (the app drops the sessions its server no longer keeps, so that what
+        they held is freed before the trim)."""
         if every_s <= 0:
             raise ValueError(f"every_s must be positive, not {every_s}")
-        self.every_s, self._trim = every_s, trim
+        self.every_s, self._trim, self._before = every_s, trim, before
         self._stop = threading.Event()
         self.trims = 0  # how many times it has trimmed
         self._thread = threading.Thread(target=self._run, name="specviz-trimmer", daemon=True)
@@ -30,6 +34,8 @@ class Trimmer:
 
     def _run(self) -> None:
         while not self._stop.wait(self.every_s):
+            if self._before is not None:
+                self._before()
             if not self._trim():
                 return  # no such call in this C library: nothing to do, ever
             self.trims += 1
@@ -43,10 +49,10 @@ _running: Trimmer | None = None
 _lock = threading.Lock()
 
 
-def ensure_running(every_s: float = 20.0) -> Trimmer:
+def ensure_running(every_s: float = 10.0, before: Callable[[], None] | None = None) -> Trimmer:
     """The process's one Trimmer, started on first call (a server's first session)."""
     global _running
     with _lock:
         if _running is None:
-            _running = Trimmer(every_s).start()
+            _running = Trimmer(every_s, before=before).start()
         return _running
