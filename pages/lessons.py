@@ -17,6 +17,12 @@ from specviz.core.pieces import in_pieces, piece
 from specviz.viz import charts
 from specviz.viz.plain import plain, plain_cells
 
+
+def loaded(target: str, draft: str, runtime: str) -> specviz.ModelPair:
+    with piece():  # loading is model work: a piece of its own
+        return cached_pair(target, draft, runtime)
+
+
 ensure_shell()
 st.html(COMPACT_CSS)
 top = st.columns([3, 1.4], vertical_alignment="bottom")
@@ -35,11 +41,6 @@ guess = st.radio(
     format_func=lambda i: lesson.choices[i],
 )
 results = st.session_state.setdefault("lessons_results", {})
-
-
-def loaded(target: str, draft: str, runtime: str) -> specviz.ModelPair:
-    with piece():  # loading is model work: a piece of its own
-        return cached_pair(target, draft, runtime)
 
 
 timed = st.session_state.setdefault("lessons_timed", {})

@@ -106,3 +106,12 @@ def test_sessions_kept_past_their_time_are_dropped_and_what_they_held_is_freed()
         drop_expired_sessions(manager) == 0 and manager._session_storage.get("later").session is later
     )  # within its time
     assert drop_expired_sessions(object()) == 0  # a manager without such a storage: nothing to do
+
+
+def test_without_the_call_a_trimmer_still_drops_what_the_server_no_longer_keeps():
+    """A C library without malloc_trim: the sessions are still reaped each interval (their memory freed by Python)."""
+    reaped = []
+    running = Trimmer(every_s=0.02, trim=lambda: False, before=lambda: reaped.append(1)).start()
+    time.sleep(0.3)
+    running.stop(timeout=2)
+    assert len(reaped) >= 3 and running.trims == 0

@@ -14,10 +14,12 @@ from collections.abc import Callable
 
 from specviz.models.store import trim_memory
 
+EVERY_S = 10.0  # seconds between two trims
+
 
 class Trimmer:
     def __init__(
-        self, every_s: float = 20.0, trim: Callable[[], bool] = trim_memory, before: Callable[[], None] | None = None
+        self, every_s: float = EVERY_S, trim: Callable[[], bool] = trim_memory, before: Callable[[], None] | None = None
     ) -> None:
         """`before`: called first each time (the app drops the sessions its server no longer keeps, so that what
         they held is freed before the trim)."""
@@ -36,9 +38,10 @@ class Trimmer:
         while not self._stop.wait(self.every_s):
             if self._before is not None:
                 self._before()
-            if not self._trim():
-                return  # no such call in this C library: nothing to do, ever
-            self.trims += 1
+            if self._trim():
+                self.trims += 1
+            elif self._before is None:
+                return  # no such call in this C library and nothing else to do: ever
 
     def stop(self, timeout: float | None = None) -> None:
         self._stop.set()
@@ -49,7 +52,7 @@ _running: Trimmer | None = None
 _lock = threading.Lock()
 
 
-def ensure_running(every_s: float = 10.0, before: Callable[[], None] | None = None) -> Trimmer:
+def ensure_running(every_s: float = EVERY_S, before: Callable[[], None] | None = None) -> Trimmer:
     """The process's one Trimmer, started on first call (a server's first session)."""
     global _running
     with _lock:
