@@ -1,34 +1,32 @@
 """The server's queues for model work, as the pages use them: the compute turn every model step takes (the class's
-Steps before heavy units, the lecturer first), the slots of heavy jobs, a session's Steps a second, and what a
-session waiting in them sees (specviz.server.turns). Who asked: the client's address (a student's tabs share it,
-and a heavy job counts against it) and whether the browser session is still open; work ends with its session: a
-closed tab's next turn or slot is refused, so what a link or a widget started stops with its tab."""
+Steps before heavy units, the lecturer first), the slots of heavy jobs, whose every piece of work takes a heavy
+turn of its own (specviz.core.pieces), a session's Steps a second, and what a session waiting in them sees
+(specviz.server.turns). Who asked: the client's address (a student's tabs share it, and a heavy job counts against
+it) and whether the browser session is still open; work ends with its session: a closed tab's next turn or slot is
+refused, so what a link or a widget started stops with its tab."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import TypeVar
 
 import streamlit as st
 from streamlit import runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from pages import _server
+from specviz.core import pieces
 from specviz.errors import SessionEndedError
 from specviz.server.class_policy import RefusedError
-from specviz.server.turns import Alive, Pacer, Slots, Turns, each_in_turn
+from specviz.server.turns import Alive, Pacer, Slots, Turns
 from specviz.viz.plain import plain
-
-T = TypeVar("T")
 
 
 def address() -> str | None:
     """The client's address (a student's tabs share it), where Streamlit knows it."""
-    try:
+    with contextlib.suppress(AttributeError, RuntimeError):
         return st.context.ip_address
-    except (AttributeError, RuntimeError):
-        return None
+    return None
 
 
 def alive() -> Alive | None:
@@ -53,9 +51,9 @@ def _turns() -> Turns:
 @st.cache_resource(show_spinner=False)
 def _slots() -> Slots:
     rules = _server.class_policy()
-    if not rules.on:
-        return Slots(None)
-    return Slots(rules.heavy_jobs, per_owner=rules.heavy_jobs_per_address, waiting_most=rules.heavy_jobs_waiting)
+    if rules.on:
+        return Slots(rules.heavy_jobs, per_owner=rules.heavy_jobs_per_address, waiting_most=rules.heavy_jobs_waiting)
+    return Slots(None)
 
 
 def _kind(kind: str) -> str:
@@ -87,19 +85,20 @@ def _waiting_note(hold: Callable[[Callable], contextlib.AbstractContextManager])
             shown[0].empty()
 
 
-def _turn(kind: str) -> contextlib.AbstractContextManager:
+@contextlib.contextmanager
+def _turn(kind: str) -> Iterator[None]:
+    """A turn of `kind`, held: a piece of work inside it takes no second one (specviz.core.pieces.held)."""
+
     def hold(note: Callable) -> contextlib.AbstractContextManager:
         def waiting(ahead: int, seconds: float) -> None:
             about = f" (about {seconds:.1f} s)" if seconds >= 0.05 else ""
-            note(
-                lambda box: box.caption(
-                    f":material/hourglass_top: Waiting for the server: {ahead} ahead of you{about}…"
-                )
-            )
+            text = f":material/hourglass_top: Waiting for the server: {ahead} ahead of you{about}…"
+            note(lambda box: box.caption(text))
 
         return _turns().take(_kind(kind), waiting, alive=alive())
 
-    return _waiting_note(hold)
+    with _waiting_note(hold), pieces.held():
+        yield
 
 
 def compute_turn(kind: str = "step") -> contextlib.AbstractContextManager:
@@ -114,9 +113,12 @@ def heavy_turn() -> contextlib.AbstractContextManager:
     return compute_turn("heavy")
 
 
-def heavy_job() -> contextlib.AbstractContextManager:
+@contextlib.contextmanager
+def heavy_job() -> Iterator[None]:
     """A whole heavy job (a sweep, a lossless check, a lesson, a race): in class mode at most the operator's
-    number run at once on the server, the others waiting first come first served, and saying so."""
+    number run at once on the server, the others waiting first come first served, and saying so. Inside it every
+    piece of work the library marks (a step, a round of timed passes: specviz.core.pieces) takes a heavy turn of
+    its own: the class's Steps go between two pieces, and a closed tab's job stops at its next one."""
 
     def hold(note: Callable) -> contextlib.AbstractContextManager:
         def waiting(ahead: int) -> None:
@@ -130,33 +132,17 @@ def heavy_job() -> contextlib.AbstractContextManager:
 
         return _slots().hold(waiting, owner=address(), alive=alive())
 
-    return _refused_stops(_waiting_note(hold))
-
-
-@contextlib.contextmanager
-def _refused_stops(held: contextlib.AbstractContextManager) -> Iterator[None]:
-    """A heavy job the class refuses (too many from this address, or the queue full): said on the page, and the
-    script stops there, before any work; a refusal from inside the job is the job's own to show."""
-    try:
-        held.__enter__()
-    except RefusedError as exc:
-        st.warning(plain(exc), icon=":material/block:")
-        st.stop()
-    try:
-        yield
-    except BaseException as exc:
-        if not held.__exit__(type(exc), exc, exc.__traceback__):
-            raise
-    else:
-        held.__exit__(None, None, None)
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(_waiting_note(hold))
+        except RefusedError as exc:  # too many from this address, or the queue full: said, and the script stops
+            st.warning(plain(exc), icon=":material/block:")  # before any work (one from inside is the job's to show)
+            st.stop()
+        with pieces.in_pieces(heavy_turn):
+            yield
 
 
 def pacer() -> Pacer:
     """A session's Steps a second: the class's bound in class mode, none otherwise."""
     rules = _server.class_policy()
     return Pacer(rules.steps_per_second if rules.on else None)
-
-
-def in_turns(items: Iterator[T]) -> Iterator[T]:
-    """Each item of a computing generator made in a heavy turn of its own (specviz.server.turns.each_in_turn)."""
-    return each_in_turn(items, heavy_turn)

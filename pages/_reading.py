@@ -1,6 +1,8 @@
 """Reading a trace (the current run or a replayed one): where the time went and the bottleneck, and, on
 request, the run timed again beside the target alone (its speedup, v and c with their intervals)."""
 
+import contextlib
+
 import streamlit as st
 
 import specviz
@@ -11,6 +13,7 @@ from pages._widgets import lazy_expander
 from specviz.analysis.diagnosis import Diagnosis, diagnose
 from specviz.analysis.measure import MeasurementError, paired_run
 from specviz.analysis.snapshot import freeze, runtime_of
+from specviz.core.pieces import in_pieces
 from specviz.core.trace import RunTrace
 from specviz.viz.plain import plain
 
@@ -38,8 +41,11 @@ def trace_reading(run: RunTrace, pair: specviz.ModelPair | None = None, turn=Non
             "Time this run beside the target alone", key="decode_measure", icon=":material/timer:"
         )
         if pressed:
-            with st.spinner(f"Decoding the {len(run.steps)} steps again, each beside the target alone on its tokens…"):
-                measured = paired_run(pair, list(run.prompt_ids), run.config, turn=turn, max_steps=len(run.steps))
+            with (
+                st.spinner(f"Decoding the {len(run.steps)} steps again, each beside the target alone on its tokens…"),
+                in_pieces(turn or contextlib.nullcontext),  # each step and its counterpart: a turn of its own
+            ):
+                measured = paired_run(pair, list(run.prompt_ids), run.config, max_steps=len(run.steps))
             try:
                 cache[key] = diagnose(run, measured)
             except MeasurementError as exc:  # impossible timings (a busy machine): said, never shown as a result

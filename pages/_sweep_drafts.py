@@ -15,7 +15,7 @@ from pages import _own_models as own_models
 from pages import _server
 from pages import _sweep_across as view
 from pages import _timings as timings
-from pages._compute import heavy_job, heavy_turn
+from pages._compute import heavy_job
 from pages._pairs import pair_cache
 from pages._picker import PRESETS
 from specviz.analysis.sweep import SweepSettings
@@ -111,7 +111,6 @@ def drafts_panel(pair: specviz.ModelPair, target: str, draft: str, settings: Swe
                         load,
                         timings.book(),
                         st.session_state.setdefault("sweep_drafts_cache", {}),
-                        turn=heavy_turn,
                         progress=lambda fraction, text: bar.progress(min(fraction, 1.0), text=plain(text)),
                     )
             except specviz.SpecvizError as exc:

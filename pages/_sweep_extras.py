@@ -8,7 +8,7 @@ import streamlit as st
 
 import specviz
 from pages import _server
-from pages._compute import heavy_job, heavy_turn
+from pages._compute import heavy_job
 from specviz.analysis.passes import verify_timing
 from specviz.analysis.rules_compare import compare_rules
 from specviz.analysis.trees import compare as compare_trees
@@ -22,7 +22,7 @@ def verify_timing_panel(pair: specviz.ModelPair, prompts: tuple[str, ...], tau: 
         if not st.button(f"Measure at τ = {tau} on the first prompt", key="sweep_verify", icon=":material/timer:"):
             return
         try:
-            with heavy_job(), heavy_turn(), st.spinner("Timing both ways, alternating…"):
+            with heavy_job(), st.spinner("Timing both ways, alternating…"):  # a heavy turn a round
                 timing = verify_timing(pair, prompts[0], tau, chat)
         except specviz.SpecvizError as exc:
             st.error(f"**Cannot time it.** {plain(exc)}", icon=":material/error:")
@@ -56,7 +56,6 @@ def chain_tree_panel(pair: specviz.ModelPair, prompts: tuple[str, ...], max_new:
                     max_new_tokens=max_new,
                     chat=chat,
                     progress=lambda done, total, what: bar.progress(done / total, text=f"{done} / {total}: {what}"),
-                    turn=heavy_turn,
                 )
             bar.empty()
         trees = st.session_state.get("sweep_trees_result")
@@ -94,7 +93,6 @@ def rules_panel(
                         max_new_tokens=max_new,
                         chat=chat,
                         progress=lambda done, total, what: bar.progress(done / total, text=f"{done} / {total}: {what}"),
-                        turn=heavy_turn,
                         **sampled,
                     )
             except specviz.SpecvizError as exc:

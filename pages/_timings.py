@@ -7,7 +7,7 @@ from __future__ import annotations
 import streamlit as st
 
 import specviz
-from pages._compute import heavy_job, heavy_turn
+from pages._compute import heavy_job
 from specviz.analysis.pairtimes import PairTimings, TimingBook
 from specviz.viz.plain import plain
 
@@ -31,7 +31,7 @@ def measured(
         with st.spinner("Timing the pair's passes (one pass over 1 to 16 tokens and a draft forward, interleaved)…"):
             if in_job:
                 return book().measure(pair)
-            with heavy_job(), heavy_turn():
+            with heavy_job():  # each round of passes a heavy turn of its own
                 return book().measure(pair)
     except specviz.SpecvizError as exc:  # MeasurementError among them: a busy machine, an impossible time
         if say:

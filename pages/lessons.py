@@ -5,7 +5,7 @@ import streamlit as st
 import specviz
 from pages import _timings
 from pages._busy import busy_notice
-from pages._compute import heavy_job, heavy_turn
+from pages._compute import heavy_job
 from pages._pairs import cached_pair, load_pair
 from pages._present import COMPACT_CSS, presentation_toggle
 from pages._shell import ensure_shell
@@ -13,7 +13,7 @@ from pages._widgets import share_link
 from specviz.analysis import busy
 from specviz.analysis.measure import MeasurementError
 from specviz.classroom.lessons import BY_KEY, LESSONS
-from specviz.core.pieces import in_pieces, piece
+from specviz.core.pieces import piece
 from specviz.viz import charts
 from specviz.viz.plain import plain, plain_cells
 
@@ -51,7 +51,7 @@ if st.button("Run it", type="primary", key="lessons_run", icon=":material/play_a
     try:
         # each piece of the run (a step, a round of timed passes, a load) in a heavy turn of its own: the class's
         # Steps go between them, and a closed tab's run stops at its next piece (specviz.core.pieces)
-        with heavy_job(), in_pieces(heavy_turn), st.spinner("Running it live…"):
+        with heavy_job(), st.spinner("Running it live…"):
             load = lambda target, draft, runtime=None: loaded(target, draft, runtime or pair.runtime)  # noqa: E731
             kept = _timings.kept if lesson.timed else None  # the pair's timings, as every page reads them
             results[key] = lesson.run(pair, load, kept) if kept else lesson.run(pair, load)

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 import specviz
-from pages._compute import heavy_job, in_turns
+from pages._compute import heavy_job
 from pages._pairs import load_pair
 from pages._picker import model_picker
 from pages._present import presentation_toggle
@@ -86,7 +86,7 @@ if run_clicked:
             for m, label in enumerate(missing):
                 config = variant_config(label, tau, temperature)
                 samples = []
-                for i, token in enumerate(in_turns(first_tokens(pair, prompt, config, trials)), start=1):
+                for i, token in enumerate(first_tokens(pair, prompt, config, trials), start=1):
                     samples.append(token)
                     if i % max(1, trials // 50) == 0 or i == 1:
                         done = m * trials + i  # trials so far; the time left from the measured time per trial

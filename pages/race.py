@@ -9,7 +9,7 @@ from pages import _race_greedy as greedy_ui
 from pages import _snapshot as snapshots
 from pages import _timings as timings_ui
 from pages._busy import busy_notice
-from pages._compute import compute_turn, heavy_job, heavy_turn, in_turns
+from pages._compute import compute_turn, heavy_job
 from pages._pairs import load_pair
 from pages._picker import decode_race
 from pages._present import COMPACT_CSS, presentation_toggle
@@ -91,15 +91,13 @@ if start:
     config = specviz.SpecConfig(tau=preset.tau, mode="greedy", max_new_tokens=max_new)
     busy_notice(box=notice)  # before it starts: the load now
     try:
-        with heavy_job():  # one race at a time on the server; each piece of work a turn of its own (each side's
-            with heavy_turn():  # clock counts only its own pieces): the class's Steps between, a closed tab stops it
-                race = Race(pair, preset.prompt, config, preset.chat)
-            shown = 0.0
-            for alone, spec in in_turns(race.frames()):  # both lanes as they stood at the same moment of their clocks
+        with heavy_job():  # one race at a time on the server; each piece of work a heavy turn of its own (each side's
+            race = Race(pair, preset.prompt, config, preset.chat)  # clock counts only its own pieces): the class's
+            shown = 0.0  # Steps go between, and a closed tab stops it
+            for alone, spec in race.frames():  # both lanes as they stood at the same moment of their clocks
                 shown, alone, spec = at_race_time(alone, spec)
                 draw(pair, alone, spec)
-            with heavy_turn():
-                timings_ui.measured(pair, in_job=True, say=False)  # the pair's costs, where no page measured them
+            timings_ui.measured(pair, in_job=True, say=False)  # the pair's costs, where no page measured them
     except specviz.SpecvizError as exc:
         st.error(f"**The race could not run.** {plain(sentence(exc))}", icon=":material/error:")
         st.stop()

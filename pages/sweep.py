@@ -8,7 +8,7 @@ from pages import _snapshot as snapshots
 from pages import _sweep_drafts as sweep_drafts
 from pages import _sweep_extras as extras
 from pages import _sweep_view as view
-from pages._compute import heavy_job, heavy_turn
+from pages._compute import heavy_job
 from pages._pairs import load_pair
 from pages._picker import model_picker
 from pages._present import COMPACT_CSS, presentation_toggle
@@ -106,7 +106,7 @@ if not present:
 if run_clicked:
     bar = st.progress(0.0, text="Starting…")
     with heavy_job():  # class mode: a few heavy jobs at once, each run in a turn of its own
-        for done, _, unit in sweep.advance(turn=heavy_turn):  # a turn a step: the class's Steps go between
+        for done, _, unit in sweep.advance():  # a heavy turn a step: the class's Steps go between
             bar.progress(
                 done / total, text=f"{done} / {total}: τ = {unit.tau}, seed {unit.seed}, prompt {unit.prompt_index + 1}"
             )

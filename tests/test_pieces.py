@@ -14,7 +14,7 @@ from specviz.analysis.measure import paired_run
 from specviz.analysis.race import Race
 from specviz.core.config import SpecConfig
 from specviz.core.engine import Decoder
-from specviz.core.pieces import in_pieces, piece
+from specviz.core.pieces import held, in_pieces, piece
 from specviz.errors import SessionEndedError
 from tests.helpers import hf_pair
 
@@ -78,6 +78,45 @@ def test_outside_in_pieces_a_piece_takes_no_turn_and_inside_only_the_outermost_d
     with piece():  # after the block: none again
         pass
     assert len(taken.events) == 4
+
+
+def test_inside_a_turn_the_caller_took_and_marked_held_a_piece_takes_none():
+    """A page that takes a turn itself (a Step, Run to end's steps) and computes pieces inside it: taking the turn
+    again would wait for itself where the server serves one turn at a time."""
+    taken = Recorder()
+    with in_pieces(taken.turn):
+        with taken.turn(), held(), piece(), piece():  # the caller's own turn, then two pieces inside it
+            pass
+        with piece():  # after it: a turn of its own again
+            pass
+    assert taken.events == ["take", "give", "take", "give"]
+
+
+def test_a_sweep_and_a_rules_comparison_take_a_turn_a_step():
+    """A sweep's runs (each step beside the target alone) and a rules comparison's runs: reading the prompt and each
+    step one turn, none inside another, the same runs as without turns."""
+    from specviz import HFCodec, HFModel, ModelPair
+    from specviz.analysis.rules_compare import compare_rules
+    from specviz.analysis.sweep import Sweep, SweepSettings
+    from tests.helpers import tiny_llama, word_tokenizer
+
+    pair = ModelPair(HFModel(tiny_llama(0), "t"), HFModel(tiny_llama(1, layers=1), "d"), HFCodec(word_tokenizer(), "w"))
+    taken = Recorder()
+    settings = SweepSettings(taus=(2, 3), prompts=("w1 w2",), max_new_tokens=10)
+    with in_pieces(taken.turn):
+        sweep = Sweep(pair, settings)
+        assert [done for done, _, _ in sweep.advance()] == [1, 2]
+    runs = sweep.result().runs
+    assert taken.events == ["take", "give"] * sum(len(r.steps) + 1 for r in runs)
+    counts = lambda rs: [[(s.tau, s.n_accepted, s.beta, s.emitted) for s in r.steps] for r in rs]  # noqa: E731
+    assert counts(runs) == counts(Sweep(pair, settings).run().runs)  # the same runs as without turns
+
+    taken = Recorder()
+    with in_pieces(taken.turn):
+        pieced = compare_rules(pair, ["w1"], [2], max_new_tokens=8)
+    alone = compare_rules(pair, ["w1"], [2], max_new_tokens=8)
+    assert pieced == alone
+    assert taken.events.count("take") >= 1 + 2 and "take,take" not in ",".join(taken.events)
 
 
 def test_each_step_is_one_turn_and_the_trace_is_the_same_as_without(pair):

@@ -1,7 +1,6 @@
 """The τ sweep: counts, the i.i.d. acceptance model on a constant-β toy pair, caching and
 resuming, charts, and the command line."""
 
-import contextlib
 import json
 import os
 import subprocess
@@ -284,28 +283,6 @@ def test_verify_timing_scores_the_same_tokens_both_ways(tiny_pair):
     assert timing.ratio.n == 3 and timing.ratio.low <= timing.ratio.value <= timing.ratio.high
     with pytest.raises(ConfigError, match="at least 6 tokens"):
         verify_timing(tiny_pair, "w1 w2", tau=4)
-
-
-def test_a_sweep_takes_the_servers_turn_a_step_at_a_time(tiny_pair):
-    """On a class server a sweep's unit (a whole run) once held the model's turn from start to end: a student's
-    Step arriving meanwhile waited for all of it. Now each step (with its target-alone counterpart) takes the
-    turn and gives it back, and reading the prompt takes one more: steps + 1 turns a unit, none held between."""
-    held, taken = [], []
-
-    @contextlib.contextmanager
-    def turn():
-        assert not held, "a turn taken inside another"
-        held.append(1)
-        taken.append(1)
-        yield
-        held.pop()
-
-    sweep = Sweep(tiny_pair, SweepSettings(taus=(2, 3), prompts=("w1 w2",), max_new_tokens=10))
-    assert [done for done, _, _ in sweep.advance(turn=turn)] == [1, 2]
-    runs = sweep.result().runs
-    assert len(taken) == sum(len(r.steps) + 1 for r in runs) and not held
-    counts = lambda rs: [[(s.tau, s.n_accepted, s.beta, s.emitted) for s in r.steps] for r in rs]  # noqa: E731
-    assert counts(runs) == counts(Sweep(tiny_pair, sweep.settings).run().runs)  # the same runs as without turns
 
 
 def test_the_sweep_across_drafts_runs_each_drafts_sweep_once_and_reads_each_ones_best_tau():

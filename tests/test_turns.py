@@ -68,23 +68,6 @@ def test_one_holder_at_a_time():
     assert most[0] == 1
 
 
-def test_each_item_is_computed_in_a_turn_of_its_own():
-    from specviz.server.turns import each_in_turn
-
-    turns, seen = Turns(), []
-
-    def units():
-        for k in range(3):
-            seen.append((k, turns.waiting))  # held by this caller while it computes
-            yield k
-
-    got = []
-    for item in each_in_turn(units(), lambda: turns):
-        got.append((item, turns.waiting))  # between items the turn is free for others
-    assert got == [(0, 0), (1, 0), (2, 0)]
-    assert seen == [(0, 1), (1, 1), (2, 1)]
-
-
 def test_a_waiter_hears_its_place_at_once_then_at_most_once_a_note_interval():
     """Under a class every turn taken moves 80 waiters; each redraw of a waiting note costs the server, so a waiter
     hears its first place at once and then, however often it changes, at most once per `note_every`, the latest."""

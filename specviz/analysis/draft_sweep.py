@@ -6,8 +6,7 @@ specviz.analysis.pairtimes), and one recommendation: a draft and τ, or why none
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from specviz.analysis import clock
@@ -95,7 +94,6 @@ def sweep_drafts(
     pairs: Mapping[str, ModelPair],
     settings: SweepSettings,
     caches: dict[str, dict] | None = None,
-    turn: Callable[[], contextlib.AbstractContextManager] | None = None,
     timer: clock.Timer | None = None,
     retries: int = RETRIES,
 ) -> Iterator[tuple[int, int, str]]:
@@ -116,7 +114,7 @@ def sweep_drafts(
             if not again:
                 return
             total += again
-        running = {label: sweep.advance(turn=turn) for label, sweep in sweeps.items()}
+        running = {label: sweep.advance() for label, sweep in sweeps.items()}
         start = 0
         while running:
             labels = list(running)

@@ -21,7 +21,6 @@ References for the quantities: docs/algorithm.md, "Metrics" and "Verify cost".
 
 from __future__ import annotations
 
-import contextlib
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -459,24 +458,24 @@ def paired_run(
     prompt: str | Sequence[int],
     config: SpecConfig,
     chat: bool | None = None,
-    turn: Callable[[], contextlib.AbstractContextManager] | None = None,
     max_steps: int | None = None,
     timer: clock.Timer | None = None,
 ) -> PairedRun:
     """Decode speculatively, and right after each step let the target alone decode the tokens that step
     emitted, at the same context lengths: the two alternate a step at a time (tens of milliseconds
-    apart), so a load that comes and goes falls on both. `turn` wraps each step and its counterpart
-    (a compute turn on a shared server): both are timed in the same turn. `max_steps`: stop there (a run
+    apart), so a load that comes and goes falls on both. Each step and its counterpart is one piece of work
+    (specviz.core.pieces: a server's compute turn where the caller runs it `in_pieces`): both are timed in the same
+    turn, and no wait for it is timed. `max_steps`: stop there (a run
     timed again up to the step it had reached: same settings and seed, same steps). `timer`: each side timed with
     its evidence (specviz.analysis.clock; default: the real clock): a step either side of which waited for a core is
     marked, and left out of the ratios (`undisturbed`)."""
-    turn, timer = turn or work_piece, timer or clock.default()  # a step and its counterpart: one piece, one turn
-    with turn():  # reading the prompt into both is model work too
+    timer = timer or clock.default()
+    with work_piece():  # reading the prompt into both is model work too
         decoder = Decoder(pair, prompt, config, chat=chat)
         alone = TargetAlone(pair, list(decoder.prompt_ids), config, timer=timer)
     steps = []
     while not decoder.done and (max_steps is None or len(steps) < max_steps):
-        with turn():
+        with work_piece():  # a step and its counterpart: one piece, one turn
             threads = clock.threads_of(pair.target, config.tau + 1)  # its verify pass's
             step, spec = timer.time(decoder.step, what="step", tokens=config.tau, threads=threads)
             alone.feed(step.emitted)

@@ -10,7 +10,6 @@ so the texts they would write follow the same distribution. Intervals are percen
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -115,11 +114,9 @@ def compare_rules(
     top_k: int = 0,
     top_p: float = 1.0,
     progress: Callable[[int, int, str], None] | None = None,
-    turn: Callable[[], contextlib.AbstractContextManager] | None = None,
 ) -> RuleComparison:
-    """Token-wise lossless runs per τ, prompt and seed, every step that drafted judged by every rule. `turn` wraps
-    each step (a compute turn on a shared server)."""
-    turn = turn or contextlib.nullcontext
+    """Token-wise lossless runs per τ, prompt and seed, every step that drafted judged by every rule (each step and
+    each prompt read a piece of work: specviz.core.pieces)."""
     if not prompts or not taus or not seeds:
         raise ConfigError("comparing the rules needs at least one prompt, one τ and one seed")
     base = SpecConfig(mode="lossless", temperature=temperature, top_k=top_k, top_p=top_p, max_new_tokens=max_new_tokens)
@@ -133,8 +130,7 @@ def compare_rules(
                     pair, prompt, dataclasses.replace(base, tau=tau, seed=seed), chat=chat, compare_rules=True
                 )
                 while not dec.done:
-                    with turn():
-                        dec.step()
+                    dec.step()
                 for step in dec.steps:
                     if (outcomes := dec.under_each_rule(step.index)) is None:  # nothing drafted
                         continue

@@ -10,10 +10,9 @@ costs nothing. `SweepResult.summary()` is what the charts draw and a snapshot fr
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -162,16 +161,14 @@ class Sweep:
     def pending(self) -> list[Unit]:
         return [u for u in self.units() if self.key(u) not in self.cache]
 
-    def advance(
-        self, turn: Callable[[], contextlib.AbstractContextManager] | None = None
-    ) -> Iterator[tuple[int, int, Unit]]:
-        """Run the pending units one by one; yields (done, total, unit) after each. `turn` wraps each step of a
-        unit with its target-alone counterpart (a shared server's compute turn, taken and given back every step,
-        so a class's Steps go between them instead of waiting for whole runs)."""
+    def advance(self) -> Iterator[tuple[int, int, Unit]]:
+        """Run the pending units one by one; yields (done, total, unit) after each. Each step of a unit with its
+        target-alone counterpart is a piece of work (specviz.core.pieces): run `in_pieces` of a shared server's compute
+        turn, the turn is taken and given back every step, so a class's Steps go between them, not after whole runs."""
         total = len(self.units())
         done = total - len(self.pending())
         for unit in self.pending():
-            self.cache[self.key(unit)] = self._run_unit(unit, turn)
+            self.cache[self.key(unit)] = self._run_unit(unit)
             done += 1
             yield done, total, unit
 
@@ -205,10 +202,10 @@ class Sweep:
         runs = tuple(r for r in found if r is not None)
         return SweepResult(self.settings, runs, len(found) - len(runs), self.pair.runtime)
 
-    def _run_unit(self, unit: Unit, turn: Callable[[], contextlib.AbstractContextManager] | None = None) -> RunSummary:
+    def _run_unit(self, unit: Unit) -> RunSummary:
         prompt = self.settings.prompts[unit.prompt_index]
         config = self.settings.config(unit.tau, unit.seed, unit.policy)
-        run = paired_run(self.pair, prompt, config, chat=self.settings.chat, turn=turn, timer=self.timer)
+        run = paired_run(self.pair, prompt, config, chat=self.settings.chat, timer=self.timer)
         steps = tuple(StepCount.of(s) for s in run.trace.steps)
         return RunSummary(unit.tau, unit.prompt_index, unit.seed, steps, unit.policy, run.steps)
 

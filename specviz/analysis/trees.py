@@ -6,7 +6,6 @@ beside the target alone on the same tokens, with their 95% intervals)."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -107,10 +106,10 @@ def compare(
     chat: bool | None = None,
     temperature: float = 1.0,
     progress: Callable[[int, int, str], None] | None = None,
-    turn: Callable[[], contextlib.AbstractContextManager] | None = None,
 ) -> ChainTreeResult:
     """Chain (τ = B) and tree (TREE_SHAPES[B], num_draft_tokens = B) for every budget B, pooled over
-    prompts and seeds, each run timed step by step beside the target alone on the same tokens."""
+    prompts and seeds, each run timed step by step beside the target alone on the same tokens (each step a piece of
+    work: specviz.core.pieces)."""
     unknown = [b for b in budgets if b not in TREE_SHAPES]
     if unknown or not prompts:
         raise ConfigError(f"budgets must be among {BUDGETS} and at least one prompt given; got {list(budgets)}")
@@ -127,7 +126,7 @@ def compare(
             for i, prompt in enumerate(prompts):
                 for seed in seeds:
                     run_config = dataclasses.replace(config, seed=seed)
-                    paired += paired_run(pair, prompt, run_config, chat=chat, turn=turn).steps
+                    paired += paired_run(pair, prompt, run_config, chat=chat).steps
                     done += 1
                     if progress:
                         progress(done, total, f"{shape} at {budget} nodes, prompt {i + 1}, seed {seed}")

@@ -7,7 +7,6 @@ of timings (specviz.analysis.pairtimes); one recommendation, and the settings to
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -297,16 +296,15 @@ def run(
     load: Callable[[str], ModelPair],
     book: TimingBook,
     caches: dict[str, dict],
-    turn: Callable[[], contextlib.AbstractContextManager] | None = None,
     timer: clock.Timer | None = None,
     progress: Callable[[float, str], None] | None = None,
 ) -> Across:
     """Load each chosen draft's pair (`load(spec)`; one that fails is withheld with why), run them as one interleaved
     benchmark (sweep_drafts; `caches`: label → its units kept between calls), read each pair's costs from `book` (timed
-    now, in a `turn`, where it has none: a measurement withheld as busy is kept as its message), close the pairs, and
-    recommend. `progress(fraction, text)` is told after each piece of work."""
+    now where it has none: a measurement withheld as busy is kept as its message), close the pairs, and recommend. The
+    runs and the timings are pieces of work (specviz.core.pieces: a server's turns where the caller runs this
+    `in_pieces`). `progress(fraction, text)` is told after each piece of work."""
     say = progress or (lambda _fraction, _text: None)
-    turn = turn or contextlib.nullcontext
     by_label = drafts.by_label()
     pairs: dict[str, ModelPair] = {}
     failed, timings, untimed = {}, {}, {}
@@ -317,15 +315,14 @@ def run(
                 pairs[label] = load(by_label[label].spec)
             except SpecvizError as exc:
                 failed[label] = f"could not be loaded: {exc}"
-        for done, total, label in sweep_drafts(pairs, settings, caches, turn, timer):
+        for done, total, label in sweep_drafts(pairs, settings, caches, timer):
             say(0.9 * done / total, f"{done} / {total} runs, each beside the target alone: {label}")
         for i, (label, pair) in enumerate(pairs.items()):
             say(0.9 + 0.1 * i / len(pairs), f"Timing the passes of the target with {label} (the pair's c and v)…")
             timings[label] = book.get(pair)
             if timings[label] is None:
                 try:
-                    with turn():
-                        timings[label] = book.measure(pair, timer=timer)
+                    timings[label] = book.measure(pair, timer=timer)
                 except SpecvizError as exc:  # BusyMachine, or timings that cannot be right: said, never shown
                     untimed[label] = str(exc)
         result = summarize(pairs, settings, caches)

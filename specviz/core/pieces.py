@@ -6,6 +6,7 @@ piece with `with piece():`. By itself that does nothing. A caller that runs the 
 `in_pieces(turn)` has each outermost piece run inside `turn()` (a server's compute turn: the class's Steps go
 between two pieces, and a session that has ended is refused its next turn, so its work stops there). A piece inside
 a piece runs in its parent's turn: a decoding step inside a timed step waits for nothing, so no wait is ever timed.
+Likewise a piece inside a turn its caller took itself and marked `held()` takes none (a turn is never taken twice).
 
 The choice lives in a context variable of the thread that computes, never on a model: two sessions sharing one
 model each keep their own. Same inputs, same results: pieces change only when the work runs, not what it computes.
@@ -35,15 +36,21 @@ def in_pieces(turn: Turn) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def held() -> Iterator[None]:
+    """Within this block (in this thread) a turn is held already, taken by the caller itself: a piece takes none."""
+    token = _inside.set(True)
+    try:
+        yield
+    finally:
+        _inside.reset(token)
+
+
+@contextlib.contextmanager
 def piece() -> Iterator[None]:
-    """One piece of work: inside the turn `in_pieces` named, unless no turn was named or a piece holds one already."""
+    """One piece of work: inside the turn `in_pieces` named, unless no turn was named or one is held already."""
     turn = _turn.get()
     if turn is None or _inside.get():
         yield
         return
-    with turn():
-        token = _inside.set(True)
-        try:
-            yield
-        finally:
-            _inside.reset(token)
+    with turn(), held():
+        yield

@@ -24,17 +24,14 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterator
-from contextlib import AbstractContextManager
 from types import TracebackType
-from typing import Literal, TypeVar
+from typing import Literal
 
 from specviz.errors import SessionEndedError
 from specviz.server.class_policy import RefusedError
 
-T = TypeVar("T")
 Kind = Literal["lecturer", "step", "heavy"]
 PRIORITY: dict[str, int] = {"lecturer": 0, "step": 1, "heavy": 2}
-_DONE = object()
 Waiting = Callable[[int, float], None]  # (turns ahead of this one, the expected wait in seconds)
 Alive = Callable[[], bool]  # whether the browser session that asked is still open
 
@@ -42,17 +39,6 @@ Alive = Callable[[], bool]  # whether the browser session that asked is still op
 def _check(alive: Alive | None) -> None:
     if alive is not None and not alive():
         raise SessionEndedError("the session that asked for this work has ended")
-
-
-def each_in_turn(items: Iterator[T], turn: Callable[[], AbstractContextManager]) -> Iterator[T]:
-    """The items of a generator that computes each one (a sweep unit, a trial), each computed
-    inside a turn of its own: others step in between, and each item's timing is its own."""
-    while True:
-        with turn():
-            item = next(items, _DONE)
-        if item is _DONE:
-            return
-        yield item
 
 
 class Turns:
