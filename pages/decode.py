@@ -8,6 +8,7 @@ import specviz
 from pages import _decode_sidebar as sidebar
 from pages import _drawing as drawing
 from pages import _quiz as quiz_ui
+from pages import _run_drawing as run_drawing
 from pages import _snapshot as snapshots
 from pages import _step as stepping
 from pages import _typed as typed_ui
@@ -65,7 +66,7 @@ def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, 
     link_steps |= typed_ui.link_value(link_steps["decode_steps"])  # the run's typed drafts, for its steps
     if dec is None or not dec.steps:
         share_link("decode", link_steps, show=not present)
-        drawing.before_first_step(tau)
+        run_drawing.before_first_step(tau)
         st.stop()
     if stale:
         st.warning("Settings changed: the next **Step** starts a new run with them. The run below used the old ones.")
@@ -100,7 +101,7 @@ def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, 
         if not hidden:  # what token-wise, one-hot and block make of this step's draft and draws
             drawing.rules_panel(view, None if replay else dec.under_each_rule(view.index), pair, run.config.mode)
             drawing.slide_panel(run, view, names, typed is not None)  # the step as one 16:9 picture for a slide
-    drawing.draw_run(run, view, hidden, live=replay is None)
+    run_drawing.draw_run(run, view, hidden, live=replay is None)
     if not hidden:
         trace_reading(run, None if replay else pair, compute_turn, frozen.data["reading"] if frozen else None)
     if quiz_on:
