@@ -13,12 +13,13 @@ from pages._picker import model_picker
 from specviz.classroom.settings import BROKEN_HELP, POLICY_HELP, TREE_HELP
 from specviz.classroom.settings import TYPED_EXERCISE as EXERCISE
 from specviz.classroom.settings import TYPED_STORY as STORY
+from specviz.specs import ModelSpec
 from specviz.viz import view as view_of
 
 
 class Inputs(NamedTuple):
-    target: str
-    draft: str
+    target: ModelSpec | None  # the pair's specs, parsed once; None when the sidebar has no pair to load (it says why)
+    draft: ModelSpec | None
     prompt: str
     chat: bool
     config: specviz.SpecConfig | specviz.ConfigError  # the settings, or why they do not make a run
@@ -66,7 +67,7 @@ def inputs(off: bool) -> Inputs:
     if off:
         st.warning("A saved trace is replaying: the settings below are not in use.", icon=":material/pause:")
     st.header("Models")
-    target, draft = model_picker("decode", disabled=off)
+    target, draft = model_picker("decode", disabled=off) or (None, None)
     st.header("Prompt")
     prompt_presets(off)  # the textbook's exercise, and the sentence as a story that reads well
     prompt = st.text_area("Prompt", key="decode_prompt", height=90, disabled=off, max_chars=ui.PROMPT_CHARS)

@@ -10,9 +10,11 @@ from pathlib import Path
 import streamlit as st
 
 from pages import _server
+from specviz import specs
 from specviz.classroom import across
 from specviz.drafts import kinds
 from specviz.models import embedded, gguf
+from specviz.specs import ModelSpec
 from specviz.viz.plain import plain
 
 
@@ -61,8 +63,9 @@ def keep(key: str, options: list[str]) -> None:
         st.session_state[key] = options[0]
 
 
-def picker(prefix: str, disabled: bool = False) -> tuple[str, str]:
-    """A found target and a draft that fits it: (target spec, draft spec); ("", "") when none is found."""
+def picker(prefix: str, disabled: bool = False) -> tuple[ModelSpec, ModelSpec] | None:
+    """A found target and a draft that fits it: (target spec, draft spec), a found file's spec keeping its path and
+    header (specviz.specs.found: loading neither looks for it nor reads it again); None when none is found."""
     models = found()
     readable = [m for m in models if m.info is not None]
     if not readable:
@@ -72,7 +75,7 @@ def picker(prefix: str, disabled: bool = False) -> tuple[str, str]:
             f"with `{gguf.MODELS_DIR_ENV}`.",
             icon=":material/folder_open:",
         )
-        return "", ""
+        return None
     by_spec = {m.spec: m for m in readable}
     keep(f"{prefix}_local_target", list(by_spec))
     target_spec = st.selectbox(
@@ -113,4 +116,5 @@ def picker(prefix: str, disabled: bool = False) -> tuple[str, str]:
         with st.expander(f"{len(unreadable)} file{'s' if len(unreadable) != 1 else ''} could not be read"):
             for m in unreadable:
                 st.caption(plain(f"{m.name}: {m.error}"))
-    return target_spec, draft_spec
+    draft = specs.found(fitting[draft_spec]) if draft_spec in fitting else specs.parse(draft_spec)
+    return specs.found(target), draft

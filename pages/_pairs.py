@@ -1,6 +1,9 @@
 """The server's pairs, shared by every session: loaded once from one store of model parts, the default pair pinned,
 the others bounded in number and, in class mode, in memory (specviz.server.paircache, specviz.models.store); a
-page's pair on the sidebar's runtime, and the tokenizer a replayed trace is checked against."""
+page's pair on the sidebar's runtime, and the tokenizer a replayed trace is checked against. The cache is keyed on the
+pair's parsed specs (specviz.specs), which compare by value: a text and a spec of the same model share one pair, and
+the spec loaded is the one first asked for, so a found GGUF file keeps its path and header (nothing looked for or read
+again)."""
 
 from __future__ import annotations
 
@@ -11,15 +14,19 @@ import streamlit as st
 
 import specviz
 from pages import _server
-from specviz.loading import AUTO, EMBEDDED, check_allowed, planned_parts, resolve_runtime
+from specviz import specs
+from specviz.loading import AUTO, EMBEDDED, Spec, check_allowed, planned_parts, resolve_runtime
 from specviz.models import embedded, hub
 from specviz.models.store import ModelStore, release_memory
 from specviz.server.paircache import PairCache
+from specviz.specs import ModelSpec
 from specviz.viz.plain import plain
 from specviz.viz.render import sentence
 
+DEFAULT_PAIR = (specs.parse(EMBEDDED), specs.parse(EMBEDDED))  # pinned: never evicted
 
-def _load_and_freeze(store: ModelStore, target: str, draft: str, runtime: str) -> specviz.ModelPair:
+
+def _load_and_freeze(store: ModelStore, target: ModelSpec, draft: ModelSpec, runtime: str) -> specviz.ModelPair:
     """A pair, loaded from the server's store (the parts it shares with pairs already held are not loaded again)
     under the class's rules; then every object alive (the models' hundreds of thousands among them) is moved out of
     the garbage collector's sight (gc.freeze): its full collections, which stop every session's thread, then
@@ -52,7 +59,7 @@ def pair_cache() -> PairCache:
     store = ModelStore()
     return PairCache(
         functools.partial(_load_and_freeze, store),
-        pinned=lambda key: key[:2] == (EMBEDDED, EMBEDDED),
+        pinned=lambda key: key[:2] == DEFAULT_PAIR,
         most=rules.max_pairs if rules.on else 3,
         idle_s=60.0 if rules.on else 0.0,  # a person alone: the oldest pair makes room at once
         store=store,
@@ -62,17 +69,20 @@ def pair_cache() -> PairCache:
     )
 
 
-def cached_pair(target: str, draft: str, runtime: str = "torch") -> specviz.ModelPair:
-    """The pair, loaded once per process and shared by every session; raises SpecvizError. A pair the class does not
-    allow is refused before the cache makes room for it or sizes it."""
+def cached_pair(target: Spec, draft: Spec, runtime: str = "torch") -> specviz.ModelPair:
+    """The pair, loaded once per process and shared by every session, keyed on its specs (a text is parsed once,
+    here); raises SpecvizError. A pair the class does not allow is refused before the cache makes room for it or
+    sizes it."""
+    target, draft = specs.parse(target), specs.parse(draft)
     check_allowed(target, draft, _server.class_policy())
     return pair_cache().get(target, draft, runtime)
 
 
-def load_pair(target: str, draft: str) -> specviz.ModelPair | None:
+def load_pair(target: Spec, draft: Spec) -> specviz.ModelPair | None:
     """The pair on the runtime chosen in the sidebar, loaded once per process; None (with the reason
     on the page) when it fails."""
     try:
+        target, draft = specs.parse(target), specs.parse(draft)
         runtime = resolve_runtime(target, st.session_state.get("runtime", AUTO), default=_server.config().runtime)
         with st.spinner(
             f"Loading {plain(target)} and draft {plain(draft)} on {plain(runtime)} (the very first start converts "

@@ -10,13 +10,16 @@ from pages import _server
 from pages import _timings as timings_ui
 from pages._pairs import load_pair
 from pages._picker import decode_choice
+from specviz import specs
 from specviz.analysis import outlook as ol
 from specviz.analysis.measure import Spread
 from specviz.classroom import pay
 from specviz.models.hub import EMBEDDED
+from specviz.specs import ModelSpec
 from specviz.viz.plain import plain
 
 SOURCES, HERE = ol.SOURCES, ol.HERE
+EMBEDDED_SPEC = specs.parse(EMBEDDED)
 
 
 def acceptance(source: str, alpha: float) -> tuple[ol.Acceptance, str | None]:
@@ -29,7 +32,7 @@ def acceptance(source: str, alpha: float) -> tuple[ol.Acceptance, str | None]:
     return pay.acceptance(source, alpha, run, st.session_state.get("pay_sweep"), trees)
 
 
-def _decode_pair() -> tuple[tuple[str, str] | None, tuple[str, str] | None]:
+def _decode_pair() -> tuple[tuple[ModelSpec, ModelSpec] | None, tuple[str, str] | None]:
     """The Decode page's (target, draft) specs and their names, or (None, None) before its first Step."""
     chosen = decode_choice()
     if chosen is None:
@@ -38,26 +41,27 @@ def _decode_pair() -> tuple[tuple[str, str] | None, tuple[str, str] | None]:
     return chosen[:2], (pair.target.name, pair.draft.name)
 
 
-def timed_pair() -> tuple[str, str, str | None]:
-    """The pair this machine is timed on (specviz.classroom.pay.timed_specs), and a note when the Decode page's
-    pair could not be taken."""
+def timed_pair() -> tuple[ModelSpec, ModelSpec, str | None]:
+    """The pair this machine is timed on (specviz.classroom.pay.timed_specs), as specs, and a note when the Decode
+    page's pair could not be taken."""
     target, draft, passed = pay.timed_specs(_decode_pair()[0])
-    return target, draft, passed and f"The Decode page's target ({plain(passed)}) is not sized here: the embedded pair."
+    note = passed and f"The Decode page's target ({plain(passed)}) is not sized here: the embedded pair."
+    return specs.parse(target), specs.parse(draft), note
 
 
 def your_pair() -> tuple[ol.Model, ol.Model] | None:
     """The Decode page's GGUF pair as the cost model sees it from the headers; None for another pair or none."""
-    specs, names = _decode_pair()
-    return pay.header_models(*specs, names, places=_server.config().places) if specs else None
+    chosen, names = _decode_pair()
+    return pay.header_models(*chosen, names, places=_server.config().places) if chosen else None
 
 
 def timed_pair_words() -> str:
     """The pair this machine is timed on, in words, before it loads: for the Model pair box."""
     _specs, names = _decode_pair()
     target, draft, _note = timed_pair()
-    if names and (target, draft) != (EMBEDDED, EMBEDDED):
+    if names and (target, draft) != (EMBEDDED_SPEC, EMBEDDED_SPEC):
         return f"{names[0]} + {names[1]}"
-    return pay.EMBEDDED_WORDS if draft == EMBEDDED else f"the embedded target + {draft}"
+    return pay.EMBEDDED_WORDS if draft == EMBEDDED_SPEC else f"the embedded target + {draft}"
 
 
 def measured_here() -> tuple[ol.Calibration | None, specviz.ModelPair | None]:

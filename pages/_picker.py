@@ -7,15 +7,22 @@ import streamlit as st
 
 import specviz
 from pages import _own_models as own_models
+from specviz import specs
 from specviz.analysis.race import RacePreset, your_race
 from specviz.classroom.settings import CUSTOM, ON_THIS_COMPUTER
 from specviz.drafts import kinds
+from specviz.errors import ModelError
+from specviz.specs import ModelSpec
+from specviz.viz.plain import plain
+from specviz.viz.render import sentence
 
 PRESETS = {p.label: p for p in specviz.PRESETS}
 
 
-def model_picker(prefix: str, disabled: bool = False) -> tuple[str, str]:
-    """Preset pairs, or free text for a hub id, a local folder or a served target: (target, draft)."""
+def model_picker(prefix: str, disabled: bool = False) -> tuple[ModelSpec, ModelSpec] | None:
+    """Preset pairs, or free text for a hub id, a local folder or a served target: (target, draft), each parsed once
+    (specviz.specs); None when there is no pair to load (no GGUF file found; a text that is not well formed, said in
+    the sidebar)."""
     label = st.selectbox("Pair", [*PRESETS, ON_THIS_COMPUTER, CUSTOM], key=f"{prefix}_preset", disabled=disabled)
     if label == ON_THIS_COMPUTER:
         return own_models.picker(prefix, disabled)
@@ -29,12 +36,21 @@ def model_picker(prefix: str, disabled: bool = False) -> tuple[str, str]:
         )
         hint = f"also: {kinds.hints()}"  # every registered draft kind (specviz.drafts.kinds)
         draft = st.text_input("Draft (q)", key=f"{prefix}_draft", help=hint, disabled=disabled)
-        return target, draft
+        return parsed(target, draft)
     st.caption(PRESETS[label].description)
-    return PRESETS[label].target, PRESETS[label].draft
+    return specs.parse(PRESETS[label].target), specs.parse(PRESETS[label].draft)
 
 
-def decode_choice() -> tuple[str, str, str, int, bool | None] | None:
+def parsed(target: str, draft: str) -> tuple[ModelSpec, ModelSpec] | None:
+    """The texts written for the pair as specs; None, with why in the sidebar, when one is not well formed."""
+    try:
+        return specs.parse(target), specs.parse(draft)
+    except ModelError as exc:
+        st.error(f"**This pair cannot be read.** {plain(sentence(exc))}", icon=":material/error:")
+        return None
+
+
+def decode_choice() -> tuple[ModelSpec, ModelSpec, str, int, bool | None] | None:
     """The Decode page's run as it was started: (target spec, draft spec, prompt, τ, whether its prompt was wrapped in
     the chat template); None before its first Step (the other pages take the user's pair from there). The chat is
     the run's own, not the toggle's: the other pages then encode the very prompt Decode did."""

@@ -16,6 +16,7 @@ from pages._compute import compute_turn, heavy_job, heavy_turn, pacer
 from pages._pairs import pair_cache
 from specviz.core.prompt import toggled_chat
 from specviz.server.stepper import Stepper
+from specviz.specs import ModelSpec
 from specviz.viz import view as view_of
 from specviz.viz.plain import plain
 from specviz.viz.render import sentence
@@ -110,9 +111,10 @@ def take_clicks(stepper, settings, start_run, replay, turn) -> None:
         st.info(note.text) if note.kind == "info" else st.toast(note.text)
 
 
-def take(pair, replay, target: str, draft: str, prompt: str, chat: bool, config):
+def take(pair, replay, target: ModelSpec | None, draft: ModelSpec | None, prompt: str, chat: bool, config):
     """A link's steps (on a session's first run) and then every queued click, in order, on the replay if one is loaded,
-    else on the live run (a new one when the settings changed). (the run to draw, whether its settings are old)."""
+    else on the live run (a new one when the settings changed). (the run to draw, whether its settings are old). The
+    settings hold the pair's specs, which compare by value (a found file's spec equals the same file written out)."""
     settings = (target, draft, pair.runtime if pair else None, prompt, chat, config)  # a new runtime: a new run
     start_run = functools.partial(new_run, pair, prompt, chat, config)
     turn = contextlib.nullcontext if replay else compute_turn  # a replay computes nothing: no queue

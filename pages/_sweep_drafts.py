@@ -18,10 +18,13 @@ from pages import _timings as timings
 from pages._compute import heavy_job
 from pages._pairs import pair_cache
 from pages._picker import PRESETS
+from specviz import specs
 from specviz.analysis.sweep import SweepSettings
 from specviz.classroom import across
 from specviz.classroom.settings import CUSTOM, ON_THIS_COMPUTER
+from specviz.errors import ModelError
 from specviz.loading import AUTO, resolve_runtime
+from specviz.specs import ModelSpec
 from specviz.training.prompts import eval_prompts
 from specviz.viz.plain import plain
 
@@ -40,14 +43,20 @@ def _choose(drafts: across.Drafts) -> list[str]:
     )
 
 
-def _decode_target() -> str:
-    """The target chosen on the Decode page (its sidebar's pair, kept across pages)."""
+def _decode_target() -> ModelSpec | None:
+    """The target chosen on the Decode page (its sidebar's pair, kept across pages); None where there is none, or its
+    text is not well formed (the Decode page says why)."""
     label = st.session_state.get("decode_preset")
     if label == ON_THIS_COMPUTER:
-        return st.session_state.get("decode_local_target") or ""
-    if label == CUSTOM:
-        return st.session_state.get("decode_target") or ""
-    return PRESETS[label].target if label in PRESETS else ""
+        text = st.session_state.get("decode_local_target") or ""
+    elif label == CUSTOM:
+        text = st.session_state.get("decode_target") or ""
+    else:
+        text = PRESETS[label].target if label in PRESETS else ""
+    try:
+        return specs.parse(text) if text else None
+    except ModelError:
+        return None
 
 
 def _from_decode() -> None:
@@ -56,14 +65,14 @@ def _from_decode() -> None:
         st.session_state[f"sweep_{key}"] = st.session_state.get(f"decode_{key}")
 
 
-def drafts_panel(pair: specviz.ModelPair, target: str, draft: str, settings: SweepSettings) -> None:
+def drafts_panel(pair: specviz.ModelPair, target: ModelSpec, draft: ModelSpec, settings: SweepSettings) -> None:
     """Which draft, which τ, whether it pays here, and the settings to run it: every draft that fits the pair's target,
     benchmarked together (specviz.classroom.across)."""
     with st.expander("Across drafts: which draft, which τ, and whether it pays here, for this target"):
         try:
-            drafts = across.drafts_for(
-                target,
-                draft,
+            drafts = across.drafts_for(  # a text-keyed benchmark (its candidates are specs written out)
+                str(target),
+                str(draft),
                 own_models.found(),
                 layers=across.target_layers(pair),
                 rules=_server.class_policy(),
@@ -72,8 +81,9 @@ def drafts_panel(pair: specviz.ModelPair, target: str, draft: str, settings: Swe
         except specviz.SpecvizError as exc:
             st.error(f"**Cannot list the drafts of this target.** {plain(exc)}", icon=":material/error:")
             return
-        if (decoded := _decode_target()) and decoded != target:
-            name = Path(decoded).name if decoded.lower().endswith(".gguf") else decoded
+        if (decoded := _decode_target()) is not None and decoded != target:
+            text = str(decoded)
+            name = Path(text).name if text.lower().endswith(".gguf") else text
             st.button(f"Use the Decode page's pair here (target {plain(name)})", on_click=_from_decode)
         chosen = _choose(drafts)
         held = dataclasses.replace(settings, prompts=across.held_out(eval_prompts()), policies=())
@@ -119,5 +129,5 @@ def drafts_panel(pair: specviz.ModelPair, target: str, draft: str, settings: Swe
             finally:
                 bar.empty()
         result = st.session_state.get("sweep_drafts_result")
-        if result is not None and result.drafts.target == target:
+        if result is not None and result.drafts.target == str(target):
             view.show(result)

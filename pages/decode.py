@@ -57,7 +57,7 @@ def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, 
         st.stop()
     if broken:
         st.warning(f"**Broken draft, on purpose.** {BROKEN_HELP}", icon=":material/bug_report:")
-    pair = None if replay else load_pair(target, draft)
+    pair = None if replay or target is None else load_pair(target, draft)
     cols = stepping.buttons(cols if present else None)  # Step, Run to end, Back, Reset: each click queued
     if present:  # no sidebar: a button that steps with the typed words, once there are some
         typed_ui.present_row()

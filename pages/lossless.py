@@ -52,9 +52,9 @@ else:
         "Trials per mode", *LIMITS["lossless_trials_real"], step=50, key="lossless_trials_real"
     )
     with st.sidebar:
-        target, draft = model_picker("lossless")
+        chosen = model_picker("lossless")  # None: no pair to load (the sidebar says why)
     prompt = st.text_input("Prompt", key="lossless_prompt", max_chars=PROMPT_CHARS)
-    pair = load_pair(target, draft)
+    pair = load_pair(*chosen) if chosen else None
     if pair is None:
         st.stop()
 

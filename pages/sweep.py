@@ -22,7 +22,7 @@ from specviz.viz.plain import plain
 ensure_shell()
 with st.sidebar:
     st.header("Models")
-    target, draft = model_picker("sweep")
+    chosen = model_picker("sweep")  # None: no pair to load (the sidebar says why)
     st.header("Prompts")
     prompts_text = st.text_area("One prompt per line", key="sweep_prompts", height=110, max_chars=PROMPT_CHARS)
     chat = st.toggle("Chat template", key="sweep_chat", help="Wrap each prompt as a user message (Instruct models)")
@@ -65,7 +65,7 @@ if frozen := snapshots.opened("sweep"):  # a snapshot for slides: its numbers, d
     snapshots.panel("sweep", frozen)
     st.stop()
 prompts = tuple(line.strip() for line in prompts_text.splitlines() if line.strip())
-pair = load_pair(target, draft)
+pair = load_pair(*chosen) if chosen else None
 if pair is None:
     st.stop()
 try:
@@ -115,7 +115,7 @@ if not present:
     extras.verify_timing_panel(pair, prompts, high, settings.chat)
     extras.chain_tree_panel(pair, prompts, max_new, settings.chat)
     extras.rules_panel(pair, prompts, (low, high), max_new, settings.chat, sampling)
-    sweep_drafts.drafts_panel(pair, target, draft, settings)
+    sweep_drafts.drafts_panel(pair, *chosen, settings)
 
 result = sweep.result()
 if not result.runs:

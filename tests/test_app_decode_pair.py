@@ -241,4 +241,64 @@ def test_the_draft_box_follows_a_new_target_and_the_run_uses_the_draft_shown(loa
     needed = gguf.memory_needed(gguf.read_info(found_files["mid"]), gguf.read_info(found_files["small"]))
     assert any(f"The pair needs about {gguf.format_bytes(needed)}" in c.value for c in at.sidebar.caption)
     at.button(key="decode_step").click().run()
-    assert loads[-1] == (found_files["mid"], found_files["small"])  # the run: the draft shown
+    assert tuple(map(str, loads[-1])) == (found_files["mid"], found_files["small"])  # the run: the draft shown
+
+
+# --- issue 56.2: the pair carried as parsed specs, from the sidebar to the store -----------------------------------
+
+
+def test_a_found_pair_reaches_loading_as_the_files_it_listed_and_is_looked_for_no_more(loads, found_files, monkeypatch):
+    """Issue 56.2: "Models on this computer" hands loading a spec of each file that keeps the FoundModel it listed
+    (path and header): with every way of looking for a GGUF file or reading its header broken afterwards, the specs
+    still give their files and headers. The run's settings hold the same specs, equal to the files written out."""
+    from specviz import specs
+    from specviz.loading import open_gguf
+    from specviz.models import gguf, llamacpp
+
+    monkeypatch.setattr(llamacpp, "available", lambda: True)  # the pair is loaded by `loads`: a tiny one
+    at = app(panels_open=False)
+    at.selectbox(key="decode_preset").set_value(settings.ON_THIS_COMPUTER).run()
+    at.selectbox(key="decode_local_target").set_value(found_files["big"]).run()
+    at.button(key="decode_step").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    target, draft = loads[-1]
+    assert [str(t) for t, _ in loads] == ["embedded", found_files["big"]]  # the page's first pair, then this one
+    for spec, name in ((target, "big"), (draft, "mid")):  # mid: the first draft that fits big
+        assert isinstance(spec, specs.GGUFFile) and spec.found is not None
+        assert str(spec) == found_files[name] and str(spec.found.path) == found_files[name]
+        assert spec.found.info == gguf.read_info(found_files[name])  # the header discovery read
+    assert at.session_state["decode_stepper"].settings[:2] == (target, draft)
+    assert (target, draft) == (specs.parse(found_files["big"]), specs.parse(found_files["mid"]))  # by value
+
+    def looked_for(*_args, **_kwargs):
+        raise AssertionError("a found file was looked for or read again")
+
+    for name in ("find_models", "resolve", "read_info"):
+        monkeypatch.setattr(gguf, name, looked_for)
+    opened = open_gguf(target)
+    assert str(opened.path) == found_files["big"] and opened.info is target.found.info
+    with pytest.raises(AssertionError, match="looked for or read again"):  # a text of the same file would be
+        open_gguf(specs.parse(found_files["big"]))
+
+
+def test_a_custom_draft_written_wrong_is_said_in_the_sidebar_and_the_earlier_run_is_kept(loads):
+    """Issue 56.2: the sidebar parses the custom pair once; "early-exit:x" is a message there, not a traceback, nothing
+    loads for it, and a Step keeps the run before it; written right, the pair loads."""
+    at = app(panels_open=False)
+    at.button(key="decode_step").click().run()
+    assert len(decoder(at).steps) == 1 and len(loads) == 1
+    at.selectbox(key="decode_preset").set_value(settings.CUSTOM).run()
+    at.text_input(key="decode_target").set_value("some/model").run()
+    before = len(loads)
+    at.text_input(key="decode_draft").set_value("early-exit:x").run()
+    assert not at.exception
+    (said,) = [e.value for e in at.sidebar.error]
+    assert said.startswith("**This pair cannot be read.**")
+    assert plain("write the early-exit draft as early-exit:K with K ≥ 1 layers; got 'early-exit:x'.") in said, said
+    assert len(loads) == before  # nothing loaded for the pair
+    at.button(key="decode_step").click().run()
+    assert not at.exception and len(decoder(at).steps) == 1  # the earlier run, kept
+    assert [str(spec) for spec in at.session_state["decode_stepper"].settings[:2]] == ["embedded", "embedded"]
+    at.text_input(key="decode_draft").set_value("early-exit:2").run()
+    assert not at.exception and not at.sidebar.error
+    assert [str(spec) for spec in loads[-1]] == ["some/model", "early-exit:2"]

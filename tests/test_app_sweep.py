@@ -40,7 +40,7 @@ def test_sweep_page_runs_and_shows_theory_beside_measurement(loads):
     assert [f"{y:.2f}×" for y in measured["y"]] == [x.split(" ")[0] for x in table["speedup (95% interval)"]]
     assert any(t.get("name") == "S_v: range of the measured v" for t in traces)
     assert len(at.get("plotly_chart")) == 4 and len(at.get("download_button")) == 3  # JSON, CSV, the snapshot
-    assert loads.count(("embedded", "embedded")) == 1  # the decode page's load is reused
+    assert [(str(t), str(d)) for t, d in loads].count(("embedded", "embedded")) == 1  # the decode page's load is reused
     at.toggle(key="sweep_present").set_value(True).run()  # a projector: the two charts, large
     assert len(at.get("plotly_chart")) == 2 and figure(at, 0)["layout"]["font"]["size"] == 20
 

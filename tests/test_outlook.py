@@ -204,6 +204,30 @@ def test_the_pair_timed_here_is_the_decode_pages_where_its_target_is_sized():
     assert header_models("/nowhere/t.gguf", "self", ("t", "t")) is None  # unreadable: no pair, no error
 
 
+def test_the_pair_timed_here_takes_the_decode_pages_parsed_specs(tmp_path):
+    """Issue 56.2: the Decode page hands its pair over as specs (specviz.specs). The embedded target's is sized here
+    (an early-exit draft with it is timed, not swapped for the embedded pair); a found file's spec gives its own file,
+    its name not looked for: "ollama:tiny" names nothing on this machine. Prompt lookup reads no weights."""
+    from specviz import specs
+    from specviz.classroom.pay import header_models, timed_specs
+    from specviz.models import gguf
+    from tests.helpers import write_gguf
+
+    embedded, early = specs.parse("embedded"), specs.parse("early-exit:8")
+    assert timed_specs((embedded, early)) == (embedded, early, None)
+    named = specs.parse("gpt2")
+    assert timed_specs((named, specs.parse("distilgpt2"))) == ("embedded", "embedded", named)
+    path = write_gguf(tmp_path / "blob", width=8)
+    model = gguf.FoundModel(
+        spec="ollama:tiny:latest", name="tiny:latest", source=gguf.OLLAMA, path=path, info=gguf.read_info(path)
+    )
+    lookup = specs.parse("prompt-lookup")
+    target, draft = header_models(specs.found(model), lookup, ("tiny", "lookup"), places=[])
+    assert target.source == "the GGUF header of blob" and target.layers == model.info.n_layer
+    assert draft.params == 0 and draft.source.startswith("prompt lookup")
+    assert header_models(specs.parse("ollama:tiny"), lookup, ("tiny", "lookup"), places=[]) is None  # looked for
+
+
 def test_the_acceptance_carried_over_is_the_chosen_sources_else_the_others_else_alpha_by_hand():
     from types import SimpleNamespace
 

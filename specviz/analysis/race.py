@@ -41,16 +41,17 @@ from specviz.core.config import SpecConfig
 from specviz.core.engine import Decoder
 from specviz.core.pieces import piece as work_piece
 from specviz.models.pair import ModelPair
+from specviz.specs import ModelSpec
 
 
 @dataclass(frozen=True)
 class RacePreset:
     label: str
-    draft: str  # a draft spec for load_pair
+    draft: str | ModelSpec  # a draft spec for load_pair (the Decode page's pair: its parsed specs)
     prompt: str
     tau: int
     note: str  # what it shows, in one line
-    target: str = "embedded"  # a target spec for load_pair
+    target: str | ModelSpec = "embedded"  # a target spec for load_pair
     chat: bool | None = None  # the prompt wrapped as a user message (None: where the target has a chat template)
     draft_name: str = ""  # the draft as the pages name it, where it is known before the race loads it
 
@@ -120,7 +121,9 @@ BY_LABEL = {p.label: p for p in PRESETS}
 YOURS = "Your pair: the Decode page's models, prompt and τ"
 
 
-def your_race(target: str, draft: str, prompt: str, tau: int, chat: bool | None, draft_name: str = "") -> RacePreset:
+def your_race(
+    target: str | ModelSpec, draft: str | ModelSpec, prompt: str, tau: int, chat: bool | None, draft_name: str = ""
+) -> RacePreset:
     """A race of the pair, prompt and τ the user chose elsewhere (a GGUF pair of their own, say)."""
     note = (
         "The pair, prompt and τ of your Decode run: the race says whether that draft pays on this machine, and why "

@@ -7,11 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from specviz import specs
 from specviz.analysis import outlook
 from specviz.analysis.costmodel import Model
 from specviz.core.trace import RunTrace
 from specviz.errors import SpecvizError
-from specviz.loading import PROMPT_LOOKUP, gguf_path, is_gguf
+from specviz.loading import Spec, gguf_path, is_gguf
 from specviz.models.gguf import Place, read_info
 from specviz.models.hub import EMBEDDED
 from specviz.viz.plain import plain
@@ -20,24 +21,25 @@ from specviz.viz.render import sentence
 EMBEDDED_WORDS = "the embedded pair (SmolLM2-135M + its draft)"
 
 
-def timed_specs(chosen: tuple[str, str] | None) -> tuple[str, str, str | None]:
-    """(target, draft) this machine is timed on for the Decode page's `chosen` specs (None: no run yet): those where
-    the target's sizes are known (the embedded target or a GGUF file), else the embedded pair; and the Decode
-    page's target when it was passed over."""
+def timed_specs(chosen: tuple[Spec, Spec] | None) -> tuple[Spec, Spec, Spec | None]:
+    """(target, draft) this machine is timed on for the Decode page's `chosen` specs (None: no run yet; texts or
+    parsed specs, given back as they came): those where the target's sizes are known (the embedded target or a GGUF
+    file), else the embedded pair; and the Decode page's target when it was passed over."""
     if chosen is None:
         return EMBEDDED, EMBEDDED, None
     target, draft = chosen
-    if target == EMBEDDED or is_gguf(target):
+    parsed = specs.parse(target)
+    if isinstance(parsed, specs.Embedded) or parsed.is_gguf:
         return target, draft, None
     return EMBEDDED, EMBEDDED, target
 
 
 def header_models(
-    target: str, draft: str, names: tuple[str, str], places: Sequence[Place] | None = None
+    target: Spec, draft: Spec, names: tuple[str, str], places: Sequence[Place] | None = None
 ) -> tuple[Model, Model] | None:
     """A GGUF target's pair as the cost model sees it from the headers of the files its run already opened (nothing
     loads, nothing downloads; found in `places`, a server's); None for another target, or where a header cannot be
-    read."""
+    read. A found file's spec (specviz.specs.found) gives its own path, looked for nowhere."""
     if not is_gguf(target):
         return None
     try:
@@ -46,7 +48,7 @@ def header_models(
             read_info(gguf_path(target, places=found_in)),
             (read_info(gguf_path(draft, places=found_in)) if is_gguf(draft) else None),
         )
-        return outlook.header_pair(*files, names, lookup=draft == PROMPT_LOOKUP)
+        return outlook.header_pair(*files, names, lookup=isinstance(specs.parse(draft), specs.PromptLookup))
     except (SpecvizError, OSError):
         return None
 

@@ -22,14 +22,16 @@ from collections.abc import Callable
 from specviz.models.pair import ModelPair
 from specviz.models.store import ModelStore
 from specviz.server.class_policy import RefusedError
+from specviz.specs import ModelSpec
 
-Key = tuple[str, str, str]  # (target, draft, runtime)
+Spec = str | ModelSpec
+Key = tuple[Spec, Spec, str]  # (target, draft, runtime): the app keys on parsed specs, which compare by value
 
 
 class PairCache:
     def __init__(
         self,
-        load: Callable[[str, str, str], ModelPair],
+        load: Callable[[Spec, Spec, str], ModelPair],
         pinned: Callable[[Key], bool],
         most: int = 3,
         idle_s: float = 60.0,
@@ -51,7 +53,7 @@ class PairCache:
         self._lock = threading.Lock()
         self._loading: dict[Key, threading.Lock] = {}
 
-    def get(self, target: str, draft: str, runtime: str) -> ModelPair:
+    def get(self, target: Spec, draft: Spec, runtime: str) -> ModelPair:
         """The pair, loaded if no session has it yet; RefusedError when every slot is held by a pair in use."""
         key = (target, draft, runtime)
         with self._lock:
