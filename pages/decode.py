@@ -57,6 +57,12 @@ def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, 
         st.stop()
     if broken:
         st.warning(f"**Broken draft, on purpose.** {BROKEN_HELP}", icon=":material/bug_report:")
+    if target is None and not replay:  # the sidebar says why: a text not well formed, no GGUF file found
+        st.warning(
+            "**No pair to run.** The sidebar says why: choose a preset pair, or correct the models written there. "
+            "**Step** starts a run once the pair can be read.",
+            icon=":material/warning:",
+        )
     pair = None if replay or target is None else load_pair(target, draft)
     cols = stepping.buttons(cols if present else None)  # Step, Run to end, Back, Reset: each click queued
     if present:  # no sidebar: a button that steps with the typed words, once there are some

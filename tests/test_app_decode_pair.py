@@ -296,9 +296,11 @@ def test_a_custom_draft_written_wrong_is_said_in_the_sidebar_and_the_earlier_run
     assert said.startswith("**This pair cannot be read.**")
     assert plain("write the early-exit draft as early-exit:K with K ≥ 1 layers; got 'early-exit:x'.") in said, said
     assert len(loads) == before  # nothing loaded for the pair
+    assert len([w for w in at.main.warning if w.value.startswith("**No pair to run.**")]) == 1  # beside Step too
     at.button(key="decode_step").click().run()
     assert not at.exception and len(decoder(at).steps) == 1  # the earlier run, kept
     assert [str(spec) for spec in at.session_state["decode_stepper"].settings[:2]] == ["embedded", "embedded"]
     at.text_input(key="decode_draft").set_value("early-exit:2").run()
     assert not at.exception and not at.sidebar.error
+    assert not [w for w in at.main.warning if w.value.startswith("**No pair to run.**")]
     assert [str(spec) for spec in loads[-1]] == ["some/model", "early-exit:2"]
