@@ -70,9 +70,9 @@ def drafts_panel(pair: specviz.ModelPair, target: ModelSpec, draft: ModelSpec, s
     benchmarked together (specviz.classroom.across)."""
     with st.expander("Across drafts: which draft, which τ, and whether it pays here, for this target"):
         try:
-            drafts = across.drafts_for(  # a text-keyed benchmark (its candidates are specs written out)
-                str(target),
-                str(draft),
+            drafts = across.drafts_for(  # a found target's file is not read again; its candidates are texts
+                target,
+                draft,
                 own_models.found(),
                 layers=across.target_layers(pair),
                 rules=_server.class_policy(),

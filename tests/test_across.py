@@ -57,6 +57,32 @@ def test_a_gguf_targets_drafts_are_the_found_files_that_pair_and_each_other_file
     assert set(reasons) == {"bad.gguf", "bigger.gguf", "copy.gguf", "other-bos.gguf", "template.gguf"}
 
 
+def test_a_found_target_is_read_from_what_was_found_not_looked_for_again(tmp_path, monkeypatch):
+    """Issue 56.2: the sidebar hands a found file on as the spec that keeps its path and header (specs.found); the
+    drafts for it come from that, with nothing looked for or read again. Written as text, the target is read."""
+    from specviz import specs
+
+    folder = tmp_path / "models"
+    write_gguf(folder / "target.gguf", width=64)
+    write_gguf(folder / "fewer.gguf", width=8)
+    found = g.find_models([g.Place(source=g.MODELS_DIR, path=folder)])
+    (target,) = [m for m in found if m.name == "target.gguf"]
+    (draft,) = [m for m in found if m.name == "fewer.gguf"]
+    as_text = across.drafts_for(str(target.path), str(draft.path), found, llama=True)
+
+    def looked_for(*args, **kwargs):
+        raise AssertionError("the found target was looked for or read again")
+
+    monkeypatch.setattr(g, "read_info", looked_for)
+    monkeypatch.setattr(across, "gguf_path", looked_for)
+    kept = across.drafts_for(specs.found(target), specs.found(draft), found, llama=True)
+    assert kept.gguf_file == str(target.path) and kept.target == str(target.path)
+    assert [(c.label, c.kind, c.file) for c in kept.fit] == [(c.label, c.kind, c.file) for c in as_text.fit]
+    assert [c.label for c in kept.fit] == ["fewer.gguf", "prompt lookup"]
+    with pytest.raises(AssertionError, match="looked for or read again"):
+        across.drafts_for(str(target.path), str(draft.path), found, llama=True)
+
+
 def test_the_embedded_targets_drafts_are_its_own_and_the_found_files_of_its_vocabulary(tmp_path):
     """The embedded target (SmolLM2-135M-Instruct, run in float32): its trained draft, its copies in 8, 4 and 2 bits,
     its first 8 layers and prompt lookup; and a found file: its own Q4_1 file from the package (smaller than the

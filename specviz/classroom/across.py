@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from specviz import specs
 from specviz.analysis import clock, engine_flags
 from specviz.analysis.draft_sweep import (
     GRADED,
@@ -95,8 +96,8 @@ def held_out(prompts: Sequence[tuple[str, bool]], kinds: int = HELD_OUT_KINDS) -
 
 
 def drafts_for(
-    target: str,
-    draft: str,
+    target: str | specs.ModelSpec,
+    draft: str | specs.ModelSpec,
     found: Sequence[gguf.FoundModel],
     *,
     layers: int | None = None,
@@ -110,8 +111,12 @@ def drafts_for(
     the found files that pair with it; for another torch target (`layers`: its block count) its first quarter of
     layers, prompt lookup and the presets' drafts for it; for a served target its local draft. `draft`, the pair's own
     draft, is among them (unless it is the target itself). `rules`: a class's (a draft it does not allow does not
-    fit); `llama`: whether llama.cpp is installed (default: asked); `places`: where a server finds GGUF files."""
+    fit); `llama`: whether llama.cpp is installed (default: asked); `places`: where a server finds GGUF files. A
+    found GGUF target (specviz.specs.found) is read from what was found: its file is not looked for or read again."""
     llama = llamacpp.available() if llama is None else llama
+    spec = specs.parse(target)
+    known = spec.found if isinstance(spec, specs.GGUFFile) and spec.found and spec.found.info else None
+    target, draft = str(spec), str(draft)
     if remote.is_remote(target):
         served = remote.parse_spec(target)
         fit = [_own(draft)] if draft.strip() and draft != SELF else []
@@ -119,9 +124,9 @@ def drafts_for(
         unfit = [Unfit(label=LOOKUP_LABEL, reason=f"{why}: prompt lookup needs the target's weights here")]
         unfit += [Unfit(label=m.name, reason=f"{why}; a GGUF file drafts beside a GGUF target") for m in found]
         gguf_file, model_id = "", served.model or ""
-    elif is_gguf(target):
-        path = gguf_path(target, places=None if places is None else list(places))
-        fit, unfit = _gguf_drafts(gguf.read_info(path), path, found, set())
+    elif spec.is_gguf:
+        path = known.path if known else gguf_path(spec, places=None if places is None else list(places))
+        fit, unfit = _gguf_drafts(known.info if known else gguf.read_info(path), path, found, set())
         fit.append(Candidate(label=LOOKUP_LABEL, spec=PROMPT_LOOKUP, kind=LOOKUP))
         gguf_file, model_id = str(path), ""
     elif target == EMBEDDED:
