@@ -15,7 +15,7 @@ import streamlit as st
 import specviz
 from pages import _server
 from specviz import specs
-from specviz.loading import AUTO, EMBEDDED, Spec, check_allowed, planned_parts, resolve_runtime
+from specviz.loading import AUTO, Spec, check_allowed, planned_parts, resolve_runtime
 from specviz.models import embedded, hub
 from specviz.models.store import ModelStore, release_memory
 from specviz.server.paircache import PairCache
@@ -23,7 +23,7 @@ from specviz.specs import ModelSpec
 from specviz.viz.plain import plain
 from specviz.viz.render import sentence
 
-DEFAULT_PAIR = (specs.parse(EMBEDDED), specs.parse(EMBEDDED))  # pinned: never evicted
+DEFAULT_PAIR = (specs.EMBEDDED_SPEC, specs.EMBEDDED_SPEC)  # pinned: never evicted
 
 
 def _load_and_freeze(store: ModelStore, target: ModelSpec, draft: ModelSpec, runtime: str) -> specviz.ModelPair:
@@ -82,7 +82,6 @@ def load_pair(target: Spec, draft: Spec) -> specviz.ModelPair | None:
     """The pair on the runtime chosen in the sidebar, loaded once per process; None (with the reason
     on the page) when it fails."""
     try:
-        target, draft = specs.parse(target), specs.parse(draft)
         runtime = resolve_runtime(target, st.session_state.get("runtime", AUTO), default=_server.config().runtime)
         with st.spinner(
             f"Loading {plain(target)} and draft {plain(draft)} on {plain(runtime)} (the very first start converts "

@@ -14,12 +14,10 @@ from specviz import specs
 from specviz.analysis import outlook as ol
 from specviz.analysis.measure import Spread
 from specviz.classroom import pay
-from specviz.models.hub import EMBEDDED
-from specviz.specs import ModelSpec
+from specviz.specs import EMBEDDED_SPEC, ModelSpec
 from specviz.viz.plain import plain
 
 SOURCES, HERE = ol.SOURCES, ol.HERE
-EMBEDDED_SPEC = specs.parse(EMBEDDED)
 
 
 def acceptance(source: str, alpha: float) -> tuple[ol.Acceptance, str | None]:

@@ -57,6 +57,9 @@ class Embedded(ModelSpec):
         return EMBEDDED
 
 
+EMBEDDED_SPEC = Embedded(text=EMBEDDED)  # the embedded target (and, as a draft, its distilled draft): the default pair
+
+
 @dataclass(frozen=True, kw_only=True)
 class Named(ModelSpec):
     """A hub id or a local folder (which one is known when it loads)."""

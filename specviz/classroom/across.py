@@ -40,7 +40,7 @@ from specviz.loading import (
     gguf_path,
     is_gguf,
 )
-from specviz.models import embedded, gguf, llamacpp, quantize, remote
+from specviz.models import embedded, gguf, llamacpp, quantize
 from specviz.models.lm import HFModel
 from specviz.models.pair import ModelPair
 from specviz.server.class_policy import ClassPolicy
@@ -117,8 +117,8 @@ def drafts_for(
     spec = specs.parse(target)
     known = spec.found if isinstance(spec, specs.GGUFFile) and spec.found and spec.found.info else None
     target, draft = str(spec), str(draft)
-    if remote.is_remote(target):
-        served = remote.parse_spec(target)
+    if isinstance(spec, specs.Served):
+        served = spec.served
         fit = [_own(draft)] if draft.strip() and draft != SELF else []
         why = "a served target drafts with a local model of its own tokenizer (a hub id or a folder)"
         unfit = [Unfit(label=LOOKUP_LABEL, reason=f"{why}: prompt lookup needs the target's weights here")]
@@ -129,7 +129,7 @@ def drafts_for(
         fit, unfit = _gguf_drafts(known.info if known else gguf.read_info(path), path, found, set())
         fit.append(Candidate(label=LOOKUP_LABEL, spec=PROMPT_LOOKUP, kind=LOOKUP))
         gguf_file, model_id = str(path), ""
-    elif target == EMBEDDED:
+    elif isinstance(spec, specs.Embedded):
         fit, unfit = _embedded_drafts(found, llama)
         gguf_file, model_id = str(embedded.cache_root() / embedded.F32_GGUF), EMBEDDED_HUB
     else:
