@@ -12,8 +12,8 @@ import torch
 import specviz
 from specviz import Decoder, SpecConfig
 from specviz.errors import ModelError
-from specviz.models import llamacpp
-from specviz.models.llamapool import BATCH, PooledSession, SlotPool
+from specviz.models import llamacpp, llamapool
+from specviz.models.llamapool import BATCH, PooledSession, SlotPool, line_up
 from specviz.server.config import ServerConfig
 from specviz.server.turns import Turns
 
@@ -83,6 +83,30 @@ def test_slots_are_read_from_the_environment_and_on_by_default_under_a_class_gua
     assert made[-1] == (2, 512)
     with pytest.raises(ModelError, match="SPECVIZ_LLAMA_SLOTS='many': set it to a whole number of runs, 0 or more"):
         server({llamacpp.SLOTS_ENV: "many"})
+
+
+def test_streams_side_by_side_need_no_copy():
+    assert line_up([4, 3, 5], held=[3, 4, 5, 9], slots=12) == []
+    assert line_up([7], held=[7], slots=12) == []
+
+
+def test_a_member_moves_into_a_free_stream_of_the_cheapest_window():
+    # slots 0-3, streams 0 and 2 held by the runs to line up: window 0-1 needs one copy (2 into the free 1)
+    assert line_up([2, 0], held=[0, 2], slots=4) == [(2, 1)]
+    # stream 1 another run's: 0-1 and 1-2 each need it moved out and a member in (2 copies); 2-3 one copy
+    assert line_up([0, 2], held=[0, 1, 2], slots=4) == [(0, 3)]
+    # runs in 0, 2, 4 of five, 1 another's, 3 free: 0-2 costs two copies, 1-3 three, 2-4 one (0 into 3)
+    assert line_up([0, 2, 4], held=[0, 1, 2, 4], slots=5) == [(0, 3)]
+
+
+def test_another_runs_stream_in_the_way_moves_out_first():
+    # runs in 0 and 2, 1 and 3 others', 4 free: every window of two holds another's stream but 3-4 (another's and a
+    # free one: three copies); 0-1 costs two (1 out to 4, then 2 into 1) and is the lowest of the cheapest
+    assert line_up([0, 2], held=[0, 1, 2, 3], slots=5) == [(1, 4), (2, 1)]
+
+
+def test_nothing_moves_when_no_stream_is_free_to_move_another_into():
+    assert line_up([0, 2], held=[0, 1, 2], slots=3) == []
 
 
 # --- the real model ---------------------------------------------------------------------------------
@@ -157,7 +181,7 @@ def test_streams_leased_given_back_and_what_does_not_fit(pair, monkeypatch):
     with pytest.raises(ValueError, match="at most 256 tokens"):
         a.extend(list(range(300)))
     with pytest.raises(ValueError, match=f"a pass holds 1 to {BATCH} tokens"):
-        pool.decode(seq, [], 1)
+        pool.decode(a.stream, [], 1)
     del a
     gc.collect()
     c = pair.target.new_session(100, linear=True)
@@ -185,3 +209,42 @@ def test_a_prompt_decoded_once_is_copied_for_the_next_run_that_starts_with_it(pa
     for i, run in enumerate(runs):
         assert run.trace().outcome() == alone[i], f"run {i} differs from its run alone"
     assert pool.lease() is not None and not pool._prefixes  # a run needs the last stream: the copy goes
+
+
+@pytest.mark.slow
+def test_runs_in_scattered_streams_are_lined_up_for_one_decode_and_keep_their_numbers(pair, monkeypatch):
+    """Three runs in streams 0, 2 and 4 of six, two other runs in 1 and 3, whose passes wait together: the pool
+    moves the run in 1 out to the free 5 and the run in 4 into 1, so that one decode holds streams 0-2; every run's
+    logits, the moved ones' later passes included, equal the same tokens in a context of its own, bit for bit."""
+    monkeypatch.setattr(llamapool, "PREFIXES", 0)  # no kept prompt takes a stream
+    pool = SlotPool(pair.target, 6, 256, 1)
+    monkeypatch.setattr(pair.target, "_pool", pool)
+    runs = [pair.target.new_session(200, linear=True) for _ in range(5)]  # streams 0-4
+    assert [r.seq for r in runs] == [0, 1, 2, 3, 4]
+    prompts = [[10 + 7 * i + j for j in range(12 + i)] for i in range(5)]
+    alone = [pair.target.new_session(200) for _ in range(5)]
+    for run, solo, prompt in zip(runs, alone, prompts, strict=True):
+        assert torch.equal(run.extend(prompt), solo.extend(prompt))
+    decoded = []
+    run_group = pool._run
+    monkeypatch.setattr(pool, "_run", lambda group: decoded.append([p.stream.seq for p in group]) or run_group(group))
+    lined, out = [runs[0], runs[2], runs[4]], {}
+    steps = {id(r): [3 + i, 4, 5, 6, 7] for i, r in enumerate(runs)}
+    with pool._cond:
+        pool._busy = True  # as if a decode ran: the three passes wait for it together
+    threads = [threading.Thread(target=lambda r=r: out.__setitem__(id(r), r.extend(steps[id(r)]))) for r in lined]
+    for t in threads:
+        t.start()
+    while len(pool._waiting) < 3:
+        pass
+    with pool._cond:
+        pool._busy = False
+        pool._cond.notify_all()
+    for t in threads:
+        t.join(60)
+    assert decoded == [[0, 1, 2]] and pool.moves == 2
+    assert [r.seq for r in runs] == [0, 5, 2, 3, 1]  # the other run in 1 went to 5, the run in 4 came to 1
+    for i in (0, 2, 4):
+        assert torch.equal(out[id(runs[i])], alone[i].extend(steps[id(runs[i])])), f"run {i} changed"
+    for i, (run, solo) in enumerate(zip(runs, alone, strict=True)):  # every run's next pass, the moved ones' too
+        assert torch.equal(run.extend([50 + i, 51]), solo.extend([50 + i, 51])), f"run {i}'s cells changed"

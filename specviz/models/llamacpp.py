@@ -247,9 +247,9 @@ class LlamaCppModel:
         self._opened(0)  # refused on a model given back (close)
         try:
             if linear and tokens and (pool := self.pool()) is not None and tokens <= pool.tokens:
-                seq = pool.lease()
-                if seq is not None:
-                    return PooledSession(pool, seq, self._session_closed)
+                stream = pool.lease()
+                if stream is not None:
+                    return PooledSession(pool, stream, self._session_closed)
             size = self.context if not tokens else min(self.context, -(-tokens // 256) * 256)
             session = LlamaCppSession(self, size)
         except BaseException:

@@ -24,7 +24,7 @@ import ctypes
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -63,9 +63,23 @@ class RecordingSession(SessionStats):
         self.forwards += 1
 
 
+class Stream:
+    """A run's place in a SlotPool: the sequence id (and KV stream) its cells are in now. The pool may move a run's
+    cells to another stream between decodes (`SlotPool.line_up`) and then changes `seq`; only the pool reads or sets
+    it, holding its lock."""
+
+    __slots__ = ("seq",)
+
+    def __init__(self, seq: int) -> None:
+        self.seq = seq
+
+    def __repr__(self) -> str:
+        return f"Stream({self.seq})"
+
+
 @dataclass(eq=False)
 class _Pass:
-    seq: int
+    stream: Stream
     tokens: Sequence[tuple[int, int]]  # (token, position)
     keep: int  # the last `keep` rows' logits are returned
     logits: torch.Tensor | None = None
@@ -87,45 +101,57 @@ class SlotPool:
         self._memory = lib.llama_get_memory(self._ctx)
         self._batch = lib.llama_batch_init(BATCH, 0, 1)
         self._cond = threading.Condition()
-        self._free = list(range(slots - 1, -1, -1))  # a stack: the lowest stream first
-        self._released: list[int] = []  # streams given back (from any thread, even a finaliser): cleared lazily
+        self._held: dict[int, Stream] = {}  # streams in use (a run's or a kept prompt's), by sequence id
+        self._released: list[Stream] = []  # given back (from any thread, even a finaliser): emptied lazily
         self._waiting: list[_Pass] = []
         self._busy = False
         # A run's first pass (its prompt) already decoded for another run: (tokens, keep) -> (the stream kept
         # holding them, their logits, their hidden states), the oldest first. The stream is copied whole.
-        self._prefixes: OrderedDict[tuple, tuple[int, torch.Tensor, torch.Tensor]] = OrderedDict()
+        self._prefixes: OrderedDict[tuple, tuple[Stream, torch.Tensor, torch.Tensor]] = OrderedDict()
         self.decodes = 0  # llama_decode calls
         self.passes = 0  # runs' passes they served
         self.prefix_hits = 0  # prompts copied from a kept stream instead of decoded
+        self.moves = 0  # streams copied to line a decode's runs up (`line_up`)
 
     # --- streams ----------------------------------------------------------------------------------
 
-    def lease(self) -> int | None:
-        """A free stream's sequence id, emptied; None when every stream is taken (a kept prompt's stream is given
-        up for a run first)."""
+    def lease(self) -> Stream | None:
+        """The lowest free stream, empty; None when every stream is taken (a kept prompt's stream is given up for a
+        run first)."""
         with self._cond:
             self._idle()
-            if not self._free and self._prefixes:
+            if len(self._held) == self.slots and self._prefixes:
                 self._forget_oldest()
-            return self._free.pop() if self._free else None
+            return self._hold() if len(self._held) < self.slots else None
 
-    def release(self, seq: int) -> None:
+    def release(self, stream: Stream) -> None:
         """Give a stream back. Safe from a finaliser in any thread: the stream is emptied at the next lease."""
-        self._released.append(seq)  # list.append is atomic; nothing here waits
+        self._released.append(stream)  # list.append is atomic; nothing here waits
 
-    def crop(self, seq: int, length: int) -> None:
+    def crop(self, stream: Stream, length: int) -> None:
         """Drop the stream's cells from `length` on (between decodes: the context is never touched by two)."""
         with self._cond:
             self._idle()
-            self._lib.llama_memory_seq_rm(self._memory, seq, length, -1)
+            self._lib.llama_memory_seq_rm(self._memory, stream.seq, length, -1)
+
+    def _hold(self) -> Stream:
+        """(Holding the lock, a stream free.) The lowest free stream, now held."""
+        stream = Stream(min(set(range(self.slots)) - self._held.keys()))
+        self._held[stream.seq] = stream
+        return stream
+
+    def _empty(self, stream: Stream) -> None:
+        """(Holding the lock, no decode running.) The stream's cells dropped, and the stream free."""
+        self._lib.llama_memory_seq_rm(self._memory, stream.seq, -1, -1)
+        del self._held[stream.seq]
 
     # --- prompts decoded once for every run that starts with them (prefix caching) ----------------------------
 
-    def copy_prefix(self, tokens: Sequence[int], keep: int, seq: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+    def copy_prefix(self, tokens: Sequence[int], keep: int, stream: Stream) -> tuple[torch.Tensor, torch.Tensor] | None:
         """If a stream holds exactly `tokens` (a pass of another run, from an empty stream, with the same `keep`):
-        copy it into the empty stream `seq` and return that pass's logits and hidden states; else None. The cells
+        copy it into the empty `stream` and return that pass's logits and hidden states; else None. The cells
         are copied whole (llama.cpp copies a stream's buffer at the next decode, before it computes anything), so
-        `seq` then holds what decoding the same pass into it gives: what llama.cpp's server calls a cached
+        `stream` then holds what decoding the same pass into it gives: what llama.cpp's server calls a cached
         prompt."""
         key = (tuple(tokens), keep)
         with self._cond:
@@ -135,22 +161,22 @@ class SlotPool:
                 return None
             self._prefixes.move_to_end(key)
             holder, logits, hidden = entry
-            self._lib.llama_memory_seq_cp(self._memory, holder, seq, -1, -1)
+            self._lib.llama_memory_seq_cp(self._memory, holder.seq, stream.seq, -1, -1)
             self.prefix_hits += 1
             return logits.clone(), hidden.clone()
 
     def keep_prefix(
-        self, tokens: Sequence[int], keep: int, seq: int, logits: torch.Tensor, hidden: torch.Tensor
+        self, tokens: Sequence[int], keep: int, stream: Stream, logits: torch.Tensor, hidden: torch.Tensor
     ) -> None:
-        """Stream `seq` holds just `tokens`, decoded in one pass from empty: keep a copy of it in a free stream (if
+        """`stream` holds just `tokens`, decoded in one pass from empty: keep a copy of it in a free stream (if
         one is free) for the next run with the same first pass; the least recently used of PREFIXES goes."""
         key = (tuple(tokens), keep)
         with self._cond:
             self._idle()
-            if key in self._prefixes or not self._free:
+            if key in self._prefixes or len(self._held) == self.slots:
                 return
-            holder = self._free.pop()
-            self._lib.llama_memory_seq_cp(self._memory, seq, holder, -1, -1)
+            holder = self._hold()
+            self._lib.llama_memory_seq_cp(self._memory, stream.seq, holder.seq, -1, -1)
             self._prefixes[key] = (holder, logits.clone(), hidden.clone())
             while len(self._prefixes) > PREFIXES:
                 self._forget_oldest()
@@ -158,26 +184,23 @@ class SlotPool:
     def _forget_oldest(self) -> None:
         """(Holding the lock, no decode running.) The least recently used kept prompt's stream, emptied and free."""
         _, (holder, _, _) = self._prefixes.popitem(last=False)
-        self._lib.llama_memory_seq_rm(self._memory, holder, -1, -1)
-        self._free.append(holder)
+        self._empty(holder)
 
     def _idle(self) -> None:
         """Wait (holding the lock) until no decode runs, then empty the streams given back."""
         while self._busy:
             self._cond.wait()
         while self._released:
-            seq = self._released.pop()
-            self._lib.llama_memory_seq_rm(self._memory, seq, -1, -1)
-            self._free.append(seq)
+            self._empty(self._released.pop())
 
     # --- passes -----------------------------------------------------------------------------------
 
-    def decode(self, seq: int, tokens: Sequence[tuple[int, int]], keep: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """One run's pass (at most BATCH tokens) in stream `seq`: the float32 logits of its last `keep` tokens and
+    def decode(self, stream: Stream, tokens: Sequence[tuple[int, int]], keep: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """One run's pass (at most BATCH tokens) in its `stream`: the float32 logits of its last `keep` tokens and
         the hidden states of all. Passes that wait together go through one decode; this caller may run it."""
         if not 0 < len(tokens) <= BATCH:
             raise ValueError(f"a pass holds 1 to {BATCH} tokens, not {len(tokens)}")
-        me = _Pass(seq, tokens, keep)
+        me = _Pass(stream, tokens, keep)
         with self._cond:
             self._waiting.append(me)
             while not me.done:
@@ -186,6 +209,7 @@ class SlotPool:
                     continue
                 self._idle()
                 group = self._take()
+                self._line_up(group)
                 self._busy = True
                 self._cond.release()
                 try:
@@ -200,12 +224,28 @@ class SlotPool:
 
     def _take(self) -> list[_Pass]:
         """The first waiting pass and, as many as one decode holds, the others of its length (first come first
-        served): llama.cpp splits a batch of unequal runs into micro-batches, and a run's pass split there sums
-        differently from the same pass alone."""
+        served), in the order of their streams: llama.cpp splits a batch of unequal runs into micro-batches, and a
+        run's pass split there sums differently from the same pass alone."""
         n = len(self._waiting[0].tokens)
         group = [p for p in self._waiting if len(p.tokens) == n][: BATCH // n]
         self._waiting = [p for p in self._waiting if p not in group]
         return group
+
+    def _line_up(self, group: list[_Pass]) -> None:
+        """(Holding the lock, no decode running.) Move runs' cells so that the group's streams lie side by side,
+        and sort the group by stream. With streams of their own, llama.cpp puts into one micro-batch only runs in
+        consecutive streams, in order (its "equal split"): the group's runs in streams 3, 9 and 40 were three
+        passes over the weights, each as dear as a run's pass alone (docs/performance.md). A move copies a
+        stream's buffer whole at the next decode, as a kept prompt's copy does: the run's cells lie as before, and
+        its numbers are the same bits."""
+        for source, target in line_up([p.stream.seq for p in group], self._held.keys(), self.slots):
+            self._lib.llama_memory_seq_cp(self._memory, source, target, -1, -1)
+            self._lib.llama_memory_seq_rm(self._memory, source, -1, -1)
+            stream = self._held.pop(source)
+            stream.seq = target
+            self._held[target] = stream
+            self.moves += 1
+        group.sort(key=lambda p: p.stream.seq)
 
     def _run(self, group: list[_Pass]) -> None:
         lib, batch, vocab, hidden = self._lib, self._batch, self._owner.vocab_size, self._owner.hidden_size
@@ -214,7 +254,7 @@ class SlotPool:
             for p in group:
                 for token, position in p.tokens:
                     batch.token[i], batch.pos[i], batch.n_seq_id[i], batch.logits[i] = token, position, 1, 1
-                    batch.seq_id[i][0] = p.seq
+                    batch.seq_id[i][0] = p.stream.seq
                     i += 1
             batch.n_tokens = i
             with self._owner.decoding:  # one llama.cpp decode of this model at a time: its threads take every core
@@ -252,21 +292,66 @@ class SlotPool:
         self.close()
 
 
+def line_up(members: Sequence[int], held: Collection[int], slots: int) -> list[tuple[int, int]]:
+    """The stream copies (from, to), in the order to make them, that put the streams `members` side by side among
+    `slots` streams, of which `held` are in use (the members and others: another run's, a kept prompt's; the rest
+    are free). Each copy's target is free when it is made, and the stream it leaves is then free. A member moves
+    into a free stream of the window chosen; a stream of another's in the window moves out first, to a free stream
+    outside it (two copies for that place). The window is the one that costs the fewest copies (the lowest of
+    those); none where no window can be cleared (every stream held, none free to move another's to). Already side
+    by side: no copy."""
+    k = len(members)
+    if k < 2 or max(members) - min(members) == k - 1:
+        return []
+    inside = set(members)
+    others = set(held) - inside
+    best: tuple[int, int] | None = None  # (copies, window start)
+    for start in range(slots - k + 1):
+        window = range(start, start + k)
+        blocked = sum(s in others for s in window)
+        holes = sum(s not in inside and s not in others for s in window)
+        free_outside = slots - len(inside | others) - holes
+        if blocked and not free_outside + holes:
+            continue  # a blocker has nowhere to go
+        copies = holes + 2 * blocked
+        if best is None or copies < best[0]:
+            best = (copies, start)
+    if best is None:
+        return []
+    window = range(best[1], best[1] + k)
+    outside = [s for s in members if s not in window]  # the members to move in, lowest first
+    free = sorted(set(range(slots)) - inside - others - set(window), reverse=True)  # outside the window
+    moves = []
+    for place in [s for s in window if s not in inside and s not in others]:  # holes first: each frees a stream
+        moves.append((source := outside.pop(0), place))
+        free.append(source)
+    for place in [s for s in window if s in others]:
+        moves.append((place, free.pop()))  # the other's cells out of the way
+        moves.append((source := outside.pop(0), place))
+        free.append(source)
+    return moves
+
+
 class PooledSession(RecordingSession):
     """One chain run's stream in a SlotPool: the Session a LlamaCppSession is, minus token trees."""
 
-    def __init__(self, pool: SlotPool, seq: int, closed: Callable[[int], None] | None = None) -> None:
+    def __init__(self, pool: SlotPool, stream: Stream, closed: Callable[[int], None] | None = None) -> None:
         super().__init__(pool._owner.hidden_size)
-        self._pool, self.seq = pool, seq
+        self._pool, self.stream = pool, stream
         self.size = pool.tokens
         self._closed = closed  # told once the stream is given back (the model counts its open sessions)
+
+    @property
+    def seq(self) -> int:
+        """The sequence id (and stream) the run's cells are in now: the pool may move them between decodes."""
+        return self.stream.seq
 
     def close(self) -> None:
         """Give the stream back now (also when the session is dropped)."""
         pool = getattr(self, "_pool", None)
         if pool is not None:
             self._pool = None
-            pool.release(self.seq)
+            pool.release(self.stream)
             if self._closed is not None:
                 self._closed(0)
 
@@ -281,7 +366,7 @@ class PooledSession(RecordingSession):
             raise ValueError(f"this llama.cpp session holds at most {self.size} tokens")
         clock = time.perf_counter()
         first = self.length == 0 and 0 < keep <= len(ids) <= BATCH  # a prompt: another run's copy may hold it
-        if first and (copied := self._pool.copy_prefix(ids, keep, self.seq)) is not None:
+        if first and (copied := self._pool.copy_prefix(ids, keep, self.stream)) is not None:
             logits, hidden = copied
             self._scored([hidden], len(ids), clock)
             return logits.to(torch.float64)
@@ -290,12 +375,12 @@ class PooledSession(RecordingSession):
         for at in range(0, len(tokens), BATCH):  # a long prompt: passes of BATCH tokens, in order
             chunk = tokens[at : at + BATCH]
             wanted = min(len(chunk), at + len(chunk) - (len(tokens) - keep))  # its rows among the last `keep`
-            logits, hidden = self._pool.decode(self.seq, chunk, max(wanted, 1))
+            logits, hidden = self._pool.decode(self.stream, chunk, max(wanted, 1))
             if wanted > 0:
                 rows.append(logits.to(torch.float64))
             feats.append(hidden)
         if first:
-            self._pool.keep_prefix(ids, keep, self.seq, logits, hidden)
+            self._pool.keep_prefix(ids, keep, self.stream, logits, hidden)
         self._scored(feats, len(tokens), clock)
         vocab = self._pool._owner.vocab_size
         return torch.cat(rows) if rows else torch.empty(0, vocab, dtype=torch.float64)
@@ -303,7 +388,7 @@ class PooledSession(RecordingSession):
     def crop(self, length: int) -> None:
         self._check_crop(length)
         if length < self.length:
-            self._pool.crop(self.seq, length)
+            self._pool.crop(self.stream, length)
             self.length = length
             self._features = self._features[:length]
 
