@@ -92,6 +92,7 @@ bench: llama server
 	$(PY) -m benchmarks.hf_assisted
 	$(PY) -m benchmarks.sessions
 	$(PY) -m benchmarks.server_cpu
+	$(PY) -m benchmarks.pool_batches
 	$(PY) -m benchmarks.class_load --students 80 --minutes 3
 	$(PY) -m benchmarks.class_memory
 	$(PY) -m benchmarks.verdicts_under_load --students 20
