@@ -65,8 +65,8 @@ class RecordingSession(SessionStats):
 
 class Stream:
     """A run's place in a SlotPool: the sequence id (and KV stream) its cells are in now. The pool may move a run's
-    cells to another stream between decodes (`SlotPool.line_up`) and then changes `seq`; only the pool reads or sets
-    it, holding its lock."""
+    cells to another stream between decodes (`SlotPool._line_up`) and then changes `seq`; it reads and sets it
+    holding its lock, so a run's pass, crop or release always reaches the stream its cells are in."""
 
     __slots__ = ("seq",)
 
