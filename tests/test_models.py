@@ -151,6 +151,23 @@ def test_chat_template_on_by_default_for_instruct_models(dirs):
         Decoder(pair, "w1", chat=True)
 
 
+def test_a_hub_models_chat_default_comes_from_the_tuned_words_of_its_name():
+    """A tokenizer with a chat template wraps by default where the name calls the model tuned, as a hub name does
+    ("-Instruct", "-it", "-chat"); a base model's tokenizer may carry a template too. Without one: None."""
+    from specviz import HFCodec
+    from tests.helpers import word_tokenizer
+
+    def default(name, chat=True):
+        return HFCodec(word_tokenizer(chat=chat), name).chat_default
+
+    assert default("HuggingFaceTB/SmolLM2-135M-Instruct") is True
+    assert default("google/gemma-2-2b-it") is True  # "-it": once read as base ("instruct" nowhere in it)
+    assert default("some-org/tiny-chat") is True
+    assert default("Qwen/Qwen2.5-0.5B") is False  # a base model whose tokenizer has a template
+    assert default("org/database-7b") is False and default("org/instructor-xl") is False  # words, not parts
+    assert default("HuggingFaceTB/SmolLM2-135M-Instruct", chat=False) is None
+
+
 def test_presets_each_have_a_description():
     labels = [p.label for p in PRESETS]
     assert len(set(labels)) == len(labels)

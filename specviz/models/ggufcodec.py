@@ -12,20 +12,17 @@ a prompt is wrapped and encoded to the same ids as through `HFCodec` on the same
 from __future__ import annotations
 
 import ctypes
-import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from specviz.errors import ModelError, PromptError
-from specviz.models.text import readable
+from specviz.models.text import BASE_WORDS, TUNED_WORDS, name_words, readable
 
 if TYPE_CHECKING:
     from specviz.models.llamacpp import LlamaCppModel
 
 
 NAMING_KEYS = ("general.finetune", "general.basename", "general.name")  # what a file says it is (GGUF's own keys)
-TUNED_WORDS = frozenset({"instruct", "chat", "it", "sft", "dpo", "orpo", "rlhf", "assistant"})
-BASE_WORDS = frozenset({"base", "pretrain", "pretrained"})
 
 
 def chat_default_of(template: str | None, naming: Mapping[str, str]) -> bool | None:
@@ -36,7 +33,7 @@ def chat_default_of(template: str | None, naming: Mapping[str, str]) -> bool | N
     SmolLM2-135M-Instruct), so the word "instruct" in a name decides nothing."""
     if not template:
         return None
-    words = {word for value in naming.values() for word in re.split(r"[^0-9a-z]+", (value or "").lower()) if word}
+    words = name_words(*naming.values())
     return not (words & BASE_WORDS and not words & TUNED_WORDS)
 
 

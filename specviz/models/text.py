@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -38,6 +39,16 @@ def _byte_chars() -> dict[str, int]:
 BYTE_CHARS = _byte_chars()
 
 
+TUNED_WORDS = frozenset({"instruct", "chat", "it", "sft", "dpo", "orpo", "rlhf", "assistant"})  # a tuned model's name
+BASE_WORDS = frozenset({"base", "pretrain", "pretrained"})  # a base model's
+
+
+def name_words(*names: str | None) -> set[str]:
+    """The lower-case words of model names, split at everything but letters and digits ("gemma-2-2b-it": gemma, 2,
+    2b, it), so that "base" inside "database" is no word of its own."""
+    return {word for name in names for word in re.split(r"[^0-9a-z]+", (name or "").lower()) if word}
+
+
 def readable(data: bytes) -> str:
     """Bytes as text a person can read: valid UTF-8 as its characters, any byte that is part of a character
     split across tokens as its hexadecimal value in ⟨ ⟩ ("⟨E4 BD⟩" for the first two bytes of "你")."""
@@ -67,10 +78,12 @@ class HFCodec:
 
     @property
     def chat_default(self) -> bool | None:
-        """None without a chat template; else whether to use it by default (Instruct models)."""
+        """None without a chat template; else whether to use it by default: where the model's name calls it tuned
+        (a word of TUNED_WORDS: "-Instruct", "-it", "-chat"…). A base model's tokenizer may carry a template too
+        (Qwen2.5-0.5B's does), and a hub name is the model's own word on what it is."""
         if not getattr(self.tokenizer, "chat_template", None):
             return None
-        return "instruct" in self.name.lower()
+        return bool(name_words(self.name) & TUNED_WORDS)
 
     def encode(self, text: str) -> list[int]:
         return list(self.tokenizer.encode(text))
