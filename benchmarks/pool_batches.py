@@ -43,14 +43,13 @@ def measure(rounds: int) -> dict[str, dict[int, float]]:
     prompt = [(100 + i, i) for i in range(60)]
     for stream in runs:
         pool.decode(stream, prompt, 1)
-    lib, memory = pool._lib, pool._memory
 
     def passes(streams):
         return [llamapool._Pass(s, [(7 + j, 60 + j) for j in range(5)], 5) for s in streams]
 
     def crop(streams):
         for s in streams:
-            lib.llama_memory_seq_rm(memory, s.seq, 60, -1)
+            pool.crop(s, 60)
 
     def direct(streams) -> float:  # one llama_decode of the group as it is
         clock = time.thread_time()
@@ -86,13 +85,10 @@ def measure(rounds: int) -> dict[str, dict[int, float]]:
             t.join()
         del pool._run
         crop(streams)
-        for s, home in zip(streams, homes, strict=True):  # back where they were, for the next round
-            if s.seq != home:
-                lib.llama_memory_seq_cp(memory, s.seq, home, -1, -1)
-                lib.llama_memory_seq_rm(memory, s.seq, -1, -1)
-                del pool._held[s.seq]
-                s.seq = home
-                pool._held[home] = s
+        with pool._cond:
+            for s, home in zip(streams, homes, strict=True):  # back where they were, for the next round
+                if s.seq != home:
+                    pool._move(s, home)
         pool._run([llamapool._Pass(streams[0], [(7, 60)], 1)])  # llama.cpp copies at a decode: here, untimed
         crop(streams[:1])
         return sum(spent)

@@ -235,7 +235,7 @@ def test_runs_in_scattered_streams_are_lined_up_for_one_decode_and_keep_their_nu
     threads = [threading.Thread(target=lambda r=r: out.__setitem__(id(r), r.extend(steps[id(r)]))) for r in lined]
     for t in threads:
         t.start()
-    while len(pool._waiting) < 3:
+    while len(pool._waiting) < 3 and all(t.is_alive() for t in threads):
         pass
     with pool._cond:
         pool._busy = False

@@ -239,13 +239,18 @@ class SlotPool:
         stream's buffer whole at the next decode, as a kept prompt's copy does: the run's cells lie as before, and
         its numbers are the same bits."""
         for source, target in line_up([p.stream.seq for p in group], self._held.keys(), self.slots):
-            self._lib.llama_memory_seq_cp(self._memory, source, target, -1, -1)
-            self._lib.llama_memory_seq_rm(self._memory, source, -1, -1)
-            stream = self._held.pop(source)
-            stream.seq = target
-            self._held[target] = stream
-            self.moves += 1
+            self._move(self._held[source], target)
         group.sort(key=lambda p: p.stream.seq)
+
+    def _move(self, stream: Stream, target: int) -> None:
+        """(Holding the lock, no decode running.) The stream's cells into the free stream `target` (copied whole at
+        the next decode), its own stream emptied and free."""
+        assert target not in self._held, f"stream {target} is not free"
+        self._lib.llama_memory_seq_cp(self._memory, stream.seq, target, -1, -1)
+        self._empty(stream)
+        stream.seq = target
+        self._held[target] = stream
+        self.moves += 1
 
     def _run(self, group: list[_Pass]) -> None:
         lib, batch, vocab, hidden = self._lib, self._batch, self._owner.vocab_size, self._owner.hidden_size
