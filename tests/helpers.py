@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -280,13 +281,20 @@ def write_tiny_gguf(path, seed: int = 0, layers: int = 2, width: int = 64, words
     return path
 
 
-# A process's default timer, set as its interpreter starts (a sitecustomize module on its PYTHONPATH): a target pass
-# over k tokens 10 + 2(k − 1) ms, a draft forward 1 ms, nothing disturbed. Its models run; their times are decided, so
-# what an app server or a command line prints does not depend on what else the machine runs (issue 52.6).
-FAKE_PASS_TIMES = """import os
+def fake_ms(what: str, tokens: int) -> float:
+    """Every test's pass times unless it hands in its own (issue 52.6: no test depends on the clock): a target pass
+    over k tokens 10 + 2(k − 1) ms, a draft forward 1 ms (a clock.FakeTimer's `ms`)."""
+    return 1.0 if what == "draft" else 10.0 + 2.0 * (tokens - 1)
+
+
+# A process's default timer, set as its interpreter starts (a sitecustomize module on its PYTHONPATH): fake_ms,
+# nothing disturbed. Its models run; their times are decided, so what an app server or a command line prints does
+# not depend on what else the machine runs (issue 52.6). The tests' own process: tests/conftest.py.
+FAKE_PASS_TIMES = f"""import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as app.py sets it, before torch is imported
 from specviz.analysis import clock
-clock.set_default(clock.FakeTimer(lambda what, k: 1.0 if what == "draft" else 10.0 + 2.0 * (k - 1)))
+{inspect.getsource(fake_ms)}
+clock.set_default(clock.FakeTimer(fake_ms))
 """
 
 

@@ -18,7 +18,7 @@ from specviz.classroom import across
 from specviz.models import embedded
 from specviz.models import gguf as g
 from specviz.training.prompts import eval_prompts
-from tests.helpers import tiny_text_pair, write_gguf
+from tests.helpers import fake_ms, tiny_text_pair, write_gguf
 
 # --- which drafts fit --------------------------------------------------------------------------------------------
 
@@ -219,7 +219,7 @@ def test_drafts_within_noise_of_the_recommended_one_are_named_beside_it():
     base = tiny_text_pair()
     pairs = {"copy": ModelPair(base.target, base.target, base.codec)}
     settings = SweepSettings(taus=(1, 3), prompts=("a b c",), mode="greedy", max_new_tokens=8)
-    timer = FakeTimer(lambda what, k: 1.0 if what == "draft" else 10.0 + 2.0 * (k - 1))
+    timer = FakeTimer(fake_ms)
     load = lambda spec: pairs["copy"]  # noqa: E731
     result = across.run(candidates("copy", "twin"), ("copy", "twin"), settings, load, TimingBook(), {}, timer=timer)
     assert result.recommendation.sentence == (
@@ -336,7 +336,7 @@ def test_a_draft_that_reads_the_targets_hidden_states_is_benchmarked_and_timed()
         unfit=(),
     )
     settings = SweepSettings(taus=(1,), prompts=("a b c",), mode="greedy", max_new_tokens=4)
-    timer = FakeTimer(lambda what, k: 1.0 if what == "draft" else 10.0 + 2.0 * (k - 1))
+    timer = FakeTimer(fake_ms)
     result = across.run(drafts, ("feature",), settings, lambda spec: pair, TimingBook(), {}, timer=timer)
     assert result.untimed == {} and (result.timings["feature"].c, result.timings["feature"].v(2)) == (0.1, 1.2)
     (row,) = result.table()

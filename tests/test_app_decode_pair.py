@@ -167,11 +167,8 @@ def test_models_on_this_computer_lists_the_gguf_files_found_and_a_found_pair_ste
     names = {t["name"] for t in figure(at)["data"]}
     assert {"q (draft, Q8_0)", "p (target, F32)"} <= names, names
     # the same pair raced against its target alone (issue 43.5), on the Decode run's prompt and τ; its passes timed
-    # by a FakeTimer (issue 52.6: a busy machine would withhold the race's timings): a target pass over k tokens
-    # 10 + 2(k − 1) ms, a draft forward 1 ms, so the draft costs c = 1 / 10 = 0.10 of the target's one-token pass
-    from specviz.analysis import clock
-
-    clock.set_default(clock.FakeTimer(lambda what, k: 1.0 if what == "draft" else 10.0 + 2.0 * (k - 1)))
+    # by the tests' FakeTimer (tests.helpers.fake_ms; a busy machine would withhold real timings): a target pass over
+    # k tokens 10 + 2(k − 1) ms, a draft forward 1 ms, so the draft costs c = 1 / 10 = 0.10 of a one-token pass
     at.switch_page("pages/race.py").run()
     at.selectbox(key="race_preset").set_value(race.YOURS).run()
     at.number_input(key="race_max_new").set_value(8).run()

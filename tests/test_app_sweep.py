@@ -177,9 +177,8 @@ def test_the_sweep_takes_out_a_tau_it_could_not_measure_and_times_it_again(loads
 def tiny_ggufs(tmp_path, monkeypatch):
     """Real tiny llama GGUFs that llama.cpp runs in milliseconds, in $SPECVIZ_MODELS_DIR: target.gguf (2 layers), its
     8-bit copy made by llama.cpp's quantizer (a smaller file), small.gguf (1 layer: fewer parameters) and other.gguf
-    (token 300 spelled otherwise: another vocabulary). Pass times injected (a FakeTimer as the default timer): a target
-    pass over k tokens 10 + 2(k − 1) ms, a draft forward 1 ms."""
-    from specviz.analysis import clock
+    (token 300 spelled otherwise: another vocabulary). Pass times injected (the tests' default FakeTimer, tests.helpers
+    .fake_ms): a target pass over k tokens 10 + 2(k − 1) ms, a draft forward 1 ms."""
     from specviz.models import llamacpp, quantize
     from tests.helpers import write_tiny_gguf
 
@@ -196,7 +195,6 @@ def tiny_ggufs(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no other place holds a model
     for name in ("HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME", "OLLAMA_MODELS"):
         monkeypatch.delenv(name, raising=False)
-    clock.set_default(clock.FakeTimer(lambda what, k: 1.0 if what == "draft" else 10.0 + 2.0 * (k - 1)))
     st.cache_data.clear()
     st.cache_resource.clear()
     yield {name: str(path) for name, path in files.items()}

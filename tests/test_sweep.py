@@ -23,7 +23,7 @@ from specviz.viz.sweep_charts import (
     sweep_position_chart,
     sweep_speedup_chart,
 )
-from tests.helpers import save_tiny, table_pair, tiny_llama, word_tokenizer
+from tests.helpers import fake_ms, save_tiny, table_pair, tiny_llama, word_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -305,7 +305,7 @@ def test_the_sweep_across_drafts_runs_each_drafts_sweep_once_and_reads_each_ones
     pairs = {"self": ModelPair(base.target, base.target, base.codec), "random": base}
     settings = SweepSettings(taus=(1, 3), prompts=("a b c",), mode="greedy", max_new_tokens=8)
     caches: dict = {}
-    timer = FakeTimer(lambda what, k: 1.0 if what == "draft" else 10.0 + 2.0 * (k - 1))
+    timer = FakeTimer(fake_ms)
     progress = list(sweep_drafts(pairs, settings, caches, timer=timer))
     assert [(done, total) for done, total, _ in progress] == [(1, 4), (2, 4), (3, 4), (4, 4)]
     assert [label for *_, label in progress] == ["self", "random", "random", "self"]  # interleaved, turns rotating
@@ -339,7 +339,7 @@ def test_a_tau_whose_timings_no_runtime_could_give_is_taken_out_and_timed_again(
 
     settings = SweepSettings(taus=(1, 2, 3), prompts=("w1 w2",), max_new_tokens=8)
     cache: dict = {}
-    timer = FakeTimer(lambda what, k: 1.0 if what == "draft" else 10.0 + 2.0 * (k - 1))
+    timer = FakeTimer(fake_ms)
     sweep = Sweep(tiny_pair, settings, cache, timer=timer)
     sweep.run()
     (unit,) = [u for u in sweep.units() if u.tau == 2]

@@ -8,8 +8,8 @@ disturbed piece again (interleaved rounds, specviz.analysis.passes) or leave it 
 and a measurement that stays disturbed is withheld (measure.BusyMachine), never shown as a result.
 
 The timer is handed in (`timer=`): `Timer` reads the real clock and the CPU, `FakeTimer` gives the times and the
-evidence a test decides, and `default()` is what a caller that hands none gets (tests set it to a timer that
-reads the clock but never reports a disturbance: their numbers are tested with a FakeTimer).
+evidence a test decides, and `default()` is what a caller that hands none gets (tests set it to a FakeTimer, so
+that what they check does not depend on what else the machine runs).
 """
 
 from __future__ import annotations
