@@ -286,6 +286,28 @@ def test_a_pairs_timings_are_measured_once_interleaved_and_kept_only_when_quiet(
     assert book.get(self_pair).c == pytest.approx(0.2)  # "measure again" replaces it
 
 
+def test_a_pairs_timings_say_when_its_passes_ran_on_fewer_threads_than_its_own(self_pair):
+    """A target whose passes over several tokens bend to one of its two threads (as a llama.cpp model does where
+    another process holds a core): its timings say so beside the numbers it explains; on its own count, nothing."""
+    from specviz.analysis.pairtimes import measure_pair
+    from specviz.models.lm import HFModel
+    from tests.helpers import tiny_llama
+
+    class Bent(HFModel):
+        def pass_threads(self, threads: int) -> tuple[int, int]:
+            return 1, 1
+
+    target = Bent(tiny_llama(0), "tiny-target", threads=2)
+    ids = self_pair.codec.encode(" ".join(f"w{i}" for i in range(20)))
+    bent = measure_pair(
+        ModelPair(target, target, self_pair.codec), ids, ks=(1, 5), repeats=3, timer=clock.FakeTimer(PASS)
+    )
+    assert bent.threads == 2 and bent.pass_threads == 1
+    assert "on torch (its passes on 1 of its 2 threads)," in bent.where()
+    own = measure_pair(self_pair, ids, ks=(1, 5), repeats=3, timer=clock.FakeTimer(PASS))
+    assert own.pass_threads == own.threads and "its passes on" not in own.where()
+
+
 def test_a_pairs_timings_that_stay_disturbed_are_withheld(self_pair):
     from specviz.analysis.pairtimes import measure_pair
 

@@ -58,6 +58,9 @@ class PairTimings:
     machine: str  # the CPU, in words
     size_ratio: float | None = None  # the draft's bytes over the target's, same runtime (c's bound), where known
     variance: BatchVariance | None = None  # the target's batch variance on the same tokens (specviz.analysis.batchvar)
+    # the fewest threads a target pass over several tokens ran on (a llama.cpp model bends to the cores no other
+    # process holds: specviz.models.llamacpp.pass_threads); None where no such pass was timed
+    pass_threads: int | None = None
 
     @property
     def one_token_ms(self) -> Spread:
@@ -74,11 +77,14 @@ class PairTimings:
         return self.draft_ms.value / self.one_token_ms.value
 
     def where(self, now: float | None = None) -> str:
-        """'measured 3 min ago on llama.cpp (2 threads), <CPU>, with no other process on its cores'."""
+        """'measured 3 min ago on llama.cpp (2 threads), <CPU>, with no other process on its cores'; where its passes
+        ran on fewer threads than its own (another process held a core): '(its passes on 1 of its 2 threads)'."""
         ago = max(0.0, (now if now is not None else time.time()) - self.at)
         when = "just now" if ago < 60 else f"{ago / 60:.0f} min ago" if ago < 3600 else f"{ago / 3600:.1f} h ago"
         load = "with no other process on its cores" if self.quiet else "while another process held a core (not kept)"
         threads = f"{self.threads} thread{'s' if self.threads != 1 else ''}"
+        if self.pass_threads is not None and self.pass_threads < self.threads:
+            threads = f"its passes on {self.pass_threads} of its {threads}"
         return f"measured {when} on {self.runtime} ({threads}), {self.machine}, {load}"
 
     def sentence(self, tau: int) -> str:
@@ -147,6 +153,7 @@ def measure_pair(
         if head > 1:
             draft.extend(list(ids[: head - 1]), keep=1)
     pieces: list[tuple[str, int]] = [("draft", 1), *(("pass", k) for k in ks)]
+    ran_on: list[int] = []  # the threads each target pass over several tokens ran on
 
     def time_piece(piece: tuple[str, int]) -> clock.Timed:
         what, k = piece
@@ -160,6 +167,8 @@ def measure_pair(
                 lambda: target.extend(list(ids[head : head + k]), keep=k), what, k, clock.threads_of(pair.target, k)
             )
             target.crop(head)
+            if k > 1:
+                ran_on.append(timed.threads)
         return timed
 
     times, quiet = clean_rounds(pieces, time_piece, repeats, f"The timing of {pair.target.name}'s passes")
@@ -190,6 +199,7 @@ def measure_pair(
         machine=machine(),
         size_ratio=size_ratio,
         variance=variance,
+        pass_threads=min(ran_on, default=None),
     )
 
 
