@@ -45,10 +45,10 @@ $(LLAMA_WHEEL_STAMP): | $(PY)
 
 LLAMA_RUNTIME_STAMP := $(VENV)/.llama
 # After each install: the package's llama_backend_init loads its CPU variant from its own folder, so a plain
-# `llama_cpp.Llama(path)` works without specviz (specviz/models/llamainstall.py).
+# `llama_cpp.Llama(path)` works without specviz (scripts/llamainstall.py).
 $(LLAMA_RUNTIME_STAMP): $(STAMP) $(LLAMA_WHEEL_STAMP)
 	$(PY) -m pip install --quiet --force-reinstall --no-index --no-deps --find-links $(LLAMA_WHEELS) "$(LLAMA_PIN)"
-	$(PY) specviz/models/llamainstall.py
+	$(PY) scripts/llamainstall.py
 	$(PY) -m pip install --quiet diskcache==5.6.3
 	touch $@
 
@@ -60,7 +60,7 @@ $(LLAMA_STAMP): $(LLAMA_WHEEL_STAMP)
 	$(PYTHON) -m venv $(LLAMA_VENV)
 	$(LLAMA_VENV)/bin/pip install --quiet --find-links $(LLAMA_WHEELS) "llama-cpp-python[server]==0.3.36"
 	$(LLAMA_VENV)/bin/pip install --quiet --force-reinstall --no-index --no-deps --find-links $(LLAMA_WHEELS) "$(LLAMA_PIN)"
-	$(LLAMA_VENV)/bin/python specviz/models/llamainstall.py
+	$(LLAMA_VENV)/bin/python scripts/llamainstall.py
 	touch $(LLAMA_STAMP)
 
 server: $(LLAMA_STAMP)

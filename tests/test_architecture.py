@@ -206,8 +206,6 @@ def test_a_facade_would_be_found():
 # and the class settings file), called by the CLI and by the app through pages/_server.py; what it read is handed down
 # as arguments, and nothing below asks for the class policy itself.
 TOP = ("specviz/server/config.py", "specviz/cli.py", "pages/_server.py", "app.py")
-# specviz/models/llamainstall.py reads GGML_BACKEND_PATH, llama.cpp's own variable, in the code it writes into
-# llama_cpp's package (a string here, not a read by specviz): it is not ours to hand down.
 
 
 def reads_environment(source: str) -> list[str]:

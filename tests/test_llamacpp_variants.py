@@ -110,7 +110,7 @@ def fake_package(root: Path, variants: bool = True) -> Path:
 def test_the_install_step_adds_its_block_once_and_keeps_llama_cpps_own_init(tmp_path):
     import importlib.util
 
-    from specviz.models import llamainstall
+    from scripts import llamainstall
 
     package = fake_package(tmp_path)
     assert llamainstall.patch(package) is True

@@ -20,7 +20,7 @@ from pathlib import Path
 MARK = "# --- specviz: load ggml's CPU variant from this package's own folder"
 BLOCK = f'''
 
-{MARK} (added by `make llama`: specviz/models/llamainstall.py) ---
+{MARK} (added by `make llama`: scripts/llamainstall.py) ---
 # This build keeps one CPU library per x86 level beside libggml in ./lib, where llama.cpp does not look (it looks beside
 # the Python executable and in the working directory): llama_backend_init loads the best for this CPU from there first.
 def _specviz_backend_init(_init=llama_backend_init):
