@@ -52,6 +52,111 @@ def steps_from(accepted: int, rates: tuple[float, ...] | None, length: float | N
     return None
 
 
+MAX_STEP_CANDIDATES = 100_000  # steps tried against printed numbers; a wider range keeps the rounded estimate
+
+
+def _within(value: float, half: float, steps: int) -> tuple[int, int]:
+    """The whole counts c with c / steps within `half` of a printed `value` (and within 0 … steps)."""
+    eps = 1e-9
+    return max(0, math.ceil(steps * (value - half) - eps)), min(steps, math.floor(steps * (value + half) + eps))
+
+
+def _count_bounds(rates: tuple[float, ...], steps: int, half: float) -> tuple[list[int], list[int]] | None:
+    """Each position's count bounds at `steps`, made non-increasing (a step that accepts position i + 1 has accepted
+    position i); None where some position has none."""
+    bounds = [_within(r, half, steps) for r in rates]
+    low = [max(lo for lo, _ in bounds[i:]) for i in range(len(bounds))]
+    high = [min(hi for _, hi in bounds[: i + 1]) for i in range(len(bounds))]
+    return None if any(lo > hi for lo, hi in zip(low, high, strict=True)) else (low, high)
+
+
+def _counts_at(rates: tuple[float, ...], steps: int, accepted: int, half: float) -> tuple[tuple[int, ...], bool] | None:
+    """(counts, unique): non-increasing whole counts within the printed rates' rounding at `steps`, summing to
+    `accepted`, the nearest to rate × steps; unique where the rounding allows no other. None: no such counts."""
+    found = _count_bounds(rates, steps, half)
+    if found is None or not sum(found[0]) <= accepted <= sum(found[1]):
+        return None
+    low, high = found
+    counts = [min(max(round(r * steps), lo), hi) for r, lo, hi in zip(rates, low, high, strict=True)]
+    counts = [min(c, counts[i - 1]) if i else c for i, c in enumerate(counts)]
+    while (gap := accepted - sum(counts)) != 0:
+        step = 1 if gap > 0 else -1
+        movable = [
+            i
+            for i in range(len(counts))
+            if low[i] <= counts[i] + step <= high[i]
+            and (i == 0 or counts[i] + step <= counts[i - 1])
+            and (i == len(counts) - 1 or counts[i] + step >= counts[i + 1])
+        ]
+        if not movable:
+            return None
+        best = min(movable, key=lambda i: (abs(counts[i] + step - rates[i] * steps), i))
+        counts[best] += step
+    return tuple(counts), all(lo == hi for lo, hi in zip(low, high, strict=True))
+
+
+def rebuild(
+    accepted: int,
+    rates: tuple[float, ...] | None,
+    length: float | None,
+    drafted: int | None,
+    places: int = 3,
+    steps: int | None = None,
+) -> tuple[int | None, tuple[int, ...] | None, bool, str]:
+    """(steps, counts, exact, note) from printed numbers, each taken as the interval its rounding allows (rates to
+    `places` decimals, a mean length to two): the steps N with whole counts c_i, c_i / N within half a unit of each
+    rate and summing to `accepted`, 1 + accepted / N within the mean's rounding, and N ≤ drafted ≤ N · τ (τ = the
+    positions printed). Where several N fit, the nearest to accepted / Σ rates (or / (mean − 1)) is taken and said;
+    `steps` where the engine printed them. Exact: one N, and one count each. (None, None, True, "") where nothing
+    constrains the steps (nothing accepted); (None, None, False, "") where no N fits."""
+    half, mean_half = 0.5 * 10.0**-places, 0.005
+    if steps is not None:
+        if not rates:
+            return steps, None, True, ""
+        found = _counts_at(rates, steps, accepted, half)
+        return (steps, None, False, "") if found is None else (steps, found[0], found[1], "")
+    guess = steps_from(accepted, rates, length)
+    if guess is None:
+        return None, None, True, ""
+    k = len(rates) if rates else None
+    low, high = 1, drafted if drafted is not None else None
+    if k and drafted is not None:
+        low = max(low, math.ceil(drafted / k))
+    said = []
+    if rates and sum(rates) > 0:
+        top, bottom = sum(rates) + len(rates) * half, sum(rates) - len(rates) * half
+        by_rates = (math.ceil(accepted / top - 1e-9), math.floor(accepted / bottom + 1e-9) if bottom > 0 else None)
+        low = max(low, by_rates[0])
+        high = by_rates[1] if high is None else high if by_rates[1] is None else min(high, by_rates[1])
+        said.append(f"the per-position rates, printed to {places} decimals, allow {by_rates[0]} to {by_rates[1]} steps")
+    if length is not None and math.isfinite(length) and length - 1.0 - mean_half > 0 and accepted > 0:
+        low = max(low, math.ceil(accepted / (length - 1.0 + mean_half) - 1e-9))
+        top = math.floor(accepted / (length - 1.0 - mean_half) + 1e-9)
+        high = top if high is None else min(high, top)
+    if high is None or high - low > MAX_STEP_CANDIDATES:
+        counts = _counts_at(rates, guess, accepted, half) if rates else None
+        return guess, counts[0] if counts else None, False, ""
+    fits = [s for s in range(low, high + 1) if not rates or _counts_at(rates, s, accepted, half) is not None]
+    if not fits:
+        return None, None, False, ""
+    pick = min(fits, key=lambda s: (abs(s - accepted / (sum(rates) if rates and sum(rates) > 0 else length - 1.0)), s))
+    counts, unique = _counts_at(rates, pick, accepted, half) if rates else (None, False)
+    note = ""
+    if len(fits) > 1 or pick != guess:
+        why = ", ".join(said) + "; " if said else ""
+        fixed = (
+            f"only {pick} fits them all"
+            if len(fits) == 1
+            else f"{fits[0]} to {fits[-1]} steps fit, {pick} (the nearest) taken"
+        )
+        note = (
+            f"{why}with the mean length and {drafted} tokens drafted (at most {k} a step), {fixed}"
+            if k and drafted is not None
+            else f"{why}with the mean length {length}, {fixed}"
+        )
+    return pick, counts, len(fits) == 1 and (unique if rates else False), note
+
+
 def counts_from(
     rates: tuple[float, ...], steps: int, accepted: int, n: int, prefix: bool = False
 ) -> tuple[tuple[int, ...], bool, bool]:

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from specviz.analysis.engine_import.lines import line_records
 from specviz.analysis.engine_import.records import MAX_CHARS, MAX_LINES, SGLANG, EngineImport, Reading
-from specviz.analysis.engine_import.responses import json_records
+from specviz.analysis.engine_import.responses import json_records, meta_records
 from specviz.analysis.engine_import.sources import one_engine, pool, sglang_taus, sources_of
 from specviz.errors import EngineLogError
 
@@ -24,6 +24,25 @@ def read_upload(data: bytes) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise EngineLogError(f"The file is not UTF-8 text (byte {exc.start:,} cannot be read).") from None
+
+
+def _nothing_drafted(empty: list[tuple[int, str]]) -> EngineLogError:
+    """Engine lines that say there is nothing to read: drafts counted with no draft token (vLLM's nan%), or nothing
+    drafted yet."""
+    first = empty[0][0]
+    lines = f"{len(empty)} line{'s' if len(empty) > 1 else ''}"
+    if any(kind == "drafts" for _, kind in empty):
+        return EngineLogError(
+            f"Line {first}: the engine counted drafts ({lines} with a mean acceptance length) but no draft "
+            "token ('Drafted: 0 tokens'), so its acceptance rate is nan% (0 accepted / 0 drafted): drafts seen, no "
+            "acceptance to read. Paste lines from intervals that drafted tokens.",
+            first,
+        )
+    return EngineLogError(
+        f"Line {first}: the engine's speculative-decoding lines ({lines}) show nothing drafted yet (0 draft tokens, "
+        "its rates printed as nan): paste lines from after it has drafted.",
+        first,
+    )
 
 
 def parse(text: str) -> EngineImport:
@@ -48,7 +67,13 @@ def read(text: str) -> Reading:
     head = text.lstrip("\ufeff \t\n\r")
     is_json = head.startswith("{") or re.match(r"\[\s*[\[{\]]", head) is not None  # not "[2025-…] Decode batch"
     context: dict = {}
-    records, ignored = json_records(text, lines, context) if is_json else line_records(lines, context)
+    if is_json:
+        records, ignored = json_records(text, lines, context)
+    else:
+        records, ignored = line_records(lines, context)
+        records = sorted(records + meta_records(text), key=lambda r: r.line)
+    if not records and context.get("empty"):
+        raise _nothing_drafted(context["empty"])
     if not records:
         raise EngineLogError(
             "No speculative-decoding numbers found: looked for vLLM's 'SpecDecoding metrics' or 'Speculative "

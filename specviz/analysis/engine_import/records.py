@@ -45,6 +45,14 @@ FORMATS = {
         "running totals since the engine started: k, draft tokens (k per step, so the steps), tokens emitted (the "
         "kept draft tokens and one of the target's per step) and every draft token kept, also after a rejection",
     ),
+    "vllm-example": Format(
+        VLLM,
+        "vLLM's spec_decode.py summary",
+        "examples/offline_inference/spec_decode.py (its printed summary)",
+        "exact counts from the engine's counters over the whole run: drafts (the steps), draft and accepted tokens; "
+        "the mean acceptance length and the unconditional rate at each position to two decimals (older versions "
+        "print only these two)",
+    ),
     "vllm-prom": Format(
         VLLM,
         "vLLM's Prometheus counters",
@@ -138,6 +146,7 @@ class Record:
     tree: bool = False  # the engine ran a tree (SGLang's speculative_eagle_topk > 1)
     taus: tuple[tuple[int, ...] | None, tuple[int, ...] | None] = (None, None)  # SGLang: τ by (old, new) rate
     note: str = ""  # what this reading says about itself
+    start: int = 0  # engine start-ups seen before it in the paste: running totals count again from each
 
     @property
     def engine(self) -> str:

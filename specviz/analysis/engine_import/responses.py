@@ -3,6 +3,7 @@ llama.cpp's timings somewhere inside."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -11,19 +12,40 @@ from specviz.analysis.engine_import.checks import check_totals, contradiction, i
 from specviz.analysis.engine_import.records import MAX_JSON_DEPTH, Record
 from specviz.errors import EngineLogError
 
+META_KEYS = (  # meta_info's counters (tokenizer_manager.py), under both spellings
+    "spec_verify_ct",
+    "spec_accept_token_num",
+    "spec_draft_token_num",
+    "spec_num_correct_drafts",
+    "spec_num_proposed_drafts",
+    "spec_accepted_drafts",
+    "spec_proposed_drafts",
+    "spec_accept_histogram",
+    "spec_correct_drafts_histogram",
+    "spec_accept_length",
+)
+META_FIELD = re.compile(  # a field as Python, JSON, a table or prose quote it: 'key': 3, "key": 3, `key` | 3, key = 3
+    r"(?<![A-Za-z0-9_])(" + "|".join(META_KEYS) + r")[`'\"\]]{0,3}\s*[:=|]\s*"
+    r"(\[\s*[0-9]+(?:\s*,\s*[0-9]+)*\s*,?\s*\]|[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)(?![0-9.])"
+)
+
 
 def json_records(text: str, lines: Sequence[str], context: dict) -> tuple[list[Record], int]:
-    """A JSON document (a response, a list of them) or JSON lines (one object per line)."""
+    """A JSON document (a response, a list of them) or JSON lines (one object per line); each may also be a Python
+    dict as Python prints it (single quotes, `print(meta_info)`)."""
     try:
         documents = [(1, json.loads(text))]
     except RecursionError:
         raise EngineLogError("The JSON nests too deep to be a response.") from None
     except ValueError as exc:
-        if not all(line.lstrip().startswith("{") for line in lines if line.strip()):
+        if (python := _python_literal(text)) is not None:
+            documents = [(1, python)]
+        elif not all(line.lstrip().startswith("{") for line in lines if line.strip()):
             raise EngineLogError(
                 f"Line {exc.lineno}: not valid JSON ({exc.msg}, column {exc.colno}).", exc.lineno
             ) from None
-        documents = [(n, _json_line(line, n)) for n, line in enumerate(lines, 1) if line.strip()]
+        else:
+            documents = [(n, _json_line(line, n)) for n, line in enumerate(lines, 1) if line.strip()]
     records: list[Record] = []
     for n, doc in documents:
         for path, found in _stats_objects(doc, "", 0, n, context):
@@ -32,12 +54,24 @@ def json_records(text: str, lines: Sequence[str], context: dict) -> tuple[list[R
     return records, 0
 
 
+def _python_literal(text: str) -> object | None:
+    """A dict or list as Python prints it (repr, pprint), read as a literal only (ast.literal_eval evaluates no
+    code); None where the text is not one."""
+    try:
+        found = ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    return found if isinstance(found, dict | list) else None
+
+
 def _json_line(line: str, n: int) -> object:
     try:
         return json.loads(line)
     except RecursionError:
         raise EngineLogError(f"Line {n}: the JSON nests too deep to be a response.", n) from None
     except ValueError as exc:
+        if (python := _python_literal(line)) is not None:
+            return python
         raise EngineLogError(f"Line {n}: not valid JSON ({exc.msg}, column {exc.colno}).", n) from None
 
 
@@ -167,3 +201,23 @@ def _sglang_request(obj: dict, path: str, n: int) -> Record | None:
         mean = float(length) if length > 0 else None
     given = accepted is not None
     return Record("sglang-request", n, steps, drafted, accepted, counts, mean, k, given=given, exact=given)
+
+
+def meta_records(text: str) -> list[Record]:
+    """SGLang meta_info counters quoted anywhere in a log or prose (a 'Finish: … out={…}' line, a dict printed inside
+    other text, a table): each request's fields in order, a new request where a field comes again; those with
+    spec_verify_ct read as a response's meta_info is."""
+    requests: list[tuple[int, dict]] = []
+    for m in META_FIELD.finditer(text):
+        key, raw = m.group(1), m.group(2)
+        value: object = json.loads(raw.replace(" ", "").replace(",]", "]")) if raw.startswith("[") else raw
+        if isinstance(value, str):
+            value = int(value) if value.isdigit() else float(value)
+        if not requests or key in requests[-1][1]:
+            requests.append((text.count("\n", 0, m.start()) + 1, {}))
+        requests[-1][1][key] = value
+    found = []
+    for n, fields in requests:
+        if "spec_verify_ct" in fields and (record := _sglang_request(fields, "meta_info", n)) is not None:
+            found.append(record)
+    return found

@@ -39,7 +39,7 @@ def sources_of(records: list[Record]) -> list[tuple[str, list[Record], int]]:
                     where = f", run {i} of {len(runs)}" if len(runs) > 1 else ""
                     label = f"{what} (running totals since the server started{where})"
                     out.append((label, [run[-1]], len(run) - 1))
-        elif key == "llamacpp-example":
+        elif key in ("llamacpp-example", "vllm-example"):
             for i, r in enumerate(mine, 1):
                 out.append((f"{name}, run {i} of {len(mine)}" if len(mine) > 1 else name, [r], 0))
         elif key == "vllm-log" and len({r.positions for r in mine}) > 1:
@@ -54,11 +54,13 @@ def sources_of(records: list[Record]) -> list[tuple[str, list[Record], int]]:
 
 
 def _runs(series: list[Record]) -> list[list[Record]]:
-    """Running totals split where one falls (a restart counts from zero again)."""
+    """Running totals split where one falls (a restart counts from zero again), where the paste shows the engine
+    starting again between them (its totals may already be above the last run's), or where vLLM V0's k changes."""
     runs: list[list[Record]] = [[series[0]]]
     for r in series[1:]:
         last = runs[-1][-1]
-        if (r.steps or 0) < (last.steps or 0) or (r.drafted or 0) < (last.drafted or 0):
+        fell = (r.steps or 0) < (last.steps or 0) or (r.drafted or 0) < (last.drafted or 0)
+        if fell or r.start != last.start or (r.key == "vllm-v0" and r.positions != last.positions):
             runs.append([r])
         else:
             runs[-1].append(r)
