@@ -18,10 +18,12 @@ from specviz.viz.plain import plain, plain_cells
 from specviz.viz.render import sentence
 
 READS = (
-    "Reads vLLM's `SpecDecoding metrics` log lines, its `vllm:spec_decode_*` counters and per-request "
-    "`speculative_decoding_stats`; SGLang's `Decode batch … accept len` lines, its `sglang:spec_accept_length` gauge "
-    "and `meta_info`; llama.cpp's `draft acceptance` and `statistics` lines, `llama-speculative`'s summary and a "
-    "response's `timings`. Other lines of a log are skipped; nothing leaves this page."
+    "Reads vLLM's `SpecDecoding metrics` and V0 `Speculative metrics` log lines, its `vllm:spec_decode_*` counters, "
+    "per-request `speculative_decoding_stats` and `spec_decode.py`'s summary; SGLang's `Decode batch … accept len` "
+    "lines, its `sglang:spec_accept_length` gauge and `meta_info` (JSON, printed by Python or quoted in a log); "
+    "llama.cpp's `draft acceptance` and `statistics` lines, `llama-speculative`'s summary and a "
+    "response's `timings`. Other lines of a log are skipped, lines joined into one are read apart, and printed "
+    "rates are taken as the intervals their rounding allows; nothing leaves this page."
 )
 
 

@@ -12,9 +12,13 @@ versions that print it (tests/fixtures/engine_logs/ holds real pasted output of 
   depth`, which are skipped).
 - vLLM V0 log lines, `vllm/engine/metrics.py` with `vllm/spec_decode/metrics.py` (`SpecDecodeWorkerMetrics`, up to
   v0.9): `Speculative metrics: Draft acceptance rate: …, System efficiency: …, Number of speculative tokens: k,
-  Number of accepted tokens: …, Number of draft tokens: …, Number of emitted tokens: ….` Running totals since the
-  engine started; the steps are draft tokens / k, the mean length emitted / steps. V0's accepted tokens count every
+  Number of accepted tokens: …, Number of draft tokens: …, Number of emitted tokens: ….` (`Number of draft tokens
+  tokens:`, `Number of emitted tokens tokens:` in v0.4–v0.5, `_format_spec_decode_metrics_str`). Running totals since
+  the engine started; the steps are draft tokens / k, the mean length emitted / steps. V0's accepted tokens count every
   draft token the rejection sampler kept, also after the first rejection; the tokens a step keeps are emitted − steps.
+- vLLM's `examples/offline_inference/spec_decode.py` summary (its print statements, vllm-project/vllm eb987dff):
+  `num_drafts: …`, `num_draft_tokens: …`, `num_accepted_tokens: …`, `mean acceptance length: %.2f`, `acceptance at
+  token i: %.2f` (i from 0; older versions print the mean and the rates only, `acceptance at token i:%.2f`).
 - vLLM Prometheus text, `vllm:spec_decode_num_drafts`, `…_num_draft_tokens`, `…_num_accepted_tokens`,
   `…_num_accepted_tokens_per_pos{position="i"}` (and `…_num_draft_tokens_per_pos` where exported), each with the
   `_total` suffix a scrape shows — `vllm/v1/spec_decode/metrics.py`, `SpecDecodingProm`; counts since start-up.
@@ -56,6 +60,17 @@ versions that print it (tests/fixtures/engine_logs/ holds real pasted output of 
   (server, ggml-org/llama.cpp#21460), `version: NNNN (hash)` (`--version`), a response's `system_fingerprint`
   `bNNNN-hash`; vLLM's `vLLM API server version X.Y.Z`. The settings are written in that build's spelling
   (specviz.analysis.engine_flags).
+
+Printed numbers are taken as the intervals their rounding allows: the steps behind a line are those N for which
+whole counts c_i with c_i / N within half a unit of each printed rate sum to the accepted tokens, 1 + accepted / N
+rounds to the printed mean, and N ≤ drafted ≤ N · τ (a rate of 0.035 over 15 accepted allows 423–434 steps; 431 tokens
+drafted one a step fix 431); where several fit, the nearest to accepted / Σ rates is taken and said. A line joined from
+several (a paste whose newlines were lost) is read as its pieces, one from each record's start; SGLang's `meta_info`
+counters are read wherever they are quoted (a `Finish: … out={'meta_info': …}` log line, a dict printed by Python, a
+table), and a paste that is a Python dict (`print(meta_info)`, single quotes) is read as a literal. Running totals
+count again from each engine start the paste shows (`Initializing an LLM engine`, `build: N`). Lines that show
+nothing to read say so: vLLM's `nan%` with a mean length (drafts counted, no draft token) is "drafts seen, no
+acceptance", not "nothing found".
 
 A paste is read into sources (`read`): a log with two implementations, two runs (a running total that falls: the
 server restarted), per-request lines beside running totals, or two formats of one engine is several sources, each

@@ -79,7 +79,8 @@ def read(text: str) -> Reading:
             "No speculative-decoding numbers found: looked for vLLM's 'SpecDecoding metrics' or 'Speculative "
             "metrics' lines and vllm:spec_decode_* counters, SGLang's 'accept len' or sglang:spec_accept_length, "
             "llama.cpp's 'draft acceptance', 'statistics … #gen drafts', llamacpp:spec_decode_* or 'n_accept =' "
-            "lines, and JSON with speculative_decoding_stats, meta_info.spec_verify_ct or timings.draft_n."
+            "lines, vLLM spec_decode.py's 'num_drafts:' summary, and JSON (or a Python dict) with "
+            "speculative_decoding_stats, meta_info's spec_verify_ct or timings.draft_n."
         )
     one_engine(records)
     if records[0].engine == SGLANG:
