@@ -8,8 +8,9 @@ import streamlit as st
 
 from pages import _widgets as ui
 from specviz.analysis import engine_advice as ea
+from specviz.analysis import engine_flags as ef
 from specviz.analysis import engine_import as ei
-from specviz.viz.plain import plain
+from specviz.viz.plain import plain, plain_cells
 
 
 def pick(reading: ei.Reading) -> ei.EngineImport:
@@ -34,16 +35,42 @@ def settings(advice: ea.Advice, batch: int, reading: ei.Reading) -> None:
     """Each engine's settings for the pair, copyable, with its reason; llama.cpp in the spelling of the build the
     log shows or the user gives."""
     st.markdown("**The settings to run it**")
-    cols = st.columns([1.2, 2, 2, 1.1], vertical_alignment="bottom")
+    cols = st.columns([1.2, 1.3, 2, 2, 1.1], vertical_alignment="bottom")
     method = cols[0].selectbox("Draft kind (vLLM's method)", ea.METHODS, key="pay_import_method")
-    model = cols[1].text_input("Your draft (path or name)", key="pay_import_model")
-    target = cols[2].text_input("Your target (path or name)", key="pay_import_target")
-    typed = cols[3].number_input(
+    sampling = cols[1].selectbox(
+        "Draft sampling",
+        ef.SAMPLINGS,
+        key="pay_import_sampling",
+        format_func=lambda s: f"{s} ({ef.RULE_OF_SAMPLING[s]} rule)",
+        help="How the engine samples the draft: greedy is this app's one-hot rule, probabilistic its token-wise rule "
+        "(llama.cpp's --spec-draft-sampling, vLLM's draft_sample_method); both lossless.",
+    )
+    model = cols[2].text_input("Your draft (path or name)", key="pay_import_model")
+    target = cols[3].text_input("Your target (path or name)", key="pay_import_target")
+    typed = cols[4].number_input(
         "llama.cpp build", *ui.LIMITS["pay_import_build"], key="pay_import_build", help="0: as your log says, else now"
     )
     build = int(typed) or reading.build
     if build:
         st.caption(f"llama.cpp flags spelled for build {build}" + (" (read from your log)." if not typed else "."))
-    for flag in ea.flags(advice, batch, method, model.strip(), target.strip(), build, reading.version):
+    spelling = None if typed else reading.spelling  # a typed build is the user's word; else the log's command line
+    for flag in ea.flags(
+        advice, batch, method, model.strip(), target.strip(), build, reading.version, sampling, spelling, reading.types
+    ):
         st.markdown(f"**{flag.engine}** — {plain(flag.reason)}")
         st.code(flag.text, language="json" if flag.text.startswith("{") else "bash", wrap_lines=True)
+    with st.expander("The engines' options for how a draft is verified (lossy ones marked)", expanded=False):
+        st.table(plain_cells([option_row(o) for o in ef.OPTIONS]))
+
+
+def option_row(option: ef.EngineOption) -> dict[str, str]:
+    """One engine option as a row: its engine, name, values, default, whether lossy, what it does and its source."""
+    return {
+        "engine": option.engine,
+        "option": option.name,
+        "values": ", ".join(option.values) or "–",
+        "default": option.default,
+        "lossless?": "lossy (see what it does)" if option.lossy else "lossless",
+        "what it does": option.what,
+        "read from": option.source,
+    }

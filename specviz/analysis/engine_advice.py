@@ -401,26 +401,32 @@ def flags(
     target: str = "",
     build: int | None = None,
     version: tuple[int, ...] | None = None,
+    sampling: str | None = None,
+    spelling: str | None = None,
+    types: tuple[str, ...] = (),
 ) -> tuple[Flag, ...]:
-    """vLLM's --speculative-config (τ per batch), SGLang's, llama.cpp's (in the spelling of `build`), LM Studio's
-    and transformers' settings, each with its reason; `batch` is the batch for the engines that take one setting
-    for all; `model` the draft and `target` the target model, as the user names them."""
+    """vLLM's --speculative-config (τ per batch), SGLang's, llama.cpp's (in the spelling of `build`, or of the log's
+    own command line: `spelling`, `types`), LM Studio's and transformers' settings, each with its reason; `batch` is
+    the batch for the engines that take one setting for all; `model` the draft and `target` the target model, as the
+    user names them; `sampling` the draft's (greedy: the one-hot rule, probabilistic: the token-wise rule)."""
     row, first = advice.at(batch), advice.at(1)
     return (
-        _vllm_flag(advice, method, model, target, version),
-        _sglang_flag(row, batch, method, model, target),
-        _llamacpp_flag(advice, row, batch, method, model, target, build),
+        _vllm_flag(advice, method, model, target, version, sampling),
+        _sglang_flag(row, batch, method, model, target, sampling),
+        _llamacpp_flag(advice, row, batch, method, model, target, build, sampling, spelling, types),
         *_lmstudio_flags(advice, first, model),
         _transformers_flag(advice, first),
     )
 
 
-def _vllm_flag(advice: Advice, method: str, model: str, target: str, version: tuple[int, ...] | None) -> Flag:
+def _vllm_flag(
+    advice: Advice, method: str, model: str, target: str, version: tuple[int, ...] | None, sampling: str | None
+) -> Flag:
     schedule = vllm_schedule(advice)
     top = max(t for _, _, t in schedule)
     if top == 0:
         return Flag("vLLM", "# no --speculative-config: no τ pays at any batch up to 512", "Speculation loses here.")
-    flag = ef.vllm(target, model, top, method, schedule, version)
+    flag = ef.vllm(target, model, top, method, schedule, version, sampling)
     off = advice.break_even
     paying = [f"τ = {t} for batches {a}–{b}" for a, b, t in schedule if t]
     reason = "; ".join(paying[:4]) + ("; …" if len(paying) > 4 else "")
@@ -433,31 +439,44 @@ def _vllm_flag(advice: Advice, method: str, model: str, target: str, version: tu
     )
     if not model and method not in ("ngram", "mtp"):
         reason += "; put your draft where it says draft-model"
+    if sampling is not None:
+        written = "written" if sampling == "probabilistic" else "its default, not written"
+        reason += f"; draft_sample_method {sampling} ({written}): this app's {ef.RULE_OF_SAMPLING[sampling]} rule"
     return Flag("vLLM", flag.text, reason)
 
 
-def _sglang_flag(row: BatchAdvice, batch: int, method: str, model: str, target: str) -> Flag:
+def _sglang_flag(row: BatchAdvice, batch: int, method: str, model: str, target: str, sampling: str | None) -> Flag:
     if not row.pays:
         return Flag(
             "SGLang", "# leave --speculative-algorithm out", f"At batch {batch} no τ pays ({row.speedup:.2f}×)."
         )
-    flag = ef.sglang(target, model, row.tau, method if method in ef.SGLANG_ALGORITHMS else "draft_model")
+    flag = ef.sglang(target, model, row.tau, method if method in ef.SGLANG_ALGORITHMS else "draft_model", sampling)
+    one_hot = "; it verifies one-hot only: the draft stays greedy" if sampling == "probabilistic" else ""
     return Flag(
         "SGLang",
         flag.text,
         f"A chain of {row.tau} at batch {batch} ({row.speedup:.2f}×); SGLang takes one setting for every batch, and "
-        "--speculative-num-draft-tokens counts the root (τ + 1).",
+        f"--speculative-num-draft-tokens counts the root (τ + 1){one_hot}.",
     )
 
 
 def _llamacpp_flag(
-    advice: Advice, row: BatchAdvice, batch: int, method: str, model: str, target: str, build: int | None
+    advice: Advice,
+    row: BatchAdvice,
+    batch: int,
+    method: str,
+    model: str,
+    target: str,
+    build: int | None,
+    sampling: str | None = None,
+    spelling: str | None = None,
+    types: tuple[str, ...] = (),
 ) -> Flag:
     if not row.pays:
         return Flag("llama.cpp", "# leave --spec-draft-model out", f"At batch {batch} no τ pays ({row.speedup:.2f}×).")
     n_min, p_min = _drafting(advice, row.tau, batch)
     kind = ef.LLAMACPP_TYPES.get(method, "draft-simple")
-    flag = ef.llamacpp_server(target, model, row.tau, n_min, p_min, build, kind)
+    flag = ef.llamacpp_server(target, model, row.tau, n_min, p_min, build, kind, sampling, spelling, types)
     return Flag(
         "llama.cpp",
         flag.text,

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from specviz.analysis import engine_advice, outlook
+from specviz.analysis import engine_advice, engine_flags, outlook
 from specviz.analysis.costmodel import CONTEXT, HARDWARE
 from specviz.analysis.draft_sweep import GRADED as DRAFT_GRADES
 from specviz.analysis.race import PRESETS as RACES
@@ -193,6 +193,7 @@ SETTINGS: dict[str, Setting] = {
         Setting("pay_import_k", 4, (2, 65_536)),
         Setting("pay_import_extrapolate", False),  # τ beyond what the engine ran allowed
         Setting("pay_import_method", engine_advice.METHODS[0], engine_advice.METHODS),
+        Setting("pay_import_sampling", engine_flags.SAMPLINGS[0], engine_flags.SAMPLINGS),  # the draft's sampling
         Setting("pay_import_model", "", link=False),  # the draft, as the user names it (path or name)
         Setting("pay_import_target", "", link=False),  # the target, as the user names it (path or name)
         Setting("pay_import_build", 0, (0, 100_000)),  # llama.cpp's build for its flags' spelling; 0: the log's, or now

@@ -80,6 +80,9 @@ LLAMA_BUILD = (
     re.compile(r"\bbuild_info: b([0-9]{3,6})-([0-9a-f]{6,40})\b"),
     re.compile(r"\bversion: ([0-9]{3,6}) \(([0-9a-f]{6,40})\)"),
 )
+LLAMA_CURRENT = re.compile(r"(?<![\w-])--spec-draft-(?:n-max|n-min|p-min|model)\b")  # the log's own command line
+LLAMA_OLD = re.compile(r"(?<![\w-])--draft-(?:max|min)\b")
+LLAMA_TYPES = re.compile(r"(?<![\w-])--spec-type[ =]([a-z0-9_,-]{1,200})")
 VLLM_VERSION = re.compile(r"vLLM API server version ([0-9]+)\.([0-9]+)(?:\.([0-9]+))?")
 EXAMPLE = re.compile(r"(?:^|\s)(n_draft|n_predict|n_drafted|n_accept)\s*=\s*([0-9]+)\s*$")
 EXAMPLE_ACCEPT = re.compile(r"(?:^|\s)accept\s*=\s*(" + NUMBER + r"|-?nan|inf)%(?=\s|$)")
@@ -144,6 +147,12 @@ def _context(line: str, n: int, context: dict) -> None:
     for pattern in LLAMA_BUILD:
         if m := pattern.search(line):
             context["build"] = (int(m.group(1)), m.group(2))
+    if LLAMA_CURRENT.search(line):
+        context["spelling"] = "current"
+    elif LLAMA_OLD.search(line):
+        context["spelling"] = "old"
+    if m := LLAMA_TYPES.search(line):
+        context["types"] = tuple(t for t in m.group(1).split(",") if t)
     if m := VLLM_VERSION.search(line):
         context["version"] = tuple(int(g) for g in m.groups() if g is not None)
     found = SGLANG_ARGS.findall(line)

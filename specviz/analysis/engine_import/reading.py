@@ -7,7 +7,7 @@ import re
 from dataclasses import replace
 
 from specviz.analysis.engine_import.lines import line_records
-from specviz.analysis.engine_import.records import MAX_CHARS, MAX_LINES, SGLANG, EngineImport, Reading
+from specviz.analysis.engine_import.records import LLAMACPP, MAX_CHARS, MAX_LINES, SGLANG, EngineImport, Reading
 from specviz.analysis.engine_import.responses import json_records, meta_records
 from specviz.analysis.engine_import.sources import one_engine, pool, sglang_taus, sources_of
 from specviz.errors import EngineLogError
@@ -98,4 +98,11 @@ def read(text: str) -> Reading:
     build, commit = context.get("build", (None, None))
     if build is not None:
         notes.append(f"The log was printed by llama.cpp build {build}" + (f" ({commit})." if commit else "."))
-    return Reading(tuple(sources), ignored, build, commit, context.get("version"), tuple(notes))
+    types = context.get("types", ())
+    if len(types) > 1 and records[0].engine == LLAMACPP:
+        notes.append(
+            f"The server ran --spec-type {','.join(types)}: each implementation's statistics line is its own source "
+            "here; its per-request 'draft acceptance' lines pool them all."
+        )
+    spelling = context.get("spelling")
+    return Reading(tuple(sources), ignored, build, commit, context.get("version"), tuple(notes), spelling, types)

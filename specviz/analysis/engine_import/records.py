@@ -237,6 +237,8 @@ class Reading:
     commit: str | None = None  # its commit, as printed
     version: tuple[int, ...] | None = None  # vLLM's version, as printed
     notes: tuple[str, ...] = field(default=())
+    spelling: str | None = None  # llama.cpp flags the log's own command line uses: "current" (--spec-draft-*), "old"
+    types: tuple[str, ...] = ()  # the --spec-type list on the log's own command line
 
     @property
     def best(self) -> EngineImport:
