@@ -3,6 +3,7 @@ mean length, counts from rates printed to three decimals, the chains an SGLang (
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from specviz.analysis.engine_import.records import SGLANG_MAX_TAU
@@ -52,7 +53,7 @@ def steps_from(accepted: int, rates: tuple[float, ...] | None, length: float | N
     return None
 
 
-MAX_STEP_CANDIDATES = 100_000  # steps tried against printed numbers; a wider range keeps the rounded estimate
+MAX_STEP_CANDIDATES = 2_000  # steps tried against printed numbers; a wider range keeps the rounded estimate
 
 
 def _within(value: float, half: float, steps: int) -> tuple[int, int]:
@@ -65,9 +66,15 @@ def _count_bounds(rates: tuple[float, ...], steps: int, half: float) -> tuple[li
     """Each position's count bounds at `steps`, made non-increasing (a step that accepts position i + 1 has accepted
     position i); None where some position has none."""
     bounds = [_within(r, half, steps) for r in rates]
-    low = [max(lo for lo, _ in bounds[i:]) for i in range(len(bounds))]
-    high = [min(hi for _, hi in bounds[: i + 1]) for i in range(len(bounds))]
+    low = list(itertools.accumulate((lo for lo, _ in reversed(bounds)), max))[::-1]
+    high = list(itertools.accumulate((hi for _, hi in bounds), min))
     return None if any(lo > hi for lo, hi in zip(low, high, strict=True)) else (low, high)
+
+
+def _feasible(rates: tuple[float, ...], steps: int, accepted: int, half: float) -> bool:
+    """Whether some non-increasing counts within the rates' rounding at `steps` sum to `accepted`."""
+    found = _count_bounds(rates, steps, half)
+    return found is not None and sum(found[0]) <= accepted <= sum(found[1])
 
 
 def _counts_at(rates: tuple[float, ...], steps: int, accepted: int, half: float) -> tuple[tuple[int, ...], bool] | None:
@@ -136,7 +143,7 @@ def rebuild(
     if high is None or high - low > MAX_STEP_CANDIDATES:
         counts = _counts_at(rates, guess, accepted, half) if rates else None
         return guess, counts[0] if counts else None, False, ""
-    fits = [s for s in range(low, high + 1) if not rates or _counts_at(rates, s, accepted, half) is not None]
+    fits = [s for s in range(low, high + 1) if not rates or _feasible(rates, s, accepted, half)]
     if not fits:
         return None, None, False, ""
     pick = min(fits, key=lambda s: (abs(s - accepted / (sum(rates) if rates and sum(rates) > 0 else length - 1.0)), s))
