@@ -7,19 +7,11 @@ from __future__ import annotations
 
 import json
 import pprint
-from pathlib import Path
 
 import pytest
 
 from specviz.analysis import engine_import as ei
-from specviz.errors import EngineLogError
-
-FIXTURES = Path(__file__).parent / "fixtures" / "engine_logs"
-
-
-def text_of(name: str) -> str:
-    """A fixture as the engine printed it: its provenance header (lines starting "#> ") left out."""
-    return "".join(line for line in (FIXTURES / name).read_text().splitlines(True) if not line.startswith("#> "))
+from tests.test_engine_import import refused, text_of
 
 
 def collapsed(text: str) -> str:
@@ -139,13 +131,6 @@ def test_sglang_meta_info_fields_quoted_in_text():
         assert imp.mean_length == 3.125
     new = ei.parse("spec_num_correct_drafts = 63, spec_num_proposed_drafts = 215, spec_verify_ct = 43")
     assert (new.steps, new.accepted, new.drafted, new.positions) == (43, 63, 215, 5)
-
-
-def refused(text: str, line: int | None, *words: str) -> EngineLogError:
-    with pytest.raises(EngineLogError) as caught:
-        ei.parse(text)
-    assert caught.value.line == line and all(w in str(caught.value) for w in words), str(caught.value)
-    return caught.value
 
 
 def test_drafts_with_no_acceptance_say_exactly_that():
