@@ -113,6 +113,8 @@ def test_sglang_meta_info_printed_by_python():
         imp = ei.parse(text)
         assert (imp.steps, imp.accepted, imp.drafted, imp.counts, imp.positions) == (32, 68, 96, (28, 24, 16), 3)
         assert imp.mean_length == 3.125 and imp.grade == 0 and imp.engine == "SGLang"
+    nan = repr({**sglang_meta(), "e2e_latency": float("nan")})  # not a literal Python reads back: its fields still are
+    assert (ei.parse(nan).steps, ei.parse(nan).counts) == (32, (28, 24, 16))
     full = {**sglang_meta(), "spec_accept_histogram": [0, 0, 0, 32], "spec_accept_token_num": 96}  # all 3 each step
     two = ei.parse(repr(sglang_meta()) + "\n" + repr(full))
     assert (two.steps, two.accepted, two.counts) == (64, 68 + 96, (28 + 32, 24 + 32, 16 + 32))

@@ -40,6 +40,8 @@ def json_records(text: str, lines: Sequence[str], context: dict) -> tuple[list[R
     except ValueError as exc:
         if (python := _python_literal(text)) is not None:
             documents = [(1, python)]
+        elif (quoted := meta_records(text)) and not _readable_lines(lines):  # a dict Python printed with nan, say
+            return quoted, 0
         elif not all(line.lstrip().startswith("{") for line in lines if line.strip()):
             raise EngineLogError(
                 f"Line {exc.lineno}: not valid JSON ({exc.msg}, column {exc.colno}).", exc.lineno
@@ -52,6 +54,19 @@ def json_records(text: str, lines: Sequence[str], context: dict) -> tuple[list[R
             if (record := _json_record(found, path, n)) is not None:
                 records.append(record)
     return records, 0
+
+
+def _readable_lines(lines: Sequence[str]) -> bool:
+    """Whether every non-blank line is a JSON object or a Python dict of its own (JSON lines)."""
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            json.loads(line)
+        except (ValueError, RecursionError):
+            if _python_literal(line) is None:
+                return False
+    return True
 
 
 def _python_literal(text: str) -> object | None:
