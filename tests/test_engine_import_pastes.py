@@ -96,6 +96,9 @@ def test_vllm_spec_decode_example_summary():
     assert sum(imp.counts) == 12553 and list(imp.counts) == sorted(imp.counts, reverse=True)
     for count, (low, high) in zip(imp.counts, ((5441, 5510), (4055, 4124), (3015, 3084)), strict=True):
         assert low <= count <= high
+    said = imp.summary()  # the steps as the engine counted them; the counts within the rates' rounding
+    assert "6,931 verify steps" in said and any("counts rebuilt within" in line for line in said)
+    assert ei.parse("total_num_output_tokens: 19484\n" + text_of("vllm_v085_log.txt")).steps == 68  # alone: nothing
     older = ei.parse("mean acceptance length: 2.81\n" + "-" * 50 + "\nacceptance at token 0:0.79\n"
                      "acceptance at token 1:0.59\nacceptance at token 2:0.44")  # fmt: skip
     assert (older.mean_length, older.positions, older.steps, older.grade) == (2.81, 3, None, 2)

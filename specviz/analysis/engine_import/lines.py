@@ -116,8 +116,8 @@ def line_records(lines: Sequence[str], context: dict) -> tuple[list[Record], int
                 ignored += 1
             elif isinstance(found, Record):
                 records.append(replace(found, start=context.get("starts", 0)))
-    if summary:
-        records.append(replace(_vllm_summary(summary), start=context.get("starts", 0)))
+    if summary and (done := _vllm_summary(summary)) is not None:
+        records.append(replace(done, start=context.get("starts", 0)))
     if block:
         first = min(at for at, _ in block.values())
         missing = ", ".join(k for k in ("n_draft", "n_predict", "n_drafted", "n_accept", "accept") if k not in block)
@@ -392,10 +392,12 @@ def _vllm_example(m: re.Match, n: int, summary: dict) -> Record | None:
     return done
 
 
-def _vllm_summary(summary: dict) -> Record:
+def _vllm_summary(summary: dict) -> Record | None:
     """examples/offline_inference/spec_decode.py's summary: num_drafts (the steps), num_draft_tokens,
     num_accepted_tokens (exact, from the engine's counters), the mean length and the rate at each position to two
     decimals (`acceptance at token i`, i from 0); older versions print the mean and the rates only."""
+    if set(summary) == {"total_num_output_tokens"}:
+        return None  # the tokens generated alone: nothing about speculation
     first = min(at for at, _ in summary.values())
     rates = [summary[f"token {i}"][1] for i in range(len(summary)) if f"token {i}" in summary]
     if len(rates) != sum(1 for k in summary if k.startswith("token ")):

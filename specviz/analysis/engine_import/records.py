@@ -204,8 +204,10 @@ class EngineImport:
         said.append(f"what these are: {GRADES[self.grade]}")
         if self.cumulative:
             said.append("running totals since the server started: the last line of each run counts, not their sum")
+        given = all(r.given for r in self.records)  # the steps printed by the engine, whatever the counts
         if self.steps is not None:
-            said.append(f"{self.steps:,} verify steps" + ("" if self.exact else " (rebuilt from printed numbers)"))
+            rebuilt = "" if self.exact or given else " (rebuilt from printed numbers)"
+            said.append(f"{self.steps:,} verify steps{rebuilt}")
         elif self.weight:
             said.append(f"about {self.weight:,.0f} verify steps (estimated: {SGLANG_LOG_INTERVAL} batches per line)")
         if self.accepted is not None and self.drafted:
@@ -213,7 +215,8 @@ class EngineImport:
         if self.mean_length is not None:
             said.append(f"mean acceptance length {self.mean_length:.3f} (the target's token included)")
         if self.rates is not None:
-            said.append("per-position rates " + ", ".join(f"{r:.3f}" for r in self.rates))
+            rebuilt = " (counts rebuilt within the printed rates' rounding)" if given and not self.exact else ""
+            said.append("per-position rates " + ", ".join(f"{r:.3f}" for r in self.rates) + rebuilt)
         if self.partial and self.counts:
             said.append(
                 f"the engine printed rates for the first {len(self.counts)} positions only, and drafted further: the "
