@@ -307,8 +307,9 @@ OPTIONS = (
         (),
         "0.10",
         False,
-        "The split probability of the multi-branch drafter (examples/speculative): a branch splits off where the "
-        "draft's probability falls below it. It changes what is drafted, not how it is verified: lossless.",
+        "The split probability of the multi-branch drafter (examples/speculative/speculative.cpp): where another "
+        "token's draft probability is above it, a new branch is drafted from that token. It changes what is "
+        "drafted, not how it is verified: lossless.",
         "common/arg.cpp (--draft-p-split before b8955)",
     ),
     EngineOption(
