@@ -105,6 +105,24 @@ def test_vllm_spec_decode_example_summary():
     refused("num_drafts: 6931\nnum_draft_tokens: 20793\nnum_accepted_tokens: 22553", 1, "22553 tokens accepted")
 
 
+def test_two_real_spec_decode_summaries_are_two_sources():
+    """vllm#26498's two runs at K = 10: 4687 drafts, 12368 of 46870 accepted (mean 1 + 12368 / 4687 = 3.639, printed
+    3.64), and 20468 drafts, 48266 of 204680 (3.358, printed 3.36); each run its own source, the longer first, its
+    ten counts summing to its accepted tokens, each within half a hundredth of its printed rate."""
+    reading = ei.read(text_of("vllm_spec_decode_26498.txt"))
+    assert [(s.steps, s.drafted, s.accepted, s.positions) for s in reading.sources] == [
+        (20468, 204680, 48266, 10),
+        (4687, 46870, 12368, 10),
+    ]
+    printed = (
+        (0.71, 0.50, 0.36, 0.26, 0.18, 0.13, 0.10, 0.07, 0.04, 0.02),
+        (0.74, 0.54, 0.41, 0.30, 0.22, 0.16, 0.12, 0.08, 0.05, 0.02),
+    )
+    for source, rates in zip(reading.sources, printed, strict=True):
+        assert sum(source.counts) == source.accepted and source.grade == 1 and "run" in source.label
+        assert all(abs(c / source.steps - r) <= 0.005 for c, r in zip(source.counts, rates, strict=True))
+
+
 def sglang_meta() -> dict:
     return json.loads(text_of("sglang_request.json"))["meta_info"]
 
