@@ -17,9 +17,9 @@ from collections.abc import Sequence
 
 import torch
 
-from specviz.core import pieces
+from specviz.core import lossy, pieces
 from specviz.core import tree as tree_mod
-from specviz.core.config import SpecConfig
+from specviz.core.config import VERIFICATIONS, SpecConfig
 from specviz.core.prompt import encode_prompt
 from specviz.core.record import record_step, record_tree_step
 from specviz.core.rules import RuleOutcome, choose, each_rule
@@ -201,13 +201,16 @@ class Decoder:
         # p: [τ + 1, V] float64: the target's distribution at each drafted position, then the one after the last
         p = self._warp(self._target.extend(feed, keep=len(draft) + 1))
         t2 = time.perf_counter()
-        choice = choose(cfg.mode, draft, q, p, self._gen, verification=cfg.verification)  # 3–5. accept, count, next
+        # 3–5. accept, count, next
+        choice = choose(cfg.mode, draft, q, p, self._gen, verification=cfg.verification, knobs=cfg.knobs)
         emitted = self._emit([*draft[: choice.n], choice.token])  # 6. new confirmed sequence
         if self.compare_rules and cfg.mode == "lossless" and draft:  # the same step under each rule, to show
-            self._outcomes[index] = each_rule(draft, q, p, choice.r)
+            rules = (*VERIFICATIONS, cfg.verification) if cfg.lossy else VERIFICATIONS  # a lossy run: its rule too
+            self._outcomes[index] = each_rule(draft, q, p, choice.r, knobs=cfg.knobs, rules=rules)
         timing = (t1 - t0, t2 - t1)
+        cost = lossy.cost_of(cfg.verification, draft, q, p, cfg.knobs) if cfg.lossy else None  # exact, closed form
         return record_step(
-            index, context_length, draft, q, p, choice, emitted, timing, self.pair.codec.token_text, cfg.top_n
+            index, context_length, draft, q, p, choice, emitted, timing, self.pair.codec.token_text, cfg.top_n, cost
         )
 
     def _tree_step(self, index: int, steps: int) -> StepTrace:

@@ -12,7 +12,7 @@ from specviz.core import tree as tree_mod
 from specviz.core.config import SpecConfig
 from specviz.core.rules import Choice, at, ratio_of
 from specviz.core.sampling import overlap
-from specviz.core.trace import StepTrace, TokenProb, TreeNode, TreeTrace, VerifyTrace
+from specviz.core.trace import CostTrace, StepTrace, TokenProb, TreeNode, TreeTrace, VerifyTrace
 
 
 def record_step(
@@ -26,9 +26,11 @@ def record_step(
     timing: tuple[float, float],
     text: Callable[[int], str],
     top_n: int = 10,
+    cost: CostTrace | None = None,
 ) -> StepTrace:
     """The immutable record of one step: every number a chart or a student needs. q: [τ, V] float64, the draft's
-    distribution at each drafted position; p: [τ + 1, V] float64, the target's there and one position further."""
+    distribution at each drafted position; p: [τ + 1, V] float64, the target's there and one position further;
+    `cost`: a lossy rule's exact cost (specviz.core.lossy.cost_of)."""
     k, n = len(draft), choice.n
     extra = [] if choice.residual is None else [choice.residual[None]]
     verify = None
@@ -69,6 +71,7 @@ def record_step(
         draft_ms=timing[0] * 1000.0,
         verify_ms=timing[1] * 1000.0,
         verify=verify,
+        cost=cost,
     )
 
 
