@@ -25,8 +25,10 @@ def test_sglangs_thresholds_at_a_half_show_the_gain_per_pass_beside_the_exact_di
     assert (dec.config.verification, dec.config.threshold_single, dec.config.threshold_acc) == ("sglang", 0.5, 0.5)
     steps = dec.steps
     # SGLang at 0.5 keeps ŷ with 1 where p(ŷ) ≥ 0.5, else min(1, p(ŷ)/0.5); its lossless one-hot rule with p(ŷ)
-    lossy = [1 + sum(math.prod(1.0 if x >= 0.5 else min(1.0, 2 * x) for x in s.p[:k]) for k in range(1, s.tau + 1))
-             for s in steps]
+    lossy = [
+        1 + sum(math.prod(1.0 if x >= 0.5 else min(1.0, 2 * x) for x in s.p[:k]) for k in range(1, s.tau + 1))
+        for s in steps
+    ]
     lossless = [1 + sum(math.prod(s.p[:k]) for k in range(1, s.tau + 1)) for s in steps]
     gained, kept = sum(lossy) / len(lossy), sum(lossless) / len(lossless)
     assert gained > kept

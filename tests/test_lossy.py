@@ -42,10 +42,7 @@ def enumerated_first_token(rule: str, p: tuple, q: tuple, knobs: Knobs) -> list[
         if qx == 0:
             continue
         probe = choose("lossless", [x], qr, pr, torch.Generator(), [0.0], rule, 0.5, knobs)
-        if rule == "typical":
-            chance = float(probe.passed[0])
-        else:
-            chance = min(1.0, probe.threshold[0])
+        chance = float(probe.passed[0]) if rule == "typical" else min(1.0, probe.threshold[0])
         out[x] += qx * chance
         if chance < 1.0:
             r = min(probe.threshold[0] + ABOVE, 1 - 1e-12)
@@ -194,9 +191,8 @@ def test_a_run_records_its_cost_per_step_and_per_run_and_round_trips():
     from tests.helpers import hf_pair
 
     pair = hf_pair()
-    config = specviz.SpecConfig(
-        tau=3, mode="lossless", verification="sglang", seed=4, max_new_tokens=12, threshold_single=0.5, threshold_acc=0.5
-    )
+    half = {"threshold_single": 0.5, "threshold_acc": 0.5}
+    config = specviz.SpecConfig(tau=3, mode="lossless", verification="sglang", seed=4, max_new_tokens=12, **half)
     run = specviz.Decoder(pair, [1, 2, 3], config).run()
     assert all(s.cost is not None and s.verify is not None for s in run.steps if s.tau)
     for s in run.steps:

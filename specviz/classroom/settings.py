@@ -84,9 +84,7 @@ KNOBS = {
         ("Accept threshold single t_s", "threshold_single", "SGLang's --speculative-accept-threshold-single (1.0)"),
         ("Accept threshold acc t_a", "threshold_acc", "SGLang's --speculative-accept-threshold-acc (1.0, lossless)"),
     ),
-    "ensemble": (
-        ("Ensemble weight w (the target's)", "ensemble_weight", "transformers' assistant_ensemble_weight"),
-    ),
+    "ensemble": (("Ensemble weight w (the target's)", "ensemble_weight", "transformers' assistant_ensemble_weight"),),
 }
 MODE_HELP = (
     "textbook: greedy draft, accept if r ≤ p/q, else argmax p.  "

@@ -165,6 +165,17 @@ class Decoder:
         when the run was started with `compare_rules` and the step is a lossless chain step); else None."""
         return self._outcomes.get(index)
 
+    @torch_threads.on_one_thread
+    def next_rows(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(p, q): the target's and the draft's distributions of the next token, each [V] float64 and warped as the
+        run warps them, without taking a step (the caches are cropped back; no draw is taken from the run's
+        generator). What a lossy rule's exact cost at the first position is computed from (specviz.core.lossy)."""
+        with pieces.piece():
+            q = self._warp(self._draft.extend(self._ids[self._draft.length :], keep=1)[-1])
+            p = self._warp(self._target.extend(self._ids[self._target.length :], keep=1)[-1])
+            self._crop_sessions()
+        return p, q
+
     def run(self) -> RunTrace:
         while not self.done:
             self.step()

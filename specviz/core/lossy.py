@@ -34,7 +34,7 @@ from specviz.core.config import Knobs, Verification
 from specviz.core.sampling import total
 from specviz.core.trace import CostTrace
 
-__all__ = ["BASELINE", "acceptance", "cost_of", "emitted", "mixture", "typical_threshold", "tv"]
+__all__ = ["BASELINE", "acceptance", "cost_of", "emitted", "mixture", "tv", "typical_threshold"]
 
 # the lossless rule each lossy rule is set against on the same draft: the rule its engine runs when the knob is off
 BASELINE: dict[str, Verification] = {"typical": "one-hot", "sglang": "one-hot", "ensemble": "token"}

@@ -136,7 +136,8 @@ class CostTrace:
 
     @property
     def tokens_per_pass(self) -> float:
-        """The lossy rule's expected tokens per pass on this draft: 1 + Σ_k Π_{j≤k} a_j (the target's token included)."""
+        """The lossy rule's expected tokens per pass on this draft: 1 + Σ_k Π_{j≤k} a_j (the target's token
+        included)."""
         return _expected_length(self.accept)
 
     @property

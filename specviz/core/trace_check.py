@@ -214,7 +214,13 @@ def _tree(tree: Any, raw: dict, config: SpecConfig, where: str, names: TraceForm
 
 
 def _verify(
-    verify: Any, raw: dict, rule: str, where: str, names: TraceFormat, tree: bool = False, config: SpecConfig | None = None
+    verify: Any,
+    raw: dict,
+    rule: str,
+    where: str,
+    names: TraceFormat,
+    tree: bool = False,
+    config: SpecConfig | None = None,
 ) -> None:
     """A one-hot, block or lossy step checked against its own numbers (docs/algorithm.md, "Verification as serving
     engines run it" and "Lossy rules"): one-hot compares r with p(ŷ) and stops at the first failure (on a tree's

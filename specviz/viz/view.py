@@ -3,8 +3,8 @@ shown by default, the metrics up to it, and the running metrics as tiles (label,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from specviz.analysis.engine_logs import GLOSSARY
