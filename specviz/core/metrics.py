@@ -37,6 +37,7 @@ class StepCount:
     verify_ms: float
     nodes: int = -1  # −1: a chain, τ nodes
     depth: int = -1  # −1: a chain, τ deep
+    cost: Any = None  # a lossy rule's step: its CostTrace (specviz.core.trace), read for tv_mean and the like
 
     def __post_init__(self) -> None:
         if self.nodes < 0:
@@ -55,6 +56,7 @@ class StepCount:
             step.verify_ms,
             step.nodes,
             step.depth,
+            getattr(step, "cost", None),
         )
 
 
