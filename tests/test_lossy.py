@@ -238,7 +238,7 @@ def test_the_lossy_settings_are_checked_and_saved_only_when_set():
     with pytest.raises(ConfigError, match="lossless mode"):
         specviz.SpecConfig(verification="typical")
     with pytest.raises(ConfigError, match="chains"):
-        specviz.SpecConfig(mode="lossless", verification="sglang", topk=2, steps=2, num_draft_tokens=3)
+        specviz.SpecConfig(mode="lossless", verification="typical", topk=2, steps=2, num_draft_tokens=3)
     with pytest.raises(ConfigError, match="threshold_acc"):
         specviz.SpecConfig(mode="lossless", verification="sglang", threshold_acc=0.0)
     with pytest.raises(ConfigError, match="ensemble_weight"):
@@ -249,3 +249,54 @@ def test_cost_records_expected_length_by_hand():
     cost = CostTrace(rule="typical", baseline="one-hot", accept=(1.0, 1.0, 0.0), baseline_accept=(0.5, 0.5, 0.5), tv=())
     assert cost.tokens_per_pass == 3.0  # 1 + 1 + 1 + 0
     assert math.isclose(cost.baseline_tokens_per_pass, 1.875)  # 1 + 0.5 + 0.25 + 0.125
+
+
+# --- SGLang's thresholds on a tree -------------------------------------------------------------------------------
+
+
+def sglang_tree():
+    """Two children at the root (tokens 1 then 2), p at the root (0.5, 0.3, 0.2), each child a leaf."""
+    from specviz.core.tree import DraftTree
+
+    tree = DraftTree()
+    for rank, token in enumerate((1, 2), 1):
+        tree.add(-1, token, 0.0, rank)
+    tree.dist[-1] = vec((0.2, 0.3, 0.5))
+    return tree, rows(P, (0.1, 0.8, 0.1), (0.6, 0.2, 0.2))
+
+
+def test_sglangs_tree_walk_shares_one_coin_per_level_against_the_running_sum():
+    """sgl-kernel's TreeSpeculativeSamplingTargetOnly: u = 0.7, the first child's draw, for both children; the running
+    sum of p includes the child tried. t_a = 0.5: child 1 (p .3) s = .3, .3/.5 = .6 < .7, rejected; child 2 (p .2)
+    s = .5, .5/.5 = 1 ≥ .7, kept (the one-hot walk tests child 2 with its own draw, .5 > p′(2) = .2/.7 = .29: rejected).
+    t_a = 0.8: .375 and .625, both below .7: the next token from p without both children, (1, 0, 0): token 0.
+    t_s = 0.25 keeps child 1 outright (.3 ≥ .25). The second child's own draw (0.5) is never read."""
+    from specviz.core.tree import walk
+
+    tree, p = sglang_tree()
+    r = [0.7, 0.5]
+    w = walk("lossless", tree, p, r, torch.Generator(), "sglang", Knobs(threshold_acc=0.5))
+    assert (w.path, w.decision, w.rule) == ((1,), ("rejected", "accepted"), "bonus")
+    assert w.ratio == pytest.approx((0.6, 1.0)) and w.coins == {0: 0.7, 1: 0.7}
+    assert walk("lossless", tree, p, r, torch.Generator(), "one-hot").decision == ("rejected", "rejected")
+    cut = walk("lossless", tree, p, r, torch.Generator(), "sglang", Knobs(threshold_acc=0.8))
+    assert (cut.path, cut.decision, cut.token, cut.rule) == ((), ("rejected", "rejected"), 0, "residual")
+    assert cut.dist.tolist() == pytest.approx([1.0, 0.0, 0.0])
+    sure = walk("lossless", tree, p, r, torch.Generator(), "sglang", Knobs(threshold_single=0.25))
+    assert sure.path == (0,) and sure.ratio[0] >= 1.0
+
+
+def test_a_tree_run_under_sglangs_thresholds_records_the_shared_coins_and_round_trips():
+    from tests.helpers import hf_pair
+
+    half = {"threshold_single": 0.5, "threshold_acc": 0.5}
+    shape = {"topk": 2, "steps": 2, "num_draft_tokens": 4}
+    config = specviz.SpecConfig(mode="lossless", verification="sglang", seed=2, max_new_tokens=10, **shape, **half)
+    run = specviz.Decoder(hf_pair(), [1, 2, 3], config).run()
+    for step in run.steps:
+        nodes = step.tree.nodes
+        for node in nodes:
+            if node.decision != "not tested":
+                first = step.tree.children(node.parent)[0]
+                assert node.r == nodes[first].r  # one coin per level
+    assert specviz.RunTrace.from_json(run.to_json()).to_dict() == run.to_dict()

@@ -498,7 +498,8 @@ def test_a_narrow_interval_of_q_is_written_with_the_digits_that_tell_its_ends_ap
 def test_a_lossy_rule_in_the_sandbox_keeps_more_and_says_its_exact_price():
     """One position, words a b c, q = (.2, .3, .5), p = (.5, .3, .2), u = 0.3 samples b from q (interval [.2, .5)),
     r = 0.55. One-hot keeps b while r ≤ p(b) = .3: rejected. SGLang at t_s = t_a = 0.5 keeps it while
-    r ≤ .3/.5 = .6: kept; expected tokens per pass 1 + .6 = 1.6 against 1 + .3 = 1.3; its first token follows o = (53/112, .2925, 41/175), TV 6/175 = 0.0343 (tests/test_lossy.py works it by hand)."""
+    r ≤ .3/.5 = .6: kept; expected tokens per pass 1 + .6 = 1.6 against 1 + .3 = 1.3; its first token follows
+    o = (53/112, .2925, 41/175), TV 6/175 = 0.0343 (tests/test_lossy.py works it by hand)."""
     from specviz.classroom.sandbox import explain, sandbox_step
 
     case = SandboxCase(("a", "b", "c"), ((0.2, 0.3, 0.5),), ((0.5, 0.3, 0.2), (0.1, 0.1, 0.8)), (0.55,), (0.3,), 0.5)

@@ -102,10 +102,10 @@ class SpecConfig:
                 f"the {self.verification} verification rule decides lossless steps; {self.mode} mode has its own "
                 "rule: use lossless mode, or verification='token'"
             )
-        if self.verification in LOSSY and self.tree:
+        if self.verification in LOSSY and self.verification != "sglang" and self.tree:
             raise ConfigError(
                 f"the lossy {self.verification} rule is walked on chains here; a token tree is verified by a lossless "
-                "rule (verification='token' or 'one-hot')"
+                "rule (verification='token' or 'one-hot') or SGLang's thresholds (verification='sglang')"
             )
         if self.verification == "block" and self.tree:
             raise ConfigError(

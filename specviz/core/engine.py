@@ -245,7 +245,7 @@ class Decoder:
         greedy = cfg.mode == "greedy"
         # r: N draws, one per node (None in greedy mode)
         r = [None] * len(tree) if greedy else torch.rand(len(tree), generator=self._gen, dtype=torch.float64).tolist()
-        walked = tree_mod.walk(cfg.mode, tree, p, r, self._gen, cfg.verification)
+        walked = tree_mod.walk(cfg.mode, tree, p, r, self._gen, cfg.verification, cfg.knobs)
         self._target.retain([*range(base, base + len(pending)), *(base + len(pending) + i for i in walked.path)])
         drafted = [tree.session_index[i] for i in walked.path if i in tree.session_index]
         self._draft.retain(drafted)

@@ -107,7 +107,7 @@ def record_tree_step(
                 p=float(p_at(up)[x]),
                 score=tree.score[i],
                 rank=tree.rank[i],
-                r=r[i] if walked.decision[i] != "not tested" else None,
+                r=walked.coins.get(i, r[i]) if walked.decision[i] != "not tested" else None,
                 ratio=walked.ratio[i],
                 decision=walked.decision[i],
                 p_top=tree_mod.top(p_at(i), n_top, text),
@@ -132,7 +132,7 @@ def record_tree_step(
         walked.ratio[i] if walked.ratio[i] is not None else float(p_at(tree.parent[i])[tree.token[i]]) for i in line
     )
     choice = Choice(
-        r=tuple(r[i] for i in line),
+        r=tuple(walked.coins.get(i, r[i]) for i in line),
         ratio=ratio_of(at(p_line, draft), at(q_line, draft)) if line else torch.empty(0, dtype=torch.float64),
         n=n,
         token=walked.token,
