@@ -34,7 +34,7 @@ from specviz.core.config import Knobs, Verification
 from specviz.core.sampling import total
 from specviz.core.trace import CostTrace
 
-__all__ = ["BASELINE", "acceptance", "cost_of", "emitted", "mixture", "tv", "typical_threshold"]
+__all__ = ["BASELINE", "acceptance", "cost_of", "emitted", "mixture", "tokens_per_pass", "tv", "typical_threshold"]
 
 # the lossless rule each lossy rule is set against on the same draft: the rule its engine runs when the knob is off
 BASELINE: dict[str, Verification] = {"typical": "one-hot", "sglang": "one-hot", "ensemble": "token"}
@@ -118,3 +118,10 @@ def cost_of(rule: str, draft: Sequence[int], q: torch.Tensor, p: torch.Tensor, k
 
 def _ratio(a: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     return torch.where(q > 0, a / q.clamp(min=1e-300), torch.ones_like(a))
+
+
+def tokens_per_pass(rule: str, p: torch.Tensor, q: torch.Tensor, knobs: Knobs, tau: int) -> float:
+    """The expected tokens per pass of `rule` on a context-free table (the same p and q at every position), over
+    every draft the draft samples and every draw: 1 + Σ_{k=1..τ} β^k with β = Σ_x q(x)·a(x)."""
+    beta = float(total(q * acceptance(rule, p, q, knobs)))
+    return 1.0 + sum(beta**k for k in range(1, tau + 1))
