@@ -1,4 +1,4 @@
-"""The lossy rules (docs/algorithm.md, "Lossy rules: faster, and by exactly how much different"): typical acceptance,
+"""The lossy rules (docs/algorithm.md, "Lossy rules"): typical acceptance,
 SGLang's two thresholds on a chain, the static ensemble. Each decision is checked against numbers worked out by
 hand on 3- and 4-token vocabularies, and each rule's emitted distribution o_t (specviz.core.lossy, closed form) against
 an exact enumeration of the rule's own decisions through `specviz.choose` (every draft token x ~ q, the draw on or

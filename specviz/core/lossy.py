@@ -1,4 +1,4 @@
-"""The lossy rules' exact cost (docs/algorithm.md, "Lossy rules: faster, and by exactly how much different").
+"""The lossy rules' exact cost (docs/algorithm.md, "Lossy rules").
 
 Each rule keeps draft token ŷ at a position with some chance a(ŷ) and otherwise emits a token from its recovery
 distribution R_ŷ. Over the draft's own draw (ŷ ~ q, as lossless mode drafts), the token the rule emits at that
