@@ -54,3 +54,16 @@ def test_a_lossless_rule_shows_no_cost_and_the_thresholds_only_with_their_rule(l
     at.selectbox(key="decode_rule").set_value("typical").run()
     assert {n.key for n in at.number_input} >= {"decode_posterior_threshold", "decode_posterior_alpha"}
     assert at.number_input(key="decode_posterior_threshold").value == pytest.approx(0.09)
+
+
+def test_a_tree_under_sglangs_thresholds_is_labelled_lossy_and_says_where_its_cost_is_shown(loads):
+    at = app()
+    at.radio(key="decode_mode").set_value("lossless").run()
+    at.selectbox(key="decode_rule").set_value("sglang").run()
+    at.number_input(key="decode_threshold_acc").set_value(0.5)
+    at.toggle(key="decode_tree").set_value(True)
+    at.button(key="decode_step").click().run()
+    assert not at.exception
+    dec = decoder(at)
+    assert dec.config.tree and dec.config.verification == "sglang" and dec.steps[0].cost is None
+    assert any(w.value.startswith("**SGLang's accept thresholds (lossy)** walk this tree") for w in at.warning)

@@ -153,6 +153,13 @@ LOSSY_NAMES = {  # each lossy rule with its knobs, as the page names it
 }
 
 
+LOSSY_TREE = (
+    "**SGLang's accept thresholds (lossy)** walk this tree as its kernel does, and the output is not the target's. "
+    "Its exact cost (the emitted distribution and its distance from the target) is computed for chains: set "
+    "the tree off to see it beside the tokens per pass gained."
+)
+
+
 def lossy_cost(config: SpecConfig, m: Metrics, step: StepTrace, upto: str) -> str | None:
     """A lossy run's gain beside its cost (docs/algorithm.md, "Lossy rules"), in Markdown: tokens per pass, exact on
     the run's own drafts, against the lossless rule the engine runs with the knob off on the same drafts; how far the
