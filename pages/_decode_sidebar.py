@@ -78,6 +78,7 @@ def inputs(off: bool) -> Inputs:
     sampling = ui.sampling_widgets("decode", disabled=off)
     lossless = sampling["mode"] == "lossless"
     rule = ui.rule_widget("decode", sampling["mode"], disabled=off)
+    knobs = ui.knob_widgets("decode", rule, disabled=off)  # a lossy rule's thresholds
     seed = st.number_input("Seed", *ui.LIMITS["decode_seed"], key="decode_seed", disabled=off)
     max_new = st.number_input("Max new tokens", *ui.LIMITS["decode_max_new"], key="decode_max_new", disabled=off)
     st.header("Variants")
@@ -87,7 +88,7 @@ def inputs(off: bool) -> Inputs:
         disabled=off,
         help="Draft a tree of continuations, verify it in one target pass; τ is unused",
     )
-    knobs = [
+    shape = [
         st.number_input(
             name,
             *ui.LIMITS[f"decode_tree_{key}"],
@@ -119,7 +120,7 @@ def inputs(off: bool) -> Inputs:
     )
     try:
         config = view_of.decode_config(
-            tuple(knobs) if tree_on else None,
+            tuple(shape) if tree_on else None,
             policy,
             threshold,
             broken,
@@ -127,6 +128,7 @@ def inputs(off: bool) -> Inputs:
             seed=seed,
             max_new_tokens=max_new,
             verification=rule if lossless else "token",
+            **knobs,
             **sampling,
         )
     except specviz.ConfigError as exc:

@@ -106,10 +106,12 @@ def step_table(view: specviz.StepTrace, greedy: bool, hidden: bool, draws: bool)
 
 def rules_panel(view: specviz.StepTrace, outcomes, pair: specviz.ModelPair | None, mode: str) -> None:
     """The same step under each verification rule: the same draft and the same draws r, decided by token-wise,
-    one-hot and block verification (docs/algorithm.md, "Verification as serving engines run it")."""
+    one-hot and block verification (docs/algorithm.md, "Verification as serving engines run it") and, in a lossy
+    run, by its lossy rule ("Lossy rules")."""
     if view.tree is not None or view.tau == 0:
         return
     title = "The same step under each rule: token-wise, one-hot q (vLLM's default), block"
+    title += f", and the run's lossy rule ({view.cost.rule})" if view.cost is not None else ""
     with lazy_expander(title, "decode_rules_open") as box:
         if not box.open:
             return

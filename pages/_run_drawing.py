@@ -39,6 +39,10 @@ def draw_run(run: specviz.RunTrace, view: specviz.StepTrace, hidden: bool, live:
     if live:
         busy_notice()
     metrics_row(m, run.target_top_k, run.config.tree, counted)
+    if cost := view_of.lossy_cost(run.config, m, counted[-1] if counted else view, upto):  # a lossy rule's price
+        st.warning(cost, icon=":material/balance:")
+    elif run.config.lossy:  # SGLang's thresholds on a tree: walked as its kernel does, its exact cost a chain's only
+        st.warning(view_of.LOSSY_TREE, icon=":material/balance:")
     left, right = st.columns(2)
     left.markdown("**Accepted length per step** (the whole run; the step shown is marked)")
     left.plotly_chart(

@@ -9,8 +9,8 @@ from streamlit import config as streamlit_config
 import specviz
 from pages import _server
 from specviz.classroom import links, settings
-from specviz.classroom.settings import MODE_HELP, RULE_HELP
-from specviz.core.config import VERIFICATIONS
+from specviz.classroom.settings import KNOBS, MODE_HELP, RULE_HELP, RULE_LABELS
+from specviz.core.config import RULES
 from specviz.server.class_policy import UPLOAD_BYTES
 
 # Every widget's range or choices, by its key, from the one settings registry (links check the same).
@@ -37,17 +37,30 @@ def sampling_widgets(prefix: str, disabled: bool = False) -> dict:
     }
 
 
-def rule_widget(prefix: str, mode: str, disabled: bool = False) -> str:
-    """Lossless mode's verification rule (docs/algorithm.md, "Verification as serving engines run it"); the
-    other modes keep their own rule, so there it is off and "token" is what the settings get."""
+def rule_widget(prefix: str, mode: str, disabled: bool = False, lossy: bool = True) -> str:
+    """Lossless mode's verification rule (docs/algorithm.md, "Verification as serving engines run it"), the lossy
+    ones labelled so (unless `lossy` is off); the other modes keep their own rule, so there it is off and "token" is
+    what the settings get."""
     rule = st.selectbox(
-        "Verification (lossless)",
-        VERIFICATIONS,
+        "Verification (lossless mode)",
+        RULES if lossy else RULES[:3],
         key=f"{prefix}_rule",
         disabled=disabled or mode != "lossless",
         help=RULE_HELP,
+        format_func=RULE_LABELS.__getitem__,
     )
     return rule if mode == "lossless" else "token"
+
+
+def knob_widgets(prefix: str, rule: str, disabled: bool = False) -> dict:
+    """A lossy rule's settings (docs/algorithm.md, "Lossy rules"), as SpecConfig keyword arguments: none for a
+    lossless rule."""
+    return {
+        field: st.number_input(
+            label, *LIMITS[f"{prefix}_{field}"], step=0.05, key=f"{prefix}_{field}", help=text, disabled=disabled
+        )
+        for label, field, text in KNOBS.get(rule, ())
+    }
 
 
 def lazy_expander(label: str, key: str, **kwargs):

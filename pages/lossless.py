@@ -29,7 +29,8 @@ if not present:  # on a projector the verdicts and charts say it
         "Run the **first step** many times with different seeds and count which token comes out first. "
         "**lossless** should match the target's distribution under each verification rule (token-wise, one-hot q "
         "as vLLM and SGLang verify, block), and **greedy** the target's greedy token, whatever the draft; "
-        "**textbook** with sampling should not."
+        "**textbook** with sampling should not, nor should the engines' **lossy** rules (typical acceptance, SGLang's "
+        "accept thresholds at 0.5, the static ensemble), which trade the target's distribution for speed."
     )
     st.caption(METHOD)
 TABLES = LOSSLESS_SOURCES[0]

@@ -5,10 +5,9 @@ import streamlit as st
 from pages import _compute, _drawing
 from pages._present import COMPACT_CSS, presentation_toggle
 from pages._shell import ensure_shell
-from pages._widgets import LIMITS, share_link
+from pages._widgets import LIMITS, knob_widgets, rule_widget, share_link
 from specviz import MODES, ConfigError
 from specviz.classroom import sandbox as sb
-from specviz.core.rules import VERIFICATIONS
 from specviz.viz import charts
 from specviz.viz.plain import plain
 from specviz.viz.render import argmax_ties, next_token_source, run_html
@@ -28,14 +27,9 @@ else:
 preset = cols[0].selectbox("Exercise", [*sb.PRESETS, sb.CUSTOM], key="sandbox_preset")
 mode = cols[1].radio("Mode", MODES, key="sandbox_mode", horizontal=True)
 lossless = mode == "lossless"
-rule = cols[2].selectbox(
-    "Verification (lossless)",
-    VERIFICATIONS,
-    key="sandbox_rule",
-    disabled=not lossless,
-    help="token: r ≤ p/q.  one-hot: r ≤ p(ŷ), as vLLM and SGLang verify EAGLE, MTP and n-gram "
-    "drafts.  block: the last position whose r ≤ h (Sun et al.)",
-)
+with cols[2]:  # the lossless rules, and the engines' lossy ones with their settings (labelled lossy)
+    rule = rule_widget("sandbox", mode)
+knobs = knob_widgets("sandbox", rule)  # a lossy rule's settings, as SpecConfig names them
 with toggle_at:
     presentation_toggle("sandbox_present")
 state.setdefault("sandbox_case", next(iter(sb.PRESETS.values())))
@@ -106,7 +100,7 @@ if r_cols[tau].button("Draw", key="sandbox_draw", icon=":material/casino:", help
 try:
     draws = [state[k] for k in sb.draw_keys(tau)]
     case = sb.case_from_frame(edited, draws[:tau], draws[tau : 2 * tau], draws[-1], context)
-    step = sb.sandbox_step(case, mode, rule)
+    step = sb.sandbox_step(case, mode, rule, knobs)
 except ConfigError as exc:
     results.error(f"**Check the table.** {plain(exc)}", icon=":material/error:")
     st.stop()

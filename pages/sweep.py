@@ -13,7 +13,7 @@ from pages._pairs import load_pair
 from pages._picker import model_picker
 from pages._present import COMPACT_CSS, presentation_toggle
 from pages._shell import ensure_shell
-from pages._widgets import LIMITS, PROMPT_CHARS, downloads, rule_widget, sampling_widgets, share_link
+from pages._widgets import LIMITS, PROMPT_CHARS, downloads, knob_widgets, rule_widget, sampling_widgets, share_link
 from specviz.analysis.snapshot import freeze, runtime_of
 from specviz.analysis.sweep import Sweep, SweepSettings
 from specviz.analysis.sweep_summary import SweepSummary
@@ -32,6 +32,7 @@ with st.sidebar:
     seeds = st.number_input("Seeds per τ and prompt", *LIMITS["sweep_seeds"], key="sweep_seeds")
     sampling = sampling_widgets("sweep")
     rule = rule_widget("sweep", sampling["mode"])
+    knobs = knob_widgets("sweep", rule)  # a lossy rule's settings
     st.header("τ policies")
     policies = tuple(
         name
@@ -79,6 +80,7 @@ try:
         policy_tau=policy_tau,
         confidence=threshold,
         verification=rule,
+        knobs=tuple(knobs.items()),
         **sampling,
     )
     sweep = Sweep(pair, settings, st.session_state.setdefault("sweep_cache", {}))

@@ -105,3 +105,17 @@ def test_the_sandbox_names_an_edited_r_and_says_why_a_tie_went_one_way(loads):
         "first rejected)"
     )
     assert not any("ties" in i.value for i in at.info)
+
+
+def test_the_sandbox_offers_the_lossy_rules_with_their_settings_and_says_their_price(loads):
+    at = app()
+    at.switch_page("pages/sandbox.py").run()
+    at.radio(key="sandbox_mode").set_value("lossless").run()
+    at.selectbox(key="sandbox_rule").set_value("sglang").run()
+    at.number_input(key="sandbox_threshold_acc").set_value(0.5).run()
+    assert not at.exception
+    assert "LOSSY, SGLang's accept thresholds" in at.caption[0].value or any(
+        "LOSSY, SGLang's accept thresholds" in m.value for m in at.markdown
+    )
+    lossy = [i.value for i in at.info if i.value.startswith("**Lossy.**")]
+    assert len(lossy) == 1 and "tokens per pass expected instead of" in lossy[0] and "total-variation" in lossy[0]

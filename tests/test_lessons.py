@@ -412,3 +412,23 @@ def test_a_lessons_run_takes_a_heavy_turn_for_each_piece_of_its_work(lessons_pag
     assert not at.exception and not at.error
     assert any(md.value.startswith("**What the run showed.**") for md in at.markdown)
     assert taken == ["heavy", "heavy"]  # the prompt read into both models, then the step
+
+
+def test_faster_but_whose_text_sweeps_sglangs_thresholds_exactly():
+    """The SPEC table p = (.5, .3, .2), q = (.2, .2, .6), τ = 4. t = 1: β = Σ q·p = .1 + .06 + .12 = .28, tokens per
+    pass 1 + .28 + .28² + .28³ + .28⁴ = 1.3865, TV 0. t = .5: a = (1, .6, .4), β = .56, 1 + .56 + .3136 + .175616 +
+    .09834496 = 2.1476; c = (0, .2·.4/.7, .6·.6/.8) = (0, 4/35, 9/20), C = 79/140; o = (.2 + .5·79/140,
+    .12 + .3·(79/140 − 4/35), .24 + .2·(79/140 − 9/20)) = (.482143, .255, .262857): TV = .262857 − .2 = 11/175."""
+    lesson = BY_KEY["whose-text"]
+    evidence = lesson.run(None, None)
+    table = evidence.table.set_index("t_s = t_a")
+    assert table.loc[1.0, "tokens per pass"] == pytest.approx(1.3865, abs=1e-4)
+    assert table.loc[1.0, "TV from the target"] == pytest.approx(0.0, abs=1e-4)
+    assert table.loc[0.5, "tokens per pass"] == pytest.approx(2.1476, abs=1e-4)
+    assert table.loc[0.5, "TV from the target"] == pytest.approx(11 / 175, abs=1e-4)
+    assert list(table["tokens per pass"]) == sorted(table["tokens per pass"])  # lower thresholds keep more…
+    assert list(table["TV from the target"]) == sorted(table["TV from the target"])  # …and move further
+    points = evidence.figures[0]["data"][0]
+    assert list(points["x"]) == pytest.approx(list(table["tokens per pass"]), abs=1e-4)
+    assert "at t = 0.5 it keeps 2.148 (+0.761)" in evidence.finding
+    assert lesson.choices[lesson.right].startswith("Neither exactly")

@@ -198,3 +198,64 @@ def test_on_the_real_pair_at_the_pages_defaults(embedded_cache):
         samples = list(first_tokens(pair, "The cat sat on the", config, 200))
         result = check(mode, samples, reference(pair, "The cat sat on the", config))
         assert result.consistent is consistent, (rule, result.verdict())
+
+
+# --- the lossy rules (docs/algorithm.md, "Lossy rules"): rejected with power, by the same check -------------------
+
+LOSSY = {  # the page's lossy variants (specviz.analysis.lossless.VARIANTS)
+    "typical": {},
+    "sglang": {"threshold_single": 0.5, "threshold_acc": 0.5},
+    "ensemble": {"ensemble_weight": 0.7},
+}
+
+
+def power(emitted: torch.Tensor, p: torch.Tensor, trials: int, seeds: int = 100) -> int:
+    """How many of `seeds` samples of `trials` tokens drawn from `emitted` the page's check calls different from p."""
+    gen = torch.Generator().manual_seed(trials)
+    return sum(
+        not check("x", torch.multinomial(emitted, trials, replacement=True, generator=gen).tolist(), p).consistent
+        for _ in range(seeds)
+    )
+
+
+@pytest.mark.parametrize("rule", list(LOSSY))
+def test_the_engines_first_token_under_a_lossy_rule_is_its_exact_emitted_distribution_and_not_p(rule):
+    """The SPEC table p = (.5, .3, .2), q = (.2, .2, .6), 3,000 first steps through the engine: the check against p
+    says "not lossless"; against the closed-form o (specviz.core.lossy.emitted; SGLang at 0.5 worked by hand:
+    a = (1, .6, .4), o = (.482143, .255, .262857)) it finds no difference."""
+    from specviz.core import lossy
+
+    pair = table_pair(SPEC_P, SPEC_Q)
+    config = SpecConfig(tau=2, mode="lossless", seed=3, verification=rule, **LOSSY[rule])
+    p = reference(pair, [0], config)
+    o = lossy.emitted(rule, p, torch.tensor(SPEC_Q, dtype=torch.float64), config.knobs)
+    if rule == "sglang":
+        assert o.tolist() == pytest.approx([0.482143, 0.255, 0.262857], abs=1e-6)
+    samples = list(first_tokens(pair, [0], config, 3000))
+    against_p = check(rule, samples, p)
+    assert not against_p.consistent and "not lossless" in against_p.verdict()
+    assert check(rule, samples, o).p_value > 1e-3
+
+
+@pytest.mark.slow
+def test_on_the_real_pair_each_lossy_rule_is_rejected_with_power_and_the_lossless_ones_keep_their_size(embedded_cache):
+    """The real pair, 'Continue the story: The cat sat on the' (the Decode page's story preset), T = 1: the first
+    token's exact distribution under each rule (specviz.core.lossy.emitted from the pair's own p and q, which the
+    test above and tests/test_lossy.py tie to the engine's decisions), sampled 100 times at the page's largest trial
+    count (1,000): each lossy rule is called different at least 95 times; token-wise and one-hot, whose o is p, at
+    most 4 times (a 1% test). And the engine itself, 200 first steps under SGLang's thresholds at 0.5: not lossless."""
+    from specviz.core import lossy
+
+    pair = load_pair("embedded", "embedded", runtime="torch-kernels")
+    prompt = "Continue the story: The cat sat on the"
+    dec = Decoder(pair, prompt, SpecConfig(tau=2, mode="lossless"))
+    p, q = dec.next_rows()
+    for rule, knobs in LOSSY.items():
+        o = lossy.emitted(rule, p, q, SpecConfig(mode="lossless", verification=rule, **knobs).knobs)
+        assert power(o, p, 1000) >= 95, rule
+    for rule in ("token", "one-hot"):
+        o = lossy.emitted(rule, p, q, SpecConfig().knobs)
+        assert lossy.tv(o, p) < 1e-12 and power(o, p, 1000) <= 4, rule
+    config = SpecConfig(tau=2, mode="lossless", verification="sglang", **LOSSY["sglang"])
+    result = check("sglang", list(first_tokens(pair, prompt, config, 200)), reference(pair, prompt, config))
+    assert not result.consistent and "not lossless" in result.verdict()

@@ -493,3 +493,23 @@ def test_a_narrow_interval_of_q_is_written_with_the_digits_that_tell_its_ends_ap
     assert interval_text(*interval([1.0] * 400, 200)) == "[0.500, 0.502)"
     assert interval_text(0.8, 1.0) == "[0.80, 1.00)"
     assert interval_text(0.5, 0.5 + 1e-9) == "[0.500000, 0.500000)"  # at most six
+
+
+def test_a_lossy_rule_in_the_sandbox_keeps_more_and_says_its_exact_price():
+    """One position, words a b c, q = (.2, .3, .5), p = (.5, .3, .2), u = 0.3 samples b from q (interval [.2, .5)),
+    r = 0.55. One-hot keeps b while r ≤ p(b) = .3: rejected. SGLang at t_s = t_a = 0.5 keeps it while
+    r ≤ .3/.5 = .6: kept; expected tokens per pass 1 + .6 = 1.6 against 1 + .3 = 1.3; its first token follows
+    o = (53/112, .2925, 41/175), TV 6/175 = 0.0343 (tests/test_lossy.py works it by hand)."""
+    from specviz.classroom.sandbox import explain, sandbox_step
+
+    case = SandboxCase(("a", "b", "c"), ((0.2, 0.3, 0.5),), ((0.5, 0.3, 0.2), (0.1, 0.1, 0.8)), (0.55,), (0.3,), 0.5)
+    assert sandbox_step(case, "lossless", "one-hot").n_accepted == 0
+    step = sandbox_step(case, "lossless", "sglang", {"threshold_single": 0.5, "threshold_acc": 0.5})
+    assert (step.draft_tokens, step.n_accepted, step.verify.threshold) == ((1,), 1, pytest.approx((0.6,)))
+    assert step.cost.tokens_per_pass == pytest.approx(1.6) and step.cost.baseline_tokens_per_pass == pytest.approx(1.3)
+    assert step.cost.tv == pytest.approx((6 / 175,))
+    note = explain(step, case, "lossless")[-1]
+    assert note.startswith("**Lossy.**") and "1.600 tokens per pass expected instead of 1.300" in note
+    assert "0.0343" in note
+    with pytest.raises(ConfigError, match="threshold_acc"):
+        sandbox_step(case, "lossless", "sglang", {"threshold_acc": 0.0})

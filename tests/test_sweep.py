@@ -352,3 +352,24 @@ def test_a_tau_whose_timings_no_runtime_could_give_is_taken_out_and_timed_again(
     assert tau == 2 and "0.40 single-token passes" in why
     assert [u.tau for u in sweep.pending()] == [2] and [s.tau for s in sweep.result().by_tau()] == [1, 3]
     assert sweep.drop_impossible() == []  # the rest is possible: nothing more to take out
+
+
+def test_a_sweep_under_a_lossy_rule_reports_its_gain_beside_its_exact_distance_per_tau(tiny_pair):
+    """SGLang's thresholds at 0.5 swept over τ = 1, 2: each row holds the run's own steps' exact costs, pooled (TV over
+    the positions each step decided; tokens per pass of the rule and of one-hot on the same drafts), and the table
+    shows them; a lossless sweep has none of these columns."""
+    half = (("threshold_single", 0.5), ("threshold_acc", 0.5))
+    settings = SweepSettings(
+        taus=(1, 2), prompts=("w1 w2 w3",), max_new_tokens=8, mode="lossless", verification="sglang", knobs=half
+    )
+    sweep = Sweep(tiny_pair, settings)
+    result = sweep.run()
+    for row in result.by_tau():
+        steps = [s for u in sweep.units() if u.tau == row.tau for s in sweep.cache[sweep.key(u)].steps]
+        decided = [d for s in steps for d in s.cost.tv[: s.n_accepted + 1]]
+        assert row.tv_mean == pytest.approx(sum(decided) / len(decided)) and row.tv_max == pytest.approx(max(decided))
+        assert row.lossy_tokens_per_pass >= row.baseline_tokens_per_pass
+    frame = result.to_frame()
+    assert {"TV from target, mean", "tokens per pass, lossless on the same drafts"} <= set(frame.columns)
+    plain = Sweep(tiny_pair, SweepSettings(taus=(1,), prompts=("w1 w2",), max_new_tokens=4, mode="lossless")).run()
+    assert "TV from target, mean" not in plain.to_frame().columns

@@ -30,13 +30,22 @@ METHOD = (
 )
 
 
-# What the page tests: each mode, and lossless mode under each verification rule (docs/algorithm.md)
+# What the page tests: each mode, and lossless mode under each verification rule (docs/algorithm.md), the lossy ones
+# at the settings a tuner reaches for ("Lossy rules": SGLang's thresholds at 0.5, transformers' recommended w = 0.7)
 VARIANTS: dict[str, dict] = {
     "textbook": {"mode": "textbook"},
     "lossless": {"mode": "lossless"},
     "lossless, one-hot": {"mode": "lossless", "verification": "one-hot"},
     "lossless, block": {"mode": "lossless", "verification": "block"},
     "greedy": {"mode": "greedy"},
+    "typical acceptance (lossy)": {"mode": "lossless", "verification": "typical"},
+    "SGLang thresholds 0.5 (lossy)": {
+        "mode": "lossless",
+        "verification": "sglang",
+        "threshold_single": 0.5,
+        "threshold_acc": 0.5,
+    },
+    "static ensemble w = 0.7 (lossy)": {"mode": "lossless", "verification": "ensemble", "ensemble_weight": 0.7},
 }
 
 
@@ -101,7 +110,7 @@ class LosslessCheck:
             )
         return (
             f"{self.mode}: differs from {target} (chi-square p-value {self.p_value_text} over {self.trials} trials): "
-            "this mode changes what the model says."
+            "not lossless, this mode changes what the model says."
         )
 
 

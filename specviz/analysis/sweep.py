@@ -56,7 +56,8 @@ class SweepSettings:
     policy_tau: int = 4
     confidence: float = SpecConfig.confidence
     chat: bool | None = None  # chat template: None = the model's default
-    verification: str = "token"  # lossless mode's verification rule (docs/algorithm.md)
+    verification: str = "token"  # lossless mode's verification rule (docs/algorithm.md), a lossy one included
+    knobs: tuple[tuple[str, float], ...] = ()  # a lossy rule's settings (SpecConfig's names), as (name, value) pairs
 
     def __post_init__(self) -> None:
         if not self.taus or not self.prompts or not self.seeds:
@@ -84,6 +85,7 @@ class SweepSettings:
             tau_policy=policy,
             confidence=self.confidence,
             verification=self.verification,
+            **dict(self.knobs),
         )
 
 
@@ -300,6 +302,10 @@ class SweepResult:
             predicted_speedup_measured=None if a is None or c is None else expected_speedup(a, tau, c.value),
             verify_cost=v,
             predicted_speedup_v=s_v,
+            tv_mean=m.tv_mean,
+            tv_max=m.tv_max,
+            lossy_tokens_per_pass=m.lossy_tokens_per_pass,
+            baseline_tokens_per_pass=m.baseline_tokens_per_pass,
         )
 
     def by_policy(self) -> list[PolicySummary]:

@@ -46,6 +46,12 @@ class TauSummary:
     # the target alone, both at the runs' own context lengths
     verify_cost: Spread | None = None  # v(τ + 1)
     predicted_speedup_v: Spread | None = None  # S_v(τ) = E / (τ·c + v(τ + 1)), E from α; its range from v's
+    # a lossy rule (docs/algorithm.md, "Lossy rules"): TV(o_t, p_t) over the positions it decided, mean and largest,
+    # and the expected tokens per pass of the rule and of its lossless baseline on the same drafts (exact)
+    tv_mean: float | None = None
+    tv_max: float | None = None
+    lossy_tokens_per_pass: float | None = None
+    baseline_tokens_per_pass: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -185,6 +191,16 @@ class SweepSummary:
                     "S(τ), v = 1": _times(r.predicted_speedup),
                     "S_v(τ)": r.predicted_speedup_v.text() if r.predicted_speedup_v else "–",
                 }
+                | (  # a lossy rule: its gain on the same drafts beside its exact distance from the target
+                    {
+                        "tokens per pass, lossy (exact)": round(r.lossy_tokens_per_pass, 3),
+                        "tokens per pass, lossless on the same drafts": round(r.baseline_tokens_per_pass, 3),
+                        "TV from target, mean": round(r.tv_mean, 4),
+                        "TV from target, max": round(r.tv_max, 4),
+                    }
+                    if r.tv_mean is not None
+                    else {}
+                )
             )
         return pd.DataFrame(rows)
 

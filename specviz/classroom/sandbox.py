@@ -22,8 +22,10 @@ import torch
 
 from specviz.analysis.theory import expected_accepted
 from specviz.bounded import LINK_BYTES, is_number, read_json
-from specviz.core.config import MODES
+from specviz.core import lossy
+from specviz.core.config import LOSSY, MODES, SpecConfig
 from specviz.core.record import record_step
+from specviz.core.rules import RULES as ALL_RULES
 from specviz.core.rules import VERIFICATIONS, Verification, choose
 from specviz.core.sampling import residual, sample_at
 from specviz.core.trace import StepTrace
@@ -322,22 +324,28 @@ def draw_all(tau: int, seed: int) -> tuple[tuple[float, ...], tuple[float, ...],
     return draw_r(tau, seed), more[:tau], more[tau]
 
 
-def sandbox_step(case: SandboxCase, mode: str = "textbook", verification: Verification = "token") -> StepTrace:
+def sandbox_step(
+    case: SandboxCase, mode: str = "textbook", verification: Verification = "token", knobs: dict | None = None
+) -> StepTrace:
     """One step on the case, every draw the case's own: the draft (argmax q, or in lossless mode
     sampled from q by u), the decisions, n and the next token exactly as the engine makes them. Each column is used
-    divided by its sum (`normalised`)."""
+    divided by its sum (`normalised`). `knobs`: a lossy rule's settings (SpecConfig's names; its defaults unless
+    given), whose step then carries its exact cost (specviz.core.lossy)."""
     case = normalised(case)
     if mode not in MODES:
         raise ConfigError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
-    if verification not in VERIFICATIONS:
-        raise ConfigError(f"verification must be one of {', '.join(VERIFICATIONS)}; got {verification!r}")
+    if verification not in ALL_RULES:
+        raise ConfigError(f"verification must be one of {', '.join(ALL_RULES)}; got {verification!r}")
     q = torch.tensor(case.q, dtype=torch.float64)
     p = torch.tensor(case.p, dtype=torch.float64)
     draft = draft_of(case, mode)
     rule = verification if mode == "lossless" else "token"
-    choice = choose(mode, draft, q, p, torch.Generator(), case.r, rule, case.next_draw)
+    settings = SpecConfig(mode=mode, verification=rule, **(knobs or {})).knobs  # checked as a run's are
+    choice = choose(mode, draft, q, p, torch.Generator(), case.r, rule, case.next_draw, settings)
     emitted = (*draft[: choice.n], choice.token)
-    return record_step(0, 0, draft, q, p, choice, emitted, (0.0, 0.0), lambda y: case.words[y], len(case.words))
+    cost = lossy.cost_of(rule, draft, q, p, settings) if rule in LOSSY else None
+    words = lambda y: case.words[y]  # noqa: E731
+    return record_step(0, 0, draft, q, p, choice, emitted, (0.0, 0.0), words, len(case.words), cost)
 
 
 def _positions(ts: Sequence[int]) -> str:
@@ -356,6 +364,12 @@ RULES = {  # which rule a step shows, in one line (the page says it above the st
     "counts: kept while r ≤ p(ŷ); after a rejection, a sample of p without the rejected token",
     "block": "lossless, block verification (Sun et al. 2025; vLLM's block method): every position has a "
     "threshold h; n is the last position whose r ≤ h, so a token can be kept although its own draw failed",
+    "typical": "LOSSY, typical acceptance (Medusa, vLLM V0): no draw decides; kept while p(ŷ) > min(ε, δ·exp(−H)); "
+    "after a rejection, argmax p",
+    "sglang": "LOSSY, SGLang's accept thresholds: kept while r ≤ p(ŷ)/t_a or p(ŷ) ≥ t_s; after a rejection, a sample "
+    "of p without the rejected token (t_s = t_a = 1 is one-hot q)",
+    "ensemble": "LOSSY, static ensemble (transformers' assistant_ensemble_weight w): token-wise against "
+    "m = w·p + (1 − w)·q; after a rejection, a sample of norm(max(0, m − q))",
 }
 
 
@@ -405,7 +419,8 @@ def explain(step: StepTrace, case: SandboxCase | None = None, mode: str = "textb
             if (step.verify and step.verify.passed[t])
             or (not step.verify and step.r[t] is not None and step.r[t] <= step.ratio[t])
         ]
-        own = "r ≤ p(ŷ)" if rule == "one-hot" else "r ≤ p/q"
+        own = {"one-hot": "r ≤ p(ŷ)", "typical": "p(ŷ) > its threshold", "sglang": "r ≤ p(ŷ)/t_a or p(ŷ) ≥ t_s"}
+        own = own.get(rule, "r ≤ min(1, m/q)" if rule == "ensemble" else "r ≤ p/q")
         test = f"pass {'their' if len(passing) > 1 else 'its'} own test ({own})"
     if rule != "block" and passing:
         come = "come" if len(passing) > 1 else "comes"
@@ -418,11 +433,15 @@ def explain(step: StepTrace, case: SandboxCase | None = None, mode: str = "textb
             "residual": {
                 "token": "lossless samples norm(max(0, p − q)), what p has and q lacks",
                 "one-hot": "one-hot samples p without the rejected token",
+                "sglang": "SGLang's rule samples p without the rejected token",
+                "ensemble": "the ensemble samples norm(max(0, m − q)), what the mixture has and q lacks",
                 "block": f"block samples norm(max(0, w{n} p − q)) there"
                 if n
                 else "block samples norm(max(0, p − q)) there",
             }[rule],
-            "argmax": "textbook takes p's most likely token",
+            "argmax": "typical acceptance takes p's most likely token"
+            if rule == "typical"
+            else "textbook takes p's most likely token",
             "greedy": "greedy takes p's most likely token",
         }.get(step.next_rule, f"the rule is {step.next_rule}")
         notes.append(
@@ -433,6 +452,15 @@ def explain(step: StepTrace, case: SandboxCase | None = None, mode: str = "textb
         accepted = f"All {tau} draft tokens accepted" if tau > 1 else "The draft token accepted"
         notes.append(
             f"{accepted}: the target adds a bonus token from p at position {tau + 1}: '{plain(step.next_text)}'."
+        )
+    if step.cost is not None:  # a lossy rule: its gain beside its exact cost
+        cost = step.cost
+        notes.append(
+            f"**Lossy.** On this draft it keeps ŷ with {', '.join(f'{a:.3f}' for a in cost.accept)} where "
+            f"{cost.baseline} (lossless) keeps it with {', '.join(f'{a:.3f}' for a in cost.baseline_accept)}: "
+            f"{cost.tokens_per_pass:.3f} tokens per pass expected instead of {cost.baseline_tokens_per_pass:.3f}. "
+            f"The price: the token emitted at each position follows o ≠ p, at a total-variation distance "
+            f"{', '.join(f'{d:.4f}' for d in cost.tv)} from p (exact, over the draft's draw from q)."
         )
     return notes
 

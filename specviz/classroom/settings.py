@@ -25,7 +25,7 @@ from specviz.classroom.sandbox import CUSTOM as SANDBOX_CUSTOM
 from specviz.classroom.sandbox import MAX_TAU as SANDBOX_TAU
 from specviz.classroom.sandbox import PRESETS as EXERCISES
 from specviz.core.config import MODES, TAU_POLICIES, SpecConfig
-from specviz.core.rules import VERIFICATIONS
+from specviz.core.rules import RULES
 from specviz.loading import AUTO, EMBEDDED, KERNELS, PRESETS, RUNTIMES, resolve_runtime
 from specviz.models import llamacpp
 from specviz.server.class_policy import ClassPolicy
@@ -61,8 +61,31 @@ RULE_HELP = (
     'How lossless mode verifies (docs/algorithm.md, "Verification as serving engines run it").  token: r ≤ p/q, '
     "then norm(max(0, p − q)) (Leviathan et al.).  one-hot: r ≤ p(ŷ), then p without the rejected token, as vLLM "
     "and SGLang verify EAGLE, MTP and n-gram drafts.  block: thresholds h from the whole draft; n is the last "
-    "position whose r ≤ h (Sun et al.; vLLM's block method)."
+    "position whose r ≤ h (Sun et al.; vLLM's block method).  LOSSY (faster, and the output is no longer the "
+    "target's; the page shows by exactly how much): typical: p(ŷ) > min(ε, δ·exp(−H)), else argmax p (Medusa, vLLM "
+    "V0).  sglang: r ≤ p(ŷ)/t_a or p(ŷ) ≥ t_s, else p without ŷ (SGLang's accept thresholds).  ensemble: token-wise "
+    "against w·p + (1 − w)·q (transformers' assistant_ensemble_weight)."
 )
+RULE_LABELS = {  # each rule as a picker names it; the lossy ones say so
+    "token": "token",
+    "one-hot": "one-hot",
+    "block": "block",
+    "typical": "typical acceptance (lossy)",
+    "sglang": "SGLang thresholds (lossy)",
+    "ensemble": "static ensemble (lossy)",
+}
+# each lossy rule's settings: (label, SpecConfig field, help), named as its engine names them
+KNOBS = {
+    "typical": (
+        ("Posterior threshold ε", "posterior_threshold", "vLLM V0's posterior_threshold (default 0.09)"),
+        ("Posterior alpha δ", "posterior_alpha", "vLLM V0's posterior_alpha (default 0.3)"),
+    ),
+    "sglang": (
+        ("Accept threshold single t_s", "threshold_single", "SGLang's --speculative-accept-threshold-single (1.0)"),
+        ("Accept threshold acc t_a", "threshold_acc", "SGLang's --speculative-accept-threshold-acc (1.0, lossless)"),
+    ),
+    "ensemble": (("Ensemble weight w (the target's)", "ensemble_weight", "transformers' assistant_ensemble_weight"),),
+}
 MODE_HELP = (
     "textbook: greedy draft, accept if r ≤ p/q, else argmax p.  "
     "lossless: sampled draft, resample from norm(max(0, p − q)); output follows p exactly.  "
@@ -126,6 +149,15 @@ def _decoding(page: str, **overrides: Any) -> list[Setting]:
     ]
 
 
+def _knobs(page: str) -> list[Setting]:
+    """The lossy rules' settings a page exposes (docs/algorithm.md, "Lossy rules"), defaults from SpecConfig."""
+    return [
+        Setting(f"{page}_{field}", _SPEC[field], (0.01 if field == "threshold_acc" else 0.0, 1.0))
+        for knobs in KNOBS.values()
+        for _, field, _ in knobs
+    ]
+
+
 def _pair(page: str) -> list[Setting]:
     return [
         Setting(f"{page}_preset", PRESETS[0].label, PAIRS),
@@ -145,7 +177,8 @@ SETTINGS: dict[str, Setting] = {
         Setting("decode_chat", True),
         Setting("decode_tau", _SPEC["tau"], (1, 16)),
         *_decoding("decode"),
-        Setting("decode_rule", VERIFICATIONS[0], VERIFICATIONS),  # lossless mode's verification rule
+        Setting("decode_rule", RULES[0], RULES),  # lossless mode's verification rule (the lossy ones too)
+        *_knobs("decode"),
         Setting("decode_seed", _SPEC["seed"], (0, 2**31 - 1)),
         Setting("decode_max_new", _SPEC["max_new_tokens"], (1, 1024)),
         Setting("decode_policy", _SPEC["tau_policy"], TAU_POLICIES),
@@ -167,7 +200,8 @@ SETTINGS: dict[str, Setting] = {
         Setting("sweep_prompts", "The cat sat on the\nWrite a Python function that reverses a list."),
         Setting("sweep_chat", True),
         *_decoding("sweep", mode="greedy"),
-        Setting("sweep_rule", VERIFICATIONS[0], VERIFICATIONS),  # lossless mode's verification rule
+        Setting("sweep_rule", RULES[0], RULES),  # lossless mode's verification rule (the lossy ones too)
+        *_knobs("sweep"),
         Setting("sweep_taus", (1, 8), (1, 16)),
         Setting("sweep_max_new", 48, (4, 512)),
         Setting("sweep_seeds", 1, (1, 10)),
@@ -204,7 +238,8 @@ SETTINGS: dict[str, Setting] = {
         Setting("sandbox_mode", "textbook", MODES),
         Setting("sandbox_tau", 1, (1, SANDBOX_TAU)),
         Setting("sandbox_seed", 0, (0, 10_000)),
-        Setting("sandbox_rule", VERIFICATIONS[0], VERIFICATIONS),  # lossless mode's verification rule
+        Setting("sandbox_rule", RULES[0], RULES),  # lossless mode's verification rule (the lossy ones too)
+        *_knobs("sandbox"),
         *(Setting(f"sandbox_r{t}", 0.5, (0.0, 0.999)) for t in range(SANDBOX_TAU)),
         *(Setting(f"sandbox_u{t}", 0.5, (0.0, 0.999)) for t in range(SANDBOX_TAU)),  # lossless: the draft's draws
         Setting("sandbox_s", 0.5, (0.0, 0.999)),  # lossless: the next token's draw

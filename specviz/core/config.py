@@ -14,9 +14,26 @@ Mode = Literal["textbook", "lossless", "greedy"]  # docs/algorithm.md, "Three ac
 MODES: tuple[Mode, ...] = get_args(Mode)
 TauPolicy = Literal["fixed", "heuristic", "confidence"]  # docs/algorithm.md, "Variants"
 TAU_POLICIES: tuple[TauPolicy, ...] = get_args(TauPolicy)
-# how a lossless step is verified (docs/algorithm.md, "Verification as serving engines run it")
-Verification = Literal["token", "one-hot", "block"]
-VERIFICATIONS: tuple[Verification, ...] = get_args(Verification)
+# how a lossless-mode step is verified (docs/algorithm.md, "Verification as serving engines run it"): three lossless
+# rules, then three lossy ones ("Lossy rules"), whose output is not the target's
+Lossless = Literal["token", "one-hot", "block"]
+Lossy = Literal["typical", "sglang", "ensemble"]
+Verification = Literal["token", "one-hot", "block", "typical", "sglang", "ensemble"]
+VERIFICATIONS: tuple[Lossless, ...] = get_args(Lossless)  # the lossless rules
+LOSSY: tuple[Lossy, ...] = get_args(Lossy)  # the lossy rules, each labelled lossy wherever it is shown
+RULES: tuple[Verification, ...] = get_args(Verification)  # every rule a lossless-mode step may be verified by
+
+
+@dataclass(frozen=True, kw_only=True)
+class Knobs:
+    """The lossy rules' settings, named as their engines name them (docs/algorithm.md, "Lossy rules")."""
+
+    posterior_threshold: float = 0.09  # typical acceptance's ε (vLLM V0 TypicalAcceptanceSampler)
+    posterior_alpha: float = 0.3  # typical acceptance's δ
+    threshold_single: float = 1.0  # SGLang's --speculative-accept-threshold-single t_s (1.0: lossless)
+    threshold_acc: float = 1.0  # SGLang's --speculative-accept-threshold-acc t_a (1.0: lossless)
+    # transformers' assistant_ensemble_weight w: the TARGET's weight in the mixture w·p + (1 − w)·q (1.0: lossless)
+    ensemble_weight: float = 0.7
 
 
 @dataclass(frozen=True)
@@ -44,6 +61,12 @@ class SpecConfig:
     # lossless mode's verification rule: token (r ≤ p/q), one-hot (r ≤ p(ŷ): q one-hot at the drafted token,
     # as vLLM and SGLang verify EAGLE, MTP and n-gram drafts), block (Sun et al.: the last position whose r ≤ h)
     verification: Verification = "token"
+    # the lossy rules' settings (Knobs; docs/algorithm.md, "Lossy rules"): each read only by its own rule
+    posterior_threshold: float = 0.09
+    posterior_alpha: float = 0.3
+    threshold_single: float = 1.0
+    threshold_acc: float = 1.0
+    ensemble_weight: float = 0.7
 
     def __post_init__(self) -> None:
         _check_int("tau", self.tau, 1, MAX_TAU)
@@ -66,14 +89,23 @@ class SpecConfig:
         self._check_verification()
 
     def _check_verification(self) -> None:
-        if self.verification not in VERIFICATIONS:
-            raise ConfigError(f"verification must be one of {', '.join(VERIFICATIONS)}; got {self.verification!r}")
+        if self.verification not in RULES:
+            raise ConfigError(f"verification must be one of {', '.join(RULES)}; got {self.verification!r}")
+        for name in ("posterior_threshold", "posterior_alpha", "threshold_single", "threshold_acc", "ensemble_weight"):
+            _check_float(name, getattr(self, name), 0.0, 1.0)
+        if self.threshold_acc <= 0.0:
+            raise ConfigError(f"threshold_acc must be in (0, 1]; got {self.threshold_acc}")
         if self.verification == "token":
             return
         if self.mode != "lossless":
             raise ConfigError(
                 f"the {self.verification} verification rule decides lossless steps; {self.mode} mode has its own "
                 "rule: use lossless mode, or verification='token'"
+            )
+        if self.verification in LOSSY and self.verification != "sglang" and self.tree:
+            raise ConfigError(
+                f"the lossy {self.verification} rule is walked on chains here; a token tree is verified by a lossless "
+                "rule (verification='token' or 'one-hot') or SGLang's thresholds (verification='sglang')"
             )
         if self.verification == "block" and self.tree:
             raise ConfigError(
@@ -104,6 +136,16 @@ class SpecConfig:
         return self.steps > 0
 
     @property
+    def lossy(self) -> bool:
+        """Whether the run's rule is lossy: its output does not follow the target's distribution."""
+        return self.mode == "lossless" and self.verification in LOSSY
+
+    @property
+    def knobs(self) -> Knobs:
+        """The lossy rules' settings, as one record."""
+        return Knobs(**{f.name: getattr(self, f.name) for f in dataclasses.fields(Knobs)})
+
+    @property
     def depth(self) -> int:
         """The most draft tokens one step can accept: τ for a chain, steps for a tree."""
         return self.steps if self.tree else self.tau
@@ -112,6 +154,9 @@ class SpecConfig:
         data = dataclasses.asdict(self)
         if self.verification == "token":  # the default rule: settings saved before it existed read the same
             del data["verification"]
+        for knob in dataclasses.fields(Knobs):  # so do the lossy rules' settings at their defaults
+            if data[knob.name] == knob.default:
+                del data[knob.name]
         return data
 
     @classmethod

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 
 import torch
 
-from specviz.core import pieces
+from specviz.core import lossy, pieces
 from specviz.core import tree as tree_mod
-from specviz.core.config import SpecConfig
+from specviz.core.config import VERIFICATIONS, SpecConfig
 from specviz.core.prompt import encode_prompt
 from specviz.core.record import record_step, record_tree_step
 from specviz.core.rules import RuleOutcome, choose, each_rule
@@ -165,6 +165,17 @@ class Decoder:
         when the run was started with `compare_rules` and the step is a lossless chain step); else None."""
         return self._outcomes.get(index)
 
+    @torch_threads.on_one_thread
+    def next_rows(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(p, q): the target's and the draft's distributions of the next token, each [V] float64 and warped as the
+        run warps them, without taking a step (the caches are cropped back; no draw is taken from the run's
+        generator). What a lossy rule's exact cost at the first position is computed from (specviz.core.lossy)."""
+        with pieces.piece():
+            q = self._warp(self._draft.extend(self._ids[self._draft.length :], keep=1)[-1])
+            p = self._warp(self._target.extend(self._ids[self._target.length :], keep=1)[-1])
+            self._crop_sessions()
+        return p, q
+
     def run(self) -> RunTrace:
         while not self.done:
             self.step()
@@ -201,13 +212,16 @@ class Decoder:
         # p: [τ + 1, V] float64: the target's distribution at each drafted position, then the one after the last
         p = self._warp(self._target.extend(feed, keep=len(draft) + 1))
         t2 = time.perf_counter()
-        choice = choose(cfg.mode, draft, q, p, self._gen, verification=cfg.verification)  # 3–5. accept, count, next
+        # 3–5. accept, count, next
+        choice = choose(cfg.mode, draft, q, p, self._gen, verification=cfg.verification, knobs=cfg.knobs)
         emitted = self._emit([*draft[: choice.n], choice.token])  # 6. new confirmed sequence
         if self.compare_rules and cfg.mode == "lossless" and draft:  # the same step under each rule, to show
-            self._outcomes[index] = each_rule(draft, q, p, choice.r)
+            rules = (*VERIFICATIONS, cfg.verification) if cfg.lossy else VERIFICATIONS  # a lossy run: its rule too
+            self._outcomes[index] = each_rule(draft, q, p, choice.r, knobs=cfg.knobs, rules=rules)
         timing = (t1 - t0, t2 - t1)
+        cost = lossy.cost_of(cfg.verification, draft, q, p, cfg.knobs) if cfg.lossy else None  # exact, closed form
         return record_step(
-            index, context_length, draft, q, p, choice, emitted, timing, self.pair.codec.token_text, cfg.top_n
+            index, context_length, draft, q, p, choice, emitted, timing, self.pair.codec.token_text, cfg.top_n, cost
         )
 
     def _tree_step(self, index: int, steps: int) -> StepTrace:
@@ -231,7 +245,7 @@ class Decoder:
         greedy = cfg.mode == "greedy"
         # r: N draws, one per node (None in greedy mode)
         r = [None] * len(tree) if greedy else torch.rand(len(tree), generator=self._gen, dtype=torch.float64).tolist()
-        walked = tree_mod.walk(cfg.mode, tree, p, r, self._gen, cfg.verification)
+        walked = tree_mod.walk(cfg.mode, tree, p, r, self._gen, cfg.verification, cfg.knobs)
         self._target.retain([*range(base, base + len(pending)), *(base + len(pending) + i for i in walked.path)])
         drafted = [tree.session_index[i] for i in walked.path if i in tree.session_index]
         self._draft.retain(drafted)

@@ -37,6 +37,7 @@ class StepCount:
     verify_ms: float
     nodes: int = -1  # −1: a chain, τ nodes
     depth: int = -1  # −1: a chain, τ deep
+    cost: Any = None  # a lossy rule's step: its CostTrace (specviz.core.trace), read for tv_mean and the like
 
     def __post_init__(self) -> None:
         if self.nodes < 0:
@@ -55,6 +56,7 @@ class StepCount:
             step.verify_ms,
             step.nodes,
             step.depth,
+            getattr(step, "cost", None),
         )
 
 
@@ -79,6 +81,13 @@ class Metrics:
     # a token i drafted), as serving engines log it; None where no step reached i
     conditional_per_position_acceptance_rate: tuple[float | None, ...] = ()
     mean_accepted_draft_tokens: float | None = None  # accepted / steps (without the target's token)
+    # a lossy rule's run (docs/algorithm.md, "Lossy rules"; None for a lossless rule): TV(o_t, p_t) over every position
+    # whose token the rule decided (1..min(n + 1, τ) of each step), its mean and its largest; the rule's expected
+    # tokens per pass on the run's own drafts, and its lossless baseline's on the same drafts (means over steps)
+    tv_mean: float | None = None
+    tv_max: float | None = None
+    lossy_tokens_per_pass: float | None = None
+    baseline_tokens_per_pass: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -106,6 +115,8 @@ def compute_metrics(steps: Sequence[StepCounts], tau: int) -> Metrics:
         _ratio(sum(s.n_accepted >= i for s in steps), sum(s.n_accepted >= i - 1 and s.depth >= i for s in steps))
         for i in range(1, tau + 1)
     )
+    costs = [(s.cost, s.n_accepted) for s in steps if getattr(s, "cost", None) is not None]
+    distances = [d for cost, n in costs for d in cost.decided(n)]
     c = None
     if drafted and n_steps and verify_ms > 0:
         c = (draft_ms / drafted) / (verify_ms / n_steps)
@@ -125,6 +136,10 @@ def compute_metrics(steps: Sequence[StepCounts], tau: int) -> Metrics:
         tokens_per_second=_ratio(emitted * 1000.0, draft_ms + verify_ms),
         conditional_per_position_acceptance_rate=conditional,
         mean_accepted_draft_tokens=_ratio(accepted, n_steps),
+        tv_mean=_ratio(sum(distances), len(distances)),
+        tv_max=max(distances, default=None),
+        lossy_tokens_per_pass=_ratio(sum(cost.tokens_per_pass for cost, _ in costs), len(costs)),
+        baseline_tokens_per_pass=_ratio(sum(cost.baseline_tokens_per_pass for cost, _ in costs), len(costs)),
     )
 
 

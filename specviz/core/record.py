@@ -12,7 +12,7 @@ from specviz.core import tree as tree_mod
 from specviz.core.config import SpecConfig
 from specviz.core.rules import Choice, at, ratio_of
 from specviz.core.sampling import overlap
-from specviz.core.trace import StepTrace, TokenProb, TreeNode, TreeTrace, VerifyTrace
+from specviz.core.trace import CostTrace, StepTrace, TokenProb, TreeNode, TreeTrace, VerifyTrace
 
 
 def record_step(
@@ -26,9 +26,11 @@ def record_step(
     timing: tuple[float, float],
     text: Callable[[int], str],
     top_n: int = 10,
+    cost: CostTrace | None = None,
 ) -> StepTrace:
     """The immutable record of one step: every number a chart or a student needs. q: [τ, V] float64, the draft's
-    distribution at each drafted position; p: [τ + 1, V] float64, the target's there and one position further."""
+    distribution at each drafted position; p: [τ + 1, V] float64, the target's there and one position further;
+    `cost`: a lossy rule's exact cost (specviz.core.lossy.cost_of)."""
     k, n = len(draft), choice.n
     extra = [] if choice.residual is None else [choice.residual[None]]
     verify = None
@@ -69,6 +71,7 @@ def record_step(
         draft_ms=timing[0] * 1000.0,
         verify_ms=timing[1] * 1000.0,
         verify=verify,
+        cost=cost,
     )
 
 
@@ -104,7 +107,7 @@ def record_tree_step(
                 p=float(p_at(up)[x]),
                 score=tree.score[i],
                 rank=tree.rank[i],
-                r=r[i] if walked.decision[i] != "not tested" else None,
+                r=walked.coins.get(i, r[i]) if walked.decision[i] != "not tested" else None,
                 ratio=walked.ratio[i],
                 decision=walked.decision[i],
                 p_top=tree_mod.top(p_at(i), n_top, text),
@@ -129,7 +132,7 @@ def record_tree_step(
         walked.ratio[i] if walked.ratio[i] is not None else float(p_at(tree.parent[i])[tree.token[i]]) for i in line
     )
     choice = Choice(
-        r=tuple(r[i] for i in line),
+        r=tuple(walked.coins.get(i, r[i]) for i in line),
         ratio=ratio_of(at(p_line, draft), at(q_line, draft)) if line else torch.empty(0, dtype=torch.float64),
         n=n,
         token=walked.token,

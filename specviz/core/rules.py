@@ -2,7 +2,8 @@
 run and pick the target's next token (docs/algorithm.md, "One speculative step", steps 3–5, and
 "Verification as serving engines run it").
 
-Three verification rules decide a `lossless` step; `textbook` and `greedy` mode keep their own:
+Three lossless verification rules decide a `lossless` step, or three lossy ones (below); `textbook` and `greedy` mode
+keep their own:
 - `token` (Leviathan et al. 2023; Chen et al. 2023): token t is kept while r_t ≤ p/q; on the first
   failure the next token is sampled from norm(max(0, p − q)).
 - `one-hot` (vLLM's default for EAGLE, MTP and n-gram drafts; SGLang's target-only sampling; EAGLE's
@@ -11,6 +12,14 @@ Three verification rules decide a `lossless` step; `textbook` and `greedy` mode 
 - `block` (Sun et al., "Block Verification Accelerates Speculative Decoding", ICLR 2025; vLLM's
   rejection_sample_method="block"): thresholds h_i from running weights w_i and residual masses R_i;
   n is the *last* position whose draw passes, so a position may be kept although its own draw failed.
+
+The lossy rules (docs/algorithm.md, "Lossy rules"; their exact cost: specviz.core.lossy), each labelled lossy:
+- `typical` (Medusa §3.3.1; vLLM V0's TypicalAcceptanceSampler): ŷ_t is kept while p(ŷ_t) > min(ε, δ·exp(−H_t)),
+  no draw deciding it; at the first failure the next token is argmax p_t.
+- `sglang` (SGLang's --speculative-accept-threshold-single t_s and -acc t_a; sgl-kernel's
+  TreeSpeculativeSamplingTargetOnly): on a chain, ŷ_t is kept while r_t ≤ p(ŷ_t)/t_a or p(ŷ_t) ≥ t_s; at the first
+  failure the next token is sampled from p without ŷ_t. t_s = t_a = 1 is the one-hot rule.
+- `ensemble` (transformers' assistant_ensemble_weight w): the token-wise rule against m = w·p + (1 − w)·q.
 """
 
 from __future__ import annotations
@@ -20,11 +29,14 @@ from dataclasses import dataclass
 
 import torch
 
-from specviz.core.config import VERIFICATIONS, Mode, Verification
-from specviz.core.sampling import residual, sample_at, total
+from specviz.core import lossy
+from specviz.core.config import LOSSY, RULES, VERIFICATIONS, Knobs, Mode, Verification
+from specviz.core.sampling import one_hot, residual, sample_at, total
 from specviz.core.trace import NextRule
 
 __all__ = [
+    "LOSSY",
+    "RULES",
     "VERIFICATIONS",
     "Block",
     "Choice",
@@ -108,8 +120,10 @@ def choose(
     given_r: Sequence[float] | None = None,
     verification: Verification = "token",
     next_draw: float | None = None,
+    knobs: Knobs | None = None,
 ) -> Choice:
-    """Accept/reject (step 3–4) and pick the next token (step 5) for one mode and verification rule.
+    """Accept/reject (step 3–4) and pick the next token (step 5) for one mode and verification rule (`knobs`: the
+    lossy rules' settings, their defaults when None).
     `q`: [τ, V] float64, one row per draft token; `p`: [τ + 1, V] float64, one more (position τ+1). The draws r
     come from `gen` unless `given_r` supplies them, and so does the draw that samples the next token unless
     `next_draw` (in [0, 1)) does: the sandbox and outside scripts set them by hand."""
@@ -150,6 +164,8 @@ def choose(
     elif verification == "block":
         block = block_numbers(draft, q, p)
         threshold = list(block.h)
+    elif verification in LOSSY:
+        return _lossy(verification, draft, q, p, gen, draws, ratio, next_draw, knobs or Knobs())
     else:
         raise ValueError(f"unknown verification rule {verification!r}")
     passed = tuple(r <= t for r, t in zip(draws, threshold, strict=True))
@@ -193,6 +209,41 @@ def choose(
     )
 
 
+def _lossy(
+    rule: Verification,
+    draft: list[int],
+    q: torch.Tensor,
+    p: torch.Tensor,
+    gen: torch.Generator,
+    draws: list[float],
+    ratio: torch.Tensor,
+    next_draw: float | None,
+    knobs: Knobs,
+) -> Choice:
+    """A lossy rule's step (module docstring): the first failure ends the run; typical's next token there is argmax
+    p, SGLang's a sample from p without ŷ, the ensemble's a sample from norm(max(0, m − q)); a full run, the bonus."""
+    k = len(draft)
+    if rule == "typical":  # no draw decides: p(ŷ) against min(ε, δ·exp(−H))
+        threshold = [lossy.typical_threshold(p[t], knobs) for t in range(k)]
+        passed = tuple(float(p[t, y]) > h for t, (y, h) in enumerate(zip(draft, threshold, strict=True)))
+    else:
+        index = torch.tensor(draft, dtype=torch.long).reshape(-1, 1)
+        threshold = lossy.acceptance(rule, p[:k], q, knobs).gather(-1, index)[:, 0].tolist() if k else []
+        passed = tuple(r <= h for r, h in zip(draws, threshold, strict=True))
+    n = next((t for t in range(k) if not passed[t]), k)
+    draw = torch.rand((), generator=gen, dtype=torch.float64) if next_draw is None else next_draw
+    made = dict(r=tuple(draws), ratio=ratio, n=n, verification=rule, threshold=tuple(threshold), passed=passed)
+    if n == k:  # every draft token kept: the target's free token from position τ+1, as usual
+        return Choice(**made, token=sample_at(p[k], draw), rule="bonus", dist=p[k], residual=None)
+    if rule == "typical":
+        return Choice(**made, token=int(p[n].argmax()), rule="argmax", dist=p[n], residual=None)
+    if rule == "sglang":  # p with the tried child removed, renormalised
+        dist = residual(p[n], one_hot(torch.tensor(draft[n]), p.shape[-1]))
+    else:
+        dist = residual(lossy.mixture(p[n], q[n], knobs), q[n])
+    return Choice(**made, token=sample_at(dist, draw), rule="residual", dist=dist, residual=dist)
+
+
 @dataclass(frozen=True)
 class RuleOutcome:
     """What one verification rule makes of a lossless step's draft and draws (the same ŷ, q, p and r for
@@ -209,14 +260,20 @@ class RuleOutcome:
 
 
 def each_rule(
-    draft: Sequence[int], q: torch.Tensor, p: torch.Tensor, r: Sequence[float], top: int = 3
+    draft: Sequence[int],
+    q: torch.Tensor,
+    p: torch.Tensor,
+    r: Sequence[float],
+    top: int = 3,
+    knobs: Knobs | None = None,
+    rules: Sequence[Verification] = VERIFICATIONS,
 ) -> tuple[RuleOutcome, ...]:
-    """The same lossless step under every verification rule: the same draft and the same draws r, decided
-    by `choose` once per rule (never touching a run's generator: the next token is not drawn, only its
-    distribution kept)."""
+    """The same lossless-mode step under each of `rules` (the three lossless ones unless told; a lossy one at
+    `knobs`): the same draft and the same draws r, decided by `choose` once per rule (never touching a run's
+    generator: the next token is not drawn, only its distribution kept)."""
     out = []
-    for rule in VERIFICATIONS:
-        c = choose("lossless", list(draft), q, p, torch.Generator(), r, rule, 0.5)
+    for rule in rules:
+        c = choose("lossless", list(draft), q, p, torch.Generator(), r, rule, 0.5, knobs)
         values, tokens = torch.topk(c.dist, min(top, c.dist.numel()))
         best = tuple((int(t), float(v)) for v, t in zip(values, tokens, strict=True) if v > 0)
         out.append(RuleOutcome(rule, c.threshold, c.passed, c.n, c.rule, best, c.block.w if c.block else ()))

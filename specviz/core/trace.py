@@ -106,15 +106,56 @@ class VerifyTrace:
     run it"): what each draw was compared with and whether it passed. Absent for the token-wise rule,
     whose test is r ≤ p/q (the step's `ratio`)."""
 
-    rule: str  # "one-hot" | "block"
-    threshold: tuple[float, ...]  # what r_t was compared with: p(ŷ_t) (one-hot), h_t (block)
-    passed: tuple[bool, ...]  # r_t ≤ threshold_t; block keeps every position up to the last pass
+    rule: str  # "one-hot" | "block" | a lossy rule: "typical" | "sglang" | "ensemble"
+    # what r_t was compared with: p(ŷ_t) (one-hot), h_t (block), min(1, p/t_a) or 1 (sglang), min(1, m/q) (ensemble);
+    # typical: what p(ŷ_t) was compared with, min(ε, δ·exp(−H_t)) (no draw decides it)
+    threshold: tuple[float, ...]
+    passed: tuple[bool, ...]  # r_t ≤ threshold_t (typical: p(ŷ_t) > threshold_t); block keeps up to the last pass
     w: tuple[float, ...] = ()  # block: w_t = min(1, w_{t−1} p(ŷ_t) / q(ŷ_t)), w_0 = 1
     residual_mass: tuple[float, ...] = ()  # block: R_t = Σ_v max(0, w_t p_{t+1}(v) − q_{t+1}(v)); R_τ = 0
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> VerifyTrace:
         return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
+@dataclass(frozen=True)
+class CostTrace:
+    """A step under a lossy rule (docs/algorithm.md, "Lossy rules"): what it gains over its lossless baseline on the
+    same draft, and what that costs, exactly (specviz.core.lossy). Absent for the lossless rules, whose cost is 0."""
+
+    rule: str  # "typical" | "sglang" | "ensemble"
+    baseline: str  # the lossless rule set against it on the same draft: "one-hot" (typical, sglang), "token" (ensemble)
+    accept: tuple[float, ...]  # per draft position: the chance the lossy rule keeps ŷ_t (once position t is reached)
+    baseline_accept: tuple[float, ...]  # the chance the baseline keeps the same ŷ_t: p(ŷ_t) or min(1, p/q)
+    tv: tuple[float, ...]  # TV(o_t, p_t): how far the token emitted at position t moved from the target's p_t
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CostTrace:
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+    @property
+    def tokens_per_pass(self) -> float:
+        """The lossy rule's expected tokens per pass on this draft: 1 + Σ_k Π_{j≤k} a_j (the target's token
+        included)."""
+        return _expected_length(self.accept)
+
+    @property
+    def baseline_tokens_per_pass(self) -> float:
+        """The lossless baseline's on the same draft."""
+        return _expected_length(self.baseline_accept)
+
+    def decided(self, n: int) -> tuple[float, ...]:
+        """TV at the positions whose token this rule decided in a step that kept n: 1..min(n + 1, τ)."""
+        return self.tv[: n + 1]
+
+
+def _expected_length(accept: tuple[float, ...]) -> float:
+    length, survive = 1.0, 1.0
+    for a in accept:
+        survive *= a
+        length += survive
+    return length
 
 
 @dataclass(frozen=True)
@@ -146,7 +187,8 @@ class StepTrace:
     # a tree step (docs/algorithm.md, "Token trees"): every node; the fields above then read the main line (the
     # accepted path, then the first child tried where the walk stopped and its first descendants)
     tree: TreeTrace | None = None
-    verify: VerifyTrace | None = None  # a lossless step under the one-hot or block rule; None: token-wise
+    verify: VerifyTrace | None = None  # a lossless-mode step under any rule but token-wise; None: token-wise
+    cost: CostTrace | None = None  # a step under a lossy rule: its gain and its exact cost; None: a lossless rule
 
     @property
     def nodes(self) -> int:
@@ -164,6 +206,8 @@ class StepTrace:
         data = dataclasses.asdict(self)
         if self.verify is None:  # token-wise steps keep the record they always had
             del data["verify"]
+        if self.cost is None:  # and lossless steps
+            del data["cost"]
         return data
 
     @classmethod
@@ -171,6 +215,8 @@ class StepTrace:
         fields = dict(data)
         if fields.get("verify") is not None and not isinstance(fields["verify"], VerifyTrace):
             fields["verify"] = VerifyTrace.from_dict(fields["verify"])
+        if fields.get("cost") is not None and not isinstance(fields["cost"], CostTrace):
+            fields["cost"] = CostTrace.from_dict(fields["cost"])
         for name in _TUPLE_FIELDS:
             fields[name] = tuple(fields[name])
         for name in ("q_top", "p_top"):
@@ -326,6 +372,7 @@ FORMAT = TraceFormat(
     tree=frozenset(f.name for f in dataclasses.fields(TreeTrace)),
     node=frozenset(f.name for f in dataclasses.fields(TreeNode)),
     verify=frozenset(f.name for f in dataclasses.fields(VerifyTrace)),
+    cost=frozenset(f.name for f in dataclasses.fields(CostTrace)),
     stop_reasons=STOP_REASONS,
     node_decisions=NODE_DECISIONS,
 )

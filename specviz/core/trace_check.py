@@ -24,6 +24,7 @@ class TraceFormat:
     tree: frozenset[str]  # TreeTrace's
     node: frozenset[str]  # TreeNode's
     verify: frozenset[str]  # VerifyTrace's
+    cost: frozenset[str]  # CostTrace's
     stop_reasons: tuple[str, ...]  # what stop_reason may say (besides null)
     node_decisions: tuple[str, ...]  # a tree node's fate
 
@@ -64,7 +65,7 @@ def check_saved_run(raw: Any, names: TraceFormat) -> SpecConfig:
 def _step(raw: Any, i: int, config: SpecConfig, names: TraceFormat) -> None:
     where = f"step {i + 1}"
     _need(isinstance(raw, dict), f"{where} is not an object")
-    _fields(raw, names.step, where, optional={"tree", "verify"})
+    _fields(raw, names.step, where, optional={"tree", "verify", "cost"})
     _need(raw["index"] == i, f"{where} has index {raw['index']!r}")
     tree = raw.get("tree")
     _need(
@@ -115,11 +116,18 @@ def _step(raw: Any, i: int, config: SpecConfig, names: TraceFormat) -> None:
         _ints([raw["draft_tokens"][t]], f"{at}: the token")
         _need(isinstance(raw["draft_text"][t], str), f"{at}: its text is not text")
     if verify is not None:  # after each position's own numbers were checked
-        _verify(verify, raw, rule, where, names, tree is not None)
+        _verify(verify, raw, rule, where, names, tree is not None, config)
+    cost = raw.get("cost")
+    costed = config.lossy and tree is None  # a tree walked by SGLang's thresholds: its cost is a chain's only
+    _need((cost is not None) is costed, f"{where}: its cost record does not match the run's rule ({rule})")
+    if cost is not None:
+        _cost(cost, raw, rule, where, names)
     for name in ("index", "context_length", "next_token"):
         _need(_integer(raw[name]) and raw[name] >= 0, f"{where}: {name} = {raw[name]!r} is not a count")
     _need(isinstance(raw["next_text"], str), f"{where}: next_text is not text")
     rule = "bonus" if n == tau else {"lossless": "residual", "greedy": "greedy"}.get(config.mode, "argmax")
+    if n < tau and config.lossy and config.verification == "typical":  # typical's next token: argmax p
+        rule = "argmax"
     if tree is not None:
         rule = _tree(tree, raw, config, where, names)
     _need(
@@ -206,11 +214,20 @@ def _tree(tree: Any, raw: dict, config: SpecConfig, where: str, names: TraceForm
     return {"lossless": "residual", "greedy": "greedy"}.get(config.mode, "argmax")
 
 
-def _verify(verify: Any, raw: dict, rule: str, where: str, names: TraceFormat, tree: bool = False) -> None:
-    """A one-hot or block step checked against its own numbers (docs/algorithm.md, "Verification as serving
-    engines run it"): one-hot compares r with p(ŷ) and stops at the first failure (on a tree's main line with
-    p′(ŷ), p without the siblings rejected before it: never below p(ŷ)); block's w, R and h follow from each
-    other and p/q, and n is the last position that passed."""
+def _verify(
+    verify: Any,
+    raw: dict,
+    rule: str,
+    where: str,
+    names: TraceFormat,
+    tree: bool = False,
+    config: SpecConfig | None = None,
+) -> None:
+    """A one-hot, block or lossy step checked against its own numbers (docs/algorithm.md, "Verification as serving
+    engines run it" and "Lossy rules"): one-hot compares r with p(ŷ) and stops at the first failure (on a tree's
+    main line with p′(ŷ), p without the siblings rejected before it: never below p(ŷ)); block's w, R and h follow
+    from each other and p/q, and n is the last position that passed; SGLang's thresholds compare r with
+    min(1, p/t_a) (1 where p ≥ t_s), the ensemble with min(1, m/q), typical acceptance p(ŷ) with its threshold."""
     tau, n, at = raw["tau"], raw["n_accepted"], f"{where}: its {rule} verification"
     fields = names.verify
     _need(isinstance(verify, dict) and set(verify) == fields and verify["rule"] == rule, f"{at} is malformed")
@@ -223,11 +240,30 @@ def _verify(verify: Any, raw: dict, rule: str, where: str, names: TraceFormat, t
     threshold, passed = verify["threshold"], verify["passed"]
     for t in range(tau):
         _need(_probability(threshold[t]) and isinstance(passed[t], bool), f"{at}: position {t + 1} is malformed")
+        if rule == "typical":  # no draw: p(ŷ) against min(ε, δ·exp(−H))
+            _need(
+                threshold[t] <= config.posterior_threshold + 1e-12 and passed[t] is (raw["p"][t] > threshold[t]),
+                f"{at}: position {t + 1}: p(ŷ) = {raw['p'][t]} against {threshold[t]:.6g} cannot be "
+                f"{'a pass' if passed[t] else 'a failure'}",
+            )
+            continue
         _need(
             passed[t] is (raw["r"][t] <= threshold[t]),
             f"{at}: position {t + 1}: r = {raw['r'][t]} against "
             f"{threshold[t]:.6g} cannot be {'a pass' if passed[t] else 'a failure'}",
         )
+    if rule in ("sglang", "ensemble", "typical"):
+        for t in range(tau):
+            p, q = raw["p"][t], raw["q"][t]
+            if rule == "sglang":
+                h = 1.0 if p >= config.threshold_single else min(1.0, p / config.threshold_acc)
+            else:
+                w = config.ensemble_weight
+                h = min(1.0, (w * p + (1 - w) * q) / q) if rule == "ensemble" else threshold[t]
+            _need(math.isclose(threshold[t], h, rel_tol=1e-9, abs_tol=1e-12), f"{at}: position {t + 1}'s threshold")
+        first = next((t for t in range(tau) if not passed[t]), tau)
+        _need(n == first, f"{at}: n_accepted = {n}, but the first failure is at position {first + 1}")
+        return
     if rule == "one-hot":
         for t in range(tau):
             p = raw["p"][t]
@@ -251,6 +287,32 @@ def _verify(verify: Any, raw: dict, rule: str, where: str, names: TraceFormat, t
         _need(math.isclose(threshold[t], h, rel_tol=1e-9, abs_tol=1e-12), f"{at}: h{t + 1} is not R/(R + 1 − w)")
     last = max((t + 1 for t in range(tau) if passed[t]), default=0)
     _need(n == last, f"{at}: n_accepted = {n}, but the last position that passed is {last}")
+
+
+def _cost(cost: Any, raw: dict, rule: str, where: str, names: TraceFormat) -> None:
+    """A lossy step's cost record (docs/algorithm.md, "Lossy rules"): per position, chances and distances in [0, 1],
+    the rule's chance of keeping ŷ as its own test makes it, the baseline's p(ŷ) (one-hot) or min(1, p/q) (token)."""
+    at = f"{where}: its cost"
+    fields = names.cost
+    _need(isinstance(cost, dict) and set(cost) == fields and cost["rule"] == rule, f"{at} is malformed")
+    tau = raw["tau"]
+    for name in ("accept", "baseline_accept", "tv"):
+        values = cost[name]
+        _need(
+            isinstance(values, (list, tuple)) and len(values) == tau and all(_probability(v) for v in values),
+            f"{at}: {name} does not hold {tau} probabilities",
+        )
+    base = {"typical": "one-hot", "sglang": "one-hot", "ensemble": "token"}[rule]
+    _need(cost["baseline"] == base, f"{at}: the {rule} rule is set against {base}, not {cost['baseline']!r}")
+    threshold, passed = raw["verify"]["threshold"], raw["verify"]["passed"]
+    for t in range(tau):
+        own = float(passed[t]) if rule == "typical" else threshold[t]
+        kept = raw["p"][t] if base == "one-hot" else min(1.0, raw["ratio"][t])
+        _need(math.isclose(cost["accept"][t], own, rel_tol=1e-9, abs_tol=1e-12), f"{at}: position {t + 1}'s chance")
+        _need(
+            math.isclose(cost["baseline_accept"][t], kept, rel_tol=1e-6, abs_tol=1e-12),
+            f"{at}: position {t + 1}'s {base} chance is not {kept:.6g}",
+        )
 
 
 def _check_rule(raw: dict, t: int, kept: bool, mode: str, at: str) -> None:

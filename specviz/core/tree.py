@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from specviz.core.config import Mode, SpecConfig
+from specviz.core.config import Knobs, Mode, SpecConfig
 from specviz.core.sampling import residual, sample, total
 from specviz.core.trace import NextRule, NodeDecision, TokenProb
 
@@ -201,6 +201,9 @@ class Walk:
     rule: NextRule
     dist: torch.Tensor  # [V] float64: the distribution `token` was chosen from
     residuals: dict[int, tuple[torch.Tensor, torch.Tensor]]  # lossless: (p′, q′), each [V], after each rejected node
+    # SGLang's thresholds: the draw that tested each tested node, one coin per level (the first child's r), where it
+    # is not the node's own r
+    coins: dict[int, float] = field(default_factory=dict)
 
 
 def walk(
@@ -210,11 +213,17 @@ def walk(
     r: Sequence[float | None],
     gen: torch.Generator,
     verification: str = "token",
+    knobs: Knobs | None = None,
 ) -> Walk:
     """Walk down from the root. `p`: [N + 1, V] float64 (N = len(tree)), the root's row first, then one row per
     node; `r` one pre-drawn uniform per node (None in greedy mode), used only if that node is tested. Lossless with
     verification "one-hot" walks as SGLang's target-only tree sampling: child x is kept when r ≤ p′(x),
-    and after a rejection p′ loses x (renormalised); q is never read."""
+    and after a rejection p′ loses x (renormalised); q is never read. Verification "sglang" (lossy, `knobs`' t_s and
+    t_a) walks as sgl-kernel's TreeSpeculativeSamplingTargetOnly does: one coin u per level (the first child's r),
+    the running sum s of p over the children tried so far, this one included; child x is kept when u ≤ s/t_a or
+    p(x) ≥ t_s; where none is, the next token is a sample of p without every child tried."""
+    if mode == "lossless" and verification == "sglang":
+        return _sglang_walk(tree, p, r, gen, knobs or Knobs())
     one_hot = mode == "lossless" and verification == "one-hot"
     n = len(tree)
     decision: list[NodeDecision] = ["not tested"] * n
@@ -259,6 +268,48 @@ def walk(
                 )
             rule: NextRule = "greedy" if mode == "greedy" else "argmax"
             return Walk(tuple(path), node, tuple(decision), tuple(ratio), best, rule, here, residuals)
+        path.append(taken)
+        node = taken
+
+
+def _sglang_walk(
+    tree: DraftTree, p: torch.Tensor, r: Sequence[float | None], gen: torch.Generator, knobs: Knobs
+) -> Walk:
+    """SGLang's thresholds on a tree (`walk`): what each tested node's coin was compared with is recorded as its ratio
+    (s/t_a, and at least 1 where p(x) ≥ t_s), so that r ≤ ratio is exactly its decision."""
+    n = len(tree)
+    decision: list[NodeDecision] = ["not tested"] * n
+    ratio: list[float | None] = [None] * n
+    residuals: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+    coins: dict[int, float] = {}
+    path: list[int] = []
+    node = -1
+    while True:
+        here = p[node + 1]
+        kids = children(tree.parent, tree.rank, node)
+        walked = (tuple(path), node, tuple(decision), tuple(ratio))
+        if not kids:  # a leaf (or nothing drafted): the target's free token
+            return Walk(*walked, sample(here, gen), "bonus", here, residuals, coins)
+        coin, tried, taken = float(r[kids[0]]), 0.0, None
+        left = here.clone()
+        for kid in kids:
+            x = tree.token[kid]
+            tried += float(here[x])  # the running sum includes the child being tried
+            sure = float(here[x]) >= knobs.threshold_single
+            ratio[kid] = max(1.0, tried / knobs.threshold_acc) if sure else tried / knobs.threshold_acc
+            coins[kid] = coin
+            ok = coin <= ratio[kid]
+            decision[kid] = "accepted" if ok else "rejected"
+            if ok:
+                taken = kid
+                break
+            left[x] = 0.0  # p without every child tried, renormalised
+            mass = total(left)
+            residuals[kid] = (left / mass if mass > 0 else here, tree.dist[node])
+        if taken is None:
+            dist = residuals[kids[-1]][0]
+            walked = (tuple(path), node, tuple(decision), tuple(ratio))
+            return Walk(*walked, sample(dist, gen), "residual", dist, residuals, coins)
         path.append(taken)
         node = taken
 

@@ -534,29 +534,49 @@ def next_token_chart(step: StepTrace, height: int = 360, font_size: int = 16, ro
     return built([bar], layout, font_size)
 
 
-RULE_COLORS = {"token": P_COLOR, "one-hot": Q_COLOR, "block": RESIDUAL_COLOR}
-RULE_SHORT = {"token": "token-wise", "one-hot": "one-hot q", "block": "block"}
+LOSSY_COLOR = "#c0392b"  # a lossy rule (docs/algorithm.md, "Lossy rules"), red wherever it is drawn
+RULE_COLORS = {
+    "token": P_COLOR,
+    "one-hot": Q_COLOR,
+    "block": RESIDUAL_COLOR,
+    "typical": LOSSY_COLOR,
+    "sglang": LOSSY_COLOR,
+    "ensemble": LOSSY_COLOR,
+}
+RULE_SHORT = {
+    "token": "token-wise",
+    "one-hot": "one-hot q",
+    "block": "block",
+    "typical": "typical (lossy)",
+    "sglang": "SGLang thresholds (lossy)",
+    "ensemble": "ensemble (lossy)",
+}
 
 
 def rules_chart(step: StepTrace, outcomes: Sequence[RuleOutcome], height: int = 380, font_size: int = 16) -> go.Figure:
     """The same draws r against each rule's threshold at every draft position (docs/algorithm.md,
     "Verification as serving engines run it"): one bar per rule and position, its height the threshold
-    (min(1, p/q), p(ŷ), h), solid where the rule keeps the token and pale where it does not; r as a black
-    diamond. A bar above r passed; block keeps every position up to its last pass, passed or not."""
+    (min(1, p/q), p(ŷ), h; a lossy rule's own: min(1, p/t_a) or 1, min(1, m/q)), solid where the rule keeps the token
+    and pale where it does not; r as a black diamond. A bar above r passed; block keeps every position up to its last
+    pass, passed or not. Typical acceptance makes no draw: its bar is 1 where p(ŷ) passed its threshold, else 0."""
     labels = [f"{t + 1}. {chart_label(s, LABEL_CHARS)}" for t, s in enumerate(step.draft_text)]
     data: list[dict] = []
     for o in outcomes:
+        typical = o.rule == "typical"
         data.append(
             {
                 "type": "bar",
                 "name": f"{RULE_SHORT[o.rule]}: keeps {o.n}",
                 "x": labels,
-                "y": list(o.threshold),
+                "y": [float(ok) for ok in o.passed] if typical else list(o.threshold),
                 "marker": {
                     "color": RULE_COLORS[o.rule],
                     "opacity": [1.0 if t < o.n else 0.3 for t in range(step.tau)],
                 },
-                "text": [("✓ " if ok else "✗ ") + f"{h:.2f}" for ok, h in zip(o.passed, o.threshold, strict=True)],
+                "text": [
+                    ("✓ " if ok else "✗ ") + (f"p {'>' if ok else '≤'} " if typical else "") + f"{h:.2f}"
+                    for ok, h in zip(o.passed, o.threshold, strict=True)
+                ],
                 "textposition": "outside",
                 "cliponaxis": False,
                 "hovertemplate": f"{RULE_SHORT[o.rule]}<br>threshold %{{y:.4f}}<extra></extra>",

@@ -370,12 +370,25 @@ RULE_NAMES = {  # each verification rule as the page names it, with who runs it
     "token": "Token-wise (the textbook's lossless rule)",
     "one-hot": "One-hot q (vLLM's default, SGLang, EAGLE)",
     "block": "Block verification (vLLM's block method)",
+    "typical": "Typical acceptance (LOSSY; Medusa, vLLM V0)",
+    "sglang": "SGLang's accept thresholds (LOSSY)",
+    "ensemble": "Static ensemble (LOSSY; transformers' assistant_ensemble_weight)",
 }
-RULE_TESTS = {"token": "r ≤ min(1, p/q)", "one-hot": "r ≤ p(ŷ)", "block": "r ≤ h"}
+RULE_TESTS = {
+    "token": "r ≤ min(1, p/q)",
+    "one-hot": "r ≤ p(ŷ)",
+    "block": "r ≤ h",
+    "typical": "p(ŷ) > min(ε, δ·exp(−H)), no draw",
+    "sglang": "r ≤ p(ŷ)/t_a, or p(ŷ) ≥ t_s",
+    "ensemble": "r ≤ min(1, m/q), m = w·p + (1 − w)·q",
+}
 RULE_NEXT = {  # where the next token comes from after a rejection at position n + 1
     "token": "norm(max(0, p − q))",
     "one-hot": "p without the rejected token",
     "block": "norm(max(0, w·p − q))",
+    "typical": "argmax p",
+    "sglang": "p without the rejected token",
+    "ensemble": "norm(max(0, m − q))",
 }
 
 
@@ -394,6 +407,8 @@ def rule_sentence(step: StepTrace, outcome: RuleOutcome, text: Callable[[int], s
             why += f"; position{'s' if len(failed) > 1 else ''} {which} failed its own draw and is kept all the same"
         if n:
             why += f" (passes at {', '.join(map(str, passes))})"
+    elif n < tau and outcome.rule == "typical":  # no draw decides it
+        why = f"position {n + 1} fails: p(ŷ) = {step.p[n]:.3f} ≤ {outcome.threshold[n]:.3f}"
     elif n < tau:
         why = f"position {n + 1} fails: r = {step.r[n]:.3f} > {outcome.threshold[n]:.3f}"
     else:

@@ -334,3 +334,31 @@ def draft_sweep_chart(result: DraftSweep, font_size: int = FONT["size"], height:
             }
         )
     return _speedup_figure(data, taus, font_size, height, 620)
+
+
+def tradeoff_chart(
+    rows: Sequence[tuple[str, float, float]], font_size: int = FONT["size"], height: int = 380
+) -> go.Figure:
+    """A lossy knob swept (docs/algorithm.md, "Lossy rules"): one point per setting, its expected tokens per pass
+    (x) against how far the output moved from the target, TV(o, p) (y), each labelled with its setting. rows:
+    (label, tokens per pass, TV)."""
+    data = [
+        {
+            "type": "scatter",
+            "mode": "lines+markers+text",
+            "x": [x for _, x, _ in rows],
+            "y": [y for _, _, y in rows],
+            "text": [label for label, _, _ in rows],
+            "textposition": "top center",
+            "marker": {"size": font_size * 0.7},
+            "name": "the thresholds swept",
+            "hovertemplate": "%{text}<br>%{x:.3f} tokens per pass<br>TV from the target %{y:.4f}<extra></extra>",
+        }
+    ]
+    layout = {
+        "height": height,
+        "xaxis": {"title": "expected tokens per pass (exact)"},
+        "yaxis": {"title": "TV(o, p): distance from the target", "rangemode": "tozero"},
+        "showlegend": False,
+    }
+    return built(data, layout, font_size)

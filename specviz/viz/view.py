@@ -3,6 +3,7 @@ shown by default, the metrics up to it, and the running metrics as tiles (label,
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -143,3 +144,40 @@ def decode_config(
         shape = dict(zip(("topk", "steps", "num_draft_tokens"), tree, strict=True))
         return SpecConfig(tau_policy="fixed", **shape, **settings)
     return SpecConfig(tau_policy=policy, confidence=confidence, broken_draft=broken, **settings)
+
+
+LOSSY_NAMES = {  # each lossy rule with its knobs, as the page names it
+    "typical": "Typical acceptance (lossy; ε = {posterior_threshold:g}, δ = {posterior_alpha:g})",
+    "sglang": "SGLang's accept thresholds (lossy; t_s = {threshold_single:g}, t_a = {threshold_acc:g})",
+    "ensemble": "Static ensemble (lossy; w = {ensemble_weight:g} on the target)",
+}
+
+
+LOSSY_TREE = (
+    "**SGLang's accept thresholds (lossy)** walk this tree as its kernel does, and the output is not the target's. "
+    "Its exact cost (the emitted distribution and its distance from the target) is computed for chains: set "
+    "the tree off to see it beside the tokens per pass gained."
+)
+
+
+def lossy_cost(config: SpecConfig, m: Metrics, step: StepTrace, upto: str) -> str | None:
+    """A lossy run's gain beside its cost (docs/algorithm.md, "Lossy rules"), in Markdown: tokens per pass, exact on
+    the run's own drafts, against the lossless rule the engine runs with the knob off on the same drafts; how far the
+    output moved from the target, TV(o_t, p_t), mean and largest; the same for the step shown. None: a lossless rule."""
+    cost = step.cost
+    if not config.lossy or m.lossy_tokens_per_pass is None or cost is None:
+        return None
+    name = LOSSY_NAMES[config.verification].format(**dataclasses.asdict(config.knobs))
+    gain = m.lossy_tokens_per_pass - m.baseline_tokens_per_pass
+    decided = cost.decided(step.n_accepted)
+    return (
+        f"**{name}**, against **{cost.baseline}** (lossless) on the same drafts ({upto}). "
+        f"Gain: **{m.lossy_tokens_per_pass:.3f}** tokens per pass instead of {m.baseline_tokens_per_pass:.3f}, "
+        f"**{gain:+.3f}** per pass (expected, exact on these drafts). "
+        f"Cost: the output moved from the target's distribution by a total-variation distance of "
+        f"**{m.tv_mean:.4f}** per token on average, **{m.tv_max:.4f}** at most (exact, in closed form; 0 for a "
+        f"lossless rule).\n\n"
+        f"This step: {cost.tokens_per_pass:.3f} tokens per pass expected against {cost.baseline_tokens_per_pass:.3f}; "
+        f"TV per position {', '.join(f'{d:.4f}' for d in cost.tv)}"
+        f" ({'the first ' + str(len(decided)) + ' decided its tokens' if len(decided) < step.tau else 'all decided'})."
+    )

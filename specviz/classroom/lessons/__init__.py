@@ -34,6 +34,7 @@ from specviz.classroom.lessons import (
     tree_knobs,
     verifier_output,
     verify_budget,
+    whose_text,
     why_tree,
     your_engine,
 )
@@ -62,6 +63,7 @@ LESSONS: tuple[Lesson, ...] = tuple(
         your_engine,
         engine_log,
         after_failure,
+        whose_text,
         laptop_h100,
         busy_server,
         draft_bits,
