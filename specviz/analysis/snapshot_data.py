@@ -152,8 +152,9 @@ def _race(data: Any) -> None:
     texts = _list(d["texts"], "data.texts", length=2, why="one per lane")
     for i, text in enumerate(texts):
         _text(text, f"data.texts[{i}]", LONG_TEXT)
-    names = [f.name for f in dataclasses.fields(RaceResult) if f.name != "mode"]
-    r = _fields(d["result"], "data.result", names, ["mode"])  # mode: results saved before it lack it
+    later = ["mode", "pass_tokens", "drafted"]  # results saved before these lack them
+    names = [f.name for f in dataclasses.fields(RaceResult) if f.name not in later]
+    r = _fields(d["result"], "data.result", names, later)
     alone = _lane(r["alone"], "data.result.alone")
     speculative = _lane(r["speculative"], "data.result.speculative")
     _number(r["verify_ms"], "data.result.verify_ms", 0)
@@ -161,6 +162,10 @@ def _race(data: Any) -> None:
     _number(r["tau"], "data.result.tau", 1, MAX_TAU, whole=True)
     if "mode" in r:
         _need(r["mode"] in MODES, "data.result.mode", f"is not one of {', '.join(MODES)}")
+    passes = _list(r.get("pass_tokens", []), "data.result.pass_tokens", most=len(speculative))
+    for i, k in enumerate(passes):
+        _number(k, f"data.result.pass_tokens[{i}]", 1, MAX_TAU + 1, whole=True)
+    _number(r.get("drafted", 0), "data.result.drafted", 0, MAX_TAU * len(speculative), whole=True)
     same = _flag(r["same_text"], "data.result.same_text")
     _need(same == (alone == speculative), "data.result.same_text", "disagrees with the two lanes' tokens")
 
