@@ -39,13 +39,14 @@ def check(kind: str, data: Any) -> None:
 def _sweep(data: Any) -> None:
     """specviz.analysis.sweep_summary.SweepSummary.to_dict()."""
     names = ("settings", "runtime", "taus", "policies", "alpha", "acceptance_probability", "c", "pending")
-    d = _fields(data, "data", names)
+    d = _fields(data, "data", names, ["calibration"])  # saved before calibrations were kept: none
     settings = _sweep_settings(d["settings"])
     _text(d["runtime"], "data.runtime")
     _probability(d["alpha"], "data.alpha", none=True)
     _probability(d["acceptance_probability"], "data.acceptance_probability", none=True)
     _spread(d["c"], "data.c", none=True)
     _number(d["pending"], "data.pending", 0, 10**9, whole=True)
+    _text(d.get("calibration", ""), "data.calibration", LONG_TEXT)
     rows = _list(d["taus"], "data.taus", most=len(settings.taus))
     taus = [_tau_row(row, f"data.taus[{i}]", settings) for i, row in enumerate(rows)]
     _need(len(set(taus)) == len(taus), "data.taus", "holds a τ twice")
@@ -92,7 +93,8 @@ def _sweep_settings(value: Any) -> SweepSettings:
 
 def _tau_row(value: Any, where: str, settings: SweepSettings) -> int:
     """One fixed τ's row (TauSummary); returns its τ."""
-    d = _fields(value, where, [f.name for f in dataclasses.fields(TauSummary)])
+    later = ("withheld", "costed_speedup", "ceiling", "ceiling_alpha", "ceiling_c")  # older snapshots lack them
+    d = _fields(value, where, [f.name for f in dataclasses.fields(TauSummary) if f.name not in later], later)
     tau = _number(d["tau"], f"{where}.tau", whole=True)
     _need(tau in settings.taus, f"{where}.tau", f"is {tau}, not one of the sweep's τ ({_few(settings.taus)})")
     runs = _number(d["runs"], f"{where}.runs", 1, len(settings.prompts) * len(settings.seeds), whole=True)
@@ -127,6 +129,11 @@ def _tau_row(value: Any, where: str, settings: SweepSettings) -> int:
         "predicted_speedup_measured",
     ):
         _number(d[name], f"{where}.{name}", 0, none=True)
+    for name in later[1:]:
+        _number(d.get(name), f"{where}.{name}", 0, none=True)
+    given = [d.get(name) is not None for name in later[2:]]
+    _need(all(given) or not any(given), f"{where}.ceiling", "is given without its two steps, or they without it")
+    _text(d.get("withheld", ""), f"{where}.withheld", LONG_TEXT)
     return tau
 
 
