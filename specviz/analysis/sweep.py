@@ -26,6 +26,7 @@ import pandas as pd
 from specviz.analysis import clock
 from specviz.analysis.counted import costed
 from specviz.analysis.measure import (
+    BusyMachine,
     MeasurementError,
     PairedStep,
     Spread,
@@ -190,11 +191,12 @@ class Sweep:
             pass
         return self.result()
 
-    def drop_impossible(self) -> list[tuple[int, str]]:
+    def drop_impossible(self, busy: bool = True) -> list[tuple[int, str]]:
         """Take out of the cache the runs of every fixed τ whose timings no runtime could give (check_bounds: a
-        verify pass cheaper than V_FLOOR one-token passes, or a speedup above tokens per step / v) or whose steps
-        waited for a core too often (BusyMachine), so that the next `advance` times them again; returns (τ, why)
-        for each τ taken out."""
+        verify pass cheaper than V_FLOOR one-token passes, or a speedup above tokens per step / v) or, where `busy`,
+        whose steps waited for a core too often (BusyMachine), so that the next `advance` times them again; returns
+        (τ, why) for each τ taken out. `busy=False`: a τ that only waited keeps its runs (its counts are shown, its
+        clocked numbers withheld, its speed from the kept costs)."""
         dropped = []
         for tau in sorted({u.tau for u in self.units() if u.policy == "fixed"}):
             result = self.result()
@@ -203,6 +205,8 @@ class Sweep:
             try:
                 result._summary(tau)
             except MeasurementError as exc:
+                if not busy and isinstance(exc, BusyMachine):
+                    continue
                 for unit in self.units():
                     if unit.tau == tau and unit.policy == "fixed":
                         self.cache.pop(self.key(unit), None)
