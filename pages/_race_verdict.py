@@ -45,8 +45,9 @@ def verdict(
         st.info(f"**Speculative decoding: {plain(costed.sentence())}.** {why}", icon=":material/sports_score:")
     else:
         why = clocked if summary is None else "The live clocks ran while the server was busy: not a result."
+        counted = plain(uncosted(result.work)) if result.pass_tokens else ""  # a race saved before its counts: none
         st.warning(
-            f"**The race could not clock a speed.** {why} {plain(uncosted(result.work))} The texts are right.",
+            f"**The race could not clock a speed.** {why} {counted} The texts are right.",
             icon=":material/timer_off:",
         )
     split = _ceiling(result, timings)
