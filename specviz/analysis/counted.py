@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from specviz.analysis.measure import Spread
 from specviz.analysis.pairtimes import PairTimings
 from specviz.analysis.theory import Ceiling, ceiling
 
@@ -90,6 +91,29 @@ class Costed:
     @property
     def alone_tokens_per_second(self) -> float:
         return 1000.0 / self.timings.one_token_ms.value
+
+    def spread(self) -> Spread:
+        """The speedup with its range over the kept costs' interquartile ranges (every pass and draft forward at its
+        T's upper quartile, then at its lower; T(1) the median throughout)."""
+        t = self.timings
+        one = t.one_token_ms.value
+
+        def units(pick) -> float:
+            def v(k: int) -> float:
+                timed = [j for j in sorted(t.passes_ms) if j >= k] or [max(t.passes_ms)]
+                return 1.0 if k == 1 else pick(t.passes_ms[timed[0]]) / one
+
+            return sum(v(k) for k in self.work.pass_tokens) + self.work.drafted * pick(t.draft_ms) / one
+
+        tokens = self.work.tokens
+        dear, cheap = units(lambda s: s.high), units(lambda s: s.low)
+        return Spread(
+            self.speedup,
+            tokens / dear if dear else 0.0,
+            tokens / cheap if cheap else 0.0,
+            self.work.passes,
+            "counted work at the kept costs, over their interquartile ranges",
+        )
 
     def sentence(self) -> str:
         """'2.05× the target alone, from counted work at the pair's kept costs: 48 tokens in 20 target passes (2.40 a

@@ -214,7 +214,9 @@ def _reading(data: Any) -> None:
     except SpecvizError as exc:
         raise SnapshotError(f"this snapshot's data.trace is not a run that can be replayed: {exc}") from exc
     where = "data.reading"
-    r = _fields(d["reading"], where, [f.name for f in dataclasses.fields(Diagnosis)])
+    names = [f.name for f in dataclasses.fields(Diagnosis) if f.name != "calibration"]
+    r = _fields(d["reading"], where, names, ["calibration"])  # saved before calibrations were kept: none
+    _text(r.get("calibration", ""), f"{where}.calibration", LONG_TEXT)
     for name in ("draft_ms", "verify_ms", "prefill_ms"):
         _number(r[name], f"{where}.{name}", 0)
     _probability(r["alpha"], f"{where}.alpha", none=True)
