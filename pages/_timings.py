@@ -65,5 +65,8 @@ def costs(
     if timings is not None:
         note = "" if timings.quiet else " Another process held a core meanwhile: shown, not kept as the pair's."
         variance = "" if timings.variance is None else f" Batch variance: {plain(timings.variance.words())}."
-        line.caption(f"**The pair's costs** (the same on every page): {plain(timings.sentence(tau))}.{note}{variance}")
+        kept = " and every later run on this machine" if timings.quiet else ""
+        line.caption(
+            f"**The pair's costs** (the same on every page{kept}): {plain(timings.sentence(tau))}.{note}{variance}"
+        )
     return timings
