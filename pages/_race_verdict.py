@@ -1,14 +1,18 @@
 """The race's result in words (pages/race.py draws the lanes): the speedup coloured by its interval, why, with the
-pair's costs every page reads (pages/_timings.py), where it was measured, and whether both wrote the same text."""
+pair's costs every page reads (pages/_timings.py), where it was measured, and whether both wrote the same text. Beside
+it, or in its place where the clocks were disturbed, the counted work at the pair's kept costs (labelled with the
+calibration it rests on), and the ceiling with what α and c cost of it."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from pages import _race_greedy as greedy_ui
+from specviz.analysis.counted import uncosted
 from specviz.analysis.measure import BusyMachine, MeasurementError
 from specviz.analysis.pairtimes import PairTimings
 from specviz.analysis.race import RaceResult
+from specviz.analysis.theory import ceiling
 from specviz.viz.plain import plain
 
 
@@ -19,29 +23,36 @@ def verdict(
     greedy: greedy_ui.Greedy | None = None,
     timings: PairTimings | None = None,
 ) -> None:
-    """The result in words, coloured by what its interval says (on a `busy` server, not as a result at all), or why
-    it could not be measured (a race withheld: nothing from it is shown as a result); why, with the pair's `timings`
-    where kept; where it was timed; and whether both wrote the same text, or where and why not."""
+    """The result in words, coloured by what its interval says; where the clocks cannot be read (a `busy` server,
+    pieces that waited, impossible times) the counted work at the pair's kept `timings` answers instead, labelled, or
+    what was counted and what a quiet minute would add; the ceiling and what α and c cost of it; where it was timed;
+    and whether both wrote the same text, or where and why not."""
+    costed = result.costed(timings) if timings is not None and timings.quiet and result.pass_tokens else None
     try:
         summary = result.summary(timings)
-    except BusyMachine as exc:  # its pieces waited for a core: said, never shown as a result
-        st.warning(
-            f"**The race could not measure a speed.** {plain(exc)} The texts are right; their times are not.",
-            icon=":material/timer_off:",
-        )
-    except MeasurementError as exc:  # impossible timings: said, never shown as a result
-        st.warning(
-            f"**The race could not measure a speed.** {plain(exc)}. The texts are right; their times are not: "
-            "start again when the server is quieter.",
-            icon=":material/timer_off:",
-        )
-    else:
+    except MeasurementError as exc:  # waited for a core, or impossible timings: the clocks are withheld, not the counts
+        why = "its pieces waited for a core" if isinstance(exc, BusyMachine) else "its timings cannot be right"
+        clocked = f"The live clocks are not shown: {why} ({plain(exc)})"
+        summary = None
+    if summary is not None and not busy:
         spread = result.speedup_spread()
-        shown = st.info if busy else st.success if spread.above(1.0) else st.warning if spread.below(1.0) else st.info
-        shown(
-            ("**Not a result: the server was busy while it ran.** " if busy else "") + summary,
-            icon=":material/sports_score:",
+        shown = st.success if spread.above(1.0) else st.warning if spread.below(1.0) else st.info
+        shown(summary, icon=":material/sports_score:")
+        if costed is not None:
+            st.caption(f"Counted work at the kept costs, beside it: {plain(costed.sentence())}.")
+    elif costed is not None:  # the clocks withheld: the counts at the kept costs answer, and say so
+        why = clocked if summary is None else "The live clocks ran while the server was busy: not shown as a result."
+        st.info(f"**Speculative decoding: {plain(costed.sentence())}.** {why}", icon=":material/sports_score:")
+    else:
+        why = clocked if summary is None else "The live clocks ran while the server was busy: not a result."
+        counted = plain(uncosted(result.work)) if result.pass_tokens else ""  # a race saved before its counts: none
+        st.warning(
+            f"**The race could not clock a speed.** {why} {counted} The texts are right.",
+            icon=":material/timer_off:",
         )
+    split = _ceiling(result, timings)
+    if split:
+        st.caption(f"**The ceiling.** {plain(split)}")
     if where:
         st.caption(
             f"Measured: {where}, the race's prompt, greedy, τ = {result.tau}. A speedup depends on the prompt, "
@@ -49,3 +60,15 @@ def verdict(
             "beside it) and a lesson's are other measurements."
         )
     greedy_ui.texts(result, greedy)  # the same text, or where the texts part and why (batch variance, or a bug)
+
+
+def _ceiling(result: RaceResult, timings: PairTimings | None) -> str:
+    """The ceiling at the race's τ from the pair's kept v, and the race's speedup split into α's and c's shares (E
+    its counted tokens per pass); from the race's own v and c where none are kept and its clocks are right; "" else."""
+    if timings is not None and timings.quiet:
+        v, c, whose = timings.v(result.tau + 1), timings.c, f" (v and c from {timings.label()})"
+    elif not result.void() and result.verify_cost > 0:
+        v, c, whose = result.verify_cost, result.draft_ms_per_token / result.one_token_ms, " (v and c from this race)"
+    else:
+        return ""
+    return ceiling(result.tau, v, c, tokens_per_pass=result.tokens_per_pass).words("this draft's") + whose

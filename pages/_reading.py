@@ -1,5 +1,7 @@
-"""Reading a trace (the current run or a replayed one): where the time went and the bottleneck, and, on
-request, the run timed again beside the target alone (its speedup, v and c with their intervals)."""
+"""Reading a trace (the current run or a replayed one): where the time went and the bottleneck; the run's speedup
+from its counted work at the pair's kept calibration (v and c the calibration's, labelled), and, on request, the run
+timed again beside the target alone (its speedup, v and c with their intervals) where its clocks were undisturbed;
+the ceiling and what α and c cost of it."""
 
 import contextlib
 
@@ -10,7 +12,8 @@ from pages import _snapshot as snapshots
 from pages import _timings as timings_ui
 from pages._busy import busy_notice
 from pages._widgets import lazy_expander
-from specviz.analysis.diagnosis import Diagnosis, diagnose
+from specviz.analysis.counted import QUIET_MINUTE
+from specviz.analysis.diagnosis import Diagnosis, diagnose, diagnose_counted
 from specviz.analysis.measure import MeasurementError, paired_run
 from specviz.analysis.snapshot import freeze, runtime_of
 from specviz.core.pieces import in_pieces
@@ -37,6 +40,7 @@ def trace_reading(run: RunTrace, pair: specviz.ModelPair | None = None, turn=Non
             return
         cache = st.session_state.setdefault(CACHE, {})
         key = measure_key(run, pair) if pair is not None and run.steps else None
+        kept = timings_ui.book().get(pair) if key is not None and not frozen else None  # the pair's calibration
         pressed = key is not None and st.button(
             "Time this run beside the target alone", key="decode_measure", icon=":material/timer:"
         )
@@ -48,10 +52,14 @@ def trace_reading(run: RunTrace, pair: specviz.ModelPair | None = None, turn=Non
                 measured = paired_run(pair, list(run.prompt_ids), run.config, max_steps=len(run.steps))
             try:
                 cache[key] = diagnose(run, measured)
-            except MeasurementError as exc:  # impossible timings (a busy machine): said, never shown as a result
+            except MeasurementError as exc:  # waited, or impossible timings: the clocks withheld, the counts read
                 cache.pop(key, None)
-                st.warning(f"**Could not measure this run.** {plain(exc)}. Time it again when the server is quieter.")
-        d = Diagnosis.from_dict(frozen) if frozen else cache.get(key) or diagnose(run)
+                more = "its counts are read at the pair's kept costs below" if kept else QUIET_MINUTE
+                st.warning(
+                    f"**Could not clock this run.** {plain(exc)}. Time it again when the server is quieter; {more}."
+                )
+        counted = diagnose_counted(run, kept) if kept is not None else None  # no clock of this run in it
+        d = Diagnosis.from_dict(frozen) if frozen else cache.get(key) or counted or diagnose(run)
         if key is not None and not frozen:  # times of this server, just now
             busy_notice()
         _tiles(d, run, None if key is None else key[0], frozen is not None)
@@ -75,14 +83,17 @@ def _tiles(d: Diagnosis, run: RunTrace, runtime: str | None, frozen: bool = Fals
         "to cost one over a single token (what a GPU engine sees)",
     )
     cols[1].metric(
-        f"S_v(τ = {d.tau}), measured v",
+        f"S_v(τ = {d.tau}), {'kept' if d.calibration else 'measured'} v",
         "–" if d.predicted_speedup_v is None else d.predicted_speedup_v.text(),
         help="E / (τc + v(τ+1)), with v measured on this runtime, at this run's context lengths (docs/algorithm.md)",
     )
     cols[2].metric(
-        "this run vs the target alone",
+        "this run vs the target alone" + (" (counted × kept costs)" if d.calibration else ""),
         "–" if d.run_speedup is None else d.run_speedup.text(),
-        help="measured: each step timed beside the target alone decoding the same tokens, the two "
+        help="its counted work (tokens, passes and the tokens in each, draft tokens) at the pair's kept costs, over "
+        "their interquartile ranges"
+        if d.calibration
+        else "measured: each step timed beside the target alone decoding the same tokens, the two "
         "alternating; 95% bootstrap interval over the steps",
     )
     st.markdown(f"**Bottleneck.** {plain(d.bottleneck) if frozen else d.bottleneck}")  # frozen: from a link
@@ -93,7 +104,13 @@ def _tiles(d: Diagnosis, run: RunTrace, runtime: str | None, frozen: bool = Fals
         if run.target_top_k
         else ""
     )
-    if d.verify_cost is None:
+    if d.calibration:
+        timing = (
+            f"c = {d.c_one_token.text(3, '')} and v(τ + 1) = {d.verify_cost.text(2, '')} from "
+            f"{plain(d.calibration)}; the run's speedup is its counted work at those costs (no clock of this run in "
+            "it). **Time this run** clocks it too, where the server is quiet."
+        )
+    elif d.verify_cost is None:
         timing = (
             "c = one draft forward over one verify pass, as recorded in this trace. Press **Time this run** to "
             "measure it beside the target alone: then v and the run's speedup are known (a replayed trace has "
@@ -108,3 +125,5 @@ def _tiles(d: Diagnosis, run: RunTrace, runtime: str | None, frozen: bool = Fals
         )
     c = "–" if d.c is None else f"{d.c:.3f}"
     st.caption(f"α = {alpha} (mean Σ min(p, q) over draft positions{approx}); c = {c}. {timing}")
+    if (split := d.ceiling()) is not None:
+        st.caption(f"**The ceiling.** {plain(split.words('this run'))}")

@@ -39,7 +39,8 @@ def conditions(runtime: str, prompts: int, pair=None, tau: int = 4) -> None:
 def draw(summary: SweepSummary, present: bool) -> None:
     best = summary.best_tau_measured()
     faster = best is not None and summary.row(best).speedup.above(1.0)
-    (st.success if faster else st.warning)(summary.verdict(), icon=":material/insights:")
+    shown = st.success if faster else st.info if best is None else st.warning  # no clocked best: the counts' answer
+    shown(summary.verdict(), icon=":material/insights:")
     if present:  # a projector: the two charts that answer the question, each full width in large type
         size = {"font_size": 20, "height": 500}
         st.plotly_chart(charts.sweep_speedup_chart(summary, **size, width=1200), key="sweep_speedup_chart")

@@ -1,6 +1,7 @@
 """The pair's timings, one set for every page (specviz.analysis.pairtimes): the server's TimingBook, shared by every
-session, and the line each page draws from it (T(1), v(τ + 1), c, and when, on which runtime and under what load
-they were measured), with "Measure again"."""
+session and kept in the server's timings folder for every later process on this machine (specviz.server.config), and
+the line each page draws from it (T(1), v(τ + 1), c, and when, on which runtime and under what load they were
+measured), with "Measure again", which replaces what was kept."""
 
 from __future__ import annotations
 
@@ -8,14 +9,20 @@ import streamlit as st
 
 import specviz
 from pages._compute import heavy_job
+from pages._server import config
 from specviz.analysis.pairtimes import PairTimings, TimingBook
 from specviz.viz.plain import plain
 
 
-@st.cache_resource(show_spinner=False)
 def book() -> TimingBook:
-    """The server's one book: a pair measured quietly on one page is what every page reads."""
-    return TimingBook()
+    """The server's one book: a pair measured quietly on one page is what every page reads, in this process and in
+    every later one on this machine (its folder)."""
+    return _book(config().timings_dir)
+
+
+@st.cache_resource(show_spinner=False)
+def _book(folder) -> TimingBook:
+    return TimingBook(folder)
 
 
 def measured(
@@ -58,5 +65,8 @@ def costs(
     if timings is not None:
         note = "" if timings.quiet else " Another process held a core meanwhile: shown, not kept as the pair's."
         variance = "" if timings.variance is None else f" Batch variance: {plain(timings.variance.words())}."
-        line.caption(f"**The pair's costs** (the same on every page): {plain(timings.sentence(tau))}.{note}{variance}")
+        kept = " and every later run on this machine" if timings.quiet else ""
+        line.caption(
+            f"**The pair's costs** (the same on every page{kept}): {plain(timings.sentence(tau))}.{note}{variance}"
+        )
     return timings

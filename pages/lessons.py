@@ -11,6 +11,7 @@ from pages._present import COMPACT_CSS, presentation_toggle
 from pages._shell import ensure_shell
 from pages._widgets import share_link
 from specviz.analysis import busy
+from specviz.analysis.counted import QUIET_MINUTE
 from specviz.analysis.measure import MeasurementError
 from specviz.classroom.lessons import BY_KEY, LESSONS
 from specviz.core.pieces import piece
@@ -58,8 +59,9 @@ if st.button("Run it", type="primary", key="lessons_run", icon=":material/play_a
         timed[key] = (busy.current_load(), pair.runtime)  # the load of the minute it ran, and where
     except MeasurementError as exc:  # timings no runtime could give (a busy server): said, with the answer
         st.warning(
-            f"**This run could not be measured.** {plain(exc)}. Run it again when the server is quieter. The answer, "
-            f"in general: {lesson.choices[lesson.right]}",
+            f"**This run could not be clocked.** {plain(exc)}. Where no calibration of the pair is kept yet, "
+            f"{QUIET_MINUTE}: run it again when the server is quieter. The answer, in general: "
+            f"{lesson.choices[lesson.right]}",
             icon=":material/timer_off:",
         )
         st.stop()
@@ -76,9 +78,14 @@ if evidence.timed and key in timed:  # its times are this server's, just now: sa
     busy_notice(when)
     prompt = " ".join(evidence.prompt.split())  # one line, cut after 90 characters
     prompt = prompt if len(prompt) <= 90 else prompt[:88].rsplit(" ", 1)[0] + " …"  # at a word's end
+    how = (  # counted work at kept costs (its clocks waited, or the lesson reads the calibration), else clocked
+        f"Costs from {plain(evidence.calibration)}"
+        if evidence.calibration
+        else f"Measured: {busy.where_measured(runtime, when)}"
+    )
     st.caption(
-        f"Measured: {busy.where_measured(runtime, when)}, on the prompt “{plain(prompt)}” with this lesson's "
-        "settings; the README's numbers and the τ sweep's come from other prompts, settings, machines or loads."
+        f"{how}, on the prompt “{plain(prompt)}” with this lesson's settings; the README's numbers and the τ "
+        "sweep's come from other prompts, settings, machines or loads."
     )
 right = lesson.choices[lesson.right]
 if evidence.held is False and evidence.gates:  # the run did not show what the question rests on: no Right / Not quite

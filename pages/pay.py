@@ -10,6 +10,7 @@ from pages._shell import ensure_shell
 from pages._widgets import LIMITS, share_link
 from specviz.analysis import outlook as ol
 from specviz.analysis.costmodel import HARDWARE, MODELS
+from specviz.analysis.theory import ceiling
 from specviz.viz.pay_charts import pay_batch_chart, pay_tau_chart
 from specviz.viz.plain import plain
 from specviz.viz.render import sentence
@@ -89,6 +90,8 @@ cols[1].metric("speedup", f"{speed:.2f}×", help="S_v(τ) = E / (τc + v(τ + 1)
 cols[2].metric(f"v({tau + 1})", f"{o.verify[index]:.2f}", help="A pass over τ + 1 tokens in one-token passes")
 cols[3].metric("c", f"{o.c:.3f}", help="A draft forward in target passes" + (" (measured)" if o.c_measured else ""))
 cols[4].metric("slower from batch", o.break_even or "–", help="The first batch at which even the best τ loses")
+v, tokens = o.verify[index], speed * (tau * o.c + o.verify[index])  # E, from S_v = E / (τc + v) at the best τ
+st.caption(f"**The ceiling.** {ceiling(tau, v, o.c, tokens_per_pass=tokens).words('this acceptance and draft')}")
 if accept.rates is not None or accept.source != "α by hand":
     st.caption(
         "The acceptance was measured on this session's pair; another pair accepts differently. The model: "

@@ -8,6 +8,7 @@ from pages import _snapshot as snapshots
 from pages import _sweep_drafts as sweep_drafts
 from pages import _sweep_extras as extras
 from pages import _sweep_view as view
+from pages import _timings as timings_ui
 from pages._compute import heavy_job
 from pages._pairs import load_pair
 from pages._picker import model_picker
@@ -83,13 +84,14 @@ try:
         knobs=tuple(knobs.items()),
         **sampling,
     )
-    sweep = Sweep(pair, settings, st.session_state.setdefault("sweep_cache", {}))
+    kept = timings_ui.book().get(pair)  # the pair's calibration kept on this machine: each τ's counts costed with it
+    sweep = Sweep(pair, settings, st.session_state.setdefault("sweep_cache", {}), timings=kept)
     _server.class_policy().check_sweep(len(sweep.units()))  # class mode: a sweep's runs are bounded
 except specviz.SpecvizError as exc:
     st.error(f"**Cannot sweep.** {plain(exc)}", icon=":material/error:")
     st.stop()
 
-view.refused(sweep.drop_impossible())  # impossible timings are timed again, never shown
+view.refused(sweep.drop_impossible(busy=False))  # impossible timings are timed again; a busy τ keeps its counts
 total, pending = len(sweep.units()), len(sweep.pending())
 cols = st.columns([1.6, 1, 4])
 run_clicked = cols[0].button(

@@ -1,7 +1,9 @@
 """Command line.
 
 `python -m specviz --prompt "..." --tau 4 --json` prints a run trace as JSON;
-`python -m specviz sweep --taus 1-8 --prompt "..." --prompt "..." --json` prints a τ sweep."""
+`python -m specviz sweep --taus 1-8 --prompt "..." --prompt "..." --json` prints a τ sweep: what was counted whatever
+the machine's load, its times where they were undisturbed, and its speeds from the counted work at the pair's
+calibration kept on this machine (measured first where none is kept, and the machine is quiet enough)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+from specviz.analysis.measure import MeasurementError
+from specviz.analysis.pairtimes import PairTimings, TimingBook
 from specviz.analysis.sweep import Sweep, SweepSettings
 from specviz.core.config import MODES, SpecConfig
 from specviz.core.engine import Decoder
@@ -88,6 +92,11 @@ def build_sweep_parser() -> argparse.ArgumentParser:
     parser.add_argument("--prompt", action="append", required=True, help="a prompt; repeat for several")
     parser.add_argument("--seeds", type=int, default=1, help="runs per τ and prompt, seeds 0..N-1 (default 1)")
     parser.add_argument("--max-new-tokens", type=int, default=48)
+    parser.add_argument(
+        "--measure-again",
+        action="store_true",
+        help="time the pair's passes anew (a quiet minute) and keep them in place of the calibration kept before",
+    )
     _add_common(parser)
     return parser
 
@@ -105,11 +114,15 @@ def _say_conversion(message: str) -> None:
         print(f"specviz: {message}", file=sys.stderr)
 
 
+def _server() -> ServerConfig:
+    return ServerConfig.from_environ(os.environ)
+
+
 def _pair(args: argparse.Namespace) -> ModelPair:
     """The pair, as this machine's environment sets it up (SPECVIZ_RUNTIME, SPECVIZ_MAX_PARAMS, SPECVIZ_LLAMA_*, …:
     read here, at the top, by specviz.server.config, and handed down)."""
     _quiet_transformers()
-    server = ServerConfig.from_environ(os.environ)
+    server = _server()
     embedded.use_cache(server.cache_dir)
     return load_pair(
         args.target,
@@ -160,7 +173,9 @@ def _sweep(args: argparse.Namespace) -> None:
         max_new_tokens=args.max_new_tokens,
         chat=args.chat,
     )
-    sweep = Sweep(_pair(args), settings)
+    pair = _pair(args)
+    timings = _calibration(pair, args.measure_again)
+    sweep = Sweep(pair, settings, timings=timings)
     for done, total, unit in sweep.advance():
         print(f"specviz: {done}/{total} τ = {unit.tau}, prompt {unit.prompt_index + 1}", file=sys.stderr)
     result = sweep.result()
@@ -169,6 +184,27 @@ def _sweep(args: argparse.Namespace) -> None:
         return
     print(result.to_frame().to_string(index=False))
     print(result.verdict())
+
+
+def _calibration(pair: ModelPair, again: bool) -> PairTimings | None:
+    """The pair's calibration kept on this machine (SPECVIZ_TIMINGS_DIR, else the cache's `timings`), said on stderr
+    with when and where it was measured; measured now where none is kept (or `again`), kept where the machine was
+    quiet; None, said, where it cannot be had now (a busy machine)."""
+    book = TimingBook(_server().timings_dir)
+    kept = None if again else book.get(pair)
+    if kept is None:
+        print("specviz: timing the pair's passes (a pass over 1 to 16 tokens and a draft forward)", file=sys.stderr)
+        try:
+            measured = book.measure(pair)
+        except MeasurementError as exc:
+            print(f"specviz: no calibration kept: {exc}", file=sys.stderr)
+            return book.get(pair)
+        if not measured.quiet:
+            print(f"specviz: not kept, {measured.where()}", file=sys.stderr)
+        kept = book.get(pair)
+    if kept is not None:
+        print(f"specviz: speeds from counted work at {kept.label()}", file=sys.stderr)
+    return kept
 
 
 def main(argv: Sequence[str] | None = None) -> int:

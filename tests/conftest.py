@@ -67,6 +67,13 @@ def one_torch_thread_count():
 
 
 @pytest.fixture(autouse=True)
+def timings_kept_apart(monkeypatch, tmp_path_factory):
+    """Each test's calibrations kept in a folder of its own (SPECVIZ_TIMINGS_DIR, read by the app and the command
+    line, inherited by the processes a test starts): never the user's, never another test's."""
+    monkeypatch.setenv("SPECVIZ_TIMINGS_DIR", str(tmp_path_factory.mktemp("timings")))
+
+
+@pytest.fixture(autouse=True)
 def quiet_machine(monkeypatch):
     """The busy notice reads the machine's load (specviz.analysis.busy.current_load); tests run beside others on
     shared cores, so every test sees a quiet machine unless it sets a load itself (tests/test_race.py does)."""

@@ -46,6 +46,40 @@ def test_the_trace_is_read_for_its_bottleneck_and_timed_on_the_runtime_that_runs
     assert not other.exception
 
 
+def test_the_reading_costs_the_runs_counted_work_from_the_calibration_kept_on_disk(loads, monkeypatch):
+    """Issue 63: the pair's calibration kept on disk before (as an earlier process leaves it) and every piece of work
+    waiting for a core: the reading gives the run's speedup from its counted work at the kept costs (labelled) with
+    no button pressed, and its ceiling; pressing "Time this run" cannot clock it, and says the counts stand."""
+    import os
+
+    from specviz.analysis import clock
+    from specviz.analysis.counted import costed
+    from specviz.analysis.pairtimes import TimingBook
+    from tests.helpers import fake_ms, tiny_text_pair
+
+    pair = tiny_text_pair(chat=True)
+    ids = pair.codec.encode(" ".join(f"w{i}" for i in range(30)))
+    kept = TimingBook(os.environ["SPECVIZ_TIMINGS_DIR"]).measure(pair, ids, timer=clock.FakeTimer(fake_ms))
+    monkeypatch.setattr(clock, "_default", clock.FakeTimer(fake_ms, disturbed=lambda *_: True))
+    at = app()
+    at.session_state["decode_reading_open"] = True
+    at.button(key="decode_run_all").click().run()
+    assert not at.exception
+    run = decoder(at).trace()
+    metrics = {m.label: m.value for m in at.metric}
+    speed = costed(run.steps, kept).spread()
+    assert metrics["this run vs the target alone (counted × kept costs)"] == speed.text()
+    assert metrics[f"S_v(τ = {run.config.tau}), kept v"] != "–"
+    assert any(f"from {kept.label()}" in c.value for c in at.caption)
+    (ceiling,) = [c.value for c in at.caption if c.value.startswith("**The ceiling.**")]
+    assert f"would give {(run.config.tau + 1) / kept.v(run.config.tau + 1):.2f}× here" in ceiling
+    at.button(key="decode_measure").click().run()
+    assert not at.exception
+    (said,) = [w.value for w in at.warning if w.value.startswith("**Could not clock this run.**")]
+    assert "its counts are read at the pair's kept costs below" in said
+    assert {m.label: m.value for m in at.metric}["this run vs the target alone (counted × kept costs)"] == speed.text()
+
+
 def test_the_same_step_under_each_rule_is_drawn_for_a_lossless_step(loads):
     """Lossless, one-hot rule: the panel shows the step's own draws r against each rule's thresholds, and the
     run's own rule keeps what the step kept."""
@@ -153,5 +187,5 @@ def test_the_reading_says_it_could_not_measure_an_impossible_run(loads, monkeypa
     monkeypatch.setattr(_reading, "diagnose", impossible)
     at.button(key="decode_measure").click().run()
     assert not at.exception
-    assert any(w.value.startswith("**Could not measure this run.** a target pass over 5 tokens") for w in at.warning)
+    assert any(w.value.startswith("**Could not clock this run.** a target pass over 5 tokens") for w in at.warning)
     assert {m.label: m.value for m in at.metric}["this run vs the target alone"] == "–"  # no number shown

@@ -33,6 +33,10 @@ def test_would_it_pay_answers_the_h100_70b_question_and_carries_the_decode_runs_
     by_hand = ol.outlook(target, draft, HARDWARE["NVIDIA H100 SXM"], ol.Acceptance("α by hand", alpha=0.9), 1, 512)
     assert at.success[0].value == by_hand.summary()
     assert any("takes 2 of them" in w.value for w in at.warning)  # 142 GB on an 80 GB device
+    tau, _ = by_hand.best  # the ceiling at the best τ from this hardware's own v(τ + 1)
+    v = by_hand.verify[by_hand.taus.index(tau)]
+    (ceiling,) = [c.value for c in at.caption if c.value.startswith("**The ceiling.**")]
+    assert f"would give {(tau + 1) / v:.2f}× here ((τ + 1)/v(τ + 1) = {tau + 1}/{v:.2f})" in ceiling
 
 
 def test_would_it_pay_reads_twenty_vllm_lines_and_gives_tau_per_batch_and_the_flags(loads):

@@ -170,6 +170,37 @@ def test_the_sweep_takes_out_a_tau_it_could_not_measure_and_times_it_again(loads
     assert list(at.table[0].value["τ"]) == [1, 3]  # the rest is drawn
 
 
+def test_a_busy_sweep_answers_from_counted_work_at_the_calibration_an_earlier_process_kept(loads, monkeypatch):
+    """Issue 63: a calibration kept on disk before (a TimingBook on the server's timings folder, as an earlier process
+    leaves it), then every step of the sweep waiting for a core: the page answers from the counted work at the kept
+    costs, labelled with when and where they were measured, draws that line and the ceiling, and discards nothing
+    it counted (the acceptance lengths are in the table; only the clocked columns are empty)."""
+    import os
+
+    from specviz.analysis import clock
+    from specviz.analysis.pairtimes import TimingBook
+    from tests.helpers import fake_ms
+
+    pair = tiny_text_pair(chat=True)
+    ids = pair.codec.encode(" ".join(f"w{i}" for i in range(30)))
+    TimingBook(os.environ["SPECVIZ_TIMINGS_DIR"]).measure(pair, ids, timer=clock.FakeTimer(fake_ms))
+    monkeypatch.setattr(clock, "_default", clock.FakeTimer(fake_ms, disturbed=lambda *_: True))
+    busy_machine(monkeypatch)
+    at = sweep_page(app())
+    at.button(key="sweep_run").click().run()
+    assert not at.exception and not any("could not be measured" in w.value for w in at.warning)
+    (verdict,) = [i.value for i in at.info if "From counted work at the pair's kept costs" in i.value]
+    assert "(the calibration kept just now on torch (1 thread), " in verdict and "are withheld" in verdict
+    assert "a perfect draft that costs nothing would give" in verdict
+    table = at.table[0].value
+    assert list(table["τ"]) == [1, 2, 3] and all(x > 0 for x in table["mean acceptance length"])
+    assert set(table["speedup (95% interval)"]) == {"–"} and all(x.endswith("×") for x in table["from kept costs"])
+    traces = [t for i in range(4) for t in figure(at, i)["data"]]
+    costed = next(t for t in traces if t.get("name") == "counted work × the kept costs")
+    assert [f"{y:.2f}×" for y in costed["y"]] == list(table["from kept costs"])
+    assert any(str(t.get("name", "")).startswith("ceiling: a perfect free draft") for t in traces)
+
+
 # --- issue 53.1: across drafts for any target -------------------------------------------------------------------------
 
 

@@ -97,7 +97,7 @@ def test_each_lesson_opens_from_its_link_and_runs_live(embedded_cache, key):
     assert not at.exception and not at.error
     shown = next(md.value for md in at.markdown if md.value.startswith("**What the run showed.**"))
     measured = key in ("low-speedup", "slower", "swapped-roles", "race", "one-pass", "draft-bits", "greedy-text")
-    if any(w.value.startswith("**This run could not be measured.**") for w in at.warning):  # a busy machine
+    if any(w.value.startswith("**This run could not be clocked.**") for w in at.warning):  # a busy machine
         assert measured and not at.success
         return
     missed = [w.value for w in at.warning if w.value.startswith("**This run did not show the premise**")]
@@ -268,13 +268,57 @@ def test_a_timed_lesson_says_where_it_was_measured_and_that_the_server_was_busy(
     assert not at.exception and "one-pass" in at.session_state["lessons_results"]  # it ran, on the tiny pair
     (notice,) = [w.value for w in at.warning if "This server is busy" in w.value]
     assert notice.startswith("**This server is busy** (other processes keep 1.0 of its 2 cores busy)")
-    (where,) = [c.value for c in at.caption if c.value.startswith("Measured: timed just now on torch, ")]
+    (where,) = [c.value for c in at.caption if c.value.startswith("Costs from the calibration kept just now on torch")]
     # the pair's timings ran on pairtimes.TEXT, cut at the last word's end within 88 characters
     cut = "Write a Python function that reverses a list. The function takes a list and returns a …"
     assert f"on the prompt “{cut}” with this lesson's settings" in where
     exact = lessons_page("after-failure")
     assert not any("This server is busy" in w.value for w in exact.warning)
     assert not any(c.value.startswith("Measured: ") for c in exact.caption)
+
+
+@pytest.mark.parametrize("key", ["slower", "low-speedup"])
+def test_a_timed_lesson_on_a_busy_machine_answers_from_counted_work_at_the_kept_calibration(
+    lessons_page, monkeypatch, key
+):
+    """Issue 63: the pair's calibration kept on disk before (as an earlier process leaves it), then every piece of the
+    lesson's run waiting for a core: the lesson answers from its counted work at the kept costs, says so, and draws
+    its time chart in one-token passes; never "could not be clocked"."""
+    import os
+
+    from specviz.analysis import clock
+    from specviz.analysis.pairtimes import TimingBook
+    from tests.helpers import fake_ms, tiny_text_pair
+
+    pair = tiny_text_pair(chat=True)
+    ids = pair.codec.encode(" ".join(f"w{i}" for i in range(30)))
+    kept = TimingBook(os.environ["SPECVIZ_TIMINGS_DIR"]).measure(pair, ids, timer=clock.FakeTimer(fake_ms))
+    monkeypatch.setattr(clock, "_default", clock.FakeTimer(fake_ms, disturbed=lambda *_: True))
+    at = lessons_page(key)
+    assert not at.exception and not any("could not be clocked" in w.value for w in at.warning)
+    evidence = at.session_state["lessons_results"][key]
+    assert evidence.calibration == kept.label() and evidence.held is not None
+    (where,) = [c.value for c in at.caption if c.value.startswith("Costs from the calibration kept just now on torch")]
+    assert "with this lesson's settings" in where
+    import json
+
+    titles = [json.loads(c.proto.spec)["layout"].get("yaxis", {}).get("title", {}) for c in at.get("plotly_chart")]
+    assert any("one-token target passes per emitted token" in str(t) for t in titles)
+
+
+def test_choosing_tau_answers_its_arithmetic_when_no_calibration_can_be_had():
+    """α = 0.8, c = 0.1: S(τ) peaks at τ = 6, (1 − 0.8⁷)/0.2 / 1.6 = 3.9514/1.6 = 2.47×, however busy the machine;
+    the pair's own v (none kept, none measurable now) is said to be what a quiet minute would add."""
+    from types import SimpleNamespace
+
+    from specviz.analysis.measure import BusyMachine
+
+    def busy(pair):
+        raise BusyMachine("The timing was measured on a busy machine")
+
+    evidence = BY_KEY["choose-tau"].run(SimpleNamespace(runtime="torch"), None, busy)
+    assert evidence.finding.startswith("S(τ) peaks at τ = 6 (2.47×) for α = 0.8, c = 0.1.")
+    assert "one quiet minute of calibration" in evidence.finding and len(evidence.figures) == 1
 
 
 def test_a_lessons_charts_read_at_18_px_on_a_projector(lessons_page):
@@ -315,7 +359,7 @@ def test_a_lesson_whose_timings_cannot_be_right_says_so_with_the_answer(lessons_
     monkeypatch.setattr(pairtimes, "measure_pair", refused)
     at = lessons_page("one-pass")
     assert not at.exception and not at.error and not at.success
-    (said,) = [w.value for w in at.warning if w.value.startswith("**This run could not be measured.**")]
+    (said,) = [w.value for w in at.warning if w.value.startswith("**This run could not be clocked.**")]
     assert "0.30 single-token passes" in said and said.endswith(BY_KEY["one-pass"].choices[BY_KEY["one-pass"].right])
 
 

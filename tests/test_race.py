@@ -13,6 +13,7 @@ import specviz
 from specviz import SpecConfig
 from specviz.analysis import busy
 from specviz.analysis.busy import MachineLoad, busy_notice
+from specviz.analysis.counted import Work
 from specviz.analysis.measure import V_FLOOR, MeasurementError, check_bounds
 from specviz.analysis.race import PRESETS, Lane, Race, RaceResult, at_race_time, finish, stop_reason
 from specviz.viz.render import STYLE
@@ -152,9 +153,15 @@ def test_the_race_page_says_a_busy_server_and_why_both_lanes_stopped(race_page, 
     assert len(notices) == 1 and notices[0].startswith(
         "**This server is busy** (other processes keep 1.0 of its 2 cores busy)"
     )
-    verdict = next(i.value for i in at.info if "Speculative decoding was" in i.value)
-    assert verdict.startswith("**Not a result: the server was busy while it ran.** Speculative decoding was")
+    # the pair's costs measured after the race (its FakeTimer: quiet) and kept: the counted work at them answers
+    verdict = next(i.value for i in at.info if "from counted work at the pair's kept costs" in i.value)
+    assert verdict.startswith("**Speculative decoding: ") and "from the calibration kept just now on torch" in verdict
+    assert verdict.endswith("The live clocks ran while the server was busy: not shown as a result.")
     assert not at.success  # never a green box from a busy server
+    (ceiling,) = [c.value for c in at.caption if c.value.startswith("**The ceiling.**")]
+    assert (
+        "A perfect draft that costs nothing would give " in ceiling and "(v and c from the calibration kept" in ceiling
+    )
     result = next(iter(at.session_state["race_results"].values()))[0]
     why = stop_reason(result.alone, tiny_text_pair().codec.eos_token_id, 12)
     assert f"Both {why}." in [c.value for c in at.caption]  # "Tokens 12", and why they stopped where they did
@@ -176,10 +183,44 @@ def test_the_race_page_says_it_could_not_measure_an_impossible_race(race_page, m
     at.number_input(key="race_max_new").set_value(8)
     at.button(key="race_start").click().run()
     assert not at.exception
-    (refusal,) = [w.value for w in at.warning if "could not measure" in w.value]
-    assert refusal.startswith("**The race could not measure a speed.** a target pass over 5 tokens would have cost")
+    (refusal,) = [w.value for w in at.warning if "could not clock" in w.value]
+    assert refusal.startswith(
+        "**The race could not clock a speed.** The live clocks are not shown: its timings cannot be right (a target "
+        "pass over 5 tokens would have cost"
+    )
+    assert "Counted: 10 tokens in 0 target passes" not in refusal  # a result saved without its counts: none said
     assert not any("Speculative decoding was" in box.value for box in (*at.success, *at.info, *at.warning))
     assert len([h for h in at.get("html") if 'class="sv-race"' in h.proto.body]) == 2
+
+
+def test_a_race_whose_pieces_all_waited_answers_from_the_calibration_kept_on_disk(race_page, monkeypatch):
+    """Issue 63: the pair's calibration kept on disk before (as an earlier process leaves it in the server's timings
+    folder), then a race every piece of which waited for a core: no live speed, and in its place the counted work at
+    the kept costs, labelled with when and where they were measured, beside the ceiling and what α and c cost."""
+    import os
+
+    from specviz.analysis import clock
+    from specviz.analysis.pairtimes import TimingBook
+    from tests.helpers import fake_ms
+
+    pair = tiny_text_pair(chat=True)
+    ids = pair.codec.encode(" ".join(f"w{i}" for i in range(30)))
+    kept = TimingBook(os.environ["SPECVIZ_TIMINGS_DIR"]).measure(pair, ids, timer=clock.FakeTimer(fake_ms))
+    monkeypatch.setattr(clock, "_default", clock.FakeTimer(fake_ms, disturbed=lambda *_: True))
+    at = race_page
+    at.number_input(key="race_max_new").set_value(12)
+    at.button(key="race_start").click().run()
+    assert not at.exception
+    (verdict,) = [i.value for i in at.info if "from counted work at the pair's kept costs" in i.value]
+    assert (
+        f"from {kept.label()}" in verdict and "The live clocks are not shown: its pieces waited for a core" in verdict
+    )
+    result = next(iter(at.session_state["race_results"].values()))[0]
+    assert verdict.startswith(f"**Speculative decoding: {result.costed(kept).speedup:.2f}× the target alone")
+    (ceiling,) = [c.value for c in at.caption if c.value.startswith("**The ceiling.**")]
+    split = result.costed(kept).ceiling(result.tau)
+    assert f"would give {split.ceiling:.2f}× here" in ceiling and f"{split.with_c:.2f}× (E/(τ·c" in ceiling
+    assert "times withheld" in " ".join(m.value for m in at.markdown)  # the lanes' own clocks: not shown
 
 
 def test_presentation_view_sets_every_label_a_room_reads_at_18_px_or_more(race_page):
@@ -269,3 +310,9 @@ def test_a_race_timed_by_injected_pass_times_and_a_race_whose_pieces_waited_is_v
     assert "7 of 7 pieces of the target alone waited for a core" in void.void()
     with pytest.raises(BusyMachine, match="This race was measured on a busy machine"):
         void.summary()
+    # counted whatever the clocks said: 7 tokens in two passes of 4 tokens, 6 draft tokens; at the pair's costs
+    # (v(4) = 1.6, c = 0.2) 2 · 1.6 + 6 · 0.2 = 4.4 one-token passes against 7: 7/4.4 = 1.59×
+    for race in (result, void):
+        assert race.work == Work(tokens=7, pass_tokens=(4, 4), drafted=6)
+        assert race.costed(timings).speedup == pytest.approx(7 / 4.4)
+    assert RaceResult.from_dict(void.to_dict()).work == void.work  # a snapshot keeps the counts

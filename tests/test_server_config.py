@@ -16,7 +16,8 @@ from specviz.server.config import VARIABLES, ServerConfig
 
 def test_an_empty_environment_is_the_librarys_defaults(tmp_path):
     read = ServerConfig.from_environ({}, home=tmp_path)
-    assert read == ServerConfig(cache_dir=tmp_path / ".cache" / "specviz", places=read.places)
+    cache = tmp_path / ".cache" / "specviz"
+    assert read == ServerConfig(cache_dir=cache, timings_dir=cache / "timings", places=read.places)
     assert read.class_policy == ClassPolicy() and read.llama == LlamaSettings() and read.runtime == "auto"
     assert read.llama_slots == 0 and read.compute == "turns" and read.torch_threads == 1
     assert [p.source for p in read.places] == [gguf.HF_CACHE, gguf.LM_STUDIO, gguf.LM_STUDIO, gguf.OLLAMA, gguf.OLLAMA]
@@ -43,6 +44,7 @@ def test_every_variable_is_parsed(tmp_path):
         "SPECVIZ_LLAMA_LOG": "1",
         "SPECVIZ_COMPUTE": "free",
         "SPECVIZ_TORCH_THREADS": "2",
+        "SPECVIZ_TIMINGS_DIR": str(tmp_path / "kept"),
     }
     assert set(env) == set(VARIABLES)  # this test sets every variable the server reads
     read = ServerConfig.from_environ(env, home=tmp_path)
@@ -51,7 +53,7 @@ def test_every_variable_is_parsed(tmp_path):
         read.class_policy.urls == ("http://engine:8000/v1",) and read.class_policy.sweep_runs == 40
     )  # the rest: defaults
     assert (read.runtime, read.max_params, read.remote_timeout_s) == ("torch", 500_000_000, 2.5)
-    assert read.cache_dir == tmp_path / "cache"
+    assert read.cache_dir == tmp_path / "cache" and read.timings_dir == tmp_path / "kept"
     assert read.places[-1] == gguf.Place(source=gguf.MODELS_DIR, path=tmp_path / "models")
     assert read.llama == LlamaSettings(
         threads=3, one_token_threads=1, context=512, slots=4, slot_tokens=300, bend=False, cpu="haswell", log=True
@@ -69,6 +71,8 @@ def test_a_class_server_shares_decodes_unless_the_operator_says_otherwise(tmp_pa
 
 def test_the_cache_follows_xdg_where_specviz_names_none(tmp_path):
     assert ServerConfig.from_environ({"XDG_CACHE_HOME": "/x"}, home=tmp_path).cache_dir == Path("/x/specviz")
+    read = ServerConfig.from_environ({"SPECVIZ_CACHE_DIR": "/c"}, home=tmp_path)  # the calibrations: beside its files
+    assert read.timings_dir == Path("/c/timings")
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from scipy.stats import chisquare
@@ -250,6 +251,95 @@ def test_sweep_command_line_prints_one_json_document(tmp_path):
     ]
 
 
+def self_drafting_pair() -> ModelPair:
+    """The tiny target drafting for itself: greedy, every draft token accepted (τ + 1 tokens a step)."""
+    from tests.helpers import tiny_text_pair
+
+    base = tiny_text_pair()
+    return ModelPair(base.target, base.target, base.codec)
+
+
+def test_a_busy_sweep_keeps_what_it_counted_and_costs_it_from_the_kept_calibration():
+    """Every step reported as waiting for a core (a FakeTimer): the clocked speedup, v and c of each τ are withheld,
+    the counts are not. The tiny target drafting for itself, greedy, on "a b c" (room for 7 tokens): τ = 3 makes two
+    steps (passes of 4 tokens, 6 draft tokens, 4 + 3 tokens: 3.5 a pass), τ = 1 four steps (passes of 2, 4 draft
+    tokens, 2 + 2 + 2 + 1 tokens: 1.75 a pass). With the pair's calibration kept (T(k) = 10 + 2(k − 1) ms, a draft
+    forward 1 ms: v(2) = 1.2, v(4) = 1.6, c = 0.1): τ = 3 costs 2 · 1.6 + 6 · 0.1 = 3.8 one-token passes for 7 tokens,
+    7/3.8 = 1.842×; τ = 1, 4 · 1.2 + 4 · 0.1 = 5.2: 7/5.2 = 1.346×. The ceiling at τ = 3: 4/1.6 = 2.5×; with its
+    acceptance 3.5/1.6 = 2.1875×; with c too, 3.5/(0.3 + 1.6) = 1.842×."""
+    from specviz.analysis.clock import FakeTimer
+    from specviz.analysis.pairtimes import measure_pair
+
+    pair = self_drafting_pair()
+    settings = SweepSettings(taus=(1, 3), prompts=("a b c",), mode="greedy", max_new_tokens=8, chat=False)
+    busy = FakeTimer(fake_ms, disturbed=lambda what, k, i: True)
+    ids = pair.codec.encode(" ".join(f"w{i}" for i in range(30)))
+    kept = measure_pair(pair, ids, ks=(1, 2, 4), repeats=3, timer=FakeTimer(fake_ms))
+    bare = Sweep(pair, settings, timer=busy).run()  # no calibration kept: what was counted, and what one would add
+    assert [(r.tau, r.steps, r.emitted, r.speedup) for r in bare.by_tau()] == [(1, 4, 7, None), (3, 2, 7, None)]
+    assert all("busy machine" in r.withheld for r in bare.by_tau()) and bare.summary().c is None
+    words = bare.verdict()
+    assert words.startswith("The clocked numbers of τ = 1 and 3 are withheld (this run was measured on a busy")
+    assert "what was counted is shown: τ = 1: mean acceptance length 2.00, τ = 3: mean acceptance length 4.00." in words
+    assert "No calibration of this pair is kept on this machine yet: one quiet minute" in words
+    assert "Nothing is shown" not in words + bare.to_frame().to_string()
+    result = Sweep(pair, settings, timer=busy, timings=kept).run()
+    one, three = result.by_tau()
+    assert one.costed_speedup == pytest.approx(7 / 5.2) and three.costed_speedup == pytest.approx(7 / 3.8)
+    assert (three.ceiling, three.ceiling_alpha, three.ceiling_c) == pytest.approx((2.5, 2.1875, 3.5 / 1.9))
+    words = result.verdict()
+    assert f"From counted work at the pair's kept costs ({kept.label()}): τ = 1: 1.35×, τ = 3: 1.84×" in words
+    assert "At τ = 3 a perfect draft that costs nothing would give 2.50×" in words
+    frame = result.to_frame()
+    assert list(frame["from kept costs"]) == ["1.35×", "1.84×"] and list(frame["speedup (95% interval)"]) == ["–"] * 2
+    again = SweepSummary.from_dict(json.loads(json.dumps(result.summary().to_dict())))
+    assert again == result.summary()
+
+
+@pytest.mark.slow  # two fresh interpreters: in `make test`, not in `make test-fast`
+def test_a_fresh_process_on_a_busy_machine_sweeps_from_the_calibration_an_earlier_one_kept(tmp_path):
+    """Issue 63's Done-when: one command line calibrates the pair quietly and keeps it (SPECVIZ_TIMINGS_DIR); a later
+    one, every piece of its work waiting for a core, answers from the counted work at that calibration, labelled, and
+    discards nothing it counted."""
+    from tests.helpers import FAKE_PASS_TIMES
+
+    target, draft = save_tiny(tmp_path / "t", seed=0), save_tiny(tmp_path / "d", seed=1, layers=1)
+    quiet, busy = tmp_path / "quiet", tmp_path / "busy"
+    for site, line in ((quiet, ""), (busy, "clock.set_default(clock.FakeTimer(fake_ms, lambda *_: True))\n")):
+        site.mkdir()
+        (site / "sitecustomize.py").write_text(FAKE_PASS_TIMES + line)
+    kept, here = tmp_path / "kept", os.pathsep + str(Path(__file__).resolve().parents[1])  # this checkout's specviz
+    base = {**os.environ, "HF_HUB_OFFLINE": "1", "SPECVIZ_TIMINGS_DIR": str(kept)}
+    cmd = [sys.executable, "-m", "specviz", "sweep", "--taus", "1-2", "--prompt", "w1 w2", "--max-new-tokens", "8"]
+    cmd += ["--target", target, "--draft", draft]
+    run = lambda site, *more: subprocess.run(  # noqa: E731
+        [*cmd, *more], capture_output=True, text=True, env={**base, "PYTHONPATH": str(site) + here}, timeout=300
+    )
+    first = run(quiet)
+    assert first.returncode == 0, first.stderr
+    assert "speeds from counted work at the calibration kept just now on torch" in first.stderr
+    assert (kept / "pair-timings.json").exists() and "from kept costs" in first.stdout
+    second = run(busy, "--json")
+    assert second.returncode == 0, second.stderr
+    assert "timing the pair's passes" not in second.stderr  # reused, not measured again
+    data = json.loads(second.stdout)
+    assert data["calibration"].startswith("the calibration kept ") and "torch (1 thread)" in data["calibration"]
+    assert [row["tau"] for row in data["taus"]] == [1, 2]
+    for row in data["taus"]:  # counted: kept; clocked: withheld, with why; costed: shown
+        assert row["steps"] > 0 and row["emitted"] == row["accepted"] + row["steps"] and row["lengths"]
+        assert row["speedup"] is None and "busy machine" in row["withheld"] and row["costed_speedup"] > 0
+    assert "From counted work at the pair's kept costs (the calibration kept " in data["verdict"]
+    without = subprocess.run(  # no calibration anywhere, the machine busy: what was counted, what a minute would add
+        [*cmd],
+        capture_output=True,
+        text=True,
+        env={**base, "PYTHONPATH": str(busy) + here, "SPECVIZ_TIMINGS_DIR": str(tmp_path / "none")},
+        timeout=300,
+    )
+    assert without.returncode == 0, without.stderr
+    assert "specviz: no calibration kept: " in without.stderr and "one quiet minute of calibration" in without.stdout
+
+
 def test_tau_policies_run_beside_fixed_tau_and_are_compared_with_the_best():
     """Draft = target (every token accepted, greedy): the heuristic policy grows τ from 2 by 2 per
     step (2, 4, 6, …) and the confidence policy keeps τ = 2 (the draft is sure); fixed rows ignore them."""
@@ -347,7 +437,10 @@ def test_a_tau_whose_timings_no_runtime_could_give_is_taken_out_and_timed_again(
     busy = tuple(PairedStep(2, 2, 40.0, 1.0, 6.0, 30.0) for _ in run.paired)
     cache[sweep.key(unit)] = dataclasses.replace(run, paired=busy)
     with pytest.raises(MeasurementError, match=r"pass over 3 tokens would have cost 0\.40 single-token passes"):
-        sweep.result().summary()
+        sweep.result()._summary(2)
+    row = sweep.result().summary().row(2)  # shown: what was counted; withheld: the clocked numbers, with why
+    assert row.speedup is None and row.verify_cost is None and "0.40 single-token passes" in row.withheld
+    assert row.steps == len(run.steps) and row.emitted == sum(len(s.emitted) for s in run.steps)
     ((tau, why),) = sweep.drop_impossible()
     assert tau == 2 and "0.40 single-token passes" in why
     assert [u.tau for u in sweep.pending()] == [2] and [s.tau for s in sweep.result().by_tau()] == [1, 3]

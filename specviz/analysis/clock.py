@@ -172,9 +172,11 @@ def set_default(timer: Timer | None) -> None:
 
 
 def busy_message(what: str, reasons: list[str]) -> str:
-    """'measured on a busy machine: measure again', with what and why."""
+    """'measured on a busy machine: its times are withheld, measure again', with what and why (what it counted is
+    not withheld: specviz.analysis.counted)."""
     why = f" ({reasons[0]})" if reasons else ""
     return (
         f"{what} was measured on a busy machine: its work waited for a core{why}, so its times say more about the "
-        "other work than about the models. Nothing is shown from it; measure again when the machine is quieter."
+        "other work than about the models. Its times are withheld (not what it counted); measure again when the "
+        "machine is quieter."
     )

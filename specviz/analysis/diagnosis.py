@@ -7,6 +7,10 @@ same tokens (specviz.analysis.measure.paired_run: the same settings and seed giv
 reading adds v(τ + 1), c over a one-token pass, S_v(τ) and the run's own measured speedup, each with its
 95% interval, and names the verify cost when it is what keeps the run slow. Nothing is compared across
 two measurements taken at different times or under different runtimes.
+
+Where the run's clocks waited for a core, `diagnose_counted` reads the same run from its counted work at the pair's
+kept calibration (specviz.analysis.counted): v(τ + 1) and c the calibration's, the speedup the counts' at those costs,
+each over the kept costs' interquartile ranges, and `calibration` says which calibration it rests on.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from specviz.analysis.counted import Costed, costed
 from specviz.analysis.measure import PairedRun, Spread, against_one, check_bounds, median_one_token_ms
-from specviz.analysis.theory import best_tau, expected_speedup, speedup_with_verify_cost
+from specviz.analysis.pairtimes import PairTimings
+from specviz.analysis.theory import Ceiling, best_tau, ceiling, expected_speedup, speedup_with_verify_cost
 from specviz.core.trace import RunTrace
 
 
@@ -36,6 +42,17 @@ class Diagnosis:
     c_one_token: Spread | None = None  # a draft forward over one token of the target alone
     predicted_speedup_v: Spread | None = None  # S_v(τ) = E / (τ·c + v), E from α; its range from v's
     run_speedup: Spread | None = None  # this run against the target alone, measured step by step
+    # where the four above come from the counted work at the pair's kept calibration (diagnose_counted): its label
+    calibration: str = ""
+
+    def ceiling(self) -> Ceiling | None:
+        """The ceiling at τ from v(τ + 1), and the run's speedup split into what α and c cost (E its mean acceptance
+        length); None without a measured or kept v and c."""
+        if self.verify_cost is None or self.c_one_token is None or self.mean_acceptance_length is None:
+            return None
+        return ceiling(
+            self.tau, self.verify_cost.value, self.c_one_token.value, tokens_per_pass=self.mean_acceptance_length
+        )
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -43,7 +60,8 @@ class Diagnosis:
     @classmethod
     def from_dict(cls, data: dict) -> Diagnosis:
         spreads = ("verify_cost", "c_one_token", "predicted_speedup_v", "run_speedup")
-        return cls(**{**data, **{k: None if data[k] is None else Spread.from_dict(data[k]) for k in spreads}})
+        spread = lambda k: None if data[k] is None else Spread.from_dict(data[k])  # noqa: E731
+        return cls(**{**data, **{k: spread(k) for k in spreads}, "calibration": str(data.get("calibration", ""))})
 
     @property
     def total_ms(self) -> float:
@@ -87,6 +105,48 @@ def diagnose(run: RunTrace, measured: PairedRun | None = None, size_ratio: float
     sentence = _bottleneck(m, alpha, c, tau, length, predicted, best, v, s_v, achieved)
     return Diagnosis(
         m.draft_ms, m.verify_ms, run.prefill_ms, alpha, c, tau, length, predicted, best, sentence, v, c1, s_v, achieved
+    )
+
+
+def diagnose_counted(run: RunTrace, timings: PairTimings) -> Diagnosis:
+    """The reading of `run` from its counted work at the pair's kept `timings` (no clock of this run in it): v(τ + 1)
+    and c over the kept T's interquartile ranges, the speedup of the counts at those costs with its range, S_v, the
+    bottleneck; `calibration` names the calibration. For a run whose own clocks waited for a core."""
+    m, tau = run.metrics, run.config.tau
+    alpha, length = m.alpha, m.mean_acceptance_length
+    one = timings.one_token_ms.value
+    k = tau + 1
+    at = [j for j in sorted(timings.passes_ms) if j >= k] or [max(timings.passes_ms)]
+    pass_ms, draft = timings.passes_ms[at[0]], timings.draft_ms
+    how = "the kept calibration's median and interquartile range"
+    v = Spread(timings.v(k), pass_ms.low / one, pass_ms.high / one, pass_ms.n, how)
+    c1 = Spread(timings.c, draft.low / one, draft.high / one, draft.n, how)
+    work: Costed = costed(run.steps, timings)
+    achieved = work.spread() if work.work.passes else None
+    s_v = None
+    if alpha is not None:
+        at_v = lambda cost: speedup_with_verify_cost(alpha, tau, c1.value, cost)  # noqa: E731
+        s_v = Spread(at_v(v.value), at_v(v.high), at_v(v.low), v.n, f"S_v over v's {how}")
+    c = c1.value
+    predicted = expected_speedup(alpha, tau, c) if alpha is not None else None
+    best = best_tau(alpha, c, max_tau=16) if alpha is not None else None
+    sentence = _bottleneck(m, alpha, c, tau, length, predicted, best, v, s_v, achieved)
+    return Diagnosis(
+        m.draft_ms,
+        m.verify_ms,
+        run.prefill_ms,
+        alpha,
+        c,
+        tau,
+        length,
+        predicted,
+        best,
+        sentence,
+        v,
+        c1,
+        s_v,
+        achieved,
+        calibration=timings.label(),
     )
 
 

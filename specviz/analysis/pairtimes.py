@@ -8,14 +8,26 @@ forward, each piece with its evidence (specviz.analysis.clock): a round in which
 timed again, and a measurement that stays disturbed is withheld (BusyMachine). A `TimingBook` keeps a pair's
 timings only where every piece ran while no other process held a core (`quiet`): a measurement made while
 another process held one is shown with that said, and never kept as the pair's. "Measure again" replaces it.
+
+A book handed a folder keeps what it keeps there too (one JSON file, `FILE`), per machine (the CPU and its cores) and
+runtime build (`runtime_build`): every later process on the same machine and build reads it back, so a busy machine
+changes when a calibration can be made, not whether a page can answer (specviz.analysis.counted costs counted work
+with it). The folder is handed in (a server's or command line's specviz cache: specviz.server.config.timings_dir).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
+import tempfile
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
 
 from specviz.analysis import clock
 from specviz.analysis.batchvar import BatchVariance, batch_variance
@@ -61,6 +73,7 @@ class PairTimings:
     # the fewest threads a target pass over several tokens ran on (a llama.cpp model bends to the cores no other
     # process holds: specviz.models.llamacpp.pass_threads); None where no such pass was timed
     pass_threads: int | None = None
+    build: str = ""  # the runtime's build (runtime_build): a calibration is reused only on the same one
 
     @property
     def one_token_ms(self) -> Spread:
@@ -76,16 +89,62 @@ class PairTimings:
         """One draft forward in one-token target passes."""
         return self.draft_ms.value / self.one_token_ms.value
 
-    def where(self, now: float | None = None) -> str:
-        """'measured 3 min ago on llama.cpp (2 threads), <CPU>, with no other process on its cores'; where its passes
-        ran on fewer threads than its own (another process held a core): '(its passes on 1 of its 2 threads)'."""
+    def when(self, now: float | None = None) -> str:
+        """'just now', '3 min ago (5 Dec 17:02 UTC)', '2.5 h ago (…)', '3 days ago (…)'."""
         ago = max(0.0, (now if now is not None else time.time()) - self.at)
-        when = "just now" if ago < 60 else f"{ago / 60:.0f} min ago" if ago < 3600 else f"{ago / 3600:.1f} h ago"
-        load = "with no other process on its cores" if self.quiet else "while another process held a core (not kept)"
+        if ago < 60:
+            return "just now"
+        hours = ago / 3600
+        since = f"{ago / 60:.0f} min" if hours < 1 else f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.0f} days"
+        at = time.gmtime(self.at)
+        return f"{since} ago ({at.tm_mday} {time.strftime('%b %H:%M', at)} UTC)"
+
+    def on(self) -> str:
+        """'llama.cpp (2 threads), <CPU>, 2 cores'; where its passes ran on fewer threads than its own (another
+        process held a core): '(its passes on 1 of its 2 threads)'."""
         threads = f"{self.threads} thread{'s' if self.threads != 1 else ''}"
         if self.pass_threads is not None and self.pass_threads < self.threads:
             threads = f"its passes on {self.pass_threads} of its {threads}"
-        return f"measured {when} on {self.runtime} ({threads}), {self.machine}, {load}"
+        return f"{self.runtime} ({threads}), {self.machine}"
+
+    def where(self, now: float | None = None) -> str:
+        """'measured 3 min ago (…) on llama.cpp (2 threads), <CPU>, with no other process on its cores'."""
+        load = "with no other process on its cores" if self.quiet else "while another process held a core (not kept)"
+        return f"measured {self.when(now)} on {self.on()}, {load}"
+
+    def label(self, now: float | None = None) -> str:
+        """What a speed costed from these timings says it rests on: 'the calibration kept 3 min ago (5 Dec 17:02 UTC)
+        on llama.cpp (2 threads), <CPU>, 2 cores'."""
+        return f"the calibration kept {self.when(now)} on {self.on()}"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["passes_ms"] = {str(k): spread.to_dict() for k, spread in self.passes_ms.items()}
+        data["draft_ms"] = self.draft_ms.to_dict()
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PairTimings:
+        """A kept record read back; ValueError, KeyError or TypeError where it is not one (a damaged file)."""
+        passes = {int(k): Spread.from_dict(v) for k, v in data["passes_ms"].items()}
+        variance = data.get("variance")
+        if variance is not None:
+            variance = BatchVariance(**{**variance, **{k: tuple(variance.get(k, ())) for k in ("by_position", "gaps")}})
+        timings = cls(
+            **{
+                **{k: data[k] for k in ("target", "draft", "runtime", "machine", "context", "at", "quiet")},
+                "threads": int(data["threads"]),
+                "passes_ms": passes,
+                "draft_ms": Spread.from_dict(data["draft_ms"]),
+                "size_ratio": data.get("size_ratio"),
+                "variance": variance,
+                "pass_threads": data.get("pass_threads"),
+                "build": str(data.get("build", "")),
+            }
+        )
+        if 1 not in passes or not all(s.value > 0 for s in passes.values()) or not timings.draft_ms.value >= 0:
+            raise ValueError("a kept calibration without a positive one-token pass")
+        return timings
 
     def sentence(self, tau: int) -> str:
         """'T(1) = 15.0 ms; a pass over τ + 1 = 5 tokens costs v = 1.45 of them, a draft forward c = 0.21 (…)'."""
@@ -123,6 +182,16 @@ def timing_ids(pair: ModelPair) -> list[int]:
     while len(ids) < max(KS) + 2:  # a small vocabulary's codec: the text repeated
         ids += ids
     return ids
+
+
+def runtime_build(runtime: str) -> str:
+    """The build a runtime's passes ran on, in words ('llama_cpp_python 0.3.16', 'torch 2.5.1'): a calibration is
+    reused only on the same (another build's kernels cost otherwise)."""
+    package = "llama_cpp_python" if runtime.startswith("llama") else "torch"
+    try:
+        return f"{package} {metadata.version(package)}"
+    except metadata.PackageNotFoundError:
+        return package
 
 
 def key_of(pair: ModelPair) -> tuple[str, str, str, int]:
@@ -200,28 +269,91 @@ def measure_pair(
         size_ratio=size_ratio,
         variance=variance,
         pass_threads=min(ran_on, default=None),
+        build=runtime_build(runtime),
     )
+
+
+FILE = "pair-timings.json"  # a book's file in the folder it is handed
 
 
 class TimingBook:
     """The pairs' timings, one per (target, draft, runtime, threads), kept where measured quietly: shared by every
-    page and session that reads them (a page hands one in; nothing here is per run)."""
+    page and session that reads them (a page hands one in; nothing here is per run). Handed a `folder`, the book
+    also keeps them there (FILE) and reads back what an earlier process kept on this machine (machine(): the CPU and
+    its cores) and runtime build: a calibration outlives the process that made it. A folder that cannot be written
+    leaves the book in memory only."""
 
-    def __init__(self) -> None:
+    def __init__(self, folder: Path | str | None = None) -> None:
         self._kept: dict[tuple[str, str, str, int], PairTimings] = {}
         self._lock = threading.Lock()
+        self.folder = None if folder is None else Path(folder)
+
+    @property
+    def path(self) -> Path | None:
+        return None if self.folder is None else self.folder / FILE
 
     def get(self, pair: ModelPair) -> PairTimings | None:
+        key = key_of(pair)
         with self._lock:
-            return self._kept.get(key_of(pair))
+            kept = self._kept.get(key)
+        if kept is not None:
+            return kept
+        found = self._read().get(key)
+        if found is not None and found.build == runtime_build(found.runtime):
+            with self._lock:
+                self._kept.setdefault(key, found)
+            return found
+        return None
 
     def keep(self, timings: PairTimings) -> bool:
-        """Keep `timings` as its pair's where it was measured quietly (replacing what was kept); whether it was."""
+        """Keep `timings` as its pair's where it was measured quietly (replacing what was kept, in memory and in the
+        folder); whether it was."""
         if not timings.quiet:
             return False
+        key = (timings.target, timings.draft, timings.runtime, timings.threads)
         with self._lock:
-            self._kept[(timings.target, timings.draft, timings.runtime, timings.threads)] = timings
+            self._kept[key] = timings
+        self._write(timings)
         return True
+
+    def _records(self) -> list[dict[str, Any]]:
+        """Every record in the folder's file (any machine's); [] where there is none or it cannot be read."""
+        path = self.path
+        try:
+            data = json.loads(path.read_text()) if path is not None else []
+        except (OSError, ValueError):
+            return []
+        return [r for r in data if isinstance(r, dict)] if isinstance(data, list) else []
+
+    def _read(self) -> dict[tuple[str, str, str, int], PairTimings]:
+        """This machine's kept timings in the folder, by key (a damaged record skipped)."""
+        here, found = machine(), {}
+        for record in self._records():
+            try:
+                timings = PairTimings.from_dict(record)
+            except (ValueError, KeyError, TypeError):
+                continue
+            if timings.machine == here and timings.quiet:
+                found[(timings.target, timings.draft, timings.runtime, timings.threads)] = timings
+        return found
+
+    def _write(self, timings: PairTimings) -> None:
+        """`timings` into the folder's file in place of its pair's on this machine and build (the file written whole
+        and renamed: a reader never sees half of it); nothing where there is no folder or it cannot be written."""
+        path = self.path
+        if path is None:
+            return
+        same = lambda r: all(r.get(k) == v for k, v in _identity(timings).items())  # noqa: E731
+        with self._lock:
+            records = [r for r in self._records() if not same(r)] + [timings.to_dict()]
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                handle, name = tempfile.mkstemp(dir=path.parent, prefix=".pair-timings-", suffix=".json")
+                with os.fdopen(handle, "w") as out:
+                    json.dump(records, out, indent=1, allow_nan=False)
+                os.replace(name, path)
+            except (OSError, ValueError):
+                return
 
     def measure(
         self, pair: ModelPair, ids: Sequence[int] | None = None, timer: clock.Timer | None = None, **kw
@@ -232,3 +364,8 @@ class TimingBook:
         timings = measure_pair(pair, timing_ids(pair) if ids is None else ids, timer=timer, **kw)
         self.keep(timings)
         return timings
+
+
+def _identity(timings: PairTimings) -> dict[str, Any]:
+    """What a kept record replaces: the same pair, runtime and threads on the same machine and build."""
+    return {k: getattr(timings, k) for k in ("target", "draft", "runtime", "threads", "machine", "build")}

@@ -13,7 +13,9 @@ specviz.analysis.batchvar says where and why they part where the runtime's kerne
 
 The result says why the faster lane is faster (docs/algorithm.md, "Verify cost"): tokens per target pass on
 one side, and what a target pass over τ + 1 tokens cost in one-token passes on the other; a result that no
-runtime could give is refused (specviz.analysis.measure.check_bounds), never stated.
+runtime could give is refused (specviz.analysis.measure.check_bounds), never stated. Whatever the clocks say, the
+work is counted (tokens, target passes and the tokens in each, draft tokens): at the pair's kept costs it gives the
+speed a busy machine cannot clock (`RaceResult.costed`, specviz.analysis.counted).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specviz.analysis import clock
+from specviz.analysis.counted import Costed, Work
 from specviz.analysis.measure import (
     DISTURBED_MAX,
     BusyMachine,
@@ -187,6 +190,17 @@ class RaceResult:
     tau: int
     same_text: bool  # both lanes emitted the same tokens (in greedy mode, unless batch variance flipped a near tie)
     mode: str = field(default="greedy")
+    pass_tokens: tuple[int, ...] = ()  # counted: the tokens in each of speculation's target passes (drafted + 1)
+    drafted: int = 0  # counted: speculation's draft tokens
+
+    @property
+    def work(self) -> Work:
+        """Speculation's work, counted (no clock in it)."""
+        return Work(tokens=len(self.speculative.tokens), pass_tokens=self.pass_tokens, drafted=self.drafted)
+
+    def costed(self, timings: PairTimings) -> Costed:
+        """The counted work at the pair's kept costs: a speed whatever the load while the race ran."""
+        return Costed(work=self.work, timings=timings)
 
     @property
     def speedup(self) -> float:
@@ -273,7 +287,12 @@ class RaceResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RaceResult:
         return cls(
-            **{**data, "alone": Lane.from_dict(data["alone"]), "speculative": Lane.from_dict(data["speculative"])}
+            **{
+                **data,
+                "alone": Lane.from_dict(data["alone"]),
+                "speculative": Lane.from_dict(data["speculative"]),
+                "pass_tokens": tuple(int(k) for k in data.get("pass_tokens", ())),
+            }
         )
 
 
@@ -387,6 +406,8 @@ class Race:
             verify_ms=sum(parts[1] for parts in timed) / max(len(steps), 1),
             draft_ms_per_token=sum(parts[0] for parts in timed) / max(drafted, 1),
             same_text=alone.tokens == spec.tokens,
+            pass_tokens=tuple(s.nodes + 1 for s in steps),
+            drafted=sum(s.nodes for s in steps),
         )
 
     def run(self) -> RaceResult:

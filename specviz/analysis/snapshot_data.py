@@ -39,13 +39,14 @@ def check(kind: str, data: Any) -> None:
 def _sweep(data: Any) -> None:
     """specviz.analysis.sweep_summary.SweepSummary.to_dict()."""
     names = ("settings", "runtime", "taus", "policies", "alpha", "acceptance_probability", "c", "pending")
-    d = _fields(data, "data", names)
+    d = _fields(data, "data", names, ["calibration"])  # saved before calibrations were kept: none
     settings = _sweep_settings(d["settings"])
     _text(d["runtime"], "data.runtime")
     _probability(d["alpha"], "data.alpha", none=True)
     _probability(d["acceptance_probability"], "data.acceptance_probability", none=True)
     _spread(d["c"], "data.c", none=True)
     _number(d["pending"], "data.pending", 0, 10**9, whole=True)
+    _text(d.get("calibration", ""), "data.calibration", LONG_TEXT)
     rows = _list(d["taus"], "data.taus", most=len(settings.taus))
     taus = [_tau_row(row, f"data.taus[{i}]", settings) for i, row in enumerate(rows)]
     _need(len(set(taus)) == len(taus), "data.taus", "holds a τ twice")
@@ -92,7 +93,8 @@ def _sweep_settings(value: Any) -> SweepSettings:
 
 def _tau_row(value: Any, where: str, settings: SweepSettings) -> int:
     """One fixed τ's row (TauSummary); returns its τ."""
-    d = _fields(value, where, [f.name for f in dataclasses.fields(TauSummary)])
+    later = ("withheld", "costed_speedup", "ceiling", "ceiling_alpha", "ceiling_c")  # older snapshots lack them
+    d = _fields(value, where, [f.name for f in dataclasses.fields(TauSummary) if f.name not in later], later)
     tau = _number(d["tau"], f"{where}.tau", whole=True)
     _need(tau in settings.taus, f"{where}.tau", f"is {tau}, not one of the sweep's τ ({_few(settings.taus)})")
     runs = _number(d["runs"], f"{where}.runs", 1, len(settings.prompts) * len(settings.seeds), whole=True)
@@ -127,6 +129,11 @@ def _tau_row(value: Any, where: str, settings: SweepSettings) -> int:
         "predicted_speedup_measured",
     ):
         _number(d[name], f"{where}.{name}", 0, none=True)
+    for name in later[1:]:
+        _number(d.get(name), f"{where}.{name}", 0, none=True)
+    given = [d.get(name) is not None for name in later[2:]]
+    _need(all(given) or not any(given), f"{where}.ceiling", "is given without its two steps, or they without it")
+    _text(d.get("withheld", ""), f"{where}.withheld", LONG_TEXT)
     return tau
 
 
@@ -152,8 +159,9 @@ def _race(data: Any) -> None:
     texts = _list(d["texts"], "data.texts", length=2, why="one per lane")
     for i, text in enumerate(texts):
         _text(text, f"data.texts[{i}]", LONG_TEXT)
-    names = [f.name for f in dataclasses.fields(RaceResult) if f.name != "mode"]
-    r = _fields(d["result"], "data.result", names, ["mode"])  # mode: results saved before it lack it
+    later = ["mode", "pass_tokens", "drafted"]  # results saved before these lack them
+    names = [f.name for f in dataclasses.fields(RaceResult) if f.name not in later]
+    r = _fields(d["result"], "data.result", names, later)
     alone = _lane(r["alone"], "data.result.alone")
     speculative = _lane(r["speculative"], "data.result.speculative")
     _number(r["verify_ms"], "data.result.verify_ms", 0)
@@ -161,6 +169,10 @@ def _race(data: Any) -> None:
     _number(r["tau"], "data.result.tau", 1, MAX_TAU, whole=True)
     if "mode" in r:
         _need(r["mode"] in MODES, "data.result.mode", f"is not one of {', '.join(MODES)}")
+    passes = _list(r.get("pass_tokens", []), "data.result.pass_tokens", most=len(speculative))
+    for i, k in enumerate(passes):
+        _number(k, f"data.result.pass_tokens[{i}]", 1, MAX_TAU + 1, whole=True)
+    _number(r.get("drafted", 0), "data.result.drafted", 0, MAX_TAU * len(speculative), whole=True)
     same = _flag(r["same_text"], "data.result.same_text")
     _need(same == (alone == speculative), "data.result.same_text", "disagrees with the two lanes' tokens")
 
@@ -202,7 +214,9 @@ def _reading(data: Any) -> None:
     except SpecvizError as exc:
         raise SnapshotError(f"this snapshot's data.trace is not a run that can be replayed: {exc}") from exc
     where = "data.reading"
-    r = _fields(d["reading"], where, [f.name for f in dataclasses.fields(Diagnosis)])
+    names = [f.name for f in dataclasses.fields(Diagnosis) if f.name != "calibration"]
+    r = _fields(d["reading"], where, names, ["calibration"])  # saved before calibrations were kept: none
+    _text(r.get("calibration", ""), f"{where}.calibration", LONG_TEXT)
     for name in ("draft_ms", "verify_ms", "prefill_ms"):
         _number(r[name], f"{where}.{name}", 0)
     _probability(r["alpha"], f"{where}.alpha", none=True)

@@ -6,6 +6,11 @@ The work is split into units (one speculative run each) that a caller advances o
 (`Sweep.advance()`), so a UI can show progress and stop at any point with the finished units kept.
 Finished units live in a cache dict the caller may keep and pass again: revisiting the same settings
 costs nothing. `SweepResult.summary()` is what the charts draw and a snapshot freezes.
+
+What was counted (acceptance, tokens per pass, per-position rates) is kept whatever the machine's load: only the
+clocked numbers of a τ whose steps waited for a core (or whose times cannot be right) are withheld, with why. With the
+pair's kept calibration (specviz.analysis.pairtimes) every τ also gets its speed from the counted work at those costs
+and its ceiling (specviz.analysis.counted, specviz.analysis.theory.ceiling), clocked or not.
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from typing import Any
 import pandas as pd
 
 from specviz.analysis import clock
+from specviz.analysis.counted import costed
 from specviz.analysis.measure import (
+    BusyMachine,
     MeasurementError,
     PairedStep,
     Spread,
@@ -30,8 +37,9 @@ from specviz.analysis.measure import (
     speedup_of,
     verify_cost_of,
 )
+from specviz.analysis.pairtimes import PairTimings
 from specviz.analysis.sweep_summary import PolicySummary, SweepSummary, TauSummary
-from specviz.analysis.theory import expected_speedup, expected_tokens_per_step, speedup_with_verify_cost
+from specviz.analysis.theory import ceiling, expected_speedup, expected_tokens_per_step, speedup_with_verify_cost
 from specviz.core.config import MODES, Mode, SpecConfig, TauPolicy
 from specviz.core.metrics import Metrics, StepCount, compute_metrics
 from specviz.core.prompt import encode_prompt
@@ -128,9 +136,15 @@ class Sweep:
     """Runs the units of a sweep on one pair, skipping those already in `cache`."""
 
     def __init__(
-        self, pair: ModelPair, settings: SweepSettings, cache: dict | None = None, timer: clock.Timer | None = None
+        self,
+        pair: ModelPair,
+        settings: SweepSettings,
+        cache: dict | None = None,
+        timer: clock.Timer | None = None,
+        timings: PairTimings | None = None,
     ) -> None:
-        self.pair, self.settings, self.timer = pair, settings, timer
+        """`timings`: the pair's kept calibration, which costs each τ's counted work (None: clocked numbers only)."""
+        self.pair, self.settings, self.timer, self.timings = pair, settings, timer, timings
         self.cache: dict[Hashable, Any] = {} if cache is None else cache
         for prompt in settings.prompts:  # fail early, before any work, on a bad prompt
             encode_prompt(pair, prompt, settings.chat)
@@ -179,11 +193,12 @@ class Sweep:
             pass
         return self.result()
 
-    def drop_impossible(self) -> list[tuple[int, str]]:
+    def drop_impossible(self, busy: bool = True) -> list[tuple[int, str]]:
         """Take out of the cache the runs of every fixed τ whose timings no runtime could give (check_bounds: a
-        verify pass cheaper than V_FLOOR one-token passes, or a speedup above tokens per step / v) or whose steps
-        waited for a core too often (BusyMachine), so that the next `advance` times them again; returns (τ, why)
-        for each τ taken out."""
+        verify pass cheaper than V_FLOOR one-token passes, or a speedup above tokens per step / v) or, where `busy`,
+        whose steps waited for a core too often (BusyMachine), so that the next `advance` times them again; returns
+        (τ, why) for each τ taken out. `busy=False`: a τ that only waited keeps its runs (its counts are shown, its
+        clocked numbers withheld, its speed from the kept costs)."""
         dropped = []
         for tau in sorted({u.tau for u in self.units() if u.policy == "fixed"}):
             result = self.result()
@@ -192,6 +207,8 @@ class Sweep:
             try:
                 result._summary(tau)
             except MeasurementError as exc:
+                if not busy and isinstance(exc, BusyMachine):
+                    continue
                 for unit in self.units():
                     if unit.tau == tau and unit.policy == "fixed":
                         self.cache.pop(self.key(unit), None)
@@ -202,7 +219,7 @@ class Sweep:
         """Whatever has finished so far."""
         found = [self.cache.get(self.key(u)) for u in self.units()]
         runs = tuple(r for r in found if r is not None)
-        return SweepResult(self.settings, runs, len(found) - len(runs), self.pair.runtime)
+        return SweepResult(self.settings, runs, len(found) - len(runs), self.pair.runtime, self.timings)
 
     def _run_unit(self, unit: Unit) -> RunSummary:
         prompt = self.settings.prompts[unit.prompt_index]
@@ -218,6 +235,7 @@ class SweepResult:
     runs: tuple[RunSummary, ...]
     pending: int  # units not run yet (a stopped or unfinished sweep)
     runtime: str = ""  # what ran the target (every time is measured on it)
+    timings: PairTimings | None = None  # the pair's kept calibration: each τ's counted work costed with it
 
     @property
     def complete(self) -> bool:
@@ -257,22 +275,46 @@ class SweepResult:
         steps = [p for p in self.paired() if p.drafted]
         return draft_cost_of(steps) if steps else None
 
-    def by_tau(self) -> list[TauSummary]:
-        """One row per fixed τ that ran."""
-        fixed = {r.tau for r in self._runs()}
-        return [self._summary(tau) for tau in self.settings.taus if tau in fixed]
+    def clocked_c(self) -> Spread | None:
+        """c as `c` measures it, or None where its steps waited for a core or none drafted (counted numbers stand)."""
+        try:
+            return self.c
+        except MeasurementError:
+            return None
 
-    def _summary(self, tau: int) -> TauSummary:
+    def by_tau(self) -> list[TauSummary]:
+        """One row per fixed τ that ran: what was counted always, its clocked numbers where they can be shown (else
+        withheld, with why)."""
+        fixed = {r.tau for r in self._runs()}
+        return [self._summary(tau, strict=False) for tau in self.settings.taus if tau in fixed]
+
+    def _summary(self, tau: int, strict: bool = True) -> TauSummary:
+        """τ's row; `strict`: MeasurementError where its clocked numbers cannot be shown (a busy machine, impossible
+        times), else those are None and `withheld` says why."""
         runs, m, paired = self._runs(tau), self.pooled(tau), self.paired(tau)
         per_seed = [
             compute_metrics([s for r in runs if r.seed == seed for s in r.steps], tau).mean_acceptance_length or 1.0
             for seed in sorted({r.seed for r in runs})
         ]
-        alpha, a, c = self.alpha, self.acceptance_probability, self.c
-        speedup = speedup_of(paired) if paired else None
-        v = verify_cost_of(paired) if paired else None
-        if speedup is not None and v is not None:  # a step costs at least its verify pass
-            check_bounds(speedup.value, (m.emitted_tokens / m.steps), v.value, tau + 1, median_one_token_ms(paired))
+        alpha, a = self.alpha, self.acceptance_probability
+        withheld = ""
+        try:
+            c = self.c
+            speedup = speedup_of(paired) if paired else None
+            v = verify_cost_of(paired) if paired else None
+            if speedup is not None and v is not None:  # a step costs at least its verify pass
+                check_bounds(speedup.value, (m.emitted_tokens / m.steps), v.value, tau + 1, median_one_token_ms(paired))
+        except MeasurementError as exc:
+            if strict:
+                raise
+            c, speedup, v, withheld = self.clocked_c(), None, None, str(exc)
+        kept = self.timings
+        counted = costed([s for r in runs for s in r.steps], kept) if kept is not None and m.steps else None
+        split = None
+        if kept is not None and m.steps:  # the ceiling from the pair's own v, E the tokens a pass counted here
+            split = ceiling(tau, kept.v(tau + 1), kept.c, tokens_per_pass=m.emitted_tokens / m.steps)
+        elif v is not None and c is not None and m.steps:
+            split = ceiling(tau, v.value, c.value, tokens_per_pass=m.emitted_tokens / m.steps)
         s_v = None
         if None not in (alpha, v, c):
             at = lambda cost: speedup_with_verify_cost(alpha, tau, c.value, cost)  # noqa: E731
@@ -306,6 +348,11 @@ class SweepResult:
             tv_max=m.tv_max,
             lossy_tokens_per_pass=m.lossy_tokens_per_pass,
             baseline_tokens_per_pass=m.baseline_tokens_per_pass,
+            withheld=withheld,
+            costed_speedup=None if counted is None else counted.speedup,
+            ceiling=None if split is None else split.ceiling,
+            ceiling_alpha=None if split is None else split.with_alpha,
+            ceiling_c=None if split is None else split.with_c,
         )
 
     def by_policy(self) -> list[PolicySummary]:
@@ -324,14 +371,14 @@ class SweepResult:
                     steps=m.steps,
                     mean_tau=m.drafted_tokens / m.steps if m.steps else 0.0,
                     mean_acceptance_length=m.mean_acceptance_length or 1.0,
-                    speedup=speedup_of(paired) if paired else None,
+                    speedup=_clocked(paired),
                 )
             )
         return out
 
     def summary(self) -> SweepSummary:
         """Everything the page draws, as plain data (what a snapshot freezes)."""
-        rows, c = self.by_tau(), self.c
+        rows, c = self.by_tau(), self.clocked_c()
         return SweepSummary(
             settings=json.loads(json.dumps(dataclasses.asdict(self.settings))),
             runtime=self.runtime,
@@ -341,6 +388,7 @@ class SweepResult:
             acceptance_probability=self.acceptance_probability,
             c=c,
             pending=self.pending,
+            calibration="" if self.timings is None else self.timings.label(),
         )
 
     def verdict(self) -> str:
@@ -362,6 +410,14 @@ class SweepResult:
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+
+def _clocked(paired: Sequence[PairedStep]) -> Spread | None:
+    """A policy's measured speedup, or None where its steps waited for a core (its counted numbers stand)."""
+    try:
+        return speedup_of(paired) if paired else None
+    except MeasurementError:
+        return None
 
 
 def histogram(lengths: Sequence[int], tau: int) -> list[int]:

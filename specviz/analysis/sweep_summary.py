@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from specviz.analysis.counted import QUIET_MINUTE
 from specviz.analysis.measure import Spread, against_one, best_of
 from specviz.analysis.theory import best_tau, expected_speedup
 from specviz.core.config import TauPolicy
@@ -52,6 +53,14 @@ class TauSummary:
     tv_max: float | None = None
     lossy_tokens_per_pass: float | None = None
     baseline_tokens_per_pass: float | None = None
+    withheld: str = ""  # why the clocked numbers above are None (a busy machine, impossible times); "" where shown
+    # the counted work at the pair's kept calibration (specviz.analysis.counted): a speed whatever the load
+    costed_speedup: float | None = None
+    # the ceiling (τ + 1)/v(τ + 1), then E/v(τ + 1) with this acceptance, then E/(τ·c + v(τ + 1)) with c too; v and c
+    # the kept calibration's (else these runs' own), E the tokens a pass counted (specviz.analysis.theory.Ceiling)
+    ceiling: float | None = None
+    ceiling_alpha: float | None = None
+    ceiling_c: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -91,6 +100,7 @@ class SweepSummary:
     acceptance_probability: float | None
     c: Spread | None
     pending: int
+    calibration: str = ""  # the kept calibration the costed speeds rest on (PairTimings.label); "" where none
 
     @property
     def complete(self) -> bool:
@@ -126,10 +136,52 @@ class SweepSummary:
 
     def verdict(self) -> str:
         """One paragraph that agrees with the chart below it and respects the noise: a best τ only where
-        no other τ's interval reaches it, "faster" or "slower" only where the whole interval says so."""
+        no other τ's interval reaches it, "faster" or "slower" only where the whole interval says so. Then the
+        counted work at the kept calibration, and where clocked numbers were withheld, why (and, with no
+        calibration kept, what one would add)."""
+        return " ".join(part for part in (self._clocked_verdict(), self.counted_verdict()) if part)
+
+    def counted_verdict(self) -> str:
+        """What the counts say whatever the load: the speed of each τ at the kept costs, labelled, with the ceiling
+        of the best; where clocked numbers were withheld, why; with no calibration kept, what one would add."""
+        if not self.rows:
+            return ""
+        withheld = [r for r in self.rows if r.withheld]
+        costed = {r.tau: r.costed_speedup for r in self.rows if r.costed_speedup is not None}
+        parts = []
+        if withheld:
+            parts.append(
+                f"The clocked numbers of τ = {_list([r.tau for r in withheld])} are withheld ({withheld[0].withheld}); "
+                "what was counted is shown: "
+                + ", ".join(f"τ = {r.tau}: mean acceptance length {r.mean_acceptance_length:.2f}" for r in self.rows)
+                + "."
+            )
+        if costed:
+            best = max(costed, key=costed.get)
+            parts.append(
+                f"From counted work at the pair's kept costs ({self.calibration}): "
+                + ", ".join(f"τ = {t}: {x:.2f}×" for t, x in costed.items())
+                + f"; best τ = {best}."
+            )
+        elif withheld:
+            parts.append(f"No calibration of this pair is kept on this machine yet: {QUIET_MINUTE}.")
+        best = max((r for r in self.rows if r.ceiling is not None), key=lambda r: r.ceiling_c, default=None)
+        if best is not None:
+            parts.append(
+                f"At τ = {best.tau} a perfect draft that costs nothing would give {best.ceiling:.2f}× "
+                f"((τ + 1)/v(τ + 1)); this draft's acceptance brings it to {best.ceiling_alpha:.2f}× (E/v(τ + 1)) and "
+                f"its cost to {best.ceiling_c:.2f}× (E/(τ·c + v(τ + 1)))."
+            )
+        return " ".join(parts)
+
+    def _clocked_verdict(self) -> str:
         alpha, c = self.alpha, self.c
         if alpha is None or c is None:
-            return "Not enough finished work for a verdict yet."
+            return (
+                ""
+                if self.rows and any(r.withheld for r in self.rows)
+                else "Not enough finished work for a verdict yet."
+            )
         measured = self.best_tau_measured()
         if measured is None:
             helps = "so speculation can help" if alpha > c.value else "so speculation cannot beat the target alone"
@@ -190,6 +242,8 @@ class SweepSummary:
                     "v(τ + 1)": r.verify_cost.text(unit="") if r.verify_cost else "–",
                     "S(τ), v = 1": _times(r.predicted_speedup),
                     "S_v(τ)": r.predicted_speedup_v.text() if r.predicted_speedup_v else "–",
+                    "from kept costs": _times(r.costed_speedup),
+                    "ceiling (τ + 1)/v": _times(r.ceiling),
                 }
                 | (  # a lossy rule: its gain on the same drafts beside its exact distance from the target
                     {
@@ -231,6 +285,7 @@ class SweepSummary:
             "acceptance_probability": self.acceptance_probability,
             "c": None if self.c is None else self.c.to_dict(),
             "pending": self.pending,
+            "calibration": self.calibration,
         }
 
     @classmethod
@@ -244,6 +299,7 @@ class SweepSummary:
             acceptance_probability=data["acceptance_probability"],
             c=_spread(data["c"]),
             pending=int(data["pending"]),
+            calibration=str(data.get("calibration", "")),
         )
 
 

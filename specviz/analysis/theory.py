@@ -4,6 +4,7 @@ first-token distribution of each acceptance mode (to show which modes are lossle
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -28,6 +29,62 @@ def speedup_with_verify_cost(alpha: float, tau: int, c: float, v: float) -> floa
     """S_v(τ) = E / (τ·c + v) (docs/algorithm.md, "Verify cost"): c is a draft forward over a one-token target pass
     and v = v(τ + 1) what one target pass over τ + 1 tokens costs in one-token passes. S(τ) is v = 1."""
     return expected_tokens_per_step(alpha, tau) / (tau * c + v)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Ceiling:
+    """A pair's speedup at τ taken apart in the words of S_v(τ) = E / (τ·c + v(τ + 1)) (docs/algorithm.md, "The
+    ceiling and the two levers"): what a perfect draft that costs nothing would give, `ceiling` = (τ + 1) / v(τ + 1);
+    with this draft's acceptance, `with_alpha` = E / v(τ + 1); with its cost too, `with_c` = E / (τ·c + v(τ + 1))."""
+
+    tau: int
+    v: float  # v(τ + 1): a pass over τ + 1 tokens in one-token passes
+    c: float  # a draft forward in one-token passes
+    tokens_per_pass: float  # E: tokens a target pass emits, from α's formula or counted
+
+    @property
+    def ceiling(self) -> float:
+        return (self.tau + 1) / self.v
+
+    @property
+    def with_alpha(self) -> float:
+        return self.tokens_per_pass / self.v
+
+    @property
+    def with_c(self) -> float:
+        return self.tokens_per_pass / (self.tau * self.c + self.v)
+
+    @property
+    def alpha_share(self) -> float | None:
+        """Of what is lost from the ceiling, the share α's rejections lose (the rest is c's); None where nothing is."""
+        lost = self.ceiling - self.with_c
+        return (self.ceiling - self.with_alpha) / lost if lost > 1e-12 else None
+
+    def words(self, whose: str = "this draft's") -> str:
+        """'A perfect draft that costs nothing would give 3.77× here ((τ + 1)/v(τ + 1) = 6/1.59); with this draft's
+        acceptance, E = 2.90 tokens a pass, 1.82× (E/v(τ + 1)): α costs 1.95×; with its cost too, τ·c = 2.65 one-token
+        passes a step, 0.68× (E/(τ·c + v(τ + 1))): c costs 1.14×. 63% of what is lost is α's, 37% c's.'"""
+        share = self.alpha_share
+        split = "" if share is None else f" Of what is lost, {share:.0%} is α's and {1 - share:.0%} c's."
+        return (
+            f"A perfect draft that costs nothing would give {self.ceiling:.2f}× here ((τ + 1)/v(τ + 1) = "
+            f"{self.tau + 1}/{self.v:.2f}); with {whose} acceptance, E = {self.tokens_per_pass:.2f} tokens a pass, "
+            f"{self.with_alpha:.2f}× (E/v(τ + 1)): α costs {self.ceiling - self.with_alpha:.2f}×; with its cost too, "
+            f"τ·c = {self.tau} × {self.c:.2f} = {self.tau * self.c:.2f} one-token passes a step, {self.with_c:.2f}× "
+            f"(E/(τ·c + v(τ + 1))): c costs {self.with_alpha - self.with_c:.2f}×.{split}"
+        )
+
+
+def ceiling(tau: int, v: float, c: float, alpha: float | None = None, tokens_per_pass: float | None = None) -> Ceiling:
+    """The ceiling at τ and the pair's speedup split into what α and c cost (Ceiling), E from α's formula or from
+    tokens per pass counted in a run (one of the two); ValueError where v is not positive or neither is given."""
+    if not v > 0 or not c >= 0:
+        raise ValueError(f"a ceiling needs v > 0 and c ≥ 0; got v = {v}, c = {c}")
+    if tokens_per_pass is None:
+        if alpha is None:
+            raise ValueError("a ceiling needs α or tokens per pass")
+        tokens_per_pass = expected_tokens_per_step(alpha, tau)
+    return Ceiling(tau=tau, v=v, c=c, tokens_per_pass=tokens_per_pass)
 
 
 def best_tau(alpha: float, c: float, max_tau: int = 16) -> int:

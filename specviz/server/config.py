@@ -40,6 +40,7 @@ CLASS_SETTINGS_ENV = "SPECVIZ_CLASS_SETTINGS"
 LLAMA_LOG_ENV = "SPECVIZ_LLAMA_LOG"
 COMPUTE_ENV = "SPECVIZ_COMPUTE"
 TORCH_THREADS_ENV = "SPECVIZ_TORCH_THREADS"
+TIMINGS_ENV = "SPECVIZ_TIMINGS_DIR"
 COMPUTE = ("turns", "free")  # every step in the server's turns (the default), or none queued
 
 # every variable the server reads: name → what it sets (docs/app.md's table lists the same)
@@ -49,6 +50,7 @@ VARIABLES = {
     RUNTIME_ENV: "what the runtime 'auto' means",
     limits.MAX_PARAMS_ENV: "the largest model, in parameters",
     embedded.CACHE_ENV: "specviz's cache folder",
+    TIMINGS_ENV: "where the pairs' calibrations are kept",
     gguf.MODELS_DIR_ENV: "a folder of GGUF files the sidebar lists",
     TIMEOUT_ENV: "seconds a served target may take to answer",
     THREADS_ENV: "llama.cpp's threads per decode",
@@ -73,6 +75,9 @@ class ServerConfig:
     runtime: str = AUTO  # what load_pair's runtime "auto" means on this server
     max_params: int = limits.DEFAULT_MAX_PARAMS
     cache_dir: Path | None = None  # specviz's own cache (embedded.cache_root); None: ~/.cache/specviz
+    # where the pairs' calibrations are kept for every later process (specviz.analysis.pairtimes.TimingBook); None:
+    # in memory only
+    timings_dir: Path | None = None
     places: tuple[gguf.Place, ...] = ()  # where GGUF files are found (gguf.default_places)
     remote_timeout_s: float = DEFAULT_TIMEOUT_S
     llama: LlamaSettings = field(default_factory=LlamaSettings)
@@ -123,6 +128,7 @@ class ServerConfig:
             runtime=runtime,
             max_params=count(env, limits.MAX_PARAMS_ENV, limits.DEFAULT_MAX_PARAMS, "parameters", 1),
             cache_dir=cache_dir(env, home),
+            timings_dir=timings_dir(env, home),
             places=tuple(gguf.default_places(env, home)),
             remote_timeout_s=seconds(env, TIMEOUT_ENV, DEFAULT_TIMEOUT_S),
             llama=llama,
@@ -164,6 +170,13 @@ def cache_dir(env: Mapping[str, str], home: Path) -> Path:
     if env.get(embedded.CACHE_ENV):
         return Path(env[embedded.CACHE_ENV]).expanduser()
     return Path(env.get("XDG_CACHE_HOME") or home / ".cache") / "specviz"
+
+
+def timings_dir(env: Mapping[str, str], home: Path) -> Path:
+    """$SPECVIZ_TIMINGS_DIR, else the cache folder's `timings`."""
+    if env.get(TIMINGS_ENV, "").strip():
+        return Path(env[TIMINGS_ENV].strip()).expanduser()
+    return cache_dir(env, home) / "timings"
 
 
 def class_policy(env: Mapping[str, str]) -> ClassPolicy:

@@ -15,6 +15,7 @@ from specviz.viz.charts import (
     DECISION_COLORS,
     FONT,
     P_COLOR,
+    Q_COLOR,
     RESIDUAL_COLOR,
     RULE_COLORS,
     built,
@@ -240,6 +241,7 @@ def sweep_speedup_chart(
                 "marker": {"symbol": "star", "size": 20, "color": DECISION_COLORS["accepted"]},
             }
         )
+    _counted_lines(data, summary)
     for policy in summary.policies:  # τ policies beside fixed τ, at the mean τ they chose
         if policy.speedup is not None:
             data.append(
@@ -254,7 +256,40 @@ def sweep_speedup_chart(
                     "marker": {"symbol": "diamond", "size": 16},
                 }
             )
-    return _speedup_figure(data, taus, font_size, height, width)
+    return _speedup_figure(data, sorted({*taus, *(s.tau for s in summary.rows)}), font_size, height, width)
+
+
+def _counted_lines(data: list[dict], summary: SweepSummary) -> None:
+    """Beside the clocked lines, whatever the load: each τ's counted work at the pair's kept costs, and the ceiling
+    (τ + 1)/v(τ + 1) a perfect free draft would give (docs/algorithm.md, "Count, then cost")."""
+    costed = [s for s in summary.rows if s.costed_speedup is not None]
+    if costed:
+        data.append(
+            {
+                "type": "scatter",
+                "x": [s.tau for s in costed],
+                "y": [s.costed_speedup for s in costed],
+                "mode": "lines+markers",
+                "name": "counted work × the kept costs",
+                "line": {"color": Q_COLOR, "width": 3, "dash": "dot"},
+                "marker": {"symbol": "circle-open", "size": 10},
+            }
+        )
+    capped = [s for s in summary.rows if s.ceiling is not None]
+    if capped:
+        data.append(
+            {
+                "type": "scatter",
+                "x": [s.tau for s in capped],
+                "y": [s.ceiling for s in capped],
+                "mode": "lines",
+                "name": "ceiling: a perfect free draft, (τ+1)/v(τ+1)",
+                "line": {"color": "#7f7f7f", "width": 2, "dash": "dash"},
+                "customdata": [[s.ceiling_alpha, s.ceiling_c] for s in capped],
+                "hovertemplate": "τ = %{x}: ceiling %{y:.2f}×; with α %{customdata[0]:.2f}×, with c too "
+                "%{customdata[1]:.2f}×<extra></extra>",
+            }
+        )
 
 
 def _speedup_figure(data: list[dict], taus: list[int], font_size: int, height: int, width: int) -> go.Figure:

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 import pandas as pd
 import plotly.graph_objects as go
 
-from specviz.analysis.diagnosis import Diagnosis, diagnose
-from specviz.analysis.measure import PairedRun, paired_run
+from specviz.analysis.counted import Work, uncosted
+from specviz.analysis.diagnosis import Diagnosis, diagnose, diagnose_counted
+from specviz.analysis.measure import MeasurementError, PairedRun, paired_run
 from specviz.analysis.pairtimes import PairTimings, size_ratio
 from specviz.core.config import SpecConfig
 from specviz.core.engine import Decoder
@@ -37,6 +38,9 @@ class Evidence:
     why_not: str = ""  # where the premise did not appear: why (runtime, load), in one sentence
     gates: bool = True  # whether the question's answer rests on the premise (else it is the takeaway's, and exact)
     prompt: str = PROMPT  # what a timed lesson decoded (the lesson prompt unless it names another), said with its times
+    # where its speeds come from counted work at a pair's kept calibration (its clocks waited for a core): the
+    # calibration, in words (PairTimings.label); "" where they were clocked
+    calibration: str = ""
 
     @property
     def timed(self) -> bool:
@@ -65,32 +69,54 @@ def decode(pair: ModelPair, count: int | None = None, **settings) -> Decoder:
     return dec
 
 
-def measured_run(pair: ModelPair, **settings) -> tuple[PairedRun, Diagnosis]:
+def measured_run(pair: ModelPair, timings: Timings | None = None, **settings) -> tuple[PairedRun, Diagnosis]:
     """A run on the lesson prompt timed step by step beside the target alone on the same tokens, and its
-    reading: c over a one-token pass, v, the measured speedup, each with its interval."""
+    reading: c over a one-token pass, v, the measured speedup, each with its interval. Where its clocks waited for
+    a core (or cannot be right) and `timings` are handed in: the reading of its counted work at the pair's kept
+    calibration instead (diagnose_counted: `Diagnosis.calibration` says which). MeasurementError where neither can
+    be had, saying what was counted and what a quiet minute would add."""
     measured = paired_run(pair, PROMPT, SpecConfig(**{"max_new_tokens": 32, **settings}))
-    return measured, diagnose(measured.trace, measured, size_ratio(pair))
+    try:
+        return measured, diagnose(measured.trace, measured, size_ratio(pair))
+    except MeasurementError as clocked:
+        if timings is None:
+            raise
+        try:
+            kept = timings(pair)
+        except MeasurementError as exc:
+            counted = uncosted(Work.of_steps(measured.trace.steps))
+            raise MeasurementError(f"{clocked} {counted} ({exc})") from exc
+        return measured, diagnose_counted(measured.trace, kept)
 
 
-def time_chart(measured: PairedRun) -> go.Figure:
+def time_chart(measured: PairedRun, reading: Diagnosis | None = None) -> go.Figure:
     """Time per emitted token: the target alone against this run's drafting and verifying, stacked (the
-    same tokens, measured step by step)."""
+    same tokens, measured step by step). Where the `reading` is from the pair's kept calibration (its clocks
+    waited): the same bars in one-token target passes per emitted token, from the counted work at those costs."""
     m, alone = measured.trace.metrics, measured.one_token_ms
+    unit = "ms per emitted token"
+    if reading is not None and reading.calibration:
+        steps, emitted = m.steps, m.emitted_tokens
+        alone, unit = 1.0, "one-token target passes per emitted token (kept costs)"
+        drafting = reading.c_one_token.value * m.drafted_tokens / emitted
+        verifying = reading.verify_cost.value * steps / emitted
+    else:
+        drafting, verifying = m.draft_ms / m.emitted_tokens, m.verify_ms / m.emitted_tokens
     figure = go.Figure()
     figure.add_bar(name="target alone", x=["target alone", "speculative"], y=[alone, 0], marker_color=charts.P_COLOR)
     figure.add_bar(
         name="drafting",
         x=["target alone", "speculative"],
-        y=[0, m.draft_ms / m.emitted_tokens],
+        y=[0, drafting],
         marker_color=charts.Q_COLOR,
     )
     figure.add_bar(
         name="verifying",
         x=["target alone", "speculative"],
-        y=[0, m.verify_ms / m.emitted_tokens],
+        y=[0, verifying],
         marker_color="#2a9d8f",
     )
-    figure.update_layout(barmode="stack", yaxis={"title": "ms per emitted token"}, legend={"orientation": "h"})
+    figure.update_layout(barmode="stack", yaxis={"title": unit}, legend={"orientation": "h"})
     return charts.sized(figure, charts.FONT["size"])
 
 

@@ -6,18 +6,21 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from specviz.classroom.lessons.common import Evidence, Lesson, Load, measured_run
+from specviz.classroom.lessons.common import Evidence, Lesson, Load, Timings, measured_run
 from specviz.models.pair import ModelPair
 from specviz.viz import charts
 
 GRADES = (("Q8_0", 8), ("Q4_0", 4), ("Q2_K", 2))
 
 
-def draft_bits(pair: ModelPair, load: Load) -> Evidence:
-    rows, costs, alphas = [], {}, {}
+def draft_bits(pair: ModelPair, load: Load, timings: Timings | None = None) -> Evidence:
+    rows, costs, alphas, kept = [], {}, {}, []
     for kind, bits in GRADES:
-        measured, d = measured_run(load("embedded", f"embedded:{kind}"), tau=4, mode="greedy", max_new_tokens=32)
-        c = measured.draft_cost()
+        measured, d = measured_run(
+            load("embedded", f"embedded:{kind}"), timings, tau=4, mode="greedy", max_new_tokens=32
+        )
+        c = d.c_one_token
+        kept += [d.calibration] if d.calibration else []
         costs[bits], alphas[bits] = c, d.alpha
         rows.append(
             {
@@ -52,6 +55,7 @@ def draft_bits(pair: ModelPair, load: Load) -> Evidence:
         held=fell and costs[2].above(costs[8].value / 4),
         why_not=f"this run measured c = {costs[8].text(unit='')} at 8 bits and {costs[2].text(unit='')} at 2: the "
         "load on the machine moved the timings while it ran; run it again on a quieter machine.",
+        calibration="; ".join(kept),
     )
 
 
@@ -68,4 +72,5 @@ LESSON = Lesson(
     takeaway="Fewer bits trade acceptance for cost, and on a small model the cost falls slowly: a pass is not only\n"
     "reading weights (fixed costs, attention, the float32 KV cache). Good drafts keep α high at a low c.",
     run=draft_bits,
+    timed=True,
 )

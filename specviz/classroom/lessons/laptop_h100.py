@@ -52,6 +52,7 @@ def laptop_h100(pair: ModelPair, load: Load, timings: Timings) -> Evidence:
         "several rows as cheap as one, as a GPU does",
         gates=False,
         prompt=TEXT,  # what the pair's timings ran on
+        calibration=timings(pair).label(),
     )
 
 

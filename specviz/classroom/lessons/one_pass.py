@@ -31,6 +31,7 @@ def one_pass(pair: ModelPair, load: Load, timings: Timings) -> Evidence:
         premise=f"one pass over {TOKENS} tokens costs less than {TOKENS} one-token passes",
         held=many.high < separate.low,
         prompt=TEXT,  # what the pair's timings ran on (specviz.analysis.pairtimes)
+        calibration=kept.label(),
         why_not=f"the pass over {TOKENS} tokens and {TOKENS} one-token passes overlapped in their ranges: the "
         "machine was busy while they were timed; measure the pair again.",
     )

@@ -5,18 +5,19 @@ from __future__ import annotations
 import pandas as pd
 
 from specviz.analysis.measure import against_one
-from specviz.classroom.lessons.common import Evidence, Lesson, Load, measured_run
+from specviz.classroom.lessons.common import Evidence, Lesson, Load, Timings, measured_run
 from specviz.models.pair import ModelPair
 
 
-def swapped_roles(pair: ModelPair, load: Load) -> Evidence:
+def swapped_roles(pair: ModelPair, load: Load, timings: Timings | None = None) -> Evidence:
     # target: the 30-layer model; draft: its first 8 layers. Both on torch: the early exit runs there only,
     # and the sizes compare (c) only when both models run on the same runtime
     small = load("embedded", "early-exit:8", runtime="torch")
-    rows, speeds = [], {}
+    rows, speeds, kept = [], {}, []
     for name, roles in (("8 layers draft for 30", small), ("30 layers draft for 8", small.swapped())):
-        measured, d = measured_run(roles, tau=4, mode="greedy", max_new_tokens=24)
+        measured, d = measured_run(roles, timings, tau=4, mode="greedy", max_new_tokens=24)
         speeds[name] = d.run_speedup
+        kept += [d.calibration] if d.calibration else []
         rows.append(
             {
                 "roles": name,
@@ -49,6 +50,7 @@ def swapped_roles(pair: ModelPair, load: Load) -> Evidence:
         held=big_speed.below(1.0),
         why_not=f"its speedup, {big_speed.text()}, reaches 1: the timings moved with the "
         "load while it ran; run it again on a quieter machine.",
+        calibration="; ".join(kept),
     )
 
 
@@ -65,4 +67,5 @@ LESSON = Lesson(
     takeaway="The draft must be much cheaper than the target (c well below 1) and agree with it (α well above c).\n"
     "A big model drafting for a small one fails both.",
     run=swapped_roles,
+    timed=True,
 )
