@@ -47,6 +47,17 @@ STREAMLIT = [
     "&lt;entity&gt; &#60;x&#62; &amp;",
     "www.example.com user@example.com https://127.0.0.1:9/bare",
 ]
+# Streamlit's own markup (its frontend's StreamlitMarkdown, 1.67): directives, icons, shortcodes, symbols
+DIRECTIVES = [
+    ":material/pets: and :violet[VIO]",
+    ":red[r] :blue-background[b] :rainbow-background[rb] :blue-badge[badge] :small[s] :shimmer[sh] :help[tip]",
+    ':color[custom]{foreground="#f00"} :unknown[label dropped]',
+    "::leaf[x]",
+    ":::container",
+    ":sunglasses: :+1: :-1: :100: :streamlit:",
+    "a -> b <- c <-> d -- e >= f <= g ~= h",
+    "-> at the start",
+]
 
 
 class Elements(HTMLParser):
@@ -96,11 +107,40 @@ def test_what_a_renderer_finds_after_escapes_is_broken_too(text):
     assert "\n" not in escaped and "\r" not in escaped
 
 
+def streamlit_finds(markdown: str) -> list[str]:
+    """What Streamlit's frontend (StreamlitMarkdown.tsx; the installed static/js/StreamlitMarkdown.*.js) would turn
+    into an icon, a colour, a badge or a symbol in `markdown`: `:material/` is rewritten in the source before
+    parsing; remark-directive opens a directive at a ":" before an ASCII letter in the text (an escaped ":" is the
+    only other way out, and plain escapes none); remark-emoji, the logo and the icons are found in text nodes after
+    escapes are resolved, as are the typographic symbols between spaces."""
+    source = markdown.replace(":material/", ":material_")
+    _, text = render(source)
+    patterns = (
+        r":material_\w+:",  # an icon
+        r":[A-Za-z]",  # a directive: colours, backgrounds, badges, small, help, leaf and container directives
+        r":[\w+-]+:",  # an emoji shortcode, :streamlit:
+        r"(?:^|\s)(?:<->|->|<-|--|>=|<=|~=)(?:\s|$)",  # a typographic symbol
+    )
+    return [m.group(0) for pattern in patterns for m in re.finditer(pattern, text)]
+
+
+@pytest.mark.parametrize("text", DIRECTIVES)
+def test_streamlit_directives_icons_and_shortcodes_are_text(text):
+    """Issue 68.4: `:material/pets:` and `:violet[VIO]` in a name rendered an icon and coloured text (the word gone).
+    Escaped, none of Streamlit's own markup is found, and the text reads as its own characters."""
+    assert streamlit_finds(text), f"{text!r} has no Streamlit markup: the case tests nothing"
+    escaped = plain(text)
+    assert streamlit_finds(escaped) == []
+    tags, shown = render(escaped)
+    assert tags == ["p"] and shown.replace(JOINER, "") == text
+
+
 def test_ordinary_text_is_left_as_it_reads():
     for text in (
         "ignored decode_mode='fast' from the link: allowed values are 'textbook', 'lossless', 'greedy'",
         "snake_case_name, 10:30, 2026-01-01, 3.5 tokens per pass (95% interval); a - b",
         "SmolLM2-135M-Instruct, 2 threads",
+        "early-exit:3, 10:30, a: b, x-1, a--b",
     ):
         assert plain(text) == text
     assert plain(42) == "42" and plain(ValueError("bad [x]")) == "bad \\[x\\]"
