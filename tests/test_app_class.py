@@ -7,6 +7,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from specviz.server import config
 from tests.app_helpers import ROOT, decoder
 
 
@@ -32,9 +33,9 @@ def queues(monkeypatch, tmp_path):
             return super().take(kind, waiting, alive)
 
     class Held(Slots):
-        def hold(self, waiting=None, owner=None, alive=None):
-            seen["slots"].append(owner)
-            return super().hold(waiting, owner, alive)
+        def hold(self, waiting=None, owner=None, alive=None, owners=None):
+            seen["slots"].append(owners or owner)
+            return super().hold(waiting, owner, alive, owners)
 
     turns, slots = Recorded(), Held(1, per_owner=2, waiting_most=40)
     monkeypatch.setattr(_compute, "_turns", lambda: turns)
@@ -46,17 +47,17 @@ def queues(monkeypatch, tmp_path):
 
 
 def test_a_links_steps_are_a_paced_heavy_job_and_stop_when_its_session_ends(loads, queues, monkeypatch):
-    """?decode_steps=3 in class mode: the prompt read in a Step's turn, then three steps, each a heavy turn inside one
-    heavy-job slot (the server's and the address's share), 0.5 s apart on the clicks' own pacer (two waits, on a fake
-    clock). The same link with 5 steps whose tab closes after the second step's turn: no third step, no traceback,
-    and the slot given back."""
+    """?decode_steps=3 in class mode: the tab's opening and the prompt read in a Step's turn each, then three steps,
+    each a heavy turn inside one heavy-job slot (the server's, the student's and the address's share), 0.5 s apart on
+    the clicks' own pacer (two waits, on a fake clock). The same link with 5 steps whose tab closes after the second
+    step's turn: no third step, no traceback, and the slot given back."""
     from pages import _compute
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.query_params.update(decode_steps="3")
     at.run()
     assert not at.exception and len(decoder(at).steps) == 3
-    assert queues["turns"] == ["step", "heavy", "heavy", "heavy"] and len(queues["slots"]) == 1
+    assert queues["turns"] == ["step", "step", "heavy", "heavy", "heavy"] and len(queues["slots"]) == 1  # the opening
     assert queues["slept"] == pytest.approx([0.5, 0.5])
     queues["turns"].clear()
     monkeypatch.setattr(_compute, "alive", lambda: lambda: queues["turns"].count("heavy") < 3)
@@ -68,8 +69,30 @@ def test_a_links_steps_are_a_paced_heavy_job_and_stop_when_its_session_ends(load
     def busy(ahead: int) -> None:
         raise AssertionError(f"{ahead} heavy job(s) still hold the server's one slot")
 
-    with _compute._slots().hold(busy, owner=queues["slots"][-1]):  # given back: taken at once, nobody ahead
+    with _compute._slots().hold(busy, owners=queues["slots"][-1]):  # given back: taken at once, nobody ahead
         pass
+
+
+def test_opening_a_tab_takes_a_steps_turn_once_the_lecturers_first(loads, queues, tmp_path, monkeypatch):
+    """Issue 68.2: a tab's first run is queued like a Step (a burst of tab loads waits behind the lecturer's Steps, not
+    beside them); its later runs take no turn of their own; the lecturer's tab opens in the lecturer's turn. Its slot
+    in the heavy-job queue counts against the student's browser and their address, the lecturer's against nobody."""
+    from pages import _server
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    assert not at.exception and queues["turns"] == ["step"]
+    at.run()
+    assert queues["turns"] == ["step"]  # a rerun: no opening
+    path = tmp_path / "lecturer.toml"
+    path.write_text('[class]\nlecturer_key = "k"\n')
+    monkeypatch.setenv(config.CLASS_SETTINGS_ENV, str(path))
+    _server.forget()
+    queues["turns"].clear()
+    lecturer = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    lecturer.query_params.update(lecturer="k")
+    lecturer.run()
+    assert not lecturer.exception and queues["turns"] == ["lecturer"]
 
 
 def test_a_400_word_sandbox_link_at_tau_8_is_priced_before_it_starts_and_taken_in_turn(loads, queues):
@@ -116,5 +139,5 @@ def test_a_race_is_one_heavy_job_each_piece_in_a_turn_of_its_own_and_stops_with_
     def busy(ahead: int) -> None:
         raise AssertionError(f"{ahead} heavy job(s) still hold the server's one slot")
 
-    with _compute._slots().hold(busy, owner=queues["slots"][-1]):  # given back: taken at once, nobody ahead
+    with _compute._slots().hold(busy, owners=queues["slots"][-1]):  # given back: taken at once, nobody ahead
         pass

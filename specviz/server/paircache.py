@@ -56,7 +56,7 @@ class PairCache:
         what open runs hold beside the store's count (specviz.server.quotas), counted against the budget too."""
         self._load, self._pinned, self.most, self.idle_s, self._clock = load, pinned, most, idle_s, clock
         self.store, self.budget_bytes, self._estimate, self._released = store, budget_bytes, estimate, released
-        self.per_owner, self._runs_bytes = per_owner, runs_bytes or (lambda: 0)
+        self.per_owner, self.runs_bytes = per_owner, runs_bytes or (lambda: 0)
         self._pairs: dict[Key, ModelPair] = {}
         self._used: dict[Key, float] = {}
         self._owners: dict[Key, set] = {}  # the students who asked for each pair ("lecturer": the lecturer)
@@ -167,7 +167,7 @@ class PairCache:
         while True:
             held = {part.key: part.bytes for part in self.store.parts()}
             needed = needed_of(set(held))
-            total = sum(held.values()) + self._runs_bytes()
+            total = sum(held.values()) + self.runs_bytes()
             if total + needed <= self.budget_bytes:
                 return
             victims = self._victims(lecturer)

@@ -28,23 +28,23 @@ TOP_ENTRY_BYTES = 200  # one (token, probability, text) entry of a step's top-n 
 SIZED_TO = 256  # llama.cpp sizes a session's own context up to a multiple of this (specviz.models.llamacpp)
 
 
-def kv_bytes_per_token(model: Any) -> int:
+def kv_bytes_per_token(model: Any, depth: int = 4) -> int:
     """The KV cache bytes one token takes in `model`: llama.cpp's own figure (its float32 K and V per layer and KV
-    head), or a transformers model's from its config and dtype (layers × 2 × KV heads × head dim × bytes); 0 for a
-    model that keeps no cache (prompt lookup, a table, a served model)."""
+    head), or a transformers model's from its config and dtype (layers × 2 × KV heads × head dim × bytes), looked for
+    through wrappers (`.model`: specviz's HFModel, a typed draft); 0 for a model that keeps no cache (prompt lookup, a
+    table, a served model)."""
     if (own := getattr(model, "kv_bytes_per_token", None)) is not None:
         return int(own)
-    inner = getattr(model, "model", None)
-    config = getattr(inner, "config", None)
-    if config is None:
-        return 0
+    config = getattr(model, "config", None)
+    if config is None or not hasattr(config, "num_hidden_layers"):
+        inner = getattr(model, "model", None)
+        return kv_bytes_per_token(inner, depth - 1) if inner is not None and inner is not model and depth else 0
     config = getattr(config, "text_config", None) or config
     layers = getattr(config, "num_hidden_layers", 0) or 0
     heads = getattr(config, "num_attention_heads", 0) or 0
     kv_heads = getattr(config, "num_key_value_heads", None) or heads
     head_dim = getattr(config, "head_dim", None) or (config.hidden_size // heads if heads else 0)
-    dtype = getattr(inner, "dtype", None)
-    size = getattr(dtype, "itemsize", 4) or 4
+    size = getattr(getattr(model, "dtype", None), "itemsize", 4) or 4
     return int(layers * 2 * kv_heads * head_dim * size)
 
 
@@ -140,11 +140,14 @@ class Quotas:
             self._sessions.pop(session, None)
 
     def reap(self, alive: Callable[[Hashable], bool]) -> int:
-        """Forget every session that is no longer open (`alive(session)` false); returns how many."""
+        """Forget every session that is no longer open (`alive(session)` false), its run given back at once (the page
+        drops it: its memory is freed now, not when Streamlit lets the closed session go); returns how many."""
         with self._lock:
-            gone = [s for s in self._sessions if not alive(s)]
-            for s in gone:
-                del self._sessions[s]
+            gone = [(k, s) for k, s in self._sessions.items() if not alive(k)]
+            for key, session in gone:
+                del self._sessions[key]
+                if session.run is not None:
+                    self.give_back(key)
             return len(gone)
 
     # --- runs -----------------------------------------------------------------------------------------
