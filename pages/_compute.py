@@ -37,9 +37,10 @@ def student() -> Hashable:
     per browser, kept across tabs and reloads: a student's 28 tabs are one student), else the client's address (a
     client that sends no cookie: every such client behind one address is one student)."""
     with contextlib.suppress(AttributeError, RuntimeError, KeyError, TypeError):
-        if cookie := st.context.cookies.get(BROWSER_COOKIE):
+        if isinstance(cookie := st.context.cookies.get(BROWSER_COOKIE), str) and cookie:
             return ("browser", browser_token(cookie))
-    return ("address", address())
+    where = address()
+    return ("address", where if isinstance(where, str) else None)
 
 
 def browser_token(cookie: str) -> str:

@@ -141,3 +141,44 @@ def test_a_race_is_one_heavy_job_each_piece_in_a_turn_of_its_own_and_stops_with_
 
     with _compute._slots().hold(busy, owners=queues["slots"][-1]):  # given back: taken at once, nobody ahead
         pass
+
+
+@pytest.fixture
+def class_share(tmp_path, monkeypatch):
+    """Class mode with two tabs and one run a student (the AppTests send no cookie: each is counted by its address,
+    the same for all of them, as one student), and a lecturer's key. AppTest gives every app the same session id: each
+    AppTest here is a tab of its own by an id kept in its session state."""
+    import uuid
+
+    import streamlit as st
+
+    from pages import _server, _share
+
+    monkeypatch.setattr(_share, "session_id", lambda: st.session_state.setdefault("test_tab", uuid.uuid4().hex))
+    path = tmp_path / "class.toml"
+    path.write_text('[class]\ntabs_per_student = 2\nruns_per_student = 1\nlecturer_key = "k"\n')
+    monkeypatch.setenv(config.CLASS_MODE_ENV, "1")
+    monkeypatch.setenv(config.CLASS_SETTINGS_ENV, str(path))
+    _server.forget()
+    st.cache_resource.clear()
+    yield
+    _server.forget()
+
+
+def test_a_students_tabs_and_runs_are_bounded_and_the_lecturer_is_not(loads, class_share):
+    """Issue 68.1: one student's second tab may not open a second run (refused in the student's own words, the run on
+    screen kept), their third tab is refused outright; the lecturer's tabs and runs are not counted."""
+    tabs = [AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run() for _ in range(2)]
+    tabs[0].button(key="decode_step").click().run()
+    assert not tabs[0].exception and len(decoder(tabs[0]).steps) == 1
+    tabs[1].button(key="decode_step").click().run()
+    (said,) = [e.value for e in tabs[1].error if e.value.startswith("**Cannot start a new run.**")]
+    assert "you have 1 runs open in your other tabs, the most one student may have (1)" in said
+    assert tabs[1].session_state["decode_stepper"].decoder is None
+    third = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    (refused,) = [w.value for w in third.warning]
+    assert refused.startswith("class mode: you have 2 tabs of this app open already") and not third.button
+    lecturer = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    lecturer.query_params.update(lecturer="k")
+    lecturer.run().button(key="decode_step").click().run()
+    assert not lecturer.exception and len(decoder(lecturer).steps) == 1
