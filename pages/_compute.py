@@ -181,12 +181,12 @@ _opening = threading.local()  # the opening turn this thread holds, if any
 
 @contextlib.contextmanager
 def page_open() -> Iterator[None]:
-    """A tab's first run (its page opening, in class mode the costliest run of a session) takes a Step's turn in the
+    """Class mode: a tab's first run (its page opening, the costliest run of a session) takes a Step's turn in the
     server's queue, the lecturer's first, and holds it while the page draws, until the page's first heavy job: a burst
     of tab loads waits behind the lecturer's Steps instead of running beside them. Later runs take none."""
     first = "specviz_opened" not in st.session_state
     st.session_state["specviz_opened"] = True
-    if not first or _server.config().compute == "free":
+    if not first or _server.config().compute == "free" or not _server.class_policy().on:
         yield
         return
 

@@ -182,3 +182,18 @@ def test_a_students_tabs_and_runs_are_bounded_and_the_lecturer_is_not(loads, cla
     lecturer.query_params.update(lecturer="k")
     lecturer.run().button(key="decode_step").click().run()
     assert not lecturer.exception and len(decoder(lecturer).steps) == 1
+
+
+def test_a_browser_is_its_xsrf_cookies_token_whatever_its_mask():
+    """Tornado writes its XSRF cookie as "2|mask|token XOR mask|time": the student key is the token, the same for two
+    masks of it; a cookie in another form is itself."""
+    from pages._compute import browser_token
+
+    token = bytes.fromhex("00112233445566778899aabbccddeeff")
+
+    def written(mask: bytes) -> str:
+        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(token))
+        return f"2|{mask.hex()}|{masked.hex()}|1764000000"
+
+    assert browser_token(written(b"\x01\x02\x03\x04")) == browser_token(written(b"\xff\x00\xaa\x55")) == token.hex()
+    assert browser_token("plain-cookie") == "plain-cookie" and browser_token("2|zz|yy|1") == "2|zz|yy|1"

@@ -6,6 +6,7 @@ hand and against the caches a real run holds), and given back when its tab close
 import pytest
 
 import specviz
+from specviz.drafts.typed import TypedDraft
 from specviz.models.store import ModelStore
 from specviz.server.class_policy import RefusedError
 from specviz.server.paircache import PairCache
@@ -25,6 +26,7 @@ def test_kv_bytes_per_token_by_hand():
     assert kv_bytes_per_token(pair.target) == 2 * 2 * 2 * 8 * 8 == 512
     assert kv_bytes_per_token(pair.draft) == 256
     assert kv_bytes_per_token(table_pair([0.5, 0.5], [0.5, 0.5]).target) == 0
+    assert kv_bytes_per_token(TypedDraft(pair.draft)) == 256  # through the Decode page's typed-draft wrapper
 
     class Llama:  # llama.cpp's own figure wins: the embedded target, 30 layers × 2 × 3 KV heads × 64 × 4 bytes
         kv_bytes_per_token = 30 * 2 * 3 * 64 * 4
@@ -168,7 +170,10 @@ def test_a_closed_tabs_run_gives_its_memory_back():
     q.start_run("tab-2", run)
     assert q.runs_bytes() == 2 * GB
     open_tabs = {"tab-2"}
+    given = []
+    q.give_back = given.append
     assert q.reap(lambda session: session in open_tabs) == 1  # tab-1's websocket closed
+    assert given == ["tab-1"]  # its run dropped now, not when Streamlit lets the closed session go
     assert q.runs_bytes() == 1 * GB and q.use("student-a") == (1, 1, 1 * GB)
 
 
