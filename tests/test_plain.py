@@ -209,3 +209,16 @@ def test_a_replayed_trace_shows_its_names_as_text(app, saved_run):
     banner = next(i.value for i in app.info if i.value.startswith("Replaying a saved trace"))
     assert f"**{plain(IMAGE)}** with draft **\\<img src=http:{JOINER}//127.0.0.1:9/y.png\\>**" in banner
     assert not any(MARKUP.search(body) for body in shown(app))
+
+
+def test_a_replayed_traces_names_of_streamlit_directives_show_as_text(app, saved_run):
+    """Issue 68.4: a trace whose model names are `:material/pets:` and `:violet[VIO]` shows them in the replay banner as
+    their own characters: no icon, no colour."""
+    data = json.loads(saved_run.to_json())
+    data["target_name"], data["draft_name"] = ":material/pets:", ":violet[VIO] :blue-badge[B]"
+    app.file_uploader(key="decode_upload").set_value(("run.json", json.dumps(data).encode(), "application/json"))
+    app.run()
+    assert not app.exception and not app.error
+    banner = next(i.value for i in app.info if i.value.startswith("Replaying a saved trace"))
+    assert f"**:{JOINER}material/pets:** with draft **:{JOINER}violet\\[VIO\\] :{JOINER}blue-badge\\[B\\]**" in banner
+    assert streamlit_finds(banner.split(" with draft ")[0].split("no model loaded. ")[1]) == []
