@@ -18,7 +18,7 @@ import specviz
 from pages import _server
 from pages._compute import student
 from pages._pairs import pair_cache
-from specviz.core.prompt import encode_prompt
+from specviz.core.prompt import encode_prompt, toggled_chat
 from specviz.server.class_policy import RefusedError
 from specviz.server.quotas import Quotas, RunMemory, kv_bytes_per_token, run_memory
 from specviz.viz.plain import plain
@@ -85,7 +85,7 @@ def estimate(pair: specviz.ModelPair, prompt: str, chat: bool, config) -> RunMem
     """A Decode run's memory before it starts: its prompt's tokens as the run will read them, its new tokens and
     draft length, the pair's KV bytes per token and vocabulary (llama.cpp's own contexts: sized, and counted by the
     store once open)."""
-    _, ids, _ = encode_prompt(pair, prompt, chat)
+    _, ids, _ = encode_prompt(pair, prompt, toggled_chat(pair, chat))  # as the Decoder will read it
     sized = bool(pair.target.capabilities.sized_sessions)
     return run_memory(
         prompt_tokens=len(ids),

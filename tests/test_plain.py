@@ -218,6 +218,7 @@ def test_a_replayed_traces_names_of_streamlit_directives_show_as_text(app, saved
     data["target_name"], data["draft_name"] = ":material/pets:", ":violet[VIO] :blue-badge[B]"
     app.file_uploader(key="decode_upload").set_value(("run.json", json.dumps(data).encode(), "application/json"))
     app.run()
+    app.button(key="decode_step").click().run()
     assert not app.exception and not app.error
     banner = next(i.value for i in app.info if i.value.startswith("Replaying a saved trace"))
     assert f"**:{JOINER}material/pets:** with draft **:{JOINER}violet\\[VIO\\] :{JOINER}blue-badge\\[B\\]**" in banner
