@@ -94,6 +94,7 @@ def estimate(pair: specviz.ModelPair, prompt: str, chat: bool, config) -> RunMem
         target_kv=kv_bytes_per_token(pair.target),
         draft_kv=kv_bytes_per_token(pair.draft),
         vocab=pair.target.vocab_size,
+        top=config.top_n,  # the trace's top-n lists of q, p and the residual
         sized=sized,
         counted=sized,
     )
