@@ -42,7 +42,7 @@ def _steppers() -> weakref.WeakValueDictionary:
 def _give_back(session: Hashable, steppers: weakref.WeakValueDictionary) -> None:
     """Drop a session's run (its decoder, with its caches and trace): its next Step starts a new one."""
     if (stepper := steppers.get(session)) is not None:
-        stepper.decoder, stepper.settings = None, None
+        stepper.give_back()
 
 
 @st.cache_resource(show_spinner=False)

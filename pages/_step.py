@@ -120,6 +120,13 @@ def take(pair, replay, target: ModelSpec | None, draft: ModelSpec | None, prompt
     start_run = functools.partial(new_run, pair, prompt, chat, config)
     turn = contextlib.nullcontext if replay else compute_turn  # a replay computes nothing: no queue
     mine = stepper()
+    if mine.given_back:  # a class server took this tab's idle run back for another run's memory
+        mine.given_back = False
+        st.info(
+            "Your run was given back to make room on the server (it had not stepped for a while, or the lecturer "
+            "needed the memory). Press **Step** to start a new one.",
+            icon=":material/memory:",
+        )
     if (autostep := st.session_state.pop("decode_autostep", 0)) and pair is not None:  # opened from a link
         with st.spinner(f"Opening the shared run: {autostep} steps with the link's settings…"):
             open_link(mine, settings, autostep, start_run)  # paced, queued and priced like clicks

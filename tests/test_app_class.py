@@ -197,3 +197,29 @@ def test_a_browser_is_its_xsrf_cookies_token_whatever_its_mask():
 
     assert browser_token(written(b"\x01\x02\x03\x04")) == browser_token(written(b"\xff\x00\xaa\x55")) == token.hex()
     assert browser_token("plain-cookie") == "plain-cookie" and browser_token("2|zz|yy|1") == "2|zz|yy|1"
+
+
+def test_the_lecturers_run_takes_a_students_run_memory_and_the_student_is_told(loads, class_share, monkeypatch):
+    """Issue 68.1: a budget that holds one run and a half of the tiny pair: a student's run holds it; the lecturer's run
+    is not refused but takes that run's memory (the student's run given back); the student's tab says so once, and
+    their next Step starts a new run. (The tiny pair is loaded by the `loads` fixture, outside the store: its planned
+    parts are none, so the budget counts the runs alone.)"""
+    from pages import _pairs, _share
+
+    monkeypatch.setattr(_pairs, "planned_parts", lambda *args, **kwargs: [])
+    student_tab = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    student_tab.button(key="decode_step").click().run()
+    assert not student_tab.exception and len(decoder(student_tab).steps) == 1
+    one_run = _share.quotas().runs_bytes()
+    assert one_run > 0
+    _share.quotas().budget_bytes = int(1.5 * one_run)
+    lecturer = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    lecturer.query_params.update(lecturer="k")
+    lecturer.run().button(key="decode_step").click().run()
+    assert not lecturer.exception and not lecturer.error and len(decoder(lecturer).steps) == 1
+    assert student_tab.session_state["decode_stepper"].decoder is None  # given back
+    assert _share.quotas().runs_bytes() == one_run  # the lecturer's alone
+    student_tab.run()
+    assert any(i.value.startswith("Your run was given back to make room on the server") for i in student_tab.info)
+    student_tab.run()
+    assert not any(i.value.startswith("Your run was given back") for i in student_tab.info)  # said once
