@@ -11,7 +11,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import streamlit as st
 import torch
 
-from pages import _downloads, _reruns, _server
+from pages import _compute, _downloads, _reruns, _server
 from pages._shell import mode_line, prepare_session, runtime_picker
 
 # One thread per model operation: with passive waiting, a second thread's wake-ups cost more than it saves on this
@@ -46,4 +46,5 @@ with st.sidebar:
     st.divider()
     runtime_picker()
     mode_line()
-page.run()
+with _compute.page_open():  # a tab's first run waits its turn like a Step (the lecturer's first)
+    page.run()

@@ -8,7 +8,8 @@ refused, so what a link or a widget started stops with its tab."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Hashable, Iterator
 
 import streamlit as st
 from streamlit import runtime
@@ -21,12 +22,36 @@ from specviz.server.class_policy import RefusedError
 from specviz.server.turns import Alive, Pacer, Slots, Turns
 from specviz.viz.plain import plain
 
+BROWSER_COOKIE = "_streamlit_xsrf"  # Tornado's XSRF cookie, which Streamlit sets on a browser's first page load
+
 
 def address() -> str | None:
     """The client's address (a student's tabs share it), where Streamlit knows it."""
     with contextlib.suppress(AttributeError, RuntimeError):
         return st.context.ip_address
     return None
+
+
+def student() -> Hashable:
+    """What identifies a student: their browser, by the XSRF cookie every tab of it sends with its websocket (set once
+    per browser, kept across tabs and reloads: a student's 28 tabs are one student), else the client's address (a
+    client that sends no cookie: every such client behind one address is one student)."""
+    with contextlib.suppress(AttributeError, RuntimeError, KeyError, TypeError):
+        if isinstance(cookie := st.context.cookies.get(BROWSER_COOKIE), str) and cookie:
+            return ("browser", browser_token(cookie))
+    where = address()
+    return ("address", where if isinstance(where, str) else None)
+
+
+def browser_token(cookie: str) -> str:
+    """The token a Tornado XSRF cookie holds, unmasked ("2|mask|masked token|time": the same token whatever mask it
+    was written with), or the cookie itself in another form."""
+    parts = cookie.split("|")
+    with contextlib.suppress(ValueError, ZeroDivisionError):
+        if len(parts) == 4 and parts[0] == "2":
+            mask, masked = bytes.fromhex(parts[1]), bytes.fromhex(parts[2])
+            return bytes(b ^ mask[i % len(mask)] for i, b in enumerate(masked)).hex()
+    return cookie
 
 
 def alive() -> Alive | None:
@@ -54,6 +79,14 @@ def _slots() -> Slots:
     if rules.on:
         return Slots(rules.heavy_jobs, per_owner=rules.heavy_jobs_per_address, waiting_most=rules.heavy_jobs_waiting)
     return Slots(None)
+
+
+def _owners() -> dict:
+    """Whose share a heavy job counts against: the student's browser and their address (the lecturer: nobody's)."""
+    rules = _server.class_policy()
+    if st.session_state.get("specviz_lecturer") or not rules.on:
+        return {}
+    return {("student", student()): rules.heavy_jobs_per_student, ("address", address()): rules.heavy_jobs_per_address}
 
 
 def _kind(kind: str) -> str:
@@ -130,8 +163,9 @@ def heavy_job() -> Iterator[None]:
                 )
             )
 
-        return _slots().hold(waiting, owner=address(), alive=alive())
+        return _slots().hold(waiting, alive=alive(), owners=_owners())
 
+    _let_go_of_opening()  # a tab's opening turn is not held through a heavy job: its pieces take heavy turns
     with contextlib.ExitStack() as held:
         try:
             held.enter_context(_waiting_note(hold))
@@ -140,6 +174,42 @@ def heavy_job() -> Iterator[None]:
             st.stop()
         with pieces.in_pieces(heavy_turn):
             yield
+
+
+_opening = threading.local()  # the opening turn this thread holds, if any
+
+
+@contextlib.contextmanager
+def page_open() -> Iterator[None]:
+    """Class mode: a tab's first run (its page opening, the costliest run of a session) takes a Step's turn in the
+    server's queue, the lecturer's first, and holds it while the page draws, until the page's first heavy job: a burst
+    of tab loads waits behind the lecturer's Steps instead of running beside them. Later runs take none."""
+    first = "specviz_opened" not in st.session_state
+    st.session_state["specviz_opened"] = True
+    if not first or _server.config().compute == "free" or not _server.class_policy().on:
+        yield
+        return
+
+    def hold(note: Callable) -> contextlib.AbstractContextManager:
+        def waiting(ahead: int, seconds: float) -> None:
+            text = f":material/hourglass_top: Opening the page: {ahead} turns ahead of it…"
+            note(lambda box: box.caption(text))
+
+        return _turns().take(_kind("step"), waiting, alive=alive())
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_waiting_note(hold))
+        _opening.stack = stack
+        try:
+            yield
+        finally:
+            _opening.stack = None
+
+
+def _let_go_of_opening() -> None:
+    if (stack := getattr(_opening, "stack", None)) is not None:
+        _opening.stack = None
+        stack.close()
 
 
 def pacer() -> Pacer:

@@ -13,7 +13,7 @@ import gc
 import streamlit as st
 
 import specviz
-from pages import _server
+from pages import _compute, _server
 from specviz import specs
 from specviz.loading import AUTO, Spec, check_allowed, planned_parts, resolve_runtime
 from specviz.models import embedded, hub
@@ -66,6 +66,7 @@ def pair_cache() -> PairCache:
         budget_bytes=int(rules.memory_gb * 1e9) if rules.on else None,
         estimate=lambda key: planned_parts(*key, guard=rules, settings=_server.config().load_settings()),
         released=_given_back,
+        per_owner=rules.pairs_per_student if rules.on else None,  # a student's tabs share their places
     )
 
 
@@ -75,7 +76,8 @@ def cached_pair(target: Spec, draft: Spec, runtime: str = "torch") -> specviz.Mo
     sizes it."""
     target, draft = specs.parse(target), specs.parse(draft)
     check_allowed(target, draft, _server.class_policy())
-    return pair_cache().get(target, draft, runtime)
+    lecturer = bool(st.session_state.get("specviz_lecturer"))  # first for places and memory
+    return pair_cache().get(target, draft, runtime, owner=_compute.student(), lecturer=lecturer)
 
 
 def load_pair(target: Spec, draft: Spec) -> specviz.ModelPair | None:

@@ -14,7 +14,7 @@ import streamlit as st
 from streamlit import runtime
 
 import specviz
-from pages import _server
+from pages import _server, _share
 from pages._typed import from_link as typed_from_link
 from specviz.analysis import snapshot
 from specviz.classroom import links, sandbox, settings
@@ -55,14 +55,17 @@ def drop_expired_sessions(manager=None) -> int:
 
 def prepare_session() -> None:
     """Settings from the link on a session's first run; every page's settings kept on every run."""
-    trimmer.ensure_running(before=drop_expired_sessions)  # what ended sessions held goes back to the system
+    share = _share.quotas()  # each student's tabs and runs (class mode)
+    trimmer.ensure_running(before=lambda: (drop_expired_sessions(), _share.reap(share)))  # ended sessions' memory back
     defaults = settings.defaults(class_policy=_server.class_policy())  # every page's widgets, from the one registry
     st.session_state[SHELL_MARK] = True  # pages check that they run inside this navigation
     st.session_state.pop("specviz_snapshot_problem", None)  # said on the first run's page only (pages/_snapshot.py)
-    if "specviz_kept" not in st.session_state:  # a session's first run: settings from the link, if any
-        rules = _server.class_policy()  # a class server: the lecturer's link (lecturer=KEY) puts that session first
+    if "specviz_lecturer" not in st.session_state:  # a class server: the lecturer's link (lecturer=KEY) goes first
+        rules = _server.class_policy()
         key = st.query_params.get("lecturer", "")
         st.session_state["specviz_lecturer"] = bool(rules.on and rules.lecturer_key and key == rules.lecturer_key)
+    _share.open_tab()  # one of its student's tabs, or refused (class mode)
+    if "specviz_kept" not in st.session_state:  # a session's first run: settings from the link, if any
         from_link, problems = settings.from_link(st.query_params.to_dict(), _server.class_policy())
         st.session_state["decode_autostep"] = from_link.pop("decode_steps", 0)
         typed_from_link(from_link.pop("decode_drafts", ""), problems)  # the typed drafts of the steps it replays

@@ -11,9 +11,9 @@ import functools
 import streamlit as st
 
 import specviz
+from pages import _share
 from pages import _typed as typed_ui
 from pages._compute import compute_turn, heavy_job, heavy_turn, pacer
-from pages._pairs import pair_cache
 from specviz.core.prompt import toggled_chat
 from specviz.server.stepper import Stepper
 from specviz.specs import ModelSpec
@@ -52,7 +52,7 @@ def new_run(pair, prompt: str, chat: bool, config) -> specviz.Decoder | None:
     if pair is None:
         return None
     try:
-        pair_cache().room_for_run()  # class mode: no new run while the models and open runs hold the budget
+        _share.start_run(stepper(), pair, prompt, chat, config)  # class mode: the student's runs, the memory budget
         with st.spinner(f"Reading the prompt into both models ({len(prompt):,} characters)…"), compute_turn():
             mine = typed_ui.run_pair(pair, config)  # a chain's draft can then be given a typed draft
             return specviz.Decoder(mine, prompt, config, chat=toggled_chat(mine, chat), compare_rules=True)
@@ -67,6 +67,7 @@ def step(dec: specviz.Decoder, turn) -> bool:
     try:
         with turn(), typed_ui.typed_step(dec):
             dec.step()
+        _share.touch()  # in use: not given back as idle
     except specviz.SpecvizError as exc:
         st.error(
             f"**The step failed.** {plain(sentence(exc))} The run so far is kept: press **Step** to try again.",
@@ -119,6 +120,13 @@ def take(pair, replay, target: ModelSpec | None, draft: ModelSpec | None, prompt
     start_run = functools.partial(new_run, pair, prompt, chat, config)
     turn = contextlib.nullcontext if replay else compute_turn  # a replay computes nothing: no queue
     mine = stepper()
+    if mine.given_back:  # a class server took this tab's idle run back for another run's memory
+        mine.given_back = False
+        st.info(
+            "Your run was given back to make room on the server (it had not stepped for a while, or the lecturer "
+            "needed the memory). Press **Step** to start a new one.",
+            icon=":material/memory:",
+        )
     if (autostep := st.session_state.pop("decode_autostep", 0)) and pair is not None:  # opened from a link
         with st.spinner(f"Opening the shared run: {autostep} steps with the link's settings…"):
             open_link(mine, settings, autostep, start_run)  # paced, queued and priced like clicks

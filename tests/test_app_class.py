@@ -7,6 +7,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from specviz.server import config
 from tests.app_helpers import ROOT, decoder
 
 
@@ -32,9 +33,9 @@ def queues(monkeypatch, tmp_path):
             return super().take(kind, waiting, alive)
 
     class Held(Slots):
-        def hold(self, waiting=None, owner=None, alive=None):
-            seen["slots"].append(owner)
-            return super().hold(waiting, owner, alive)
+        def hold(self, waiting=None, owner=None, alive=None, owners=None):
+            seen["slots"].append(owners or owner)
+            return super().hold(waiting, owner, alive, owners)
 
     turns, slots = Recorded(), Held(1, per_owner=2, waiting_most=40)
     monkeypatch.setattr(_compute, "_turns", lambda: turns)
@@ -46,17 +47,17 @@ def queues(monkeypatch, tmp_path):
 
 
 def test_a_links_steps_are_a_paced_heavy_job_and_stop_when_its_session_ends(loads, queues, monkeypatch):
-    """?decode_steps=3 in class mode: the prompt read in a Step's turn, then three steps, each a heavy turn inside one
-    heavy-job slot (the server's and the address's share), 0.5 s apart on the clicks' own pacer (two waits, on a fake
-    clock). The same link with 5 steps whose tab closes after the second step's turn: no third step, no traceback,
-    and the slot given back."""
+    """?decode_steps=3 in class mode: the tab's opening and the prompt read in a Step's turn each, then three steps,
+    each a heavy turn inside one heavy-job slot (the server's, the student's and the address's share), 0.5 s apart on
+    the clicks' own pacer (two waits, on a fake clock). The same link with 5 steps whose tab closes after the second
+    step's turn: no third step, no traceback, and the slot given back."""
     from pages import _compute
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.query_params.update(decode_steps="3")
     at.run()
     assert not at.exception and len(decoder(at).steps) == 3
-    assert queues["turns"] == ["step", "heavy", "heavy", "heavy"] and len(queues["slots"]) == 1
+    assert queues["turns"] == ["step", "step", "heavy", "heavy", "heavy"] and len(queues["slots"]) == 1  # the opening
     assert queues["slept"] == pytest.approx([0.5, 0.5])
     queues["turns"].clear()
     monkeypatch.setattr(_compute, "alive", lambda: lambda: queues["turns"].count("heavy") < 3)
@@ -68,8 +69,30 @@ def test_a_links_steps_are_a_paced_heavy_job_and_stop_when_its_session_ends(load
     def busy(ahead: int) -> None:
         raise AssertionError(f"{ahead} heavy job(s) still hold the server's one slot")
 
-    with _compute._slots().hold(busy, owner=queues["slots"][-1]):  # given back: taken at once, nobody ahead
+    with _compute._slots().hold(busy, owners=queues["slots"][-1]):  # given back: taken at once, nobody ahead
         pass
+
+
+def test_opening_a_tab_takes_a_steps_turn_once_the_lecturers_first(loads, queues, tmp_path, monkeypatch):
+    """Issue 68.2: a tab's first run is queued like a Step (a burst of tab loads waits behind the lecturer's Steps, not
+    beside them); its later runs take no turn of their own; the lecturer's tab opens in the lecturer's turn. Its slot
+    in the heavy-job queue counts against the student's browser and their address, the lecturer's against nobody."""
+    from pages import _server
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.run()
+    assert not at.exception and queues["turns"] == ["step"]
+    at.run()
+    assert queues["turns"] == ["step"]  # a rerun: no opening
+    path = tmp_path / "lecturer.toml"
+    path.write_text('[class]\nlecturer_key = "k"\n')
+    monkeypatch.setenv(config.CLASS_SETTINGS_ENV, str(path))
+    _server.forget()
+    queues["turns"].clear()
+    lecturer = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    lecturer.query_params.update(lecturer="k")
+    lecturer.run()
+    assert not lecturer.exception and queues["turns"] == ["lecturer"]
 
 
 def test_a_400_word_sandbox_link_at_tau_8_is_priced_before_it_starts_and_taken_in_turn(loads, queues):
@@ -116,5 +139,87 @@ def test_a_race_is_one_heavy_job_each_piece_in_a_turn_of_its_own_and_stops_with_
     def busy(ahead: int) -> None:
         raise AssertionError(f"{ahead} heavy job(s) still hold the server's one slot")
 
-    with _compute._slots().hold(busy, owner=queues["slots"][-1]):  # given back: taken at once, nobody ahead
+    with _compute._slots().hold(busy, owners=queues["slots"][-1]):  # given back: taken at once, nobody ahead
         pass
+
+
+@pytest.fixture
+def class_share(tmp_path, monkeypatch):
+    """Class mode with two tabs and one run a student (the AppTests send no cookie: each is counted by its address,
+    the same for all of them, as one student), and a lecturer's key. AppTest gives every app the same session id: each
+    AppTest here is a tab of its own by an id kept in its session state."""
+    import uuid
+
+    import streamlit as st
+
+    from pages import _server, _share
+
+    monkeypatch.setattr(_share, "session_id", lambda: st.session_state.setdefault("test_tab", uuid.uuid4().hex))
+    path = tmp_path / "class.toml"
+    path.write_text('[class]\ntabs_per_student = 2\nruns_per_student = 1\nlecturer_key = "k"\n')
+    monkeypatch.setenv(config.CLASS_MODE_ENV, "1")
+    monkeypatch.setenv(config.CLASS_SETTINGS_ENV, str(path))
+    _server.forget()
+    st.cache_resource.clear()
+    yield
+    _server.forget()
+
+
+def test_a_students_tabs_and_runs_are_bounded_and_the_lecturer_is_not(loads, class_share):
+    """Issue 68.1: one student's second tab may not open a second run (refused in the student's own words, the run on
+    screen kept), their third tab is refused outright; the lecturer's tabs and runs are not counted."""
+    tabs = [AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run() for _ in range(2)]
+    tabs[0].button(key="decode_step").click().run()
+    assert not tabs[0].exception and len(decoder(tabs[0]).steps) == 1
+    tabs[1].button(key="decode_step").click().run()
+    (said,) = [e.value for e in tabs[1].error if e.value.startswith("**Cannot start a new run.**")]
+    assert "you have 1 runs open in your other tabs, the most one student may have (1)" in said
+    assert tabs[1].session_state["decode_stepper"].decoder is None
+    third = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    (refused,) = [w.value for w in third.warning]
+    assert refused.startswith("class mode: you have 2 tabs of this app open already") and not third.button
+    lecturer = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    lecturer.query_params.update(lecturer="k")
+    lecturer.run().button(key="decode_step").click().run()
+    assert not lecturer.exception and len(decoder(lecturer).steps) == 1
+
+
+def test_a_browser_is_its_xsrf_cookies_token_whatever_its_mask():
+    """Tornado writes its XSRF cookie as "2|mask|token XOR mask|time": the student key is the token, the same for two
+    masks of it; a cookie in another form is itself."""
+    from pages._compute import browser_token
+
+    token = bytes.fromhex("00112233445566778899aabbccddeeff")
+
+    def written(mask: bytes) -> str:
+        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(token))
+        return f"2|{mask.hex()}|{masked.hex()}|1764000000"
+
+    assert browser_token(written(b"\x01\x02\x03\x04")) == browser_token(written(b"\xff\x00\xaa\x55")) == token.hex()
+    assert browser_token("plain-cookie") == "plain-cookie" and browser_token("2|zz|yy|1") == "2|zz|yy|1"
+
+
+def test_the_lecturers_run_takes_a_students_run_memory_and_the_student_is_told(loads, class_share, monkeypatch):
+    """Issue 68.1: a budget that holds one run and a half of the tiny pair: a student's run holds it; the lecturer's run
+    is not refused but takes that run's memory (the student's run given back); the student's tab says so once, and
+    their next Step starts a new run. (The tiny pair is loaded by the `loads` fixture, outside the store: its planned
+    parts are none, so the budget counts the runs alone.)"""
+    from pages import _pairs, _share
+
+    monkeypatch.setattr(_pairs, "planned_parts", lambda *args, **kwargs: [])
+    student_tab = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    student_tab.button(key="decode_step").click().run()
+    assert not student_tab.exception and len(decoder(student_tab).steps) == 1
+    one_run = _share.quotas().runs_bytes()
+    assert one_run > 0
+    _share.quotas().budget_bytes = int(1.5 * one_run)
+    lecturer = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    lecturer.query_params.update(lecturer="k")
+    lecturer.run().button(key="decode_step").click().run()
+    assert not lecturer.exception and not lecturer.error and len(decoder(lecturer).steps) == 1
+    assert student_tab.session_state["decode_stepper"].decoder is None  # given back
+    assert _share.quotas().runs_bytes() == one_run  # the lecturer's alone
+    student_tab.run()
+    assert any(i.value.startswith("Your run was given back to make room on the server") for i in student_tab.info)
+    student_tab.run()
+    assert not any(i.value.startswith("Your run was given back") for i in student_tab.info)  # said once

@@ -305,3 +305,25 @@ def test_a_custom_draft_written_wrong_is_said_in_the_sidebar_and_the_earlier_run
     assert not at.exception and not at.sidebar.error
     assert not [w for w in at.main.warning if w.value.startswith("**No pair to run.**")]
     assert [str(spec) for spec in loads[-1]] == ["some/model", "early-exit:2"]
+
+
+def test_a_typed_target_of_streamlit_directives_shows_as_its_own_text(loads, monkeypatch):
+    """Issue 68.4: a Custom target typed as `:material/pets: :violet[VIO]` showed an icon and violet text (the word
+    gone) in the message that it cannot load. Through the real loader (the hub switched off in tests), the message
+    shows the name's own characters: no icon, no directive (the word joiner after each ":" that could open one)."""
+    from specviz import loading
+
+    hostile = ":material/pets: :violet[VIO] :blue-badge[B] :sunglasses:"
+    monkeypatch.setattr(specviz, "load_pair", loading.load_pair)  # the real one: it refuses a hub id offline
+    at = app(panels_open=False)
+    at.selectbox(key="decode_preset").set_value(settings.CUSTOM).run()
+    at.text_input(key="decode_target").set_value(hostile).run()
+    at.button(key="decode_step").click().run()
+    assert not at.exception
+    bodies = [e.value for kind in ("markdown", "error", "warning", "info", "caption") for e in getattr(at, kind)]
+    said = [b for b in bodies if "VIO" in b]
+    assert said and all(":material/pets" not in b and ":violet" not in b and ":sunglasses" not in b for b in said)
+    (error,) = [e.value for e in at.error if "VIO" in e.value]
+    assert error.startswith("**Could not load the models.**")
+    assert plain(hostile) in error  # markdown that reads back as the typed characters (tests/test_plain.py)
+    assert ":\u2060material/pets: :\u2060violet\\[VIO\\] :\u2060blue-badge\\[B\\] :\u2060sunglasses:" in error

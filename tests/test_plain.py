@@ -47,6 +47,17 @@ STREAMLIT = [
     "&lt;entity&gt; &#60;x&#62; &amp;",
     "www.example.com user@example.com https://127.0.0.1:9/bare",
 ]
+# Streamlit's own markup (its frontend's StreamlitMarkdown, 1.67): directives, icons, shortcodes, symbols
+DIRECTIVES = [
+    ":material/pets: and :violet[VIO]",
+    ":red[r] :blue-background[b] :rainbow-background[rb] :blue-badge[badge] :small[s] :shimmer[sh] :help[tip]",
+    ':color[custom]{foreground="#f00"} :unknown[label dropped]',
+    "::leaf[x]",
+    ":::container",
+    ":sunglasses: :+1: :-1: :100: :streamlit:",
+    "a -> b <- c <-> d -- e >= f <= g ~= h",
+    "-> at the start",
+]
 
 
 class Elements(HTMLParser):
@@ -96,11 +107,40 @@ def test_what_a_renderer_finds_after_escapes_is_broken_too(text):
     assert "\n" not in escaped and "\r" not in escaped
 
 
+def streamlit_finds(markdown: str) -> list[str]:
+    """What Streamlit's frontend (StreamlitMarkdown.tsx; the installed static/js/StreamlitMarkdown.*.js) would turn
+    into an icon, a colour, a badge or a symbol in `markdown`: `:material/` is rewritten in the source before
+    parsing; remark-directive opens a directive at a ":" before an ASCII letter in the text (an escaped ":" is the
+    only other way out, and plain escapes none); remark-emoji, the logo and the icons are found in text nodes after
+    escapes are resolved, as are the typographic symbols between spaces."""
+    source = markdown.replace(":material/", ":material_")
+    _, text = render(source)
+    patterns = (
+        r":material_\w+:",  # an icon
+        r":[A-Za-z]",  # a directive: colours, backgrounds, badges, small, help, leaf and container directives
+        r":[\w+-]+:",  # an emoji shortcode, :streamlit:
+        r"(?:^|\s)(?:<->|->|<-|--|>=|<=|~=)(?:\s|$)",  # a typographic symbol
+    )
+    return [m.group(0) for pattern in patterns for m in re.finditer(pattern, text)]
+
+
+@pytest.mark.parametrize("text", DIRECTIVES)
+def test_streamlit_directives_icons_and_shortcodes_are_text(text):
+    """Issue 68.4: `:material/pets:` and `:violet[VIO]` in a name rendered an icon and coloured text (the word gone).
+    Escaped, none of Streamlit's own markup is found, and the text reads as its own characters."""
+    assert streamlit_finds(text), f"{text!r} has no Streamlit markup: the case tests nothing"
+    escaped = plain(text)
+    assert streamlit_finds(escaped) == []
+    tags, shown = render(escaped)
+    assert tags == ["p"] and shown.replace(JOINER, "") == text
+
+
 def test_ordinary_text_is_left_as_it_reads():
     for text in (
         "ignored decode_mode='fast' from the link: allowed values are 'textbook', 'lossless', 'greedy'",
         "snake_case_name, 10:30, 2026-01-01, 3.5 tokens per pass (95% interval); a - b",
         "SmolLM2-135M-Instruct, 2 threads",
+        "early-exit:3, 10:30, a: b, x-1, a--b",
     ):
         assert plain(text) == text
     assert plain(42) == "42" and plain(ValueError("bad [x]")) == "bad \\[x\\]"
@@ -169,3 +209,17 @@ def test_a_replayed_trace_shows_its_names_as_text(app, saved_run):
     banner = next(i.value for i in app.info if i.value.startswith("Replaying a saved trace"))
     assert f"**{plain(IMAGE)}** with draft **\\<img src=http:{JOINER}//127.0.0.1:9/y.png\\>**" in banner
     assert not any(MARKUP.search(body) for body in shown(app))
+
+
+def test_a_replayed_traces_names_of_streamlit_directives_show_as_text(app, saved_run):
+    """Issue 68.4: a trace whose model names are `:material/pets:` and `:violet[VIO]` shows them in the replay banner as
+    their own characters: no icon, no colour."""
+    data = json.loads(saved_run.to_json())
+    data["target_name"], data["draft_name"] = ":material/pets:", ":violet[VIO] :blue-badge[B]"
+    app.file_uploader(key="decode_upload").set_value(("run.json", json.dumps(data).encode(), "application/json"))
+    app.run()
+    app.button(key="decode_step").click().run()
+    assert not app.exception and not app.error
+    banner = next(i.value for i in app.info if i.value.startswith("Replaying a saved trace"))
+    assert f"**:{JOINER}material/pets:** with draft **:{JOINER}violet\\[VIO\\] :{JOINER}blue-badge\\[B\\]**" in banner
+    assert streamlit_finds(banner.split(" with draft ")[0].split("no model loaded. ")[1]) == []

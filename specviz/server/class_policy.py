@@ -45,12 +45,17 @@ class ClassPolicy:
     lossless_trials: int = 2_000
     steps_per_second: float = 2.0  # a student's Steps, each session
     heavy_jobs: int = 1  # sweeps, lossless checks, lessons and races running at once, the whole server
-    heavy_jobs_per_address: int = 2  # running or waiting, from one client address (a student's tabs)
+    heavy_jobs_per_address: int = 2  # running or waiting, from one client address (every browser behind it)
     heavy_jobs_waiting: int = 40  # waiting at once, the whole server; past it a new one is refused
     steps_at_once: int = 8  # model steps computing at once; on llama.cpp their target passes share one decode
     upload_bytes: int = 2_000_000  # a replayed trace file
     upload_depth: int = 32  # its nesting
     lecturer_key: str = ""  # a link with lecturer=KEY marks the lecturer's session: first in every queue
+    # each student's share (their browser's tabs together; the lecturer's session is exempt): specviz.server.quotas
+    tabs_per_student: int = 6  # sessions (tabs) open at once
+    runs_per_student: int = 3  # Decode runs open at once (a tab's new run replaces its own)
+    pairs_per_student: int = 1  # places of max_pairs held at once (asking for another gives their own oldest back)
+    heavy_jobs_per_student: int = 2  # heavy jobs running or waiting from one student's tabs
 
     # --- models -------------------------------------------------------------------------------------
 

@@ -35,6 +35,12 @@ class Stepper:
     settings: Hashable = None  # the settings it was started with
     queue: list[Action] = field(default_factory=list)
     taken: int = 0  # actions taken since the queue was last empty
+    given_back: bool = False  # the server took the run back for memory (a class server): the page says so once
+
+    def give_back(self) -> None:
+        """The server needs the run's memory (another session's run, the lecturer's): drop it; the next Step starts a
+        new one, and the page says why once."""
+        self.decoder, self.settings, self.given_back = None, None, True
 
     def press(self, action: Action) -> None:
         """A click: queued, never lost (a button's on_click)."""

@@ -55,6 +55,7 @@ class Turns:
         self._clock = clock
         self._mean = {kind: 0.0 for kind in PRIORITY}  # recent time a turn of each kind was held, seconds
         self._plain = threading.local()  # `with turns:` in each thread
+        self._mine = threading.local()  # the turns this thread holds: a turn inside one it holds is not taken again
         # A waiter hears of a change at most this often (seconds): under a class every turn taken changes 80
         # waiters' places, and each redraw of a waiting note is a message from the server's one Python thread.
         self.note_every = note_every
@@ -63,8 +64,16 @@ class Turns:
     def take(self, kind: Kind = "step", waiting: Waiting | None = None, alive: Alive | None = None) -> Iterator[Turns]:
         """Hold the turn; while others hold or come first, `waiting(ahead, seconds)` is told how many turns are
         ahead and about how long they take, each time that changes (from this caller's own thread). SessionEndedError,
-        the place given back, once `alive()` is false: on arrival, or while it waits (checked each time it wakes)."""
+        the place given back, once `alive()` is false: on arrival, or while it waits (checked each time it wakes). A
+        thread that holds a turn already takes no second one (a page's opening turn around its model steps)."""
         _check(alive)
+        if getattr(self._mine, "depth", 0):
+            self._mine.depth += 1
+            try:
+                yield self
+            finally:
+                self._mine.depth -= 1
+            return
         me = (PRIORITY[kind], next(self._tickets))
         said, said_at = None, -float("inf")
         with self._cond:
@@ -96,9 +105,11 @@ class Turns:
                 self._cond.notify_all()
             raise
         start = self._clock()
+        self._mine.depth = 1
         try:
             yield self
         finally:
+            self._mine.depth = 0
             with self._cond:
                 self._holders.discard(me)
                 name = _kind(me)
@@ -129,7 +140,8 @@ class Slots:
     """At most `most` heavy jobs at once (None: no bound); the others wait, first come first served. A job names its
     `owner` (a client's address): one owner has at most `per_owner` jobs running or waiting, and at most `waiting_most`
     jobs wait in all; past either, a new job is refused (RefusedError) instead of queued, so a student who starts a
-    sweep in every tab neither fills the queue nor keeps the class's jobs waiting behind theirs."""
+    sweep in every tab neither fills the queue nor keeps the class's jobs waiting behind theirs. A job may name more
+    owners, each with its own bound (`owners`: the student's browser and its address, say)."""
 
     def __init__(self, most: int | None, per_owner: int | None = None, waiting_most: int | None = None) -> None:
         self.most, self.per_owner, self.waiting_most = most, per_owner, waiting_most
@@ -139,42 +151,48 @@ class Slots:
         self._tickets = itertools.count()
         self._owners: dict[Hashable, int] = {}  # owner → jobs running or waiting
 
-    def _admit(self, owner: Hashable | None) -> None:
+    def _admit(self, owners: dict[Hashable, int | None]) -> None:
         """Count the job in (under the lock), or refuse it with why."""
-        if owner is not None and self.per_owner is not None and self._owners.get(owner, 0) >= self.per_owner:
-            raise RefusedError(
-                f"class mode: you already have {self.per_owner} heavy job{'s' if self.per_owner != 1 else ''} (a "
-                "sweep, a lossless check, a lesson or a race) running or waiting, maybe in another tab; wait for "
-                "it to finish, or stop it, then start this one."
-            )
+        for owner, most in owners.items():
+            if most is not None and self._owners.get(owner, 0) >= most:
+                raise RefusedError(
+                    f"class mode: you already have {most} heavy job{'s' if most != 1 else ''} (a sweep, a lossless "
+                    "check, a lesson or a race) running or waiting, maybe in another tab; wait for it to finish, or "
+                    "stop it, then start this one."
+                )
         if self.waiting_most is not None and len(self._queue) >= self.waiting_most:
             raise RefusedError(
                 f"class mode: {len(self._queue)} heavy jobs already wait for this server; try again in a minute "
                 "(Steps are not affected)."
             )
-        if owner is not None:
+        for owner in owners:
             self._owners[owner] = self._owners.get(owner, 0) + 1
 
-    def _leave(self, owner: Hashable | None) -> None:
-        if owner is not None:
+    def _leave(self, owners: dict[Hashable, int | None]) -> None:
+        for owner in owners:
             self._owners[owner] -= 1
             if not self._owners[owner]:
                 del self._owners[owner]
 
     @contextlib.contextmanager
     def hold(
-        self, waiting: Callable[[int], None] | None = None, owner: Hashable | None = None, alive: Alive | None = None
+        self,
+        waiting: Callable[[int], None] | None = None,
+        owner: Hashable | None = None,
+        alive: Alive | None = None,
+        owners: dict[Hashable, int | None] | None = None,
     ) -> Iterator[None]:
         """A slot for one heavy job; `waiting(ahead)` hears how many jobs run or wait before this one. RefusedError
-        when `owner` holds its most jobs already, or the queue is full; SessionEndedError (the place given back)
-        once `alive()` is false, on arrival or while it waits."""
+        when `owner` holds its most jobs already (`per_owner`; or any of `owners`, each its own most), or the queue is
+        full; SessionEndedError (the place given back) once `alive()` is false, on arrival or while it waits."""
         _check(alive)
         if self.most is None:
             yield
             return
+        owners = {**({owner: self.per_owner} if owner is not None else {}), **(owners or {})}
         me, said = next(self._tickets), None
         with self._cond:
-            self._admit(owner)
+            self._admit(owners)
             self._queue.append(me)
         try:
             while True:
@@ -194,7 +212,7 @@ class Slots:
             with self._cond:
                 if me in self._queue:
                     self._queue.remove(me)
-                self._leave(owner)
+                self._leave(owners)
                 self._cond.notify_all()
             raise
         try:
@@ -202,7 +220,7 @@ class Slots:
         finally:
             with self._cond:
                 self._running -= 1
-                self._leave(owner)
+                self._leave(owners)
                 self._cond.notify_all()
 
 
