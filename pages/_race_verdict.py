@@ -22,9 +22,11 @@ def verdict(
     """The result in words, coloured by what its interval says (on a `busy` server, not as a result at all), or why
     it could not be measured (a race withheld: nothing from it is shown as a result); why, with the pair's `timings`
     where kept; where it was timed; and whether both wrote the same text, or where and why not."""
+    waited = False  # its pieces waited for a core: the line below then says so, not the quiet moment after it
     try:
         summary = result.summary(timings)
     except BusyMachine as exc:  # its pieces waited for a core: said, never shown as a result
+        waited = True
         st.warning(
             f"**The race could not measure a speed.** {plain(exc)} The texts are right; their times are not.",
             icon=":material/timer_off:",
@@ -43,6 +45,8 @@ def verdict(
             icon=":material/sports_score:",
         )
     if where:
+        if waited:  # the load read after it ran ("no other process on its 2 cores") is not how it ran
+            where = f"{where.partition(', no other process')[0]}, its pieces waiting for a core while it ran"
         st.caption(
             f"Measured: {where}, the race's prompt, greedy, τ = {result.tau}. A speedup depends on the prompt, "
             "the draft, the runtime, the machine and its load: the README's (a quiet machine, its date and CPU "

@@ -53,8 +53,10 @@ def drop_expired_sessions(manager=None) -> int:
     return reaped
 
 
-def prepare_session() -> None:
-    """Settings from the link on a session's first run; every page's settings kept on every run."""
+def prepare_session(page: str = "") -> None:
+    """Settings from the link on a session's first run; every page's settings kept on every run. `page`: the page
+    this run draws ("decode", "race", …): only its own settings (and those of no page, the runtime) are taken from
+    the session; every other page's are the kept ones."""
     trimmer.ensure_running(before=drop_expired_sessions)  # what ended sessions held goes back to the system
     defaults = settings.defaults(class_policy=_server.class_policy())  # every page's widgets, from the one registry
     st.session_state[SHELL_MARK] = True  # pages check that they run inside this navigation
@@ -84,12 +86,24 @@ def prepare_session() -> None:
 
     # Streamlit forgets a widget's value once a run does not draw it (another page), and a value restored
     # in such a run never reaches the browser. So keep a copy under a plain key, and assign every value
-    # again on every run: the run that draws the widget then sends it.
+    # again on every run: the run that draws the widget then sends it. A page's settings change only on its own runs:
+    # after a Step (a fragment's run) the next run on another page read Decode's sidebar as its first choices
+    # ("Embedded pair") and kept that (issue 67: Decode's own sidebar fell back, "Settings changed").
     kept = st.session_state.setdefault("specviz_kept", dict(defaults))
     for key in defaults:
-        if key in st.session_state:
+        if key in st.session_state and _owned_by(key, page):
             kept[key] = st.session_state[key]
         st.session_state[key] = kept[key]
+
+
+PAGE_KEYS = ("decode", "race", "sweep", "pay", "sandbox", "lossless", "lessons")  # each page's settings: "decode_tau"
+
+
+def _owned_by(key: str, page: str) -> bool:
+    """Whether a run of `page` may change setting `key`: its own, or one of no page's (the sidebar's runtime); every
+    setting where the page is not known."""
+    owner = next((name for name in PAGE_KEYS if key.startswith(f"{name}_")), "")
+    return not page or not owner or owner == page
 
 
 def mode_line() -> None:
