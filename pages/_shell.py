@@ -18,9 +18,10 @@ from pages import _server
 from pages._typed import from_link as typed_from_link
 from specviz.analysis import snapshot
 from specviz.classroom import links, sandbox, settings
-from specviz.classroom.settings import RUNTIME_HELP, runtime_line
+from specviz.classroom.settings import RUNTIME_HELP, gguf_target_line, runtime_line
 from specviz.loading import RUNTIMES
 from specviz.server import trimmer
+from specviz.specs import GGUFFile
 from specviz.viz.plain import plain
 from specviz.viz.render import sentence
 
@@ -106,6 +107,16 @@ def _owned_by(key: str, page: str) -> bool:
     return not page or not owner or owner == page
 
 
+def _own_gguf_target() -> str:
+    """The Decode run's target as the pages name it, where it is a GGUF file of the user's (not the embedded target's
+    own copies); "" otherwise."""
+    stepper = st.session_state.get("decode_stepper")
+    if stepper is None or stepper.decoder is None or not stepper.settings:
+        return ""
+    target = stepper.settings[0]
+    return stepper.decoder.pair.target.name if isinstance(target, GGUFFile) else ""
+
+
 def mode_line() -> None:
     """The sidebar's word on the mode: personal, or class mode and its bounds (specviz.server.class_policy)."""
     rules = _server.class_policy()
@@ -114,10 +125,14 @@ def mode_line() -> None:
 
 
 def runtime_picker() -> None:
-    """The sidebar's runtime choice, and in words what runs the embedded target and how to get faster."""
+    """The sidebar's runtime choice, and in words what runs the target: the Decode run's GGUF file of the user's where
+    there is one (llama.cpp, whatever the choice), else the embedded target, and how to get faster."""
     choice = st.selectbox("Runtime", RUNTIMES, key="runtime", help=RUNTIME_HELP)
     try:
         server = _server.config()
-        st.caption(runtime_line(choice, default=server.runtime, threads=server.llama.threads))
+        if name := _own_gguf_target():
+            st.caption(gguf_target_line(plain(name), threads=server.llama.threads))
+        else:
+            st.caption(runtime_line(choice, default=server.runtime, threads=server.llama.threads))
     except specviz.SpecvizError as exc:
         st.caption(f":red[{plain(sentence(exc))}]")

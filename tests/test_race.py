@@ -250,10 +250,11 @@ def test_your_pair_races_the_decode_pages_pair_prompt_and_tau(race_page):
     assert not at.exception and at.session_state["decode_stepper"].decoder is not None
     target, draft = at.session_state["decode_stepper"].settings[:2]
     draft_name = at.session_state["decode_stepper"].decoder.pair.draft.name
+    target_name = at.session_state["decode_stepper"].decoder.pair.target.name
     at.switch_page("pages/race.py").run()
     at.selectbox(key="race_preset").set_value(YOURS).run()
     assert any(c.value.startswith("The pair, prompt and τ of your Decode run") for c in at.caption)
-    assert any(f"Draft: {draft_name}, τ = 2." in c.value for c in at.caption)
+    assert any(f"Target: {target_name}. Draft: {draft_name}, τ = 2." in c.value for c in at.caption)  # issue 67
     at.number_input(key="race_max_new").set_value(8).run()
     at.button(key="race_start").click().run()
     assert not at.exception and not at.error
