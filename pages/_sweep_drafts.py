@@ -94,6 +94,13 @@ def drafts_panel(pair: specviz.ModelPair, target: ModelSpec, draft: ModelSpec, s
             f"for every draft: {runs} runs, a draft at a time in turn, each step timed beside the target alone; then "
             "each pair's passes (its c and v, the same on every page)."
         )
+        kept = timings.book().get(pair)  # how long, from the pair's kept timings; said before it starts
+        st.caption(
+            (across.estimate(held, len(chosen), kept).words() if kept is not None and chosen else f"{runs} runs: how "
+             "long is said once this pair's passes are timed (Decode's *Reading this run*, the Race, or below)")
+            + ". **Stop** (top right) cuts it short and keeps every finished run: pressing **Benchmark these drafts** "
+            "again runs only the rest."
+        )
         view.unfit(drafts)
         if st.button(
             "Benchmark these drafts",

@@ -5,6 +5,7 @@ import time
 import streamlit as st
 
 import specviz
+from pages import _own_settings as own_settings
 from pages import _race_greedy as greedy_ui
 from pages import _snapshot as snapshots
 from pages import _timings as timings_ui
@@ -128,6 +129,8 @@ stopped.caption(f"Both {alone_why}." if alone_why == spec_why else f"Target alon
 where, busy = where_measured(runtime_of(pair), load), load is not None and load.busy
 verdict(result, where, busy, greedy.get(key), timings_ui.book().get(pair))
 timings_ui.costs(pair, preset.tau, "race_measure_again", measure=False)
+if label == YOURS:  # your own GGUF files: llama-server's and LM Studio's lines at this race's τ
+    own_settings.panel(preset.tau, "this race's")
 with st.expander("The prompt"):
     st.code(preset.prompt, language=None, wrap_lines=True)
 texts = [lane_text(pair.codec, lane.tokens) for lane in both]

@@ -90,6 +90,14 @@ def test_a_found_pair_stepped_on_decode_is_the_pair_of_the_race_and_the_sweep_un
     assert not at.exception and len(decoder(at).steps) == 1
     names = ("big.gguf (F32)", "mid.gguf (F32)")
     assert (decoder(at).pair.target.name, decoder(at).pair.draft.name) == names  # not the header's general.name
+    tau = decoder(at).config.tau  # issue 67.4: the settings from the user's own files and the τ they measured
+    (server,) = [c.value for c in at.code if c.value.startswith("llama-server ")]
+    assert server == (
+        f"llama-server -m {big} --spec-type draft-simple --spec-draft-model {mid} --spec-draft-n-max {tau} "
+        "--spec-draft-n-min 0 --spec-draft-p-min 0.00"
+    )
+    (studio,) = [c.value for c in at.code if "maxTokensToDraft" in c.value and '"mid.gguf"' in c.value]
+    assert f'"llm.prediction.speculativeDecoding.maxTokensToDraft": {tau}' in studio
     fresh = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)  # app.py's sidebar: drawn on a first run
     fresh.session_state["decode_stepper"] = at.session_state["decode_stepper"]
     fresh.run()
