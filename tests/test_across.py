@@ -354,8 +354,8 @@ def test_the_benchmark_says_how_long_it_takes_from_injected_pass_times():
     from specviz.analysis.pairtimes import PairTimings
 
     kept = PairTimings(
-        target="t", draft="d", runtime="llama.cpp", threads=2, passes_ms={1: point(10.0), 2: point(12.0), 3: point(14.0)},
-        draft_ms=point(1.0), context=64, quiet=True, at=0.0, machine="a CPU",
+        target="t", draft="d", runtime="llama.cpp", threads=2, draft_ms=point(1.0), context=64, quiet=True, at=0.0,
+        passes_ms={1: point(10.0), 2: point(12.0), 3: point(14.0)}, machine="a CPU",
     )  # fmt: skip
     settings = SweepSettings(taus=(1, 2), prompts=("a b c",), max_new_tokens=6)
     told = across.estimate(settings, 2, kept)
@@ -380,7 +380,7 @@ def test_the_progress_counts_one_way_over_the_runs_planned_with_busy_runs_again_
         progress=lambda fraction, text: told.append((fraction, text)),
     )  # fmt: skip
     counts = [text for _f, text in told if " runs" in text and "/" in text]
-    assert counts[:4] == [f"{k} / 4 runs, each beside the target alone: {x}" for k, x in zip((1, 2, 3, 4), "abab")]
+    assert counts[:4] == [f"{k} / 4 runs, each beside the target alone: {x}" for k, x in zip((1, 2, 3, 4), "abab", strict=True)]
     assert counts[4:] == [f"4 / 4 runs; the τ values withheld as busy, run again: {k} / 2" for k in (1, 2)]
     fractions = [f for f, _t in told]
     assert fractions == sorted(fractions) and max(fractions) < 1.0

@@ -377,8 +377,9 @@ class Estimate:
         span = _duration(self.fewest_s, self.most_s)
         return (
             f"{self.runs} runs: {span} on this machine, from the pair's kept timings (T(1) = "
-            f"{self.timings.one_token_ms.value:.1f} ms, c = {self.timings.c:.2f}; each run its tokens beside the target "
-            "alone, a step keeping between 1 and τ + 1 of them); the loading and the passes timed after come on top"
+            f"{self.timings.one_token_ms.value:.1f} ms, c = {self.timings.c:.2f}; each run its tokens beside the "
+            "target alone, a step keeping between 1 and τ + 1 of them); the loading and the passes timed after come on "
+            "top"
         )
 
 
