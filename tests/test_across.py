@@ -380,7 +380,8 @@ def test_the_progress_counts_one_way_over_the_runs_planned_with_busy_runs_again_
         progress=lambda fraction, text: told.append((fraction, text)),
     )  # fmt: skip
     counts = [text for _f, text in told if " runs" in text and "/" in text]
-    assert counts[:4] == [f"{k} / 4 runs, each beside the target alone: {x}" for k, x in zip((1, 2, 3, 4), "abab", strict=True)]
+    planned = [f"{k} / 4 runs, each beside the target alone: {x}" for k, x in zip((1, 2, 3, 4), "abab", strict=True)]
+    assert counts[:4] == planned
     assert counts[4:] == [f"4 / 4 runs; the τ values withheld as busy, run again: {k} / 2" for k in (1, 2)]
     fractions = [f for f, _t in told]
     assert fractions == sorted(fractions) and max(fractions) < 1.0
