@@ -26,15 +26,30 @@ def own_file(spec: ModelSpec) -> tuple[str, str] | None:
     return spec.ref, Path(spec.ref).name
 
 
+def files() -> tuple[tuple[str, str], tuple[str, str]] | None:
+    """The Decode run's pair where it is two GGUF files of the user's: (target, draft), each (path, name); else None."""
+    if (chosen := decode_choice()) is None:
+        return None
+    target, draft = own_file(chosen[0]), own_file(chosen[1])
+    return None if target is None or draft is None else (target, draft)
+
+
+def fill_engine_boxes(target_key: str, draft_key: str) -> None:
+    """Boxes that ask for the user's target and draft (path or name), where still empty: the Decode run's own files."""
+    if (own := files()) is None:
+        return
+    for key, (path, _name) in zip((target_key, draft_key), own, strict=True):
+        if not str(st.session_state.get(key) or "").strip():
+            st.session_state[key] = path
+
+
 def flags(tau: int) -> tuple[engine_flags.Flag, ...]:
     """The Decode run's pair of the user's own GGUF files at `tau`, as llama-server and LM Studio take it; () where the
     pair is not two such files."""
-    if (chosen := decode_choice()) is None:
+    if (own := files()) is None:
         return ()
-    target, draft = own_file(chosen[0]), own_file(chosen[1])
-    if target is None or draft is None:
-        return ()
-    return engine_flags.own_gguf_pair(target[0], draft[0], draft[1], tau)
+    (target, _target_name), (draft, draft_name) = own
+    return engine_flags.own_gguf_pair(target, draft, draft_name, tau)
 
 
 def panel(tau: int, where: str) -> None:

@@ -129,5 +129,10 @@ def test_a_found_pair_stepped_on_decode_is_the_pair_of_the_race_and_the_sweep_un
     (few,) = [w.value for w in at.warning if "Decode step" in w.value]  # one step: rates of 0.00 or 1.00, said
     assert few.startswith("**This acceptance comes from 1 Decode step.** Each per-position rate is one of 2 values")
 
+    sglang = (ROOT / "tests" / "fixtures" / "engine_logs" / "sglang_log.txt").read_text()
+    at.text_area(key="pay_import_text").set_value(sglang).run()  # an engine's numbers pasted: the boxes for the
+    assert not at.exception  # settings hold the user's own files, not target.gguf placeholders
+    assert (at.text_input(key="pay_import_target").value, at.text_input(key="pay_import_model").value) == (big, mid)
+
     # Decode's own sidebar after the other pages: test_decode_sidebar_keeps_its_pair_after_a_step_and_other_pages
     # (AppTest runs app.py's settings keeper only on a session's first run)
