@@ -385,3 +385,37 @@ def test_the_progress_counts_one_way_over_the_runs_planned_with_busy_runs_again_
     assert counts[4:] == [f"4 / 4 runs; the τ values withheld as busy, run again: {k} / 2" for k in (1, 2)]
     fractions = [f for f, _t in told]
     assert fractions == sorted(fractions) and max(fractions) < 1.0
+
+
+def test_a_benchmark_cut_short_recommends_from_the_runs_it_finished_and_runs_none_again(monkeypatch):
+    """Issue 67.3: cut short (Stop), the benchmark keeps what it has: the runs finished are in `caches`, and
+    `finished_only` recommends from them without running any: the copy's τ = 1 run (it keeps every greedy token, 2 a
+    step) and the random draft's τ = 1 and 3 runs (it keeps none) are read; the copy's τ = 3 never ran."""
+    from specviz.analysis import draft_sweep
+
+    base = tiny_text_pair()
+    pairs = {"copy": ModelPair(base.target, base.target, base.codec), "random": base}
+    settings = SweepSettings(taus=(1, 3), prompts=("a b c",), mode="greedy", max_new_tokens=8)
+    timer = FakeTimer(lambda what, k: 1.0 if what == "draft" else 10.0 + 2.0 * (k - 1))
+    caches: dict[str, dict] = {}  # a round of each draft in turn: copy τ = 1, random τ = 1, then random τ = 3
+    finished = draft_sweep.sweep_drafts(pairs, settings, caches, timer)
+    for _ in range(3):  # then Stop: the 4th run never starts
+        next(finished)
+    finished.close()
+
+    def never(*_args, **_kwargs):
+        raise AssertionError("no run is started")
+
+    monkeypatch.setattr(across, "sweep_drafts", never)
+    result = across.run(
+        candidates("copy", "random"), ("copy", "random"), settings, pairs.__getitem__, TimingBook(), caches,
+        timer=timer, finished_only=True,
+    )  # fmt: skip
+    table = {row["draft"]: row for row in result.table()}  # the copy's τ = 1 run, the random draft's τ = 1 and 3
+    assert (table["copy"]["best τ"], table["copy"]["α (accepted)"], table["copy"]["tokens per step"]) == (
+        "1",
+        "1.00",
+        "2.00",  # every token kept: τ + 1 a step
+    )
+    assert table["random"]["α (accepted)"] == "0.00" and table["random"]["tokens per step"] == "1.00"
+    assert result.recommendation.sentence.startswith("None pays here for certain, because the closest, copy at τ = 1")

@@ -303,12 +303,14 @@ def run(
     caches: dict[str, dict],
     timer: clock.Timer | None = None,
     progress: Callable[[float, str], None] | None = None,
+    finished_only: bool = False,
 ) -> Across:
     """Load each chosen draft's pair (`load(spec)`; one that fails is withheld with why), run them as one interleaved
     benchmark (sweep_drafts; `caches`: label → its units kept between calls), read each pair's costs from `book` (timed
     now where it has none: a measurement withheld as busy is kept as its message), close the pairs, and recommend. The
     runs and the timings are pieces of work (specviz.core.pieces: a server's turns where the caller runs this
-    `in_pieces`). `progress(fraction, text)` is told after each piece of work."""
+    `in_pieces`). `progress(fraction, text)` is told after each piece of work. `finished_only`: no run is started, the
+    recommendation is made from the runs `caches` hold (a benchmark cut short with Stop)."""
     say = progress or (lambda _fraction, _text: None)
     by_label = drafts.by_label()
     pairs: dict[str, ModelPair] = {}
@@ -321,7 +323,7 @@ def run(
             except SpecvizError as exc:
                 failed[label] = f"could not be loaded: {exc}"
         planned = 0  # the runs planned: the one total said from start to end (τ values run again come after it)
-        for done, total, label in sweep_drafts(pairs, settings, caches, timer):
+        for done, total, label in () if finished_only else sweep_drafts(pairs, settings, caches, timer):
             planned = planned or total
             say(0.9 * min(done, planned) / planned, counted(done, total, planned, label))
         for i, (label, pair) in enumerate(pairs.items()):
