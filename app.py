@@ -25,8 +25,6 @@ st.set_page_config(page_title="specviz", page_icon=":material/compare_arrows:", 
 _reruns.install()  # a click in the Decode page's fragment while its script runs: taken, never merged into another
 _downloads.install()  # a download's file waits a minute for its fetch, however busy the server
 
-prepare_session()  # the link's settings on a first run; every page's settings kept across pages
-
 PAGES = [
     st.Page("pages/decode.py", title="Decode", icon=":material/play_arrow:", default=True),
     st.Page("pages/race.py", title="Race", icon=":material/sports_score:"),
@@ -40,6 +38,8 @@ PAGES = [
 # The menu is drawn here, not by Streamlit's automatic navigation: that one shows the pages/ folder's
 # raw file names for a moment after a server start (client.showSidebarNavigation = false hides it).
 page = st.navigation(PAGES, position="hidden")
+prepare_session(page.url_path or "decode")  # the link's settings on a first run; every page's settings kept across
+# pages, each changed only on its own page's runs (a page's path names its settings: "race" → race_max_new)
 with st.sidebar:
     for entry in PAGES:
         st.page_link(entry)

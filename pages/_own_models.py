@@ -98,6 +98,8 @@ def picker(prefix: str, disabled: bool = False) -> tuple[ModelSpec, ModelSpec] |
         key=f"{prefix}_local_draft",
         disabled=disabled,
     )
+    if draft_spec in fitting:  # the whole name under the box, which cuts a long one at 1280 and 1920 px
+        st.caption(plain(describe(fitting[draft_spec])))
     draft_info = fitting[draft_spec].info if draft_spec in fitting else target.info
     needed = gguf.memory_needed(target.info, draft_info)
     free = gguf.free_memory()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from pages import _own_settings as own_settings
 from pages import _widgets as ui
 from specviz.analysis import engine_advice as ea
 from specviz.analysis import engine_flags as ef
@@ -36,6 +37,7 @@ def settings(advice: ea.Advice, batch: int, reading: ei.Reading) -> None:
     log shows or the user gives."""
     st.markdown("**The settings to run it**")
     cols = st.columns([1.2, 1.3, 2, 2, 1.1], vertical_alignment="bottom")
+    own_settings.fill_engine_boxes("pay_import_target", "pay_import_model")  # your files, not target.gguf
     method = cols[0].selectbox("Draft kind (vLLM's method)", ea.METHODS, key="pay_import_method")
     sampling = cols[1].selectbox(
         "Draft sampling",

@@ -30,6 +30,14 @@ def acceptance(source: str, alpha: float) -> tuple[ol.Acceptance, str | None]:
     return pay.acceptance(source, alpha, run, st.session_state.get("pay_sweep"), trees)
 
 
+def few_steps_warning(accept: ol.Acceptance) -> None:
+    """Said where the acceptance comes from very few Decode steps (specviz.classroom.pay.few_steps)."""
+    stepper = st.session_state.get("decode_stepper")
+    dec = stepper.decoder if stepper else None
+    if warning := pay.few_steps(accept, dec.trace() if dec is not None and dec.steps else None):
+        st.warning(warning, icon=":material/warning:")
+
+
 def _decode_pair() -> tuple[tuple[ModelSpec, ModelSpec] | None, tuple[str, str] | None]:
     """The Decode page's (target, draft) specs and their names, or (None, None) before its first Step."""
     chosen = decode_choice()

@@ -61,6 +61,59 @@ def decode_choice() -> tuple[ModelSpec, ModelSpec, str, int, bool | None] | None
     return target, draft, prompt, config.tau, stepper.decoder.chat
 
 
+def pair_keys(target: ModelSpec, draft: ModelSpec) -> dict[str, str]:
+    """The sidebar's choices (without the page's prefix) that give this pair: a preset's label; the files found on this
+    computer (a found file's own spec: the box lists it so); else the texts, as a custom pair."""
+    for label, preset in PRESETS.items():
+        if (specs.parse(preset.target), specs.parse(preset.draft)) == (target, draft):
+            return {"preset": label}
+    if isinstance(target, specs.GGUFFile) and target.found is not None:
+        drafted = draft.found.spec if isinstance(draft, specs.GGUFFile) and draft.found is not None else str(draft)
+        return {"preset": ON_THIS_COMPUTER, "local_target": target.found.spec, "local_draft": drafted}
+    return {"preset": CUSTOM, "target": target.text or str(target), "draft": draft.text or str(draft)}
+
+
+def new_decode_pair(prefix: str) -> dict[str, str] | None:
+    """The Decode page's run's pair as this page's sidebar choices (`prefix`_preset, …) where it is a pair of the
+    user's own (found on this computer, or typed) that this page has not followed yet; marked followed, so a pair
+    chosen here after it stays. None otherwise."""
+    if (chosen := decode_choice()) is None:
+        return None
+    wanted = {f"{prefix}_{key}": value for key, value in pair_keys(chosen[0], chosen[1]).items()}
+    mark = f"{chosen[0]}\n{chosen[1]}"
+    if wanted[f"{prefix}_preset"] in PRESETS or st.session_state.get(f"{prefix}_followed") == mark:
+        return None
+    st.session_state[f"{prefix}_followed"] = mark
+    return wanted
+
+
+def follow_decode(prefix: str) -> None:
+    """Before the sidebar's pair: after a Step on Decode with a pair of the user's own, this page's pair becomes that
+    one (once per pair stepped); where this page's pair is another, a button brings the Decode page's here."""
+    if (wanted := new_decode_pair(prefix)) is not None:
+        st.session_state.update(wanted)
+        return
+    if (chosen := decode_choice()) is None:
+        return
+    wanted = {f"{prefix}_{key}": value for key, value in pair_keys(chosen[0], chosen[1]).items()}
+    if any(st.session_state.get(key) != value for key, value in wanted.items()):
+        st.button(
+            "Use the Decode page's pair here",
+            key=f"{prefix}_use_decode",
+            icon=":material/sync_alt:",
+            on_click=st.session_state.update,
+            args=(wanted,),
+            width="stretch",
+            help=f"Target {decode_names()[0]}, draft {decode_names()[1]}: the pair of the Decode page's run",
+        )
+
+
+def decode_names() -> tuple[str, str]:
+    """The Decode run's target and draft as every page names them (a GGUF file by the user's own file name)."""
+    pair = st.session_state["decode_stepper"].decoder.pair
+    return pair.target.name, pair.draft.name
+
+
 def decode_race() -> RacePreset:
     """The Decode page's pair, prompt and τ as a race; before its first Step, what to do, and the page stops."""
     if (chosen := decode_choice()) is None:
@@ -71,5 +124,7 @@ def decode_race() -> RacePreset:
         )
         st.stop()
     target, draft, prompt, tau, chat = chosen
-    name = st.session_state["decode_stepper"].decoder.pair.draft.name
-    return your_race(target=target, draft=draft, prompt=prompt, tau=tau, chat=chat, draft_name=name)
+    target_name, draft_name = decode_names()
+    return your_race(
+        target=target, draft=draft, prompt=prompt, tau=tau, chat=chat, draft_name=draft_name, target_name=target_name
+    )

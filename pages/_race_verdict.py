@@ -28,10 +28,12 @@ def verdict(
     what was counted and what a quiet minute would add; the ceiling and what α and c cost of it; where it was timed;
     and whether both wrote the same text, or where and why not."""
     costed = result.costed(timings) if timings is not None and timings.quiet and result.pass_tokens else None
+    waited = False  # its pieces waited for a core: the measured line then says so, not the quiet moment after it
     try:
         summary = result.summary(timings)
     except MeasurementError as exc:  # waited for a core, or impossible timings: the clocks are withheld, not the counts
-        why = "its pieces waited for a core" if isinstance(exc, BusyMachine) else "its timings cannot be right"
+        waited = isinstance(exc, BusyMachine)
+        why = "its pieces waited for a core" if waited else "its timings cannot be right"
         clocked = f"The live clocks are not shown: {why} ({plain(exc)})"
         summary = None
     if summary is not None and not busy:
@@ -54,6 +56,8 @@ def verdict(
     if split:
         st.caption(f"**The ceiling.** {plain(split)}")
     if where:
+        if waited:  # the load read after it ran ("no other process on its 2 cores") is not how it ran
+            where = f"{where.partition(', no other process')[0]}, its pieces waiting for a core while it ran"
         st.caption(
             f"Measured: {where}, the race's prompt, greedy, τ = {result.tau}. A speedup depends on the prompt, "
             "the draft, the runtime, the machine and its load: the README's (a quiet machine, its date and CPU "

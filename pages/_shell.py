@@ -18,9 +18,10 @@ from pages import _server, _share
 from pages._typed import from_link as typed_from_link
 from specviz.analysis import snapshot
 from specviz.classroom import links, sandbox, settings
-from specviz.classroom.settings import RUNTIME_HELP, runtime_line
+from specviz.classroom.settings import RUNTIME_HELP, gguf_target_line, runtime_line
 from specviz.loading import RUNTIMES
 from specviz.server import trimmer
+from specviz.specs import GGUFFile
 from specviz.viz.plain import plain
 from specviz.viz.render import sentence
 
@@ -53,8 +54,10 @@ def drop_expired_sessions(manager=None) -> int:
     return reaped
 
 
-def prepare_session() -> None:
-    """Settings from the link on a session's first run; every page's settings kept on every run."""
+def prepare_session(page: str = "") -> None:
+    """Settings from the link on a session's first run; every page's settings kept on every run. `page`: the page
+    this run draws ("decode", "race", …): only its own settings (and those of no page, the runtime) are taken from
+    the session; every other page's are the kept ones."""
     share = _share.quotas()  # each student's tabs and runs (class mode)
     trimmer.ensure_running(before=lambda: (drop_expired_sessions(), _share.reap(share)))  # ended sessions' memory back
     defaults = settings.defaults(class_policy=_server.class_policy())  # every page's widgets, from the one registry
@@ -87,12 +90,34 @@ def prepare_session() -> None:
 
     # Streamlit forgets a widget's value once a run does not draw it (another page), and a value restored
     # in such a run never reaches the browser. So keep a copy under a plain key, and assign every value
-    # again on every run: the run that draws the widget then sends it.
+    # again on every run: the run that draws the widget then sends it. A page's settings change only on its own runs:
+    # after a Step (a fragment's run) the next run on another page read Decode's sidebar as its first choices
+    # ("Embedded pair") and kept that (issue 67: Decode's own sidebar fell back, "Settings changed").
     kept = st.session_state.setdefault("specviz_kept", dict(defaults))
     for key in defaults:
-        if key in st.session_state:
+        if key in st.session_state and _owned_by(key, page):
             kept[key] = st.session_state[key]
         st.session_state[key] = kept[key]
+
+
+PAGE_KEYS = ("decode", "race", "sweep", "pay", "sandbox", "lossless", "lessons")  # each page's settings: "decode_tau"
+
+
+def _owned_by(key: str, page: str) -> bool:
+    """Whether a run of `page` may change setting `key`: its own, or one of no page's (the sidebar's runtime); every
+    setting where the page is not known."""
+    owner = next((name for name in PAGE_KEYS if key.startswith(f"{name}_")), "")
+    return not page or not owner or owner == page
+
+
+def _own_gguf_target() -> str:
+    """The Decode run's target as the pages name it, where it is a GGUF file of the user's (not the embedded target's
+    own copies); "" otherwise."""
+    stepper = st.session_state.get("decode_stepper")
+    if stepper is None or stepper.decoder is None or not stepper.settings:
+        return ""
+    target = stepper.settings[0]
+    return stepper.decoder.pair.target.name if isinstance(target, GGUFFile) else ""
 
 
 def mode_line() -> None:
@@ -103,10 +128,14 @@ def mode_line() -> None:
 
 
 def runtime_picker() -> None:
-    """The sidebar's runtime choice, and in words what runs the embedded target and how to get faster."""
+    """The sidebar's runtime choice, and in words what runs the target: the Decode run's GGUF file of the user's where
+    there is one (llama.cpp, whatever the choice), else the embedded target, and how to get faster."""
     choice = st.selectbox("Runtime", RUNTIMES, key="runtime", help=RUNTIME_HELP)
     try:
         server = _server.config()
-        st.caption(runtime_line(choice, default=server.runtime, threads=server.llama.threads))
+        if name := _own_gguf_target():
+            st.caption(gguf_target_line(plain(name), threads=server.llama.threads))
+        else:
+            st.caption(runtime_line(choice, default=server.runtime, threads=server.llama.threads))
     except specviz.SpecvizError as exc:
         st.caption(f":red[{plain(sentence(exc))}]")

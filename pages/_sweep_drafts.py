@@ -94,13 +94,34 @@ def drafts_panel(pair: specviz.ModelPair, target: ModelSpec, draft: ModelSpec, s
             f"for every draft: {runs} runs, a draft at a time in turn, each step timed beside the target alone; then "
             "each pair's passes (its c and v, the same on every page)."
         )
+        kept = timings.book().get(pair)  # how long, from the pair's kept timings; said before it starts
+        st.caption(
+            (
+                across.estimate(held, len(chosen), kept).words()
+                if kept is not None and chosen
+                else f"{runs} runs: how "
+                "long is said once this pair's passes are timed (Decode's *Reading this run*, the Race, or below)"
+            )
+            + ". **Stop** (top right) cuts it short and keeps every finished run: **Recommend from the runs finished "
+            "so far** reads them, **Benchmark these drafts** again runs only the rest."
+        )
         view.unfit(drafts)
-        if st.button(
+        cached = st.session_state.get("sweep_drafts_cache", {})
+        buttons = st.columns(2)
+        run_all = buttons[0].button(
             "Benchmark these drafts",
             key="sweep_drafts_run",
             icon=":material/stacked_line_chart:",
             disabled=not chosen,
-        ):
+        )
+        so_far = buttons[1].button(
+            "Recommend from the runs finished so far",
+            key="sweep_drafts_so_far",
+            icon=":material/content_cut:",
+            disabled=not any(cached.get(label) for label in chosen),
+            help="After Stop: the table, the chart and the recommendation from the runs that finished, none run again",
+        )
+        if run_all or so_far:
             bar = st.progress(0.0, text="Loading the drafts…")
             server = _server.config()
             runtime = resolve_runtime(target, st.session_state.get("runtime", AUTO), default=server.runtime)
@@ -122,6 +143,7 @@ def drafts_panel(pair: specviz.ModelPair, target: ModelSpec, draft: ModelSpec, s
                         timings.book(),
                         st.session_state.setdefault("sweep_drafts_cache", {}),
                         progress=lambda fraction, text: bar.progress(min(fraction, 1.0), text=plain(text)),
+                        finished_only=so_far,
                     )
             except specviz.SpecvizError as exc:
                 st.error(f"**Cannot benchmark the drafts.** {plain(exc)}", icon=":material/error:")

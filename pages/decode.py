@@ -7,6 +7,7 @@ import streamlit as st
 import specviz
 from pages import _decode_sidebar as sidebar
 from pages import _drawing as drawing
+from pages import _own_settings as own_settings
 from pages import _quiz as quiz_ui
 from pages import _run_drawing as run_drawing
 from pages import _snapshot as snapshots
@@ -110,6 +111,8 @@ def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, 
     run_drawing.draw_run(run, view, hidden, live=replay is None)
     if not hidden:
         trace_reading(run, None if replay else pair, compute_turn, frozen.data["reading"] if frozen else None)
+        if replay is None:  # your own GGUF files: llama-server's and LM Studio's lines at the run's τ
+            own_settings.panel(run.config.tau, "the Decode run's")
     if quiz_on:
         quiz_ui.reset_button()
     if not hidden:  # a saved trace holds r and every decision

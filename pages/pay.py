@@ -5,6 +5,7 @@ import streamlit as st
 import specviz
 from pages import _pay_import
 from pages import _pay_parts as parts
+from pages._picker import new_decode_pair
 from pages._present import COMPACT_CSS, presentation_toggle
 from pages._shell import ensure_shell
 from pages._widgets import LIMITS, share_link
@@ -23,12 +24,14 @@ if not present:
 top[0].title("Would it pay there?")
 with top[1]:
     presentation_toggle("pay_present")
+yours = parts.your_pair()  # the Decode page's GGUF pair, sized from its headers
+if new_decode_pair("pay") is not None and yours:  # a pair of your own stepped on Decode: carried, once chosen
+    st.session_state["pay_pair"] = ol.YOUR_PAIR
 cols = st.columns([2.2, 2.4, 1.6, 1.2], vertical_alignment="bottom")
 where = cols[0].selectbox("Hardware", [parts.HERE, *HARDWARE], key="pay_hardware")
 if where == parts.HERE:  # the pair timed here: the Decode page's
     here_words = parts.timed_pair_words()
     cols[1].selectbox("Model pair", [here_words], disabled=True, help="On this machine: the Decode page's pair")
-yours = parts.your_pair()  # the Decode page's GGUF pair, sized from its headers
 pair_name = st.session_state.get("pay_pair", next(iter(ol.PAIRS)))
 if where != parts.HERE:
     offered = [*ol.PAIRS, *([ol.YOUR_PAIR] if yours else [])]
@@ -42,6 +45,7 @@ source = cols[0].radio("Acceptance from", parts.SOURCES, key="pay_source", horiz
 alpha = cols[1].slider("α (by hand)", *LIMITS["pay_alpha"], step=0.05, key="pay_alpha", disabled=source != "α by hand")
 accept, note = parts.acceptance(source, alpha)
 cols[2].caption(f"Acceptance: {accept.words()}." + (f" {note}" if note else ""))
+parts.few_steps_warning(accept)  # one Decode step: rates of 0.00 or 1.00, said
 
 if pair_name == ol.YOUR_PAIR and yours:
     target, draft = yours

@@ -5,13 +5,14 @@ import time
 import streamlit as st
 
 import specviz
+from pages import _own_settings as own_settings
 from pages import _race_greedy as greedy_ui
 from pages import _snapshot as snapshots
 from pages import _timings as timings_ui
 from pages._busy import busy_notice
 from pages._compute import compute_turn, heavy_job
 from pages._pairs import load_pair
-from pages._picker import decode_race
+from pages._picker import decode_race, new_decode_pair
 from pages._present import COMPACT_CSS, presentation_toggle
 from pages._race_verdict import verdict
 from pages._shell import ensure_shell
@@ -28,17 +29,20 @@ if not present:
     st.html(COMPACT_CSS)
     st.title("Race: the target alone against speculation")
 cols = st.columns([3.2, 1, 1, 1.6], vertical_alignment="bottom")
+if new_decode_pair("race") is not None:  # a pair of the user's own stepped on Decode: raced here, once chosen
+    st.session_state["race_preset"] = YOURS
 label = cols[0].selectbox("Race", [*BY_LABEL, YOURS], key="race_preset")
 max_new = cols[1].number_input("Tokens", *LIMITS["race_max_new"], key="race_max_new")
 start = cols[2].button("Start", type="primary", key="race_start", icon=":material/flag:")
 with cols[3]:
     presentation_toggle("race_present")
 preset = BY_LABEL.get(label) or decode_race()
-drafted_by = plain(preset.draft_name or preset.draft)
+drafted_by, target_name = plain(preset.draft_name or preset.draft), plain(preset.target_name or preset.target)
 st.caption(
-    f"{preset.note} Greedy decoding, so both sides must write the same text. Draft: {drafted_by}, "
-    f"τ = {preset.tau}. The two sides take turns (a step of speculation, then the target alone's same tokens), so "
-    "a busy moment slows both; each side's clock counts only its own work, as if on two machines."
+    f"{preset.note} Greedy decoding, so both sides must write the same text. Target: {target_name}. "
+    f"Draft: {drafted_by}, τ = {preset.tau}. The two sides take turns (a step of speculation, then the target "
+    "alone's same tokens), so a busy moment slows both; each side's clock counts only its own work, as if on two "
+    "machines."
 )
 notice = st.empty()  # the busy server's notice: timings taken under load are not reliable
 
@@ -125,6 +129,8 @@ stopped.caption(f"Both {alone_why}." if alone_why == spec_why else f"Target alon
 where, busy = where_measured(runtime_of(pair), load), load is not None and load.busy
 verdict(result, where, busy, greedy.get(key), timings_ui.book().get(pair))
 timings_ui.costs(pair, preset.tau, "race_measure_again", measure=False)
+if label == YOURS:  # your own GGUF files: llama-server's and LM Studio's lines at this race's τ
+    own_settings.panel(preset.tau, "this race's")
 with st.expander("The prompt"):
     st.code(preset.prompt, language=None, wrap_lines=True)
 texts = [lane_text(pair.codec, lane.tokens) for lane in both]

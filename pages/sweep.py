@@ -11,7 +11,7 @@ from pages import _sweep_view as view
 from pages import _timings as timings_ui
 from pages._compute import heavy_job
 from pages._pairs import load_pair
-from pages._picker import model_picker
+from pages._picker import follow_decode, model_picker
 from pages._present import COMPACT_CSS, presentation_toggle
 from pages._shell import ensure_shell
 from pages._widgets import LIMITS, PROMPT_CHARS, downloads, knob_widgets, rule_widget, sampling_widgets, share_link
@@ -23,6 +23,7 @@ from specviz.viz.plain import plain
 ensure_shell()
 with st.sidebar:
     st.header("Models")
+    follow_decode("sweep")  # after a Step on Decode with a pair of your own: that pair; else a button brings it
     chosen = model_picker("sweep")  # None: no pair to load (the sidebar says why)
     st.header("Prompts")
     prompts_text = st.text_area("One prompt per line", key="sweep_prompts", height=110, max_chars=PROMPT_CHARS)

@@ -3,7 +3,8 @@
 `python -m specviz --prompt "..." --tau 4 --json` prints a run trace as JSON;
 `python -m specviz sweep --taus 1-8 --prompt "..." --prompt "..." --json` prints a τ sweep: what was counted whatever
 the machine's load, its times where they were undisturbed, and its speeds from the counted work at the pair's
-calibration kept on this machine (measured first where none is kept, and the machine is quiet enough)."""
+calibration kept on this machine (measured first where none is kept, and the machine is quiet enough). `--help`
+names both and every form a model is written in (SPEC_FORMS)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,26 @@ from specviz.models import embedded
 from specviz.models.pair import ModelPair
 from specviz.server.config import ServerConfig
 
+SPEC_FORMS = """\
+commands:
+  python -m specviz --prompt TEXT ...        one run, its trace (--json) or its text and metrics
+  python -m specviz sweep --prompt TEXT ...  a τ sweep: acceptance length and speedup against τ
+                                             (python -m specviz sweep --help)
+
+models (--target, --draft):
+  embedded                   SmolLM2-135M-Instruct shipped with specviz (as a draft: its distilled draft)
+  PATH.gguf                  a GGUF file on llama.cpp; a file of any other name that begins with
+                             GGUF's magic bytes too (an Ollama blob ~/.ollama/models/blobs/sha256-HEX,
+                             a GGUF named .bin)
+  ollama:NAME[:TAG]          an Ollama model's GGUF
+  hf:ORG/REPO:Q4_K_M         a GGUF file on the hub (or hf:ORG/REPO:FILE.gguf)
+  ORG/NAME or FOLDER         a transformers model: a hub id or a local folder
+  vllm:http://HOST:8000/v1#MODEL, sglang:http://HOST:30000, llamacpp:http://HOST:8000/v1
+                             a served target
+  drafts only: self, prompt-lookup, early-exit:K, embedded:Q8_0, embedded:Q4_0, embedded:Q3_K_M,
+               embedded:Q2_K (the embedded target quantized here)
+"""
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit code 2
@@ -35,7 +56,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         "--target",
         default="embedded",
         help="target: 'embedded' (default), a hub id, a transformers model's folder, a GGUF file run on llama.cpp "
-        "(PATH.gguf, ollama:NAME[:TAG], hf:ORG/REPO:Q4_K_M), or a serving engine: "
+        "(PATH.gguf or any file that begins with GGUF's magic, ollama:NAME[:TAG], hf:ORG/REPO:Q4_K_M), or a serving "
+        "engine: "
         "vllm:http://HOST:8000/v1#MODEL, sglang:http://HOST:30000, llamacpp:http://HOST:8000/v1",
     )
     parser.add_argument(
@@ -63,7 +85,12 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m specviz", description="Run speculative decoding and print the trace.")
+    parser = _Parser(
+        prog="python -m specviz",
+        description="Run speculative decoding and print the trace; `python -m specviz sweep` measures a τ sweep.",
+        epilog=SPEC_FORMS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--prompt", required=True, help="text to continue")
     parser.add_argument("--tau", type=int, default=SpecConfig.tau, help="draft tokens per step (default %(default)s)")
     parser.add_argument("--seed", type=int, default=SpecConfig.seed)
@@ -87,7 +114,12 @@ def parse_taus(text: str) -> tuple[int, ...]:
 
 
 def build_sweep_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m specviz sweep", description="Measure acceptance length and speedup against τ.")
+    parser = _Parser(
+        prog="python -m specviz sweep",
+        description="Measure acceptance length and speedup against τ.",
+        epilog=SPEC_FORMS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--taus", default="1-8", help="τ values: 1-8, or 1,2,4 (default 1-8)")
     parser.add_argument("--prompt", action="append", required=True, help="a prompt; repeat for several")
     parser.add_argument("--seeds", type=int, default=1, help="runs per τ and prompt, seeds 0..N-1 (default 1)")

@@ -480,11 +480,18 @@ def gguf_path(spec: Spec, progress: embedded.Progress | None = None, places: lis
 
 
 def gguf_name(info: gguf.GGUFInfo, spec: Spec = "") -> str:
-    """How a GGUF model is named on every page: its name and quantization, "SmolLM2-135M-Instruct (Q4_0)". The
-    embedded target's own files (its float32 copy, its quantized drafts) go by the embedded model's name."""
-    quantized = isinstance(specs.parse(spec), specs.Quantized)
-    ours = quantized or Path(info.path).resolve().parent == embedded.cache_root().resolve()
-    return f"{embedded.NAME if ours else info.name} ({info.quantization})"
+    """How a GGUF model is named on every page: the user's own name for it and its quantization, "my-smol.Q2_K.gguf
+    (Q2_K)": the file's name, an Ollama model's NAME:TAG; never the file's general.name, often a training run's
+    ("Smollm2 135M 8k Lc100K Mix1 Ep2"). The embedded target's own files (its float32 copy, its quantized drafts) go by
+    the embedded model's name, "SmolLM2-135M-Instruct (Q4_0)"."""
+    parsed = specs.parse(spec) if spec else None
+    ours = isinstance(parsed, specs.Quantized) or Path(info.path).resolve().parent == embedded.cache_root().resolve()
+    if ours:
+        return f"{embedded.NAME} ({info.quantization})"
+    name = Path(info.path).name
+    if isinstance(parsed, specs.GGUFFile) and parsed.ref.startswith("ollama:"):  # its blob's name says nothing
+        name = parsed.found.name if parsed.found is not None else parsed.ref.removeprefix("ollama:")
+    return f"{name} ({info.quantization})"
 
 
 def open_gguf(

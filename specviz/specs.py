@@ -7,11 +7,14 @@ store's keys); `spec.text` keeps what was written (stripped), for messages that 
 | `embedded` | `Embedded`: SmolLM2-135M-Instruct shipped with specviz (as a draft: its distilled draft) |
 | `embedded:Q4_0` | `Quantized`: the embedded target quantized by llama.cpp here (a draft of graded bits) |
 | `PATH.gguf`, `ollama:NAME[:TAG]`, `hf:ORG/REPO:QUANT` | `GGUFFile`: a GGUF model on llama.cpp |
+| a file of another name that begins with `GGUF` | `GGUFFile`: an Ollama blob (`sha256-<hex>`), a GGUF named `.bin` |
 | `vllm:URL[#MODEL]`, `sglang:URL`, `llamacpp:URL` | `Served`: a target behind a serving engine |
 | `self`, `prompt-lookup`, `early-exit:K` | `SelfDraft`, `PromptLookup`, `EarlyExit`: drafts made from the target |
 | anything else | `Named`: a hub id or a local folder (a trained draft's folder among them) |
 
-Nothing here reads a file or the network: whether a folder exists or holds a trained draft is asked when it loads.
+Nothing here reads the network, nor a file beyond the first four bytes of a path not named `.gguf` (GGUF's magic,
+so that a GGUF under any name is read as one): whether a folder exists or holds a trained draft is asked when it
+loads.
 A draft kind that brings a text of its own (specviz.drafts.kinds) adds its parser with `add_parser`.
 """
 

@@ -5,6 +5,8 @@ to run it."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from gguf import LlamaFileType
@@ -341,3 +343,79 @@ def test_a_draft_that_reads_the_targets_hidden_states_is_benchmarked_and_timed()
     assert result.untimed == {} and (result.timings["feature"].c, result.timings["feature"].v(2)) == (0.1, 1.2)
     (row,) = result.table()
     assert (row["c"], row["v(τ + 1)"]) == ("0.10", "1.20")
+
+
+def test_the_benchmark_says_how_long_it_takes_from_injected_pass_times():
+    """Issue 67.3: Across drafts ran 40 minutes with no estimate. T(1) = 10 ms, T(2) = 12, T(3) = 14, a draft forward
+    1 ms (c = 0.1); 2 drafts, τ 1 and 2, one prompt and seed, 6 tokens a run. τ = 1: a step costs (0.1 + 1.2) × 10 =
+    13 ms, the target alone 60 ms; 3 steps (all accepted) or 6: 99 or 138 ms. τ = 2: (0.2 + 1.4) × 10 = 16 ms a step,
+    2 steps or 6: 92 or 156 ms. Two drafts: 382 to 588 ms, 4 runs."""
+    from specviz.analysis.measure import point
+    from specviz.analysis.pairtimes import PairTimings
+
+    kept = PairTimings(
+        target="t", draft="d", runtime="llama.cpp", threads=2, draft_ms=point(1.0), context=64, quiet=True, at=0.0,
+        passes_ms={1: point(10.0), 2: point(12.0), 3: point(14.0)}, machine="a CPU",
+    )  # fmt: skip
+    settings = SweepSettings(taus=(1, 2), prompts=("a b c",), max_new_tokens=6)
+    told = across.estimate(settings, 2, kept)
+    assert told.runs == 4 and told.fewest_s == pytest.approx(0.382) and told.most_s == pytest.approx(0.588)
+    assert told.words().startswith("4 runs: under a minute on this machine, from the pair's kept timings (T(1) = 10.0")
+    many = across.estimate(dataclasses.replace(settings, max_new_tokens=6000, seeds=tuple(range(5))), 2, kept)
+    assert (many.fewest_s, many.most_s) == pytest.approx((1910.0, 2940.0), abs=1.0)  # ×1000 tokens, ×5 seeds
+    assert many.words().startswith("20 runs: about 32–49 min on this machine")
+
+
+def test_the_progress_counts_one_way_over_the_runs_planned_with_busy_runs_again_counted_apart(monkeypatch):
+    """Issue 67.3: "23 / 160 runs" became "167 / 320 runs" when the τ values withheld as busy ran again. The total
+    said is the one planned from start to end; the runs again are counted apart; the bar only moves forward."""
+    steps = [(1, 4, "a"), (2, 4, "b"), (3, 4, "a"), (4, 4, "b"), (5, 6, "a"), (6, 6, "b")]  # then 2 τ values again
+    monkeypatch.setattr(across, "sweep_drafts", lambda *_args, **_kw: iter(steps))
+    base = tiny_text_pair()
+    told: list[tuple[float, str]] = []
+    across.run(
+        candidates("a", "b"), ("a", "b"), SweepSettings(taus=(1,), prompts=("a b",), max_new_tokens=4),
+        lambda _spec: ModelPair(base.target, base.draft, base.codec), TimingBook(), {},
+        timer=FakeTimer(lambda what, k: 1.0 if what == "draft" else 10.0 + 2.0 * (k - 1)),
+        progress=lambda fraction, text: told.append((fraction, text)),
+    )  # fmt: skip
+    counts = [text for _f, text in told if " runs" in text and "/" in text]
+    planned = [f"{k} / 4 runs, each beside the target alone: {x}" for k, x in zip((1, 2, 3, 4), "abab", strict=True)]
+    assert counts[:4] == planned
+    assert counts[4:] == [f"4 / 4 runs; the τ values withheld as busy, run again: {k} / 2" for k in (1, 2)]
+    fractions = [f for f, _t in told]
+    assert fractions == sorted(fractions) and max(fractions) < 1.0
+
+
+def test_a_benchmark_cut_short_recommends_from_the_runs_it_finished_and_runs_none_again(monkeypatch):
+    """Issue 67.3: cut short (Stop), the benchmark keeps what it has: the runs finished are in `caches`, and
+    `finished_only` recommends from them without running any: the copy's τ = 1 run (it keeps every greedy token, 2 a
+    step) and the random draft's τ = 1 and 3 runs (it keeps none) are read; the copy's τ = 3 never ran."""
+    from specviz.analysis import draft_sweep
+
+    base = tiny_text_pair()
+    pairs = {"copy": ModelPair(base.target, base.target, base.codec), "random": base}
+    settings = SweepSettings(taus=(1, 3), prompts=("a b c",), mode="greedy", max_new_tokens=8)
+    timer = FakeTimer(lambda what, k: 1.0 if what == "draft" else 10.0 + 2.0 * (k - 1))
+    caches: dict[str, dict] = {}  # a round of each draft in turn: copy τ = 1, random τ = 1, then random τ = 3
+    finished = draft_sweep.sweep_drafts(pairs, settings, caches, timer)
+    for _ in range(3):  # then Stop: the 4th run never starts
+        next(finished)
+    finished.close()
+
+    def never(*_args, **_kwargs):
+        raise AssertionError("no run is started")
+
+    monkeypatch.setattr(across, "sweep_drafts", never)
+    result = across.run(
+        candidates("copy", "random"), ("copy", "random"), settings, pairs.__getitem__, TimingBook(), caches,
+        timer=timer, finished_only=True,
+    )  # fmt: skip
+    table = {row["draft"]: row for row in result.table()}  # the copy's τ = 1 run, the random draft's τ = 1 and 3
+    assert (table["copy"]["best τ"], table["copy"]["α (accepted)"], table["copy"]["tokens per step"]) == (
+        "1",
+        "1.00",
+        "2.00",  # every token kept: τ + 1 a step
+    )
+    assert table["random"]["α (accepted)"] == "0.00" and table["random"]["tokens per step"] == "1.00"
+    assert result.recommendation.sentence.startswith("None pays here for certain, because the closest, copy at τ = 1")

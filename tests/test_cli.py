@@ -119,6 +119,25 @@ def test_help_names_every_kind_of_model_spec(capsys):
             assert spec in said, (argv, spec)
 
 
+def test_help_names_the_sweep_subcommand_and_a_gguf_under_any_name(capsys):
+    """Issue 67: --help named only PATH.gguf, not the `sweep` subcommand the README uses, nor a GGUF of another name."""
+    code, out, _ = in_process(capsys, "--help")
+    said = " ".join(out.split())
+    assert code == 0 and "python -m specviz sweep --prompt TEXT" in said and "python -m specviz sweep --help" in said
+    assert "~/.ollama/models/blobs/sha256-HEX" in said and "a GGUF named .bin" in said
+    assert "early-exit:K" in said and "hf:ORG/REPO:Q4_K_M" in said
+
+
+def test_an_ollama_blob_is_read_as_the_gguf_file_it_is(tmp_path, capsys):
+    """Issue 67: an Ollama blob (no extension) gave "no such folder" though the file exists: it is read as a GGUF
+    file (here a header-only one, refused for what it holds, never as a missing folder)."""
+    from tests.helpers import write_gguf
+
+    blob = write_gguf(tmp_path / "blobs" / "sha256-9f86d081884c7d659a2feaa0c55ad015")
+    code, _, err = in_process(capsys, "--prompt", "w1", "--target", str(blob), "--draft", "prompt-lookup")
+    assert code == 2 and "no such folder" not in err and "specviz: error:" in err
+
+
 def test_a_folder_holding_gguf_files_is_named_with_its_files(tmp_path, capsys):
     """Issue 53: a folder of GGUF files given as a model got transformers' "Should have a `model_type` key"; it is
     told which file to give (llama.cpp runs a file, not a folder)."""

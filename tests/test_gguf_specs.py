@@ -147,3 +147,24 @@ def test_a_hub_file_is_chosen_from_the_repository_and_downloaded_with_progress(t
     monkeypatch.setattr(huggingface_hub, "list_repo_files", refused)
     with pytest.raises(HubUnreachableError, match=r"the download of org/name failed: .*Connection refused"):
         g.resolve("hf:org/name:Q4_K_M", places)
+
+
+def test_a_gguf_under_any_name_is_read_by_its_magic_bytes_not_its_suffix(tmp_path):
+    """Issue 67: an Ollama blob path (sha256-<hex>, no extension) said "no such folder", and a GGUF named .bin was
+    called "built from torch weights": a file that begins with b"GGUF" is a GGUF file, whatever its name."""
+    from specviz import specs
+    from specviz.drafts import kinds
+
+    blob = write_gguf(tmp_path / ".ollama/models/blobs/sha256-0123abcd")
+    named_bin = write_gguf(tmp_path / "smol-q2_k.bin")
+    for path in (blob, named_bin):
+        assert path.read_bytes()[:4] == b"GGUF" and g.parse_spec(str(path)) == str(path)
+        spec = specs.parse(str(path))
+        assert isinstance(spec, specs.GGUFFile) and spec.is_gguf and spec.ref == str(path)
+        assert g.resolve(str(path), []) == path and g.read_info(path).vocab_size > 0
+        assert kinds.FILE in kinds.kind_of(spec).needs  # a draft file of its own, checked against the target
+    torch_bin = tmp_path / "pytorch_model.bin"
+    torch_bin.write_bytes(b"PK\x03\x04" + bytes(60))  # a torch checkpoint (a zip): not a GGUF, whatever its suffix
+    assert g.parse_spec(str(torch_bin)) is None and isinstance(specs.parse(str(torch_bin)), specs.Named)
+    assert g.parse_spec(str(tmp_path / "missing-blob")) is None and g.parse_spec(str(tmp_path)) is None
+    assert g.parse_spec(str(tmp_path / "x.gguf")) == str(tmp_path / "x.gguf")  # a .gguf name needs no file yet

@@ -3,6 +3,7 @@ sentence from numbers worked by hand, an impossible measurement refused, the bus
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -223,6 +224,31 @@ def test_a_race_whose_pieces_all_waited_answers_from_the_calibration_kept_on_dis
     assert "times withheld" in " ".join(m.value for m in at.markdown)  # the lanes' own clocks: not shown
 
 
+def test_a_race_whose_pieces_waited_says_so_on_its_measured_line_too(race_page, monkeypatch):
+    """Issue 67: "could not measure a speed (9 of 32 pieces waited)" stood beside "Measured: … no other process on
+    its 2 cores" (the load read in the quiet moment after it): the measured line agrees with the refusal."""
+    alone = Lane(tuple(range(1, 11)), 0.1, 10, True, ((0.01, 1),) * 10, (True,) * 4 + (False,) * 6)
+    spec = Lane(tuple(range(1, 11)), 0.08, 4, True, ((0.02, 2), (0.02, 3), (0.02, 2), (0.02, 3)), (False,) * 4)
+    waited = RaceResult(alone, spec, verify_ms=12.0, draft_ms_per_token=0.5, tau=4, same_text=True)
+    monkeypatch.setattr(Race, "result", lambda self: waited)
+    machine_at(monkeypatch, 0.0)  # quiet when it is read, after the race
+    at = race_page
+    at.number_input(key="race_max_new").set_value(8)
+    at.button(key="race_start").click().run()
+    assert not at.exception
+    (refusal,) = [w.value for w in at.warning if "could not clock a speed" in w.value]
+    assert "4 of 10 pieces of the target alone waited for a core" in refusal
+    (line,) = [c.value for c in at.caption if c.value.startswith("Measured: ")]
+    assert "no other process" not in line and "its pieces waiting for a core while it ran" in line
+    machine_at(monkeypatch, 0.0)
+    monkeypatch.setattr(
+        Race, "result", lambda self: dataclasses.replace(waited, alone=dataclasses.replace(alone, disturbed=()))
+    )  # the same race, no piece waiting: the quiet load is said
+    at.button(key="race_start").click().run()
+    (line,) = [c.value for c in at.caption if c.value.startswith("Measured: ")]
+    assert "no other process on its 2 cores" in line and "waiting" not in line
+
+
 def test_presentation_view_sets_every_label_a_room_reads_at_18_px_or_more(race_page):
     """Issue 47: the rule tag after the target's token at 0.7rem (11.2 px), the step picker's and "Top-10 at draft
     position"'s labels (widget labels, 14 px), the verdict boxes (16 px). In presentation view the page injects a
@@ -265,10 +291,11 @@ def test_your_pair_races_the_decode_pages_pair_prompt_and_tau(race_page):
     assert not at.exception and at.session_state["decode_stepper"].decoder is not None
     target, draft = at.session_state["decode_stepper"].settings[:2]
     draft_name = at.session_state["decode_stepper"].decoder.pair.draft.name
+    target_name = at.session_state["decode_stepper"].decoder.pair.target.name
     at.switch_page("pages/race.py").run()
     at.selectbox(key="race_preset").set_value(YOURS).run()
     assert any(c.value.startswith("The pair, prompt and τ of your Decode run") for c in at.caption)
-    assert any(f"Draft: {draft_name}, τ = 2." in c.value for c in at.caption)
+    assert any(f"Target: {target_name}. Draft: {draft_name}, τ = 2." in c.value for c in at.caption)  # issue 67
     at.number_input(key="race_max_new").set_value(8).run()
     at.button(key="race_start").click().run()
     assert not at.exception and not at.error

@@ -408,3 +408,11 @@ def _check(tau: int, n_min: int, p_min: float | None) -> None:
         raise ConfigError(f"the shortest draft is between 0 and τ = {tau}; got {n_min}")
     if p_min is not None and not 0.0 <= p_min <= 1.0:
         raise ConfigError(f"p-min is a probability, 0 to 1; got {p_min}")
+
+
+def own_gguf_pair(target_file: str, draft_file: str, draft_name: str, tau: int) -> tuple[Flag, ...]:
+    """llama-server's and LM Studio's settings for a GGUF pair of the user's own at the τ they measured it at: their own
+    files (`draft_name`: the draft as LM Studio lists it), p-min 0 (every step drafts τ tokens, as measured here)."""
+    server = settings(target_file, draft_file, tau, p_min=0.0, engine="llama.cpp")
+    studio = settings(target_file, draft_name, tau, p_min=0.0, engine="LM Studio")
+    return server + tuple(flag for flag in studio if flag.engine == "LM Studio")

@@ -57,6 +57,7 @@ class RacePreset:
     target: str | ModelSpec = "embedded"  # a target spec for load_pair
     chat: bool | None = None  # the prompt wrapped as a user message (None: where the target has a chat template)
     draft_name: str = ""  # the draft as the pages name it, where it is known before the race loads it
+    target_name: str = ""  # the target as the pages name it (a GGUF file by its file's name), where known
 
 
 PRESETS: tuple[RacePreset, ...] = (
@@ -125,14 +126,22 @@ YOURS = "Your pair: the Decode page's models, prompt and τ"
 
 
 def your_race(
-    target: str | ModelSpec, draft: str | ModelSpec, prompt: str, tau: int, chat: bool | None, draft_name: str = ""
+    target: str | ModelSpec,
+    draft: str | ModelSpec,
+    prompt: str,
+    tau: int,
+    chat: bool | None,
+    draft_name: str = "",
+    target_name: str = "",
 ) -> RacePreset:
     """A race of the pair, prompt and τ the user chose elsewhere (a GGUF pair of their own, say)."""
     note = (
         "The pair, prompt and τ of your Decode run: the race says whether that draft pays on this machine, and why "
         "(its cost c and the verify pass v(τ + 1) beside the tokens a step keeps)."
     )
-    return RacePreset(YOURS, draft, prompt, tau, note, target=target, chat=chat, draft_name=draft_name)
+    return RacePreset(
+        YOURS, draft, prompt, tau, note, target=target, chat=chat, draft_name=draft_name, target_name=target_name
+    )
 
 
 @dataclass(frozen=True)

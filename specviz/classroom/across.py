@@ -303,12 +303,14 @@ def run(
     caches: dict[str, dict],
     timer: clock.Timer | None = None,
     progress: Callable[[float, str], None] | None = None,
+    finished_only: bool = False,
 ) -> Across:
     """Load each chosen draft's pair (`load(spec)`; one that fails is withheld with why), run them as one interleaved
     benchmark (sweep_drafts; `caches`: label → its units kept between calls), read each pair's costs from `book` (timed
     now where it has none: a measurement withheld as busy is kept as its message), close the pairs, and recommend. The
     runs and the timings are pieces of work (specviz.core.pieces: a server's turns where the caller runs this
-    `in_pieces`). `progress(fraction, text)` is told after each piece of work."""
+    `in_pieces`). `progress(fraction, text)` is told after each piece of work. `finished_only`: no run is started, the
+    recommendation is made from the runs `caches` hold (a benchmark cut short with Stop)."""
     say = progress or (lambda _fraction, _text: None)
     by_label = drafts.by_label()
     pairs: dict[str, ModelPair] = {}
@@ -320,8 +322,10 @@ def run(
                 pairs[label] = load(by_label[label].spec)
             except SpecvizError as exc:
                 failed[label] = f"could not be loaded: {exc}"
-        for done, total, label in sweep_drafts(pairs, settings, caches, timer):
-            say(0.9 * done / total, f"{done} / {total} runs, each beside the target alone: {label}")
+        planned = 0  # the runs planned: the one total said from start to end (τ values run again come after it)
+        for done, total, label in () if finished_only else sweep_drafts(pairs, settings, caches, timer):
+            planned = planned or total
+            say(0.9 * min(done, planned) / planned, counted(done, total, planned, label))
         for i, (label, pair) in enumerate(pairs.items()):
             say(0.9 + 0.1 * i / len(pairs), f"Timing the passes of the target with {label} (the pair's c and v)…")
             timings[label] = book.get(pair)
@@ -352,19 +356,69 @@ def run(
     )
 
 
+def counted(done: int, total: int, planned: int, label: str) -> str:
+    """The benchmark's progress in words, counted one way: "23 / 160 runs, …" over the runs planned, then the τ values
+    withheld as busy and run again as a count of their own (the 160 never becomes 320)."""
+    if done <= planned:
+        return f"{done} / {planned} runs, each beside the target alone: {label}"
+    return f"{planned} / {planned} runs; the τ values withheld as busy, run again: {done - planned} / {total - planned}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Estimate:
+    """How long the benchmark takes on this machine: the runs planned, each at least and at most this long from a
+    pair's kept timings (its T(1), c and v)."""
+
+    runs: int
+    fewest_s: float  # every draft token accepted: a step keeps τ + 1 tokens
+    most_s: float  # none accepted: a step keeps one
+    timings: PairTimings
+
+    def words(self) -> str:
+        """'160 runs: about 4–11 min on this machine (…)'."""
+        span = _duration(self.fewest_s, self.most_s)
+        return (
+            f"{self.runs} runs: {span} on this machine, from the pair's kept timings (T(1) = "
+            f"{self.timings.one_token_ms.value:.1f} ms, c = {self.timings.c:.2f}; each run its tokens beside the "
+            "target alone, a step keeping between 1 and τ + 1 of them); the loading and the passes timed after come on "
+            "top"
+        )
+
+
+def _duration(low: float, high: float) -> str:
+    if high < 60:
+        return "under a minute"
+    lo, hi = max(1, round(low / 60)), max(1, round(high / 60))
+    return f"about {lo} min" if lo == hi else f"about {lo}–{hi} min"
+
+
+def estimate(settings: SweepSettings, drafts: int, timings: PairTimings) -> Estimate:
+    """How long `drafts` drafts take over `settings` (every τ, prompt and seed) with the passes of `timings`: each run
+    decodes max_new_tokens beside the target alone (one pass a token) in steps of τ·c + v(τ + 1) one-token passes
+    (docs/algorithm.md, "Verify cost"), between max_new_tokens / (τ + 1) steps (all accepted) and max_new_tokens (none).
+    The draft's c is the pair's, the same for every draft (a draft's own is timed after its runs)."""
+    t1, n = timings.one_token_ms.value / 1000.0, settings.max_new_tokens
+    each = len(settings.prompts) * len(settings.seeds) * drafts
+    fewest = most = 0.0
+    for tau in settings.taus:
+        step = (tau * timings.c + timings.v(tau + 1)) * t1
+        fewest += each * (n * t1 + -(-n // (tau + 1)) * step)
+        most += each * (n * t1 + n * step)
+    return Estimate(runs=each * len(settings.taus), fewest_s=fewest, most_s=most, timings=timings)
+
+
 def run_settings(drafts: Drafts, candidate: Candidate, tau: int) -> tuple[tuple[Flag, ...], str]:
     """The settings that run `candidate` at τ for the target in the engines that can (engine_flags, current
     spellings), and a note on what is left out. A GGUF draft of a GGUF target: llama-server and LM Studio's llama.cpp
     engine, p-min 0 (every step drafts τ tokens, as measured here); prompt lookup and a hub model as draft of a hub
     target: vLLM and SGLang."""
     if candidate.kind == GGUF and drafts.gguf_file:
-        server = engine_flags.settings(drafts.gguf_file, candidate.file, tau, p_min=0.0, engine="llama.cpp")
-        studio = engine_flags.settings(drafts.gguf_file, candidate.name, tau, p_min=0.0, engine="LM Studio")
+        flags = engine_flags.own_gguf_pair(drafts.gguf_file, candidate.file, candidate.name, tau)
         note = (
             "p-min 0: every step drafts τ tokens, as this benchmark did (llama.cpp's own default stops a draft "
             "earlier where the draft is unsure). vLLM and SGLang serve hub models, not these files."
         )
-        return server + tuple(f for f in studio if f.engine == "LM Studio"), note
+        return flags, note
     if candidate.kind in (LOOKUP, MODEL) and drafts.model_id:
         method = "ngram" if candidate.kind == LOOKUP else "draft_model"
         draft = "" if candidate.kind == LOOKUP else candidate.file

@@ -66,6 +66,23 @@ def from_run(run: RunTrace, trees: Mapping[int, float] | None = None) -> outlook
     return outlook.Acceptance.from_rates(run.metrics.per_position_acceptance_rate, words).with_trees(trees)
 
 
+FEW_STEPS = 20  # fewer Decode steps than this: each per-position rate is ±0.5 / √steps at worst, said beside it
+
+
+def few_steps(accept: outlook.Acceptance, run: RunTrace | None) -> str | None:
+    """A warning where the acceptance carried over comes from fewer than FEW_STEPS steps of the Decode run (one step:
+    every rate 0.00 or 1.00); None otherwise."""
+    if run is None or not accept.source.startswith("the Decode run") or len(run.steps) >= FEW_STEPS:
+        return None
+    n = len(run.steps)
+    return (
+        f"**This acceptance comes from {n} Decode step{'s' if n != 1 else ''}.** Each per-position rate is one of "
+        f"{n + 1} values ({', '.join(f'{k / n:.2f}' for k in range(n + 1)) if n <= 4 else 'k / ' + str(n)}), "
+        f"within about ±{0.5 / n**0.5:.2f} of the pair's own at worst: press Step on the Decode page to "
+        f"{FEW_STEPS} steps or more, or run the τ sweep, before reading a speedup from it."
+    )
+
+
 def from_sweep(sweep: Mapping[str, Any], trees: Mapping[int, float] | None = None) -> outlook.Acceptance:
     """The τ sweep's per-position rates at its largest τ (the most positions), said with its steps and draft."""
     row = sweep["summary"].rows[-1]

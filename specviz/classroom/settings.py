@@ -130,6 +130,17 @@ def runtime_line(choice: str, default: str = AUTO, threads: int | None = None) -
     return "The target runs on **torch** (eager): the reference, slower than the other runtimes." + faster
 
 
+def gguf_target_line(name: str, threads: int | None = None) -> str:
+    """In words, what runs a GGUF file of the user's as the target (`name`: as the pages name it): llama.cpp, whatever
+    the runtime chosen, the file at its own quantization (Markdown; the name is markdown-escaped by the caller)."""
+    threads = threads or llamacpp.default_threads()
+    return (
+        f"The target, **{name}**, runs on **llama.cpp** (a GGUF file at its own quantization, in process, {threads} "
+        f"thread{'s' if threads > 1 else ''}; `SPECVIZ_LLAMA_THREADS` sets it), whatever the runtime above says: "
+        "the runtime chooses for the embedded target and hub models."
+    )
+
+
 @dataclass(frozen=True)
 class Setting:
     key: str

@@ -32,6 +32,7 @@ _SCALARS = {
 }
 _KEPT_ARRAY = 4096  # longer arrays (merges, token types, scores) are skipped, not read; the vocabulary is read whole
 TOKENS = "tokenizer.ggml.tokens"
+MAGIC = b"GGUF"  # every GGUF file's first four bytes, whatever its name
 
 
 class _Truncated(Exception):
@@ -112,7 +113,7 @@ class _Cursor:
 
 def _parse(buf: mmap.mmap, path: Path) -> Header:
     magic = buf[:4]
-    if magic != b"GGUF":
+    if magic != MAGIC:
         raise ModelError(f"{path} is not a GGUF file: it begins with {magic!r}, not b'GGUF'")
     endian = _endian(buf, path)
     cursor = _Cursor(buf, 4, endian)
@@ -164,6 +165,16 @@ def _tensor_bytes(kind: int, elements: int) -> int:
     except (ValueError, KeyError):  # a type newer than the gguf package: its size is not known here
         return 0
     return elements // block * size
+
+
+def has_magic(path: Path) -> bool:
+    """Whether `path` is a file that begins with GGUF's magic bytes: a GGUF file under any name (an Ollama blob,
+    `sha256-<hex>` with no extension; a file named `.bin`). Reads four bytes; False for anything it cannot read."""
+    try:
+        with path.open("rb") as file:
+            return file.read(len(MAGIC)) == MAGIC
+    except (OSError, ValueError):  # no such file, a folder, a name the system refuses
+        return False
 
 
 def stat_file(path: Path) -> os.stat_result:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from specviz.errors import ModelError
-from specviz.models.gguf.header import stat_file
+from specviz.models.gguf.header import has_magic, stat_file
 from specviz.models.gguf.info import split_parts
 from specviz.models.gguf.memory import format_bytes
 from specviz.models.gguf.ollama import ollama_name, ollama_ref, resolve_ollama
@@ -23,17 +23,20 @@ _HF_REF = re.compile(r"^hf:([\w.-]+/[\w.-]+):(.+)$")
 
 
 def parse_spec(spec: str) -> str | None:
-    """The GGUF spec `spec` names, written out whole: a path ending in ".gguf" (~ expanded),
-    "ollama:NAME:TAG" (TAG "latest" where none is given) or "hf:ORG/REPO:FILE_OR_QUANT"; None when it names no
-    GGUF file (a hub id, a folder, "embedded"). ModelError for an ollama: or hf: spec that is not well formed."""
+    """The GGUF spec `spec` names, written out whole: a path ending in ".gguf" (~ expanded), a file of any other name
+    that begins with GGUF's magic bytes (an Ollama blob `sha256-<hex>`, a GGUF named `.bin`: read by its first four
+    bytes, not its suffix), "ollama:NAME:TAG" (TAG "latest" where none is given) or "hf:ORG/REPO:FILE_OR_QUANT";
+    None when it names no GGUF file (a hub id, a folder, "embedded"). ModelError for an ollama: or hf: spec that is
+    not well formed."""
     text = spec.strip()
     if text.startswith("ollama:"):
         return f"ollama:{ollama_name(*ollama_ref(text.removeprefix('ollama:')))}"
     if text.startswith("hf:"):
         repo, wanted = _hf_ref(text)
         return f"hf:{repo}:{wanted}"
-    if text.lower().endswith(".gguf"):
-        return str(Path(text).expanduser())
+    path = Path(text).expanduser()
+    if text.lower().endswith(".gguf") or has_magic(path):
+        return str(path)
     return None
 
 
