@@ -32,17 +32,22 @@ a token at a time.
 
 from __future__ import annotations
 
+import struct
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from specviz.models.lm import NO_PROPOSAL, Capabilities, ListSession
 
-_F32 = np.float32
+_FLOAT32 = struct.Struct("f")
+
+
+def _f32(x: float) -> float:
+    """x rounded to the nearest float32 (as C++ stores a float)."""
+    return _FLOAT32.unpack(_FLOAT32.pack(x))[0]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,8 +66,10 @@ class SuffixSettings:
             raise ValueError("max_tree_depth must be 1 to 4096")
         if not 0.0 <= self.min_token_prob <= 1.0:
             raise ValueError("min_token_prob must be between 0 and 1")
-        if self.max_spec_factor < 0 or self.max_cached_requests < -1:
-            raise ValueError("max_spec_factor must be ≥ 0 and max_cached_requests ≥ -1")
+        if not 0 <= self.max_spec_factor <= 1e6 or not -1e6 <= self.max_spec_offset <= 1e6:
+            raise ValueError("max_spec_factor must be 0 to 10⁶ and max_spec_offset −10⁶ to 10⁶")
+        if self.max_cached_requests < -1:
+            raise ValueError("max_cached_requests must be ≥ -1 (-1: no limit)")
 
 
 DEFAULTS = SuffixSettings()
@@ -162,33 +169,38 @@ class SuffixTree:
         """The best draft over every match of the context's last m tokens, m = 1 … len(context) − 1 (the engine's
         SuffixTree::speculate: its loop stops at the first m the tree does not hold)."""
         best = SuffixDraft()
-        factor, offset = _F32(settings.max_spec_factor), _F32(settings.max_spec_offset)
+        factor, offset, min_prob = (
+            _f32(x) for x in (settings.max_spec_factor, settings.max_spec_offset, settings.min_token_prob)
+        )
         for m in range(1, len(context)):
             node = self.match(context[len(context) - m :])
             if node is None:
                 break
-            most = max(0, min(max_spec_tokens, int(float(_F32(m) * factor + offset) + 1e-6)))
-            draft = _path(node, most, _F32(settings.min_token_prob))
+            most = max(0, min(max_spec_tokens, int(_f32(_f32(m * factor) + offset) + 1e-6)))
+            draft = _path(node, most, min_prob)
             if draft.score >= best.score:
                 best = SuffixDraft(tokens=draft.tokens, probs=draft.probs, score=draft.score, match_len=m)
         return best
 
 
-def _path(node: _Node, most: int, min_prob: np.float32) -> SuffixDraft:
-    """From a matched node, the most frequent child at each level (the engine's _speculate_path, float32)."""
+def _path(node: _Node, most: int, min_prob: float) -> SuffixDraft:
+    """From a matched node, the most frequent child at each level (the engine's _speculate_path). Its float32
+    arithmetic exactly: each product, quotient and sum of float32 values is taken in float64 and rounded to float32
+    (`_f32`), which gives the float32 result (double rounding is innocuous when 53 ≥ 2 · 24 + 2 bits)."""
     tokens: list[int] = []
     probs: list[float] = []
-    prob, score = _F32(1.0), _F32(0.0)
+    prob, score = 1.0, 0.0
     while len(tokens) < most and node.order:
         child = node.order[0]
-        prob = _F32(prob * (_F32(child.count) / _F32(node.count)))
-        if prob < min_prob:
-            break
+        if child.count != node.count:  # a quotient of 1 leaves prob as it is
+            prob = _f32(prob * _f32(child.count / node.count))
+            if prob < min_prob:
+                break
         tokens.append(child.token)
-        probs.append(float(prob))
-        score = _F32(score + prob)
+        probs.append(prob)
+        score = _f32(score + prob)
         node = child
-    return SuffixDraft(tokens=tuple(tokens), probs=tuple(probs), score=float(score))
+    return SuffixDraft(tokens=tuple(tokens), probs=tuple(probs), score=score)
 
 
 def _increment(parent: _Node, child: _Node) -> None:
