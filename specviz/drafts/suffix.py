@@ -50,6 +50,9 @@ def _f32(x: float) -> float:
     return _FLOAT32.unpack(_FLOAT32.pack(x))[0]
 
 
+NODE_BYTES = 370  # a tree node's memory in CPython (docs/performance.md, "Suffix decoding"): a history's budget
+
+
 @dataclass(frozen=True, kw_only=True)
 class SuffixSettings:
     """The engines' parameters, by vLLM's names (`suffix_decoding_*`; SGLang's `speculative_suffix_*`), their
