@@ -412,3 +412,27 @@ def test_a_lessons_run_takes_a_heavy_turn_for_each_piece_of_its_work(lessons_pag
     assert not at.exception and not at.error
     assert any(md.value.startswith("**What the run showed.**") for md in at.markdown)
     assert taken == ["heavy", "heavy"]  # the prompt read into both models, then the step
+
+
+def test_where_suffix_decoding_pays_counts_each_case_on_a_tiny_pair():
+    """The same question asked again keeps more tokens per target pass than a new question: counted, not timed; the
+    figure shows the table's numbers."""
+    from types import SimpleNamespace
+
+    import specviz
+    from specviz.classroom.lessons.suffix_pays import CASES
+    from specviz.drafts.suffix import SuffixDrafter
+    from tests.helpers import tiny_text_pair
+
+    def load(target, draft, runtime=None):
+        assert (target, draft) == ("embedded", "suffix")
+        base = tiny_text_pair(chat=True)
+        return specviz.ModelPair(base.target, SuffixDrafter(base.target.vocab_size), base.codec)
+
+    evidence = BY_KEY["suffix-pays"].run(SimpleNamespace(runtime="torch"), load)
+    rows = evidence.table.set_index("case")
+    assert list(rows.index) == list(CASES) and not evidence.timed
+    per_pass = rows["tokens per target pass"]
+    assert per_pass[CASES[0]] > per_pass[CASES[2]] and per_pass[CASES[0]] >= 3
+    assert (per_pass == (rows["tokens"] / rows["target passes"]).round(2)).all()
+    assert list(evidence.figures[0].data[0].y) == list(per_pass)
