@@ -86,6 +86,10 @@ def main() -> None:
     parser.add_argument("--runtime", default="auto")
     parser.add_argument("--no-lookup", action="store_true", help="leave out prompt lookup's race")
     args = parser.parse_args()
+    # torch as the app runs it: one thread a pass, OpenMP waiting passively (docs/performance.md, "Suffix decoding":
+    # with torch's default two threads on two busy cores, a pass over 9 tokens took 6 to 8 one-token passes)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
     import specviz
     from specviz.analysis.race import BY_LABEL
