@@ -12,6 +12,7 @@ import streamlit as st
 
 import specviz
 from pages import _share
+from pages import _history as history_ui
 from pages import _typed as typed_ui
 from pages._compute import compute_turn, heavy_job, heavy_turn, pacer
 from specviz.core.prompt import toggled_chat
@@ -54,7 +55,8 @@ def new_run(pair, prompt: str, chat: bool, config) -> specviz.Decoder | None:
     try:
         _share.start_run(stepper(), pair, prompt, chat, config)  # class mode: the student's runs, the memory budget
         with st.spinner(f"Reading the prompt into both models ({len(prompt):,} characters)…"), compute_turn():
-            mine = typed_ui.run_pair(pair, config)  # a chain's draft can then be given a typed draft
+            # a chain's draft can then be given a typed draft; a suffix draft matches this session's earlier answers
+            mine = typed_ui.run_pair(history_ui.remembered(pair), config)
             return specviz.Decoder(mine, prompt, config, chat=toggled_chat(mine, chat), compare_rules=True)
     except specviz.SpecvizError as exc:
         st.error(f"**Cannot start a new run.** {plain(sentence(exc))} The run below is kept.", icon=":material/error:")

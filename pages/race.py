@@ -6,6 +6,7 @@ import streamlit as st
 
 import specviz
 from pages import _own_settings as own_settings
+from pages import _history as history_ui
 from pages import _race_greedy as greedy_ui
 from pages import _snapshot as snapshots
 from pages import _timings as timings_ui
@@ -18,7 +19,7 @@ from pages._race_verdict import verdict
 from pages._shell import ensure_shell
 from pages._widgets import LIMITS, share_link
 from specviz.analysis.busy import where_measured
-from specviz.analysis.race import BY_LABEL, YOURS, Race, RaceResult, at_race_time, finish, stop_reason
+from specviz.analysis.race import BY_LABEL, YOURS, Race, RaceResult, ask_before, at_race_time, finish, stop_reason
 from specviz.analysis.snapshot import freeze, runtime_of
 from specviz.viz.plain import plain
 from specviz.viz.render import RACE_STYLE, lane_html, lane_text, sentence
@@ -92,12 +93,14 @@ if start:
     pair = load_pair(preset.target, preset.draft)
     if pair is None:
         st.stop()
+    pair = history_ui.remembered(pair)  # a suffix draft matches this session's earlier answers
     config = specviz.SpecConfig(tau=preset.tau, mode="greedy", max_new_tokens=max_new)
     busy_notice(box=notice)  # before it starts: the load now
     try:
         with heavy_job():  # one race at a time on the server; each piece of work a heavy turn of its own (each side's
             race = Race(pair, preset.prompt, config, preset.chat)  # clock counts only its own pieces): the class's
             shown = 0.0  # Steps go between, and a closed tab stops it
+            ask_before(pair, preset, config)  # "the same question again": the question asked once first, untimed
             for alone, spec in race.frames():  # both lanes as they stood at the same moment of their clocks
                 shown, alone, spec = at_race_time(alone, spec)
                 draw(pair, alone, spec)

@@ -122,3 +122,29 @@ def test_a_greedy_race_whose_texts_part_says_where_and_why(monkeypatch):
     assert "p up to 0.0400 apart (0.3800 one token at a time, 0.4200 in the verify pass) over 8 positions" in line
     assert not any("must equal the target's greedy decoding" in e.value for e in at.error)
     st.cache_resource.clear()
+
+
+def test_the_same_question_again_asks_first_and_remembers_the_answer_in_this_session(monkeypatch):
+    """The suffix preset: the page hands the suffix draft this session's history (pages/_history.py), asks the
+    question once first, then races the same question: the speculative lane keeps runs of the earlier answer."""
+    from specviz.drafts.suffix import SuffixDrafter
+    from tests.helpers import tiny_text_pair
+
+    def load(target, draft, runtime="torch", **_):
+        base = tiny_text_pair(chat=True, runtime="torch")
+        return specviz.ModelPair(base.target, SuffixDrafter(base.target.vocab_size), base.codec)
+
+    monkeypatch.setattr(specviz, "load_pair", load)
+    st.cache_resource.clear()
+    at = app(panels_open=False)
+    at.switch_page("pages/race.py").run()
+    at.selectbox(key="race_preset").set_value("Suffix decoding: the same question again").run()
+    at.number_input(key="race_max_new").set_value(24).run()
+    at.button(key="race_start").click().run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    (history,) = at.session_state["suffix_histories"].values()
+    assert history.answers == 2  # the question asked first, then the race's own answer
+    spec_line = [md.value for md in at.markdown if "target passes" in md.value][-1]
+    tokens, passes = (int(spec_line.split(f" {what}")[0].split(" ")[-1]) for what in ("tokens ·", "target passes"))
+    assert passes * 3 <= tokens  # several tokens a target pass: the earlier answer, copied
+    st.cache_resource.clear()

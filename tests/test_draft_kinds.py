@@ -24,6 +24,11 @@ from tests.helpers import save_tiny
 EXAMPLES = {
     "self": [(" self ", "self")],
     "prompt-lookup": [("prompt-lookup", "prompt-lookup")],
+    "suffix": [
+        ("suffix", "suffix"),
+        ("suffix:max_tree_depth=24,min_token_prob=0.10", "suffix"),
+        ("suffix: max_cached_requests=0 ,max_spec_offset=1.5", "suffix:max_spec_offset=1.5,max_cached_requests=0"),
+    ],
     "early-exit": [("early-exit:08", "early-exit:8"), ("early-exit:3", "early-exit:3")],
     "embedded": [("embedded", "embedded")],
     "trained": [(str(DEFAULT_DIR), str(DEFAULT_DIR))],
@@ -155,7 +160,12 @@ def test_a_registered_kind_appears_among_the_decode_sidebars_draft_choices(fixed
         return box.options, at.text_input(key="decode_draft").help
 
     options, help_text = choices()
-    assert options[-3:] == ["the target itself (self)", "prompt lookup (no model)", "always token 7 (a test kind)"]
+    assert options[-4:] == [
+        "the target itself (self)",
+        "prompt lookup (no model)",
+        "suffix decoding (no model)",
+        "always token 7 (a test kind)",
+    ]
     assert "small.gguf" in options[1] and "fixed-token:N" in help_text
     kinds.unregister(fixed_kind.name)
     options, help_text = choices()

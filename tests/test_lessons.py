@@ -476,3 +476,27 @@ def test_faster_but_whose_text_sweeps_sglangs_thresholds_exactly():
     assert list(points["x"]) == pytest.approx(list(table["tokens per pass"]), abs=1e-4)
     assert "at t = 0.5 it keeps 2.148 (+0.761)" in evidence.finding
     assert lesson.choices[lesson.right].startswith("Neither exactly")
+
+
+def test_where_suffix_decoding_pays_counts_each_case_on_a_tiny_pair():
+    """The same question asked again keeps more tokens per target pass than a new question: counted, not timed; the
+    figure shows the table's numbers."""
+    from types import SimpleNamespace
+
+    import specviz
+    from specviz.classroom.lessons.suffix_pays import CASES
+    from specviz.drafts.suffix import SuffixDrafter
+    from tests.helpers import tiny_text_pair
+
+    def load(target, draft, runtime=None):
+        assert (target, draft) == ("embedded", "suffix")
+        base = tiny_text_pair(chat=True)
+        return specviz.ModelPair(base.target, SuffixDrafter(base.target.vocab_size), base.codec)
+
+    evidence = BY_KEY["suffix-pays"].run(SimpleNamespace(runtime="torch"), load)
+    rows = evidence.table.set_index("case")
+    assert list(rows.index) == list(CASES) and not evidence.timed
+    per_pass = rows["tokens per target pass"]
+    assert per_pass[CASES[0]] > per_pass[CASES[2]] and per_pass[CASES[0]] >= 3
+    assert (per_pass == (rows["tokens"] / rows["target passes"]).round(2)).all()
+    assert list(evidence.figures[0].data[0].y) == list(per_pass)

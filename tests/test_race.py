@@ -11,7 +11,7 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 import specviz
-from specviz import SpecConfig
+from specviz import ModelPair, SpecConfig
 from specviz.analysis import busy
 from specviz.analysis.busy import MachineLoad, busy_notice
 from specviz.analysis.counted import Work
@@ -121,8 +121,34 @@ def test_the_result_in_words_from_numbers_worked_by_hand():
 
 
 def test_presets_name_drafts_that_load_and_prompts_with_text():
-    assert {p.draft for p in PRESETS} <= {"prompt-lookup", "embedded", "early-exit:8", "embedded:Q8_0", "embedded:Q2_K"}
+    drafts = {"prompt-lookup", "embedded", "early-exit:8", "embedded:Q8_0", "embedded:Q2_K", "suffix"}
+    assert {p.draft for p in PRESETS} <= drafts
     assert all(p.prompt.strip() and 1 <= p.tau <= 16 for p in PRESETS)
+    assert [p.label for p in PRESETS if p.asked_before] == ["Suffix decoding: the same question again"]
+
+
+def test_the_same_question_again_races_a_suffix_draft_that_remembers_the_first_answer():
+    """The preset asks its question once first (ask_before), untimed: the race's speculative lane then copies the
+    earlier answer, several tokens a target pass, and writes the target's greedy text; without the history it
+    has only its own prompt and answer to match."""
+    from specviz.analysis.race import BY_LABEL, ask_before
+    from specviz.drafts.suffix import SuffixDrafter, SuffixHistory
+
+    preset = BY_LABEL["Suffix decoding: the same question again"]
+    base = tiny_text_pair()
+    config = SpecConfig(tau=preset.tau, mode="greedy", max_new_tokens=32)
+    history = SuffixHistory()
+    pair = ModelPair(base.target, SuffixDrafter(base.target.vocab_size).remembering(history), base.codec)
+    ask_before(pair, preset, config)
+    assert history.answers == 1
+    again = Race(pair, preset.prompt, config).run()
+    alone = ModelPair(base.target, SuffixDrafter(base.target.vocab_size), base.codec)
+    fresh = Race(alone, preset.prompt, config).run()
+    assert again.same_text and fresh.same_text and again.speculative.tokens == fresh.speculative.tokens
+    # the earlier answer copied in runs of 1, 2, 4, 8, … tokens (a match as long as the answer so far: factor 1)
+    assert again.tokens_per_pass >= 4 > fresh.tokens_per_pass
+    ask_before(pair, PRESETS[0], config)  # any other preset: nothing asked
+    assert history.answers == 2
 
 
 # --- the page ------------------------------------------------------------------------------------------------

@@ -58,6 +58,9 @@ class RacePreset:
     chat: bool | None = None  # the prompt wrapped as a user message (None: where the target has a chat template)
     draft_name: str = ""  # the draft as the pages name it, where it is known before the race loads it
     target_name: str = ""  # the target as the pages name it (a GGUF file by its file's name), where known
+    # the prompt was answered once before in this session: the race asks it first, untimed (`ask_before`), so a
+    # suffix draft's history (specviz.drafts.suffix) holds that answer when the race asks the same question again
+    asked_before: bool = False
 
 
 PRESETS: tuple[RacePreset, ...] = (
@@ -120,6 +123,16 @@ PRESETS: tuple[RacePreset, ...] = (
         "The same weights in 2 bits: a smaller file than 8 bits, and wrong far more often; the race measures "
         "whether its pass is cheaper here.",
     ),
+    RacePreset(
+        "Suffix decoding: the same question again",
+        "suffix",
+        "Write a Python function that reverses a list.",
+        8,
+        "The question was asked once before in this session: suffix decoding matches the answer as it grows against "
+        "the earlier answer and proposes what followed there, up to as many tokens as the match is long, so a "
+        "target pass keeps long runs of tokens at no model's cost.",
+        asked_before=True,
+    ),
 )
 BY_LABEL = {p.label: p for p in PRESETS}
 YOURS = "Your pair: the Decode page's models, prompt and τ"
@@ -142,6 +155,14 @@ def your_race(
     return RacePreset(
         YOURS, draft, prompt, tau, note, target=target, chat=chat, draft_name=draft_name, target_name=target_name
     )
+
+
+def ask_before(pair: ModelPair, preset: RacePreset, config: SpecConfig) -> None:
+    """A preset's question that was asked before (`asked_before`), asked once on `pair`, untimed: a suffix draft
+    handed a history (SuffixDrafter.remembering) keeps its answer there, and the race that follows is the same
+    question again. Nothing for any other preset."""
+    if preset.asked_before:
+        Decoder(pair, preset.prompt, config, chat=preset.chat).run()
 
 
 @dataclass(frozen=True)

@@ -228,6 +228,8 @@ class Decoder:
         """docs/algorithm.md, "Token trees": draft a tree, verify every node in one target pass, walk, emit."""
         cfg, context_length, ids = self.config, len(self._ids), self._ids
         t0 = time.perf_counter()
+        if self.pair.draft.capabilities.plans:
+            self._draft.plan(max(steps, 0))
         if steps < 1:  # no room for a draft token: the target's token alone, as a chain of τ = 0 would
             tree = tree_mod.root_only(self._draft, ids[self._draft.length :], self._warp)
         else:
@@ -266,6 +268,8 @@ class Decoder:
         # a typed draft (specviz.drafts.typed): its tokens are proposed as they are, scored by the draft model's q
         given = self._draft.typed_draft() if self.pair.draft.capabilities.proposes else None
         tau = tau if given is None else min(tau, len(given))
+        if self.pair.draft.capabilities.plans:  # a drafter that makes the step's whole draft at once (suffix decoding)
+            self._draft.plan(tau)
         tokens: list[int] = []
         rows: list[torch.Tensor] = []  # τ′ rows of [V]: warped (lossless) or raw logits (warped together below)
         feed = self._ids[self._draft.length :]

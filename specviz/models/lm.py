@@ -87,6 +87,9 @@ class Capabilities:
     # its sessions may hand the engine a draft to propose instead of q's choice (`typed_draft()`: a person's typed
     # draft, specviz.drafts.typed); q is still the model's own distribution
     proposes: bool = False
+    # its sessions are told each step's τ before it drafts (`plan(tau)`): a drafter that makes a whole draft at once
+    # from the confirmed tokens and hands it out a token at a time (suffix decoding, specviz.drafts.suffix)
+    plans: bool = False
 
 
 @runtime_checkable

@@ -29,6 +29,7 @@ from specviz.classroom.lessons import (
     race,
     slower,
     step_order,
+    suffix_pays,
     swapped_roles,
     tau_policy,
     tree_knobs,
@@ -69,6 +70,7 @@ LESSONS: tuple[Lesson, ...] = tuple(
         draft_bits,
         greedy_text,
         laptop_slowdown,
+        suffix_pays,
     )
 )
 BY_KEY = {lesson.key: lesson for lesson in LESSONS}
