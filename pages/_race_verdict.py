@@ -10,6 +10,7 @@ from specviz.analysis.measure import BusyMachine, MeasurementError
 from specviz.analysis.pairtimes import PairTimings
 from specviz.analysis.race import RaceResult
 from specviz.viz.plain import plain
+from specviz.viz.render import refusal
 
 
 def verdict(
@@ -31,8 +32,8 @@ def verdict(
         )
     except MeasurementError as exc:  # impossible timings: said, never shown as a result
         st.warning(
-            f"**The race could not measure a speed.** {plain(exc)}. The texts are right; their times are not: "
-            "start again when the server is quieter.",
+            f"**The race could not measure a speed.** {plain(refusal(exc, 'Start again when the server is quieter.'))} "
+            "The texts are right; their times are not.",
             icon=":material/timer_off:",
         )
     else:

@@ -16,6 +16,7 @@ from specviz.analysis.snapshot import freeze, runtime_of
 from specviz.core.pieces import in_pieces
 from specviz.core.trace import RunTrace
 from specviz.viz.plain import plain
+from specviz.viz.render import refusal
 
 CACHE = "decode_measured"  # this session's measurements, keyed by everything they measured
 
@@ -50,7 +51,8 @@ def trace_reading(run: RunTrace, pair: specviz.ModelPair | None = None, turn=Non
                 cache[key] = diagnose(run, measured)
             except MeasurementError as exc:  # impossible timings (a busy machine): said, never shown as a result
                 cache.pop(key, None)
-                st.warning(f"**Could not measure this run.** {plain(exc)}. Time it again when the server is quieter.")
+                advice = "Time it again when the server is quieter."
+                st.warning(f"**Could not measure this run.** {plain(refusal(exc, advice))}")
         d = Diagnosis.from_dict(frozen) if frozen else cache.get(key) or diagnose(run)
         if key is not None and not frozen:  # times of this server, just now
             busy_notice()

@@ -16,6 +16,7 @@ from specviz.classroom.lessons import BY_KEY, LESSONS
 from specviz.core.pieces import piece
 from specviz.viz import charts
 from specviz.viz.plain import plain, plain_cells
+from specviz.viz.render import refusal
 
 
 def loaded(target: str, draft: str, runtime: str) -> specviz.ModelPair:
@@ -58,7 +59,8 @@ if st.button("Run it", type="primary", key="lessons_run", icon=":material/play_a
         timed[key] = (busy.current_load(), pair.runtime)  # the load of the minute it ran, and where
     except MeasurementError as exc:  # timings no runtime could give (a busy server): said, with the answer
         st.warning(
-            f"**This run could not be measured.** {plain(exc)}. Run it again when the server is quieter. The answer, "
+            f"**This run could not be measured.** {plain(refusal(exc, 'Run it again when the server is quieter.'))} "
+            "The answer, "
             f"in general: {lesson.choices[lesson.right]}",
             icon=":material/timer_off:",
         )

@@ -319,6 +319,28 @@ def test_a_lesson_whose_timings_cannot_be_right_says_so_with_the_answer(lessons_
     assert "0.30 single-token passes" in said and said.endswith(BY_KEY["one-pass"].choices[BY_KEY["one-pass"].right])
 
 
+def test_a_busy_machines_refusal_reads_as_one_sentence_with_its_advice_once(lessons_page, monkeypatch):
+    """Issue 65.8: "This run could not be measured. this run was measured on a busy machine … quieter.. Run it again
+    when the server is quieter.": the refusal starts with a capital, ends with one full stop, and gives its advice
+    once (clock.busy_message's own; the page adds its own only to a refusal that gives none)."""
+    from specviz.analysis import clock, pairtimes
+    from specviz.analysis.measure import BusyMachine
+
+    def busy(*args, **kwargs):
+        raise BusyMachine(clock.busy_message("this run", ["3 of its 8 steps waited"]))
+
+    monkeypatch.setattr(pairtimes, "measure_pair", busy)
+    at = lessons_page("one-pass")
+    (said,) = [w.value for w in at.warning if w.value.startswith("**This run could not be measured.**")]
+    lesson = BY_KEY["one-pass"]
+    assert said == (
+        "**This run could not be measured.** This run was measured on a busy machine: its work waited for a core (3 "
+        "of its 8 steps waited), so its times say more about the other work than about the models. Nothing is shown "
+        "from it; measure again when the machine is quieter. The answer, in general: "
+        f"{lesson.choices[lesson.right]}"
+    )
+
+
 def test_why_greedy_changed_the_text_on_a_target_whose_batched_passes_reverse_a_near_tie(monkeypatch):
     """The lesson's run with its 4-bit target replaced by tests/test_batchvar.py's table (a pass over several tokens
     puts 'b' first at new token 1: .42 / .37, one token at a time 'a': .40 / .38) and its float32 target by one whose
