@@ -434,3 +434,25 @@ def test_a_lessons_run_takes_a_heavy_turn_for_each_piece_of_its_work(lessons_pag
     assert not at.exception and not at.error
     assert any(md.value.startswith("**What the run showed.**") for md in at.markdown)
     assert taken == ["heavy", "heavy"]  # the prompt read into both models, then the step
+
+
+def test_the_tau_policy_lesson_says_its_schedule_by_its_rule_and_the_cap_it_hits():
+    """Issue 65.7: "The same 32 tokens: True." and "τ per step: [4, 6, 5, 4, 3, 5, 6, 3]" where step 6 accepted all 5
+    and the rule (+2) predicts 7. Worked by hand from the issue's run (τ = 4, 32 tokens): plans 4; 4 of 4 kept → 6;
+    3 of 6 → 5; 2 of 5 → 4; 2 of 4 → 3; 3 of 3 → 5; 5 of 5 → 7, but 5 + 4 + 3 + 3 + 4 + 6 = 25 tokens written leave
+    7, less the target's own: 6; 2 of 7 planned → 6, but 25 + 3 = 28 leave 4: 3."""
+    from types import SimpleNamespace
+
+    from specviz.classroom.lessons.tau_policy import schedule, tau_policy
+    from tests.helpers import tiny_text_pair
+
+    kept = [(4, 4), (6, 3), (5, 2), (4, 2), (3, 3), (5, 5), (6, 2), (3, 3)]
+    steps = [SimpleNamespace(tau=t, n_accepted=n, emitted=(0,) * (n + 1)) for t, n in kept]
+    assert schedule(steps, 4) == (
+        "The heuristic's τ per step: 4, 6, 5, 4, 3, 5, 6, 3 (+2 after a step that accepted all it planned, −1 after "
+        "any other); step 7 planned 7, drafted 6 (7 tokens were left to write, less the target's own); step 8 planned "
+        "6, drafted 3 (4 tokens were left to write, less the target's own)."
+    )
+    finding = tau_policy(tiny_text_pair(), None).finding  # the lesson's own run, on a tiny pair: said in words
+    assert re.match(r"Both runs wrote the same \d+ tokens\. The heuristic's τ per step: 4, ", finding)
+    assert "True" not in finding and "[" not in finding and finding.endswith("Fixed: 4 every step.")
