@@ -42,15 +42,17 @@ def trace_reading(run: RunTrace, pair: specviz.ModelPair | None = None, turn=Non
             "Time this run beside the target alone", key="decode_measure", icon=":material/timer:"
         )
         if pressed:
-            with (
-                st.spinner(f"Decoding the {len(run.steps)} steps again, each beside the target alone on its tokens…"),
-                in_pieces(turn or contextlib.nullcontext),  # each step and its counterpart: a turn of its own
-            ):
-                measured = paired_run(pair, list(run.prompt_ids), run.config, max_steps=len(run.steps))
             try:
+                with (
+                    st.spinner(
+                        f"Decoding the {len(run.steps)} steps again, each beside the target alone on its tokens…"
+                    ),
+                    in_pieces(turn or contextlib.nullcontext),  # each step and its counterpart: a turn of its own
+                ):
+                    measured = paired_run(pair, list(run.prompt_ids), run.config, max_steps=len(run.steps))
                 cache[key] = diagnose(run, measured)
             except MeasurementError as exc:  # impossible timings (a busy machine): said, never shown as a result
-                cache.pop(key, None)
+                cache.pop(key, None)  # and no verdict of an earlier timing stays: the reading names none unmeasured
                 advice = "Time it again when the server is quieter."
                 st.warning(f"**Could not measure this run.** {plain(refusal(exc, advice))}")
         d = Diagnosis.from_dict(frozen) if frozen else cache.get(key) or diagnose(run)
@@ -74,7 +76,8 @@ def _tiles(d: Diagnosis, run: RunTrace, runtime: str | None, frozen: bool = Fals
         f"S(τ = {d.tau}), v = 1",
         "–" if d.predicted_speedup is None else f"{d.predicted_speedup:.2f}×",
         help="(1 − α^(τ+1)) / ((1 − α)(τc + 1)): Leviathan et al., who take a pass over τ + 1 tokens "
-        "to cost one over a single token (what a GPU engine sees)",
+        "to cost one over a single token (what a GPU engine sees); shown beside the measured S_v once the run is "
+        "timed, never as a prediction of its own",
     )
     cols[1].metric(
         f"S_v(τ = {d.tau}), measured v",

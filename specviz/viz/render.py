@@ -387,6 +387,7 @@ def refusal(message: object, advice: str) -> str:
     busy machine's refusal already says to measure again when it is quieter (specviz.analysis.clock.busy_message),
     and the page's "Run it again when the server is quieter." after it said the same thing twice."""
     text = sentence(message)
+    text = text[:1].upper() + text[1:]  # after the page's own bold sentence: "…this run.** A target pass…"
     return text if " again" in text else f"{text} {advice}"
 
 
