@@ -23,6 +23,7 @@ def verdict(
     """The result in words, coloured by what its interval says (on a `busy` server, not as a result at all), or why
     it could not be measured (a race withheld: nothing from it is shown as a result); why, with the pair's `timings`
     where kept; where it was timed; and whether both wrote the same text, or where and why not."""
+    summary = None
     try:
         summary = result.summary(timings)
     except BusyMachine as exc:  # its pieces waited for a core: said, never shown as a result
@@ -43,7 +44,7 @@ def verdict(
             ("**Not a result: the server was busy while it ran.** " if busy else "") + summary,
             icon=":material/sports_score:",
         )
-    if where:
+    if where and summary is not None:  # a race whose times were withheld was not "measured" as anything
         st.caption(
             f"Measured: {where}, the race's prompt, greedy, τ = {result.tau}. A speedup depends on the prompt, "
             "the draft, the runtime, the machine and its load: the README's (a quiet machine, its date and CPU "
