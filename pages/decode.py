@@ -48,6 +48,8 @@ with st.sidebar:
 @st.fragment
 def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, tau, broken) -> None:
     present, cols, quiz_on, kind = quiz_ui.decode_header()  # the title and toggles, or a projector's one row
+    if st.session_state.get("decode_tau") != tau and not replay:  # τ changed on the projector's row: the whole page
+        st.rerun()  # again, its sidebar building the settings with it
     if upload_error:
         st.error(
             f"**This file is not a specviz trace that can be replayed:** {plain(upload_error)}", icon=":material/error:"
