@@ -103,7 +103,7 @@ def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, 
         )
     else:
         names = (run.draft_name, run.target_name)  # a GGUF file's quantization labels q and p
-        typed = None if replay else typed_ui.note(view, run.config.tau)  # a step that proposed your draft
+        typed = None if replay else typed_ui.note(view, run.config.tau, present)  # a step that proposed your draft
         greedy = run.config.mode == "greedy"
         drawing.draw_step(view, greedy, hidden, draws, tuple(marks), present, beside, names, typed)
         if not hidden:  # what token-wise, one-hot and block make of this step's draft and draws
