@@ -2,11 +2,12 @@
 draft beside the chart in presentation view, a lesson's chart on screen, no Plotly toolbar over a chart's title, no
 focus ring left on the row of buttons after a click, and the slide's camera right of the picture, clear of it."""
 
+import os
 import re
 
 import pytest
 
-from benchmarks.appserver import CHROMIUM, CHROMIUM_ARGS, IDLE, serve
+from benchmarks.appserver import CHROMIUM, CHROMIUM_ARGS, IDLE, ROOT, serve
 from tests.helpers import fake_pass_times
 from tests.test_browser import need_chromium
 
@@ -27,7 +28,9 @@ def test_a_lecturer_at_1280_by_720_reads_the_note_the_lessons_chart_and_every_ti
     need_chromium()
     from playwright.sync_api import sync_playwright
 
-    with serve(tmp_path / "streamlit.log", env=fake_pass_times(tmp_path)) as url, sync_playwright() as p:
+    env = fake_pass_times(tmp_path)
+    env["PYTHONPATH"] += os.pathsep + str(ROOT)  # this checkout's specviz, before an installed one
+    with serve(tmp_path / "streamlit.log", env=env) as url, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 720})
         page.goto(f"{url}/{TYPED}")  # the book's draft, stepped on a projector: its note beside the chart
