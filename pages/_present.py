@@ -47,12 +47,12 @@ COMPACT_CSS = """<style>
 
 # Every page, on a projector or not (app.py). Plotly's toolbar (its modebar) showed over a chart's title whenever the
 # pointer rested on the chart: it is hidden (drag to zoom and double-click to reset work without it), but on the 16:9
-# slide, whose camera saves the picture, where it stands right of the picture. A click left Streamlit's grey focus
+# slide, whose camera saves the picture, where it stands under the picture. A click left Streamlit's grey focus
 # ring on a button, across the row of Step, Run to end, Back and Reset: drawn only for the keyboard (:focus-visible).
 APP_CSS = """<style>
 .stPlotlyChart .modebar-container { display: none !important; }
-.st-key-decode_slide_chart .modebar-container { display: block !important; right: -44px !important; }
-.st-key-decode_slide_chart { overflow: visible !important; padding-right: 44px; }
+.st-key-decode_slide_chart .modebar-container { display: block !important; top: 100% !important; }
+.st-key-decode_slide_chart { overflow: visible !important; padding-bottom: 40px; }
 button:focus:not(:focus-visible), [role="button"]:focus:not(:focus-visible) { outline: none !important;
   box-shadow: none !important; }
 </style>"""

@@ -1,6 +1,6 @@
 """What a lecturer sees at 1280×720 (issue 65.6, 65.9), in Debian's headless Chromium: the note on the textbook's
 draft beside the chart in presentation view, a lesson's chart on screen, no Plotly toolbar over a chart's title, no
-focus ring left on the row of buttons after a click, and the slide's camera right of the picture, clear of it."""
+focus ring left on the row of buttons after a click, and the slide's camera under the picture, clear of it."""
 
 import os
 import re
@@ -72,7 +72,7 @@ def test_a_lecturer_at_1280_by_720_reads_the_note_the_lessons_chart_and_every_ti
         )
         assert ring[0] != "BUTTON" or (ring[1] == "none" and ring[2] == "none"), ring
 
-        page.get_by_text("This step as a 16:9 picture for a slide").click()  # the slide keeps its camera, beside it
+        page.get_by_text("This step as a 16:9 picture for a slide").click()  # the slide keeps its camera, under it
         slide = page.locator(".st-key-decode_slide_chart .stPlotlyChart")
         slide.wait_for(timeout=60_000)
         settle(page)
@@ -81,7 +81,7 @@ def test_a_lecturer_at_1280_by_720_reads_the_note_the_lessons_chart_and_every_ti
         camera = slide.locator('[data-title="Download plot as a PNG"]').first
         camera.wait_for(state="visible", timeout=10_000)
         picture, button = slide.locator(".main-svg").first.bounding_box(), camera.bounding_box()
-        assert button["x"] >= picture["x"] + picture["width"] - 1, (button, picture)  # right of it, not over it
+        assert button["y"] >= picture["y"] + picture["height"] - 1, (button, picture)  # under it, not over it
         page.screenshot(path=str(tmp_path / "slide.png"))
         assert page.locator('[data-testid="stException"]').count() == 0
         browser.close()
