@@ -67,10 +67,12 @@ def draw_step(
             chart(charts.step_chart, view, hidden, draws, marks=marks, names=names, own=typed is not None, **size),
             key="decode_step_chart",
         )
-        if typed:
+        if typed and not (beside and not hidden):
             st.info(typed, icon=":material/keyboard:")
     if beside and not hidden:
-        with beside[1]:
+        with beside[1]:  # a projector: a typed draft's note on screen, beside the chart (below it, under the fold)
+            if typed:
+                st.info(typed, icon=":material/keyboard:")
             next_token_panel(view, brief=True, height=330, font_size=18, rows=6)
     position = st.segmented_control(
         "Top-10 at draft position", list(range(1, view.tau + 1)), default=1, key="decode_position"

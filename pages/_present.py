@@ -45,6 +45,19 @@ COMPACT_CSS = """<style>
 </style>"""
 
 
+# Every page, on a projector or not (app.py). Plotly's toolbar (its modebar) showed over a chart's title whenever the
+# pointer rested on the chart: it is hidden (drag to zoom and double-click to reset work without it), but on the 16:9
+# slide, whose camera saves the picture, where it stands under the picture. A click left Streamlit's grey focus
+# ring on a button, across the row of Step, Run to end, Back and Reset: drawn only for the keyboard (:focus-visible).
+APP_CSS = """<style>
+.stPlotlyChart .modebar-container { display: none !important; }
+.st-key-decode_slide_chart .modebar-container { display: block !important; top: 100% !important; }
+.st-key-decode_slide_chart { overflow: visible !important; padding-bottom: 40px; }
+button:focus:not(:focus-visible), [role="button"]:focus:not(:focus-visible) { outline: none !important;
+  box-shadow: none !important; }
+</style>"""
+
+
 def presentation_toggle(key: str) -> bool:
     """Larger type and no sidebar, for a projector; on by the toggle at the top of the page."""
     on = st.toggle("Presentation view", key=key, help="Larger type, sidebar hidden; toggle again to edit settings")

@@ -9,6 +9,7 @@ import streamlit as st
 
 import specviz
 from pages._present import COMPACT_CSS, presentation_toggle
+from pages._widgets import LIMITS
 from specviz.classroom import quiz
 from specviz.viz.plain import plain
 from specviz.viz.render import token_label
@@ -80,6 +81,23 @@ def kind_picker(where, on: bool, present: bool) -> str:
     return where.radio("Quiz", list(quiz.KINDS), key="decode_quiz_kind", format_func=labels, horizontal=not present)
 
 
+FIGURES_KEPT = "decode_figures_kept"
+
+
+def _take_tau() -> None:
+    st.session_state["decode_tau"] = st.session_state["decode_tau_present"]  # before the rerun: the sidebar reads it
+
+
+def tau_control(where) -> None:
+    """τ on a projector's row: the sidebar's own τ (decode_tau, kept across pages), shown and changed from here, so
+    that a lecturer changes τ without leaving presentation view (and its toggles: issue 65.5). A change reruns the
+    whole page (decode.py), whose sidebar then builds the settings with it."""
+    st.session_state["decode_tau_present"] = st.session_state.get("decode_tau", LIMITS["decode_tau"][0])
+    where.number_input(
+        "τ", *LIMITS["decode_tau"], key="decode_tau_present", on_change=_take_tau, help="Draft tokens per step"
+    )
+
+
 def decode_header() -> tuple[bool, list, bool, str]:
     """The Decode page's head: the title beside the presentation and quiz toggles, or on a projector one row of
     controls (no title) whose columns the buttons and the step picker share. (present, columns, quiz on, the
@@ -96,12 +114,19 @@ def decode_header() -> tuple[bool, list, bool, str]:
     with toggles[1]:
         presentation_toggle("decode_present")
         if present:  # a projector's option (under its toggle: a column of its own would cut the buttons' labels)
+            # kept under a key of its own: a run without the toggle (presentation view off) forgets a widget's value,
+            # and leaving presentation view to change τ turned it off (issue 65.5)
+            state = st.session_state
+            state["decode_figures"] = state.get(FIGURES_KEPT, state.get("decode_figures", False))
             st.toggle(  # read by the page where it draws the marked text
                 "q, p, r under tokens",
                 key="decode_figures",
+                on_change=lambda: state.update({FIGURES_KEPT: state["decode_figures"]}),
                 help="Each draft token's q, p and r in small type under it: readable on a projector without hovering",
             )
     quiz_on = toggles[2].toggle(
         "Quiz mode", key="decode_quiz", help="Hide r and the decisions until the class has guessed"
     )
+    if present:  # the sidebar is hidden: τ on the projector's row, under the quiz toggle
+        tau_control(toggles[2])
     return present, cols, quiz_on, kind_picker(cols[-1] if present else st.container(), quiz_on, present)

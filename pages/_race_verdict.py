@@ -14,6 +14,7 @@ from specviz.analysis.pairtimes import PairTimings
 from specviz.analysis.race import RaceResult
 from specviz.analysis.theory import ceiling
 from specviz.viz.plain import plain
+from specviz.viz.render import refusal
 
 
 def verdict(
@@ -28,13 +29,13 @@ def verdict(
     what was counted and what a quiet minute would add; the ceiling and what α and c cost of it; where it was timed;
     and whether both wrote the same text, or where and why not."""
     costed = result.costed(timings) if timings is not None and timings.quiet and result.pass_tokens else None
-    waited = False  # its pieces waited for a core: the measured line then says so, not the quiet moment after it
     try:
         summary = result.summary(timings)
     except MeasurementError as exc:  # waited for a core, or impossible timings: the clocks are withheld, not the counts
         waited = isinstance(exc, BusyMachine)
         why = "its pieces waited for a core" if waited else "its timings cannot be right"
-        clocked = f"The live clocks are not shown: {why} ({plain(exc)})"
+        told = plain(exc) if waited else plain(refusal(exc, "Start again when the server is quieter."))  # advice once
+        clocked = f"The live clocks are not shown: {why}. {told}"
         summary = None
     if summary is not None and not busy:
         spread = result.speedup_spread()
@@ -55,9 +56,7 @@ def verdict(
     split = _ceiling(result, timings)
     if split:
         st.caption(f"**The ceiling.** {plain(split)}")
-    if where:
-        if waited:  # the load read after it ran ("no other process on its 2 cores") is not how it ran
-            where = f"{where.partition(', no other process')[0]}, its pieces waiting for a core while it ran"
+    if where and summary is not None:  # a race whose times were withheld was not "measured" as anything
         st.caption(
             f"Measured: {where}, the race's prompt, greedy, τ = {result.tau}. A speedup depends on the prompt, "
             "the draft, the runtime, the machine and its load: the README's (a quiet machine, its date and CPU "

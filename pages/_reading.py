@@ -19,6 +19,7 @@ from specviz.analysis.snapshot import freeze, runtime_of
 from specviz.core.pieces import in_pieces
 from specviz.core.trace import RunTrace
 from specviz.viz.plain import plain
+from specviz.viz.render import refusal
 
 CACHE = "decode_measured"  # this session's measurements, keyed by everything they measured
 
@@ -45,19 +46,24 @@ def trace_reading(run: RunTrace, pair: specviz.ModelPair | None = None, turn=Non
             "Time this run beside the target alone", key="decode_measure", icon=":material/timer:"
         )
         if pressed:
-            with (
-                st.spinner(f"Decoding the {len(run.steps)} steps again, each beside the target alone on its tokens…"),
-                in_pieces(turn or contextlib.nullcontext),  # each step and its counterpart: a turn of its own
-            ):
-                measured = paired_run(pair, list(run.prompt_ids), run.config, max_steps=len(run.steps))
             try:
+                with (
+                    st.spinner(
+                        f"Decoding the {len(run.steps)} steps again, each beside the target alone on its tokens…"
+                    ),
+                    in_pieces(turn or contextlib.nullcontext),  # each step and its counterpart: a turn of its own
+                ):
+                    measured = paired_run(pair, list(run.prompt_ids), run.config, max_steps=len(run.steps))
                 cache[key] = diagnose(run, measured)
             except MeasurementError as exc:  # waited, or impossible timings: the clocks withheld, the counts read
-                cache.pop(key, None)
-                more = "its counts are read at the pair's kept costs below" if kept else QUIET_MINUTE
-                st.warning(
-                    f"**Could not clock this run.** {plain(exc)}. Time it again when the server is quieter; {more}."
+                cache.pop(key, None)  # and no verdict of an earlier timing stays: the reading names none unmeasured
+                more = (
+                    "Its counts are read at the pair's kept costs below."
+                    if kept
+                    else f"{QUIET_MINUTE[:1].upper()}{QUIET_MINUTE[1:]}."
                 )
+                advice = "Time it again when the server is quieter."
+                st.warning(f"**Could not clock this run.** {plain(refusal(exc, advice))} {more}")
         counted = diagnose_counted(run, kept) if kept is not None else None  # no clock of this run in it
         d = Diagnosis.from_dict(frozen) if frozen else cache.get(key) or counted or diagnose(run)
         if key is not None and not frozen:  # times of this server, just now
@@ -80,7 +86,8 @@ def _tiles(d: Diagnosis, run: RunTrace, runtime: str | None, frozen: bool = Fals
         f"S(τ = {d.tau}), v = 1",
         "–" if d.predicted_speedup is None else f"{d.predicted_speedup:.2f}×",
         help="(1 − α^(τ+1)) / ((1 − α)(τc + 1)): Leviathan et al., who take a pass over τ + 1 tokens "
-        "to cost one over a single token (what a GPU engine sees)",
+        "to cost one over a single token (what a GPU engine sees); shown beside the measured S_v once the run is "
+        "timed, never as a prediction of its own",
     )
     cols[1].metric(
         f"S_v(τ = {d.tau}), {'kept' if d.calibration else 'measured'} v",

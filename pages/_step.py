@@ -11,8 +11,8 @@ import functools
 import streamlit as st
 
 import specviz
-from pages import _share
 from pages import _history as history_ui
+from pages import _share
 from pages import _typed as typed_ui
 from pages._compute import compute_turn, heavy_job, heavy_turn, pacer
 from specviz.core.prompt import toggled_chat

@@ -11,6 +11,7 @@ from specviz.analysis.busy import where_measured
 from specviz.analysis.sweep_summary import SweepSummary
 from specviz.viz import sweep_charts as charts
 from specviz.viz.plain import plain
+from specviz.viz.render import sentence
 
 
 def refused(dropped: list[tuple[int, str]]) -> None:
@@ -18,7 +19,8 @@ def refused(dropped: list[tuple[int, str]]) -> None:
     times them again."""
     for tau, why in dropped:
         st.warning(
-            f"**τ = {tau} could not be measured:** {plain(why)}. Its runs are taken out: **Run** times them again.",
+            f"**τ = {tau} could not be measured:** {plain(sentence(why))} Its runs are taken out: **Run** times them "
+            "again.",
             icon=":material/timer_off:",
         )
 

@@ -136,7 +136,8 @@ def present_row() -> None:
         )
 
 
-def note(step: specviz.StepTrace, tau: int) -> str | None:
-    """Above a typed step's chart: what was proposed, and what the numbers are."""
+def note(step: specviz.StepTrace, tau: int, brief: bool = False) -> str | None:
+    """Beside a typed step's chart: what was proposed, and what the numbers are (`brief`, a projector: why it was
+    kept or rejected, where the words are the textbook's)."""
     typed = typed_words(step)
-    return None if typed is None else texts.step_note(typed[0], typed[1], step.index, step.tau, tau)
+    return None if typed is None else texts.step_note(typed[0], typed[1], step, tau, brief)

@@ -49,6 +49,8 @@ with st.sidebar:
 @st.fragment
 def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, tau, broken) -> None:
     present, cols, quiz_on, kind = quiz_ui.decode_header()  # the title and toggles, or a projector's one row
+    if st.session_state.get("decode_tau") != tau and not replay:  # τ changed on the projector's row: the whole page
+        st.rerun()  # again, its sidebar building the settings with it
     if upload_error:
         st.error(
             f"**This file is not a specviz trace that can be replayed:** {plain(upload_error)}", icon=":material/error:"
@@ -102,7 +104,7 @@ def run_view(replay, frozen, upload_error, target, draft, prompt, chat, config, 
         )
     else:
         names = (run.draft_name, run.target_name)  # a GGUF file's quantization labels q and p
-        typed = None if replay else typed_ui.note(view, run.config.tau)  # a step that proposed your draft
+        typed = None if replay else typed_ui.note(view, run.config.tau, present)  # a step that proposed your draft
         greedy = run.config.mode == "greedy"
         drawing.draw_step(view, greedy, hidden, draws, tuple(marks), present, beside, names, typed)
         if not hidden:  # what token-wise, one-hot and block make of this step's draft and draws

@@ -5,8 +5,8 @@ import time
 import streamlit as st
 
 import specviz
-from pages import _own_settings as own_settings
 from pages import _history as history_ui
+from pages import _own_settings as own_settings
 from pages import _race_greedy as greedy_ui
 from pages import _snapshot as snapshots
 from pages import _timings as timings_ui

@@ -61,7 +61,7 @@ edited = st.data_editor(
     key=editor,
     hide_index=True,
     num_rows="dynamic",
-    column_config={"token": st.column_config.TextColumn("token", required=True)},
+    column_config={c: st.column_config.TextColumn(c, **sb.cell_config(c)) for c in base[editor]},  # text, read by sb
 )
 for name, total in sb.column_sums(edited).items():
     st.warning(f"Column **{name}** sums to {total:.6g}, not 1: it is used divided by {total:.6g}.", icon="⚖️")

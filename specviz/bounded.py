@@ -112,6 +112,26 @@ def decimal(text: str, *, error: type[Exception], what: str) -> float:
     return value
 
 
+def typed_number(value: Any, *, error: type[Exception], what: str) -> float:
+    """A number as a person types it in a worksheet's cell, read as they mean it: "0.05", ".05", "0,05" (a comma the
+    only decimal mark) and "5%" are all 0.05; a number the grid already holds (is_number), as it is. Else
+    `error("{what} …")` saying why (empty, two decimal marks, not a number), never a guess: the grid's own number
+    cell turned ".05" into 5 (issue 65.2)."""
+    if is_number(value):
+        return float(value)
+    if not isinstance(value, str):
+        raise error(f"{what} is empty")
+    text = value.strip(" \t")
+    if not text:
+        raise error(f"{what} is empty")
+    percent = text.endswith("%")
+    text = text.removesuffix("%").rstrip(" \t")
+    if "," in text and ("." in text or text.count(",") > 1):
+        raise error(f"{what} ({value.strip()[:NUMBER_CHARS]!r}) has two decimal marks: write 0.05, .05, 0,05 or 5%")
+    number = decimal(text.replace(",", "."), error=error, what=f"{what} ({value.strip()[:NUMBER_CHARS]!r})")
+    return number / 100 if percent else number
+
+
 def is_whole(value: Any) -> bool:
     """A whole number (not a bool) of size at most MAX_WHOLE: safe to compare, format and turn into a float."""
     return isinstance(value, int) and not isinstance(value, bool) and -MAX_WHOLE <= value <= MAX_WHOLE

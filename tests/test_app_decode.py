@@ -371,3 +371,24 @@ def test_the_chat_toggle_on_wraps_the_prompt_whatever_the_models_name(monkeypatc
     at.button(key="decode_step").click().run()
     assert decoder(at).chat is False and decoder(at).prompt_text == "Write a Python function that reverses a list."
     st.cache_resource.clear()
+
+
+def test_presentation_view_changes_tau_and_keeps_its_toggles(loads):
+    """Issue 65.5: presentation view had no τ control, and leaving it to change τ turned "q, p, r under tokens" off.
+    Its row now has τ: changed there, the next Step drafts that many, with the sidebar's τ the same and every toggle
+    kept; leaving presentation view and coming back keeps them too."""
+    at = app()
+    at.toggle(key="decode_present").set_value(True).run()
+    at.toggle(key="decode_figures").set_value(True).run()
+    at.button(key="decode_step").click().run()
+    at.number_input(key="decode_tau_present").set_value(6).run()
+    assert not at.exception
+    assert at.session_state["decode_tau"] == 6 and at.slider(key="decode_tau").value == 6
+    assert at.toggle(key="decode_present").value and at.toggle(key="decode_figures").value
+    at.button(key="decode_step").click().run()  # settings changed: a new run at τ = 6
+    assert decoder(at).steps[-1].tau == 6
+    assert any('class="sv-num"' in h.proto.body for h in at.get("html"))  # q, p, r still under the tokens
+    at.toggle(key="decode_present").set_value(False).run()  # out, τ changed in the sidebar, and back
+    at.slider(key="decode_tau").set_value(3).run()
+    at.toggle(key="decode_present").set_value(True).run()
+    assert at.toggle(key="decode_figures").value and at.number_input(key="decode_tau_present").value == 3

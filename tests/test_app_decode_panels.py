@@ -7,6 +7,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from specviz.analysis.diagnosis import UNMEASURED
 from tests.app_helpers import LAZY_PANELS, ROOT, app, busy_machine, decoder
 
 
@@ -19,6 +20,9 @@ def test_the_trace_is_read_for_its_bottleneck_and_timed_on_the_runtime_that_runs
     run = decoder(at).trace()
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["this run vs the target alone"] == "–"  # nothing measured yet: no number, never a stale one
+    # issue 65.3: nor a verdict or an S from an assumed v = 1 (it said "S(τ = 4), v = 1: 2.45×", "τ = 6 predicts…")
+    assert metrics[f"S(τ = {run.config.tau}), v = 1"] == "–"
+    assert [m.value for m in at.markdown if m.value.startswith("**Bottleneck.**")] == [f"**Bottleneck.** {UNMEASURED}"]
     at.button(key="decode_measure").click().run()  # the run decoded again, each step beside the target alone
     assert not at.exception
     ((key, d),) = at.session_state[CACHE].items()
@@ -184,8 +188,15 @@ def test_the_reading_says_it_could_not_measure_an_impossible_run(loads, monkeypa
     real = _reading.diagnose
     at = app()
     at.button(key="decode_run_all").click().run()
+    at.button(key="decode_measure").click().run()  # timed once: a verdict from its costs
+    assert not any(m.value == f"**Bottleneck.** {UNMEASURED}" for m in at.markdown)
     monkeypatch.setattr(_reading, "diagnose", impossible)
-    at.button(key="decode_measure").click().run()
+    at.button(key="decode_measure").click().run()  # timed again, and refused: the earlier verdict is not left standing
     assert not at.exception
-    assert any(w.value.startswith("**Could not clock this run.** a target pass over 5 tokens") for w in at.warning)
+    (said,) = [w.value for w in at.warning if w.value.startswith("**Could not clock this run.**")]
+    assert said.startswith(
+        "**Could not clock this run.** A target pass over 5 tokens would have cost 0.30 single-token passes. Time it "
+        "again when the server is quieter. "
+    )
     assert {m.label: m.value for m in at.metric}["this run vs the target alone"] == "–"  # no number shown
+    assert any(m.value == f"**Bottleneck.** {UNMEASURED}" for m in at.markdown)  # issue 65.3: no stale verdict

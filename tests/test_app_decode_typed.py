@@ -37,6 +37,7 @@ def test_a_typed_draft_is_proposed_as_typed_and_decided_by_the_modes_own_rule_wi
     assert (step.next_text, step.next_rule, step.next_prob) == ("a", "argmax", pytest.approx(0.5))  # argmax p there
     assert step.emitted == (1, 0) and [top[0].text for top in step.q_top] == ["c", "c"]
     assert step.beta == pytest.approx((0.6, 0.6))  # Σ min(p, q) = .2 + .2 + .2: the full rows are the model's
+    from specviz.viz.charts import step_chart
     from specviz.viz.render import own_choice, run_html
 
     assert own_choice(step, 0).text == "c" and own_choice(step, 1) is None  # marked where it differs
@@ -44,7 +45,7 @@ def test_a_typed_draft_is_proposed_as_typed_and_decided_by_the_modes_own_rule_wi
     # q, p and r one above the other under each token (issue 55.1: a long draft's tokens stay on one line)
     assert "q .20<br>p .30<br>r .97" in html and "q .60<br>p .20<br>r .71" in html and "draft's pick: c" in html
     assert html.count("sv-own") == 2  # the style rule and the one token whose pick differs
-    ticks = json.loads(json.dumps(specviz.viz.charts.step_chart(step, own=True).to_dict()))["data"][0]["x"]
+    ticks = json.loads(json.dumps(step_chart(step, own=True).to_dict()))["data"][0]["x"]
     assert ticks == ["1. b<br>(draft: c)", "2. c"]
     assert draft.table.tolist() == [0.2, 0.2, 0.6]  # the shared model: never changed
     assert dec.step().draft_text == ("c", "c", "c", "c")  # the next step: the draft model's own again
@@ -63,21 +64,44 @@ def test_a_typed_draft_is_proposed_as_typed_and_decided_by_the_modes_own_rule_wi
 
 
 def test_your_drafts_texts_escape_what_was_typed_and_say_how_many_tokens_were_proposed():
-    from specviz.classroom import typed as texts
+    import dataclasses
 
-    note = texts.step_note("*mat* <b>", count=3, index=1, proposed=3, tau=4)
+    from specviz.classroom import typed as texts
+    from specviz.classroom.sandbox import PRESETS, sandbox_step
+
+    book = sandbox_step(PRESETS[texts.BOOK])  # the exercise's own numbers: 'mat', 'then' and 'slept' have q > p
+    three = dataclasses.replace(book, index=1, tau=3)
+    note = texts.step_note("*mat* <b>", 3, three, tau=4)
     assert note.startswith('**Your draft** "\\*mat\\* \\<b\\>" (step 2): q is the draft model')
     assert "Only" not in note  # all three typed tokens were proposed
-    cut = texts.step_note("mat and then slept", count=5, index=0, proposed=4, tau=4)
+    cut = texts.step_note("mat and then slept", 5, book, tau=4)
     assert "(step 1)" in cut and " Only 4 of its 5 tokens were proposed: τ = 4," in cut
-    # the textbook's own draft (issue 55.4): why the real models do not give the book's outcome, and where its
-    # invented numbers are; any other words: no such note
-    assert "Not the book's outcome?" in cut and "Not the book's outcome?" not in note
-    assert cut.endswith(
-        "The book's own numbers are the Sandbox's exercise [The cat sat on the \\| mat and then slept]"
-        "(sandbox?sandbox_preset=The+cat+sat+on+the+%7C+mat+and+then+slept)."
+    # the textbook's own draft (issue 65.6): why this step kept what it kept, from its own q and p; the exercise's
+    # made-up numbers named as the Sandbox's, nothing claimed of "the book"; any other words: no such note
+    assert "book" not in cut.lower().replace("the+cat", "") and "Where r decided" not in note
+    assert (
+        " **Where r decided:** only 'mat' (p/q = 0.83, accepted), 'then' (p/q = 0.33, rejected), 'slept' (p/q = 0.86, "
     )
-    assert "Not the book's outcome?" in texts.step_note("  Mat and  then slept", 4, 0, 4, 4)  # as a person types it
+    assert "not reached) had q > p; every other token had q ≤ p, which no r rejects." in cut
+    assert cut.endswith(
+        "The Sandbox's exercise [The cat sat on the \\| mat and then slept]"
+        "(sandbox?sandbox_preset=The+cat+sat+on+the+%7C+mat+and+then+slept) gives these words made-up q and p, under "
+        "which 'then' (q .6 > p .2) is rejected when r is above p/q = 1/3."
+    )
+    # the lecturer's run (issue 65.6): every word had q ≤ p, so each was kept whatever r was
+    kept = dataclasses.replace(
+        book, ratio=(1.2, 1.0, 3.5, 1.1), decision=("accepted",) * 4, accepted=(True,) * 4, n_accepted=4
+    )
+    said = texts.step_note("  Mat and  then slept", 4, kept, 4)  # as a person types it
+    assert (
+        " **Why no rejection?** Every token here had q ≤ p, so each was kept whatever r was: r ≤ min(1, p/q) = 1 "
+        in said
+    )
+    brief = texts.step_note("mat and then slept", 4, kept, 4, brief=True)  # a projector: the why alone
+    assert (
+        brief.startswith('**Your draft** "mat and then slept" (step 1). **Why no rejection?**')
+        and "Not drawn" not in brief
+    )
     caption = texts.tokens_caption([" mat", "\n", "*"])
     assert caption.startswith("As tokens after the text on screen: '·mat' · '↵' · '\\*' (3; at most τ are proposed). ")
     assert texts.refusal(True, "x").startswith("a typed draft is a chain of tokens")

@@ -61,8 +61,8 @@ def test_the_sandbox_keeps_every_cell_as_typed_and_says_what_it_uses(loads):
     grid = at.data_editor(key=key)
     original, identity = grid.value.copy(), grid.proto.id
     typed = {}
-    for row, value in enumerate((0.35, 0.3, 0.2, 0.1, 0.1)):  # the lecturer types p1, one cell at a time
-        typed[row] = {"p1": value}
+    for row, value in enumerate((0.35, 0.3, 0.2, 0.1, 0.1)):  # the lecturer types p1, one cell at a time (text)
+        typed[row] = {"p1": str(value)}
         at.session_state[key] = {"edited_rows": dict(typed), "added_rows": [], "deleted_rows": []}
         at.run()
         assert not at.exception
@@ -73,7 +73,7 @@ def test_the_sandbox_keeps_every_cell_as_typed_and_says_what_it_uses(loads):
             for column, number in cells.items():
                 shown.loc[edited_row, column] = number
         expected = original.copy()
-        expected.loc[:row, "p1"] = [0.35, 0.3, 0.2, 0.1, 0.1][: row + 1]
+        expected.loc[:row, "p1"] = ["0.35", "0.3", "0.2", "0.1", "0.1"][: row + 1]
         pd.testing.assert_frame_equal(shown, expected)  # every cell of every column, as typed
     assert at.session_state["sandbox_case"].p[0] == (0.35, 0.3, 0.2, 0.1, 0.1)  # kept as typed
     assert [w.value for w in at.warning] == ["Column **p1** sums to 1.05, not 1: it is used divided by 1.05."]
@@ -84,6 +84,28 @@ def test_the_sandbox_keeps_every_cell_as_typed_and_says_what_it_uses(loads):
     assert "**n = 0** of 5 accepted (position 1 is the first rejected)" in at.success[0].value
     assert "table edited" in at.success[0].value
     assert any(i.value.startswith("The target's token is the rejected draft token itself: 'the'") for i in at.info)
+
+
+def test_the_sandbox_reads_05_as_people_type_it(loads):
+    """Issue 65.2: ".05" typed in q1 gave 5 (the grid showed "005"; "Column q1 sums to 5.975"). The cells are text,
+    read as written: ".05", "0,05" and "5%" are 0.05 ('the' of the five-token exercise: q1 sums to .05 + .5 = .55);
+    "five" is refused, the cell named and why."""
+    at = app()
+    at.switch_page("pages/sandbox.py").run()
+    at.selectbox(key="sandbox_preset").set_value("Five-token draft, the third rejected first").run()
+    key = "sandbox_table_Five-token draft, the third rejected first_5"
+    for typed in (".05", "0,05", "5%"):
+        at.session_state[key] = {"edited_rows": {0: {"q1": typed}}, "added_rows": [], "deleted_rows": []}
+        at.run()
+        assert not at.exception and not at.error
+        assert at.session_state["sandbox_case"].q[0] == (0.05, 0.2, 0.1, 0.1, 0.1)
+        assert [w.value for w in at.warning] == ["Column **q1** sums to 0.55, not 1: it is used divided by 0.55."]
+    at.session_state[key] = {"edited_rows": {1: {"q1": "five"}}, "added_rows": [], "deleted_rows": []}
+    at.run()
+    assert not at.exception
+    assert [e.value for e in at.error] == [
+        "**Check the table.** column q1, row 2 ('five') is not a finite number written with the digits 0-9"
+    ]
 
 
 def test_the_sandbox_names_an_edited_r_and_says_why_a_tie_went_one_way(loads):

@@ -1,5 +1,6 @@
 """Charts and the marked text, checked on the figure data and the HTML they produce."""
 
+import functools
 import re
 
 import pytest
@@ -468,3 +469,110 @@ def test_q_and_p_are_labelled_with_each_gguf_files_quantization():
     )
     assert roles("Qwen2.5 0.5B Instruct (Q4_K_M)", "SmolLM2-135M-Instruct") == ("q (draft, Q4_K_M)", "p (target)")
     assert roles("distilled draft (embedded)", "gpt2") == ("q (draft)", "p (target)")  # not a quantization
+
+
+# --- issue 65.1: the figures printed under a token decide as the exact ones do ----------------------------------------
+
+
+@functools.cache
+def _template(tau: int):
+    from specviz.classroom.sandbox import SandboxCase, sandbox_step
+
+    return sandbox_step(SandboxCase(("a", "b"), q=((0.5, 0.5),) * tau, p=((0.5, 0.5),) * (tau + 1), r=(0.1,) * tau))
+
+
+def _one_token(q: float, p: float, r: float | None, tau: int = 1):
+    """A step of `tau` draft tokens, each with this q, p and r, decided token-wise (r ≤ p/q) from the exact numbers;
+    the rest of the step (text, tops) from a sandbox table."""
+    import dataclasses
+
+    step = _template(tau)
+    kept = r is None or r <= p / q  # (r None: greedy's argmax decides; its figures only say whether q ≤ p)
+    n = tau if kept else 0
+    decision = ("accepted",) * tau if kept else ("rejected", *("not reached",) * (tau - 1))
+    return dataclasses.replace(
+        step,
+        q=(q,) * tau,
+        p=(p,) * tau,
+        ratio=(p / q,) * tau,
+        r=(r,) * tau,
+        decision=decision,
+        accepted=tuple(d == "accepted" for d in decision),
+        n_accepted=n,
+        emitted=step.emitted[:1] * (n + 1),
+    )
+
+
+def _samples(seed: int, count: int):
+    """(q, p, r) at random, most of them near a tie (r within a rounding of p/q, q within one of p, tiny values):
+    where two-decimal figures can tell the room the wrong decision."""
+    import random
+
+    rng = random.Random(seed)
+    for _ in range(count):
+        q = rng.choice([rng.uniform(0.005, 1), rng.uniform(1e-5, 0.005), round(rng.uniform(0.01, 1), 2)])
+        p = rng.choice([rng.uniform(0, 1), q * rng.uniform(0.9, 1.1), q + rng.uniform(-0.006, 0.006)])
+        p = min(max(p, 1e-6), 1.0)
+        ratio = p / q
+        r = rng.choice([rng.random(), min(ratio * rng.uniform(0.97, 1.03), 0.999999), rng.uniform(0.9, 0.9999)])
+        yield q, p, r
+
+
+def test_the_figures_under_a_token_decide_as_the_exact_values_do():
+    """Issue 65.1. At τ = 8 '```' showed "q .50 p .48 r .97 ✓": from those figures .48 / .50 = .96 < .97, so the room
+    said rejected a token kept with p/q = .485 / .498 = .974 ≥ r. Now the figures carry as many digits as it takes
+    (q .498 p .485 r .970: .974 ≥ .970, kept), or p/q itself beside r; and for 3,000 random q, p, r (most near a
+    tie) the figures as printed, read the way a room reads them, give the exact decision."""
+    from specviz.viz.render import figure_texts
+
+    book = _one_token(0.498, 0.485, 0.9703, tau=8)
+    assert book.decision[0] == "accepted"
+    assert figure_texts(book, 0) == (".498", ".485", ".970", None)
+    html = run_html("x", [book], figures=True)
+    assert '<span class="sv-num">q .498<br>p .485<br>r .970</span>' in html
+    assert figure_texts(_one_token(0.42, 0.3, 0.1), 0) == (".42", ".30", ".10", None)  # two decimals where they do
+    for q, p, r in _samples(65, 3000):
+        step = _one_token(q, p, r)
+        qs, ps, rs, ratio = figure_texts(step, 0)
+        kept = step.decision[0] == "accepted"
+        if ratio is not None:  # p/q written beside r: the room compares those two
+            assert (float(rs) <= float(ratio)) == kept, (q, p, r, rs, ratio)
+        else:
+            read = float(qs) <= float(ps) or float(rs) <= float(ps) / float(qs)
+            assert read == kept, (q, p, r, qs, ps, rs)
+        if q < 0.01:  # and under the token as written (a few of them: the page draws what figure_texts gives)
+            assert f'<span class="sv-num">q {qs}<br>p {ps}<br>r {rs}' in run_html("x", [step], figures=True)
+
+
+def _slide_key(step) -> str:
+    from specviz.viz import slide
+
+    annotations = slide.slide_figure("x", step).to_dict()["layout"]["annotations"]
+    return next(a["text"] for a in annotations if "target" in a["text"])
+
+
+def test_the_step_charts_printed_figures_decide_as_the_exact_values_do():
+    """Issue 65.1, the step chart (Decode's, the presentation view's and the 16:9 slide's): a bar label never writes q
+    above p as q ≤ p (the room would read "kept outright" a token that was tested): q .4801 against p .4799 is
+    "48.01%" and "47.99%", not "48%" twice. Where the chart writes r and p/q (up to τ = 6), they decide as the exact
+    values do; past τ 6 each column's ✓ ✗ – is explained on the slide's key as on the page's."""
+    from specviz.viz.charts import percent_of
+
+    step = _one_token(0.4801, 0.4799, 0.9999, tau=7)
+    labels = [t["text"] for t in step_chart(step, width=1280).to_dict()["data"][:2]]
+    assert labels[0][0] == "48.01%" and labels[1][0] == "47.99%"
+    for q, p, r in _samples(66, 200):
+        step = _one_token(q, p, r)
+        data = step_chart(step).to_dict()
+        qs, ps = data["data"][0]["text"][0], data["data"][1]["text"][0]
+        assert q <= p or percent_of(qs) > percent_of(ps), (q, p, qs, ps)
+        said = re.search(r"r = ([\d.]+) ([≤>]) p/q = ([\d.]+)", data["layout"]["annotations"][0]["text"])
+        if said:  # "q ≤ p → accepted outright" otherwise
+            assert (float(said.group(1)) <= float(said.group(3))) == (step.decision[0] == "accepted")
+            assert (said.group(2) == "≤") == (step.decision[0] == "accepted")
+    key = _slide_key(step)
+    assert "✓" not in key  # up to τ = 6 each column says its decision in words
+    long = _one_token(0.4, 0.3, 0.9, tau=8)
+    key = _slide_key(long)
+    assert "<b>✓ accepted</b>" in key and "<s>✗ rejected (the first)</s>" in key and "– not reached (after it)" in key
+    assert "✓ accepted" in run_html("x", [long], legend=True)  # the page's key, above the marked text

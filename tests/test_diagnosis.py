@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from specviz import Decoder, SpecConfig
-from specviz.analysis.diagnosis import Diagnosis, diagnose
+from specviz.analysis.diagnosis import UNMEASURED, Diagnosis, diagnose
 from specviz.analysis.measure import MeasurementError
 from specviz.core.metrics import compute_metrics
 from tests.helpers import table_pair
@@ -25,34 +25,52 @@ def run_with(tau: int, accepted: list[int], beta: float, draft_ms: float, verify
     return dataclasses.replace(real, steps=steps, metrics=compute_metrics(steps, tau), prefill_ms=prefill_ms)
 
 
-def test_a_draft_no_better_than_it_is_cheap_is_the_bottleneck():
-    # τ = 2, 3 steps: c = (18 ms / 6 drafts) / (12 ms / 3 passes) = 3 / 4 = 0.75 ≥ α = 0.2
-    d = diagnose(run_with(2, [0, 0, 1], beta=0.2, draft_ms=6.0, verify_ms=4.0))
-    assert d.c == pytest.approx(0.75) and d.alpha == pytest.approx(0.2)
-    assert d.bottleneck.startswith("The draft: it is right (α = 0.20) no more often than it is cheap (c = 0.75)")
-    assert d.shares() == pytest.approx({"draft": 18 / 35, "verify": 12 / 35, "prefill": 5 / 35})
-
-
-def test_a_too_small_tau_is_named_with_the_better_one():
-    # τ = 4, α = 0.8, c = (4 ms / 4) / (10 ms / 1) = 0.1; S(4) = 3.362 / 1.4 = 2.40, S(6) = 3.951 / 1.6 = 2.47 (best)
+def test_a_trace_alone_names_no_bottleneck_and_predicts_no_speedup():
+    """Issue 65.3: after Run to end the reading showed "S(τ = 4), v = 1: 2.45×" and "Bottleneck. τ … τ = 6 predicts
+    S = 2.55×" while v was "–": a verdict from an assumed v = 1. τ = 4, α = 0.8, c = (4 ms / 4) / (10 ms / 1) = 0.1
+    would have said τ = 6; without the pair's costs it says none, and predicts no S."""
     d = diagnose(run_with(4, [4, 3, 4], beta=0.8, draft_ms=4.0, verify_ms=10.0))
-    assert d.mean_acceptance_length == pytest.approx(1 + 11 / 3) and d.best_tau == 6
-    assert d.bottleneck == "τ: with α = 0.80 and c = 0.10, τ = 6 predicts S = 2.47× against 2.40× at τ = 4."
+    assert d.alpha == pytest.approx(0.8) and d.c == pytest.approx(0.1)  # what the trace measures, shown as such
+    assert d.predicted_speedup is None and d.best_tau is None and d.verify_cost is None
+    assert d.bottleneck == UNMEASURED and "τ = 6" not in d.bottleneck
+    assert d.bottleneck.startswith("Not named: a bottleneck rests on the pair's costs")
+    d = diagnose(run_with(2, [0, 0, 1], beta=0.2, draft_ms=6.0, verify_ms=4.0))  # α ≤ c: not said either, unmeasured
+    assert d.bottleneck == UNMEASURED
+    assert d.shares() == pytest.approx({"draft": 18 / 35, "verify": 12 / 35, "prefill": 5 / 35})  # where time went
 
 
-def test_at_the_best_tau_verification_is_where_the_time_should_go():
-    # τ = 6, the same α and c (draft 6 ms per step for 6 drafts): the best τ already; drafting 6 / 16 = 38%
-    d = diagnose(run_with(6, [6, 5, 6], beta=0.8, draft_ms=6.0, verify_ms=10.0))
-    assert d.bottleneck == (
-        "Verification: the target's passes take 62% of the decoding time, as they should; τ = 6 is the best τ "
-        "for α = 0.80 and c = 0.10."
+def test_a_draft_no_better_than_it_is_cheap_is_the_bottleneck():
+    # τ = 2, α = 0.2; measured beside the target alone (10 ms a token): each step drafts 2 tokens in 8 ms, so
+    # c = 4 / 10 = 0.4 ≥ α; v(3) = 12 / 10 = 1.2
+    run = run_with(2, [0, 0, 1], beta=0.2, draft_ms=6.0, verify_ms=4.0)
+    d = diagnose(run, paired([1, 1, 2], 2, 21.0, 8.0, 12.0, 10.0))
+    assert d.c == pytest.approx(0.4) and d.alpha == pytest.approx(0.2)
+    assert d.bottleneck.startswith("The draft: it is right (α = 0.20) no more often than it is cheap (c = 0.40)")
+
+
+def test_at_its_measured_costs_verification_is_where_the_time_should_go():
+    # τ = 6, α = 0.8, the trace's drafting 18 / 48 = 38%; measured (10 ms a token): each step drafts 6 in 6 ms (c =
+    # 0.1), verifies in 11 ms (v = 1.1) and takes 18 ms for 7, 6, 7 tokens: 200 ms alone against 54 = 3.70×, every
+    # resample the same ratio (each step's own is 70 / 18, 60 / 18: 3.33 to 3.89)
+    run = run_with(6, [6, 5, 6], beta=0.8, draft_ms=6.0, verify_ms=10.0)
+    d = diagnose(run, paired([7, 6, 7], 6, 18.0, 6.0, 11.0, 10.0))
+    assert d.bottleneck.startswith(
+        "Verification: the target's passes take 62% of the decoding time, as they should; this run: 3.70×"
     )
+    assert d.bottleneck.endswith("v = 1.10.")
 
 
 def test_few_accepted_tokens_and_slow_drafting_are_named():
-    few = diagnose(run_with(4, [0, 1, 0, 0], beta=0.5, draft_ms=4.0, verify_ms=10.0))  # mean length 1.25
+    # measured at 10 ms a token: c = 1 / 10 = 0.1, v(5) = 1.1; mean acceptance length 1.25
+    few = diagnose(
+        run_with(4, [0, 1, 0, 0], beta=0.5, draft_ms=4.0, verify_ms=10.0),
+        paired([1, 2, 1, 1], 4, 16.0, 4.0, 11.0, 10.0),
+    )
     assert few.bottleneck.startswith("Acceptance: the target keeps few draft tokens (mean acceptance length 1.25)")
-    slow = diagnose(run_with(4, [4, 3, 4], beta=0.9, draft_ms=8.0, verify_ms=10.0))  # c = 0.2, drafting 44%
+    # the trace's drafting 24 / 54 = 44%; c = 2 / 10 = 0.2
+    slow = diagnose(
+        run_with(4, [4, 3, 4], beta=0.9, draft_ms=8.0, verify_ms=10.0), paired([5, 4, 5], 4, 20.0, 8.0, 11.0, 10.0)
+    )
     assert slow.bottleneck.startswith("Drafting: the draft takes 44% of the decoding time (c = 0.20)")
 
 

@@ -363,6 +363,28 @@ def test_a_lesson_whose_timings_cannot_be_right_says_so_with_the_answer(lessons_
     assert "0.30 single-token passes" in said and said.endswith(BY_KEY["one-pass"].choices[BY_KEY["one-pass"].right])
 
 
+def test_a_busy_machines_refusal_reads_as_one_sentence_with_its_advice_once(lessons_page, monkeypatch):
+    """Issue 65.8: "This run could not be measured. this run was measured on a busy machine … quieter.. Run it again
+    when the server is quieter.": the refusal starts with a capital, ends with one full stop, and gives its advice
+    once (clock.busy_message's own; the page adds its own only to a refusal that gives none)."""
+    from specviz.analysis import clock, pairtimes
+    from specviz.analysis.measure import BusyMachine
+
+    def busy(*args, **kwargs):
+        raise BusyMachine(clock.busy_message("this run", ["3 of its 8 steps waited"]))
+
+    monkeypatch.setattr(pairtimes, "measure_pair", busy)
+    at = lessons_page("one-pass")
+    (said,) = [w.value for w in at.warning if w.value.startswith("**This run could not be measured.**")]
+    lesson = BY_KEY["one-pass"]
+    assert said == (
+        "**This run could not be measured.** This run was measured on a busy machine: its work waited for a core (3 "
+        "of its 8 steps waited), so its times say more about the other work than about the models. Nothing is shown "
+        "from it; measure again when the machine is quieter. The answer, in general: "
+        f"{lesson.choices[lesson.right]}"
+    )
+
+
 def test_why_greedy_changed_the_text_on_a_target_whose_batched_passes_reverse_a_near_tie(monkeypatch):
     """The lesson's run with its 4-bit target replaced by tests/test_batchvar.py's table (a pass over several tokens
     puts 'b' first at new token 1: .42 / .37, one token at a time 'a': .40 / .38) and its float32 target by one whose
@@ -500,3 +522,25 @@ def test_where_suffix_decoding_pays_counts_each_case_on_a_tiny_pair():
     assert per_pass[CASES[0]] > per_pass[CASES[2]] and per_pass[CASES[0]] >= 3
     assert (per_pass == (rows["tokens"] / rows["target passes"]).round(2)).all()
     assert list(evidence.figures[0].data[0].y) == list(per_pass)
+
+
+def test_the_tau_policy_lesson_says_its_schedule_by_its_rule_and_the_cap_it_hits():
+    """Issue 65.7: "The same 32 tokens: True." and "τ per step: [4, 6, 5, 4, 3, 5, 6, 3]" where step 6 accepted all 5
+    and the rule (+2) predicts 7. Worked by hand from the issue's run (τ = 4, 32 tokens): plans 4; 4 of 4 kept → 6;
+    3 of 6 → 5; 2 of 5 → 4; 2 of 4 → 3; 3 of 3 → 5; 5 of 5 → 7, but 5 + 4 + 3 + 3 + 4 + 6 = 25 tokens written leave
+    7, less the target's own: 6; 2 of 7 planned → 6, but 25 + 3 = 28 leave 4: 3."""
+    from types import SimpleNamespace
+
+    from specviz.classroom.lessons.tau_policy import schedule, tau_policy
+    from tests.helpers import tiny_text_pair
+
+    kept = [(4, 4), (6, 3), (5, 2), (4, 2), (3, 3), (5, 5), (6, 2), (3, 3)]
+    steps = [SimpleNamespace(tau=t, n_accepted=n, emitted=(0,) * (n + 1)) for t, n in kept]
+    assert schedule(steps, 4) == (
+        "The heuristic's τ per step: 4, 6, 5, 4, 3, 5, 6, 3 (+2 after a step that accepted all it planned, −1 after "
+        "any other); step 7 planned 7, drafted 6 (7 tokens were left to write, less the target's own); step 8 planned "
+        "6, drafted 3 (4 tokens were left to write, less the target's own)."
+    )
+    finding = tau_policy(tiny_text_pair(), None).finding  # the lesson's own run, on a tiny pair: said in words
+    assert re.match(r"Both runs wrote the same \d+ tokens\. The heuristic's τ per step: 4, ", finding)
+    assert "True" not in finding and "[" not in finding and finding.endswith("Fixed: 4 every step.")

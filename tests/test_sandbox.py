@@ -17,6 +17,7 @@ from specviz.classroom.sandbox import (
     SandboxCase,
     case_frame,
     case_from_frame,
+    column_sums,
     draw_r,
     explain,
     middle_of_mode,
@@ -98,7 +99,7 @@ def test_table_round_trip_keeps_what_is_typed_uses_it_normalised_and_checks():
     frame = case_frame(case)
     assert list(frame.columns) == ["token", "q1", "p1", "q2", "p2", "q3", "p3", "q4", "p4", "q5", "p5", "p6"]
     assert case_from_frame(frame, case.r) == case
-    frame.loc[0, "q1"] = 1.5  # column sums to 2: kept as typed, used divided by 2
+    frame.loc[0, "q1"] = "1.5"  # column sums to 2: kept as typed, used divided by 2
     typed = case_from_frame(frame, case.r)
     assert typed.q[0] == (1.5, 0.2, 0.1, 0.1, 0.1) and case_frame(typed).equals(frame)  # the grid shows it again
     assert normalised(typed).q[0] == pytest.approx((0.75, 0.1, 0.05, 0.05, 0.05))
@@ -513,3 +514,34 @@ def test_a_lossy_rule_in_the_sandbox_keeps_more_and_says_its_exact_price():
     assert "0.0343" in note
     with pytest.raises(ConfigError, match="threshold_acc"):
         sandbox_step(case, "lossless", "sglang", {"threshold_acc": 0.0})
+
+
+@pytest.mark.parametrize("typed", [".05", "0,05", "5%", "0.05", " 5 % ", 0.05])
+def test_a_cell_reads_a_number_as_people_type_it(typed):
+    """Issue 65.2: typing ".05" in the Sandbox gave 5 (the grid's number cell showed "005"; the only hint was "Column
+    q1 sums to 5.975"). A cell is text, read as written: ".05", "0,05" and "5%" are 0.05; q1 of the five-token
+    exercise with its 'the' (.5) typed so: q1 = (.05, .2, .1, .1, .1), the column sums to 0.55, not 5.5."""
+    case = PRESETS[FIVE]
+    frame = case_frame(case)
+    frame.loc[0, "q1"] = typed
+    assert case_from_frame(frame, case.r).q[0] == (0.05, 0.2, 0.1, 0.1, 0.1)
+    assert column_sums(frame)["q1"] == pytest.approx(0.55)
+
+
+@pytest.mark.parametrize(
+    ("typed", "why"),
+    [
+        ("", "column q1, row 1 is empty"),
+        ("0,0.5", "column q1, row 1 ('0,0.5') has two decimal marks: write 0.05, .05, 0,05 or 5%"),
+        ("five", "column q1, row 1 ('five') is not a finite number written with the digits 0-9"),
+        ("-5%", "column q1 needs non-negative numbers that are not all zero"),
+    ],
+)
+def test_a_cell_that_is_not_a_number_is_refused_with_why(typed, why):
+    case = PRESETS[FIVE]
+    frame = case_frame(case)
+    frame.loc[0, "q1"] = typed
+    with pytest.raises(ConfigError) as refused:
+        case_from_frame(frame, case.r)
+    assert str(refused.value) == why
+    assert "q1" not in column_sums(frame) or typed == "-5%"  # a sum only of what can be read

@@ -37,6 +37,9 @@ def test_the_metrics_follow_the_steps_counted(run):
     assert view.metrics_upto(run, run.steps) == (run.metrics, "the whole run")
 
 
+NOTED = ("draft acceptance rate", "α")  # tiles whose note says what they are (issue 65.9)
+
+
 def test_metric_tiles_from_numbers_worked_by_hand():
     # 12 drafted, 9 accepted over 4 steps: length 1 + 9/4 = 3.25; 30 ms drafting of 120: 25% / 75%
     m = Metrics(
@@ -73,6 +76,9 @@ def test_metric_tiles_from_numbers_worked_by_hand():
     assert "'Avg Draft acceptance rate'" in tiles["draft acceptance rate"].help
     assert "SGLang's 'accept rate' is not this" in tiles["draft acceptance rate"].help
     assert "no engine reports it" in tiles["α"].help and "Accepted throughput" in tiles["tokens/s"].help
+    # issue 65.9: the rate (89%) beside α (0.828): what each is, under its value (not only in the hover help)
+    assert tiles["draft acceptance rate"].note == "counted: kept / drafted, this run"
+    assert tiles["α"].note == "expected: Σ min(p, q) a token"
     remote = view.metric_tiles(m, target_top_k=5)[2]
     assert remote.label == "α ≈ (top-k)" and "approximate (top-5)" in remote.help
     # a tree: 12 nodes verified in 4 passes, 9 accepted down the paths; the 75% is over nodes, and says so
@@ -155,7 +161,7 @@ def test_timing_tiles_say_their_spread_or_that_they_are_one_steps(run):
     tiles = {t.label: t for t in view.metric_tiles(m, steps=run.steps[:1])}
     assert tiles["tokens/s"].note == "one step's time: not yet a rate"
     assert tiles["time: draft / verify"].note == "one step's time"
-    assert all(not t.note for label, t in tiles.items() if label not in ("tokens/s", "time: draft / verify"))
+    assert all(not t.note for label, t in tiles.items() if label not in ("tokens/s", "time: draft / verify", *NOTED))
     many = {t.label: t for t in view.metric_tiles(run.metrics, steps=run.steps)}
     assert many["tokens/s"].note.endswith(f"over {len(run.steps)} steps (95%)")
     assert not many["time: draft / verify"].note

@@ -172,11 +172,12 @@ def set_default(timer: Timer | None) -> None:
 
 
 def busy_message(what: str, reasons: list[str]) -> str:
-    """'measured on a busy machine: its times are withheld, measure again', with what and why (what it counted is
-    not withheld: specviz.analysis.counted)."""
+    """'measured on a busy machine: its times are withheld, measure again', with what and why, one sentence that
+    starts with a capital ("this run" → "This run was measured…") and gives its own advice: a page shows it whole
+    (specviz.viz.render.refusal); what it counted is not withheld (specviz.analysis.counted)."""
     why = f" ({reasons[0]})" if reasons else ""
     return (
-        f"{what} was measured on a busy machine: its work waited for a core{why}, so its times say more about the "
-        "other work than about the models. Its times are withheld (not what it counted); measure again when the "
-        "machine is quieter."
+        f"{what[:1].upper()}{what[1:]} was measured on a busy machine: its work waited for a core{why}, so its times "
+        "say more about the other work than about the models. Its times are withheld (not what it counted); measure "
+        "again when the machine is quieter."
     )

@@ -2,7 +2,8 @@
 they predict, and the bottleneck named in one sentence.
 
 A trace times its verify passes (τ + 1 tokens each) but not a one-token target pass, so on its own it
-cannot tell the verify cost v ("Verify cost"). Given the run timed again beside the target alone on the
+cannot tell the verify cost v ("Verify cost"): it names no bottleneck and predicts no S (the v = 1 it would take
+is an assumption, not the pair's cost). Given the run timed again beside the target alone on the
 same tokens (specviz.analysis.measure.paired_run: the same settings and seed give the same steps), the
 reading adds v(τ + 1), c over a one-token pass, S_v(τ) and the run's own measured speedup, each with its
 95% interval, and names the verify cost when it is what keeps the run slow. Nothing is compared across
@@ -100,9 +101,10 @@ def diagnose(run: RunTrace, measured: PairedRun | None = None, size_ratio: float
             at = lambda cost: speedup_with_verify_cost(alpha, tau, c1.value, cost)  # noqa: E731
             s_v = Spread(at(v.value), at(v.high), at(v.low), v.n, f"S_v over v's {v.how}")
         c = c1.value  # docs/algorithm.md's c: over a one-token target pass
-    predicted = expected_speedup(alpha, tau, c) if alpha is not None and c is not None else None
-    best = best_tau(alpha, c, max_tau=16) if alpha is not None and c is not None else None
-    sentence = _bottleneck(m, alpha, c, tau, length, predicted, best, v, s_v, achieved)
+    costs = v is not None and alpha is not None and c is not None  # the pair's v and c, measured with this run
+    predicted = expected_speedup(alpha, tau, c) if costs else None
+    best = best_tau(alpha, c, max_tau=16) if costs else None
+    sentence = _bottleneck(m, alpha, c, tau, length, predicted, v, s_v, achieved) if costs else _unmeasured(m, alpha, c)
     return Diagnosis(
         m.draft_ms, m.verify_ms, run.prefill_ms, alpha, c, tau, length, predicted, best, sentence, v, c1, s_v, achieved
     )
@@ -130,7 +132,11 @@ def diagnose_counted(run: RunTrace, timings: PairTimings) -> Diagnosis:
     c = c1.value
     predicted = expected_speedup(alpha, tau, c) if alpha is not None else None
     best = best_tau(alpha, c, max_tau=16) if alpha is not None else None
-    sentence = _bottleneck(m, alpha, c, tau, length, predicted, best, v, s_v, achieved)
+    sentence = (
+        _bottleneck(m, alpha, c, tau, length, predicted, v, s_v, achieved)
+        if m.steps and alpha is not None
+        else _unmeasured(m, alpha, c)
+    )
     return Diagnosis(
         m.draft_ms,
         m.verify_ms,
@@ -150,16 +156,30 @@ def diagnose_counted(run: RunTrace, timings: PairTimings) -> Diagnosis:
     )
 
 
-def _bottleneck(m, alpha, c, tau, length, predicted, best, v, s_v, achieved) -> str:
+UNMEASURED = (
+    "Not named: a bottleneck rests on the pair's costs, a verify pass (v) and a draft forward (c) against one token "
+    "of the target alone, and this run's are not measured. A trace alone times its verify passes but no one-token "
+    "pass, so taking v = 1 would name a bottleneck (and an S) from an assumption: time the run beside the target "
+    "alone first (a replayed trace has no model to time)."
+)
+
+
+def _unmeasured(m, alpha, c) -> str:
+    """The bottleneck's sentence where there is no α or the pair's costs are not measured: none named, and why."""
+    return (
+        "Not enough steps with a draft to say: step further first." if not m.steps or None in (alpha, c) else UNMEASURED
+    )
+
+
+def _bottleneck(m, alpha, c, tau, length, predicted, v, s_v, achieved) -> str:
+    """The bottleneck from the pair's costs measured with the run (v, c over a one-token pass) and the trace's α."""
     draft_share = m.draft_ms / (m.draft_ms + m.verify_ms) if m.draft_ms + m.verify_ms else 0.0
-    if not m.steps or alpha is None or c is None:
-        return "Not enough steps with a draft to say: step further first."
     if alpha <= c:
         return (
             f"The draft: it is right (α = {alpha:.2f}) no more often than it is cheap (c = {c:.2f}), so speculation "
             "cannot beat the target alone at any τ; a cheaper or better-matched draft is needed."
         )
-    if v is not None and s_v is not None and predicted is not None and s_v.high < 1.0 <= predicted:
+    if s_v is not None and s_v.high < 1.0 <= predicted:
         return (
             f"Verification cost: one target pass over τ + 1 = {tau + 1} tokens costs v = {v.text(unit='')} one-token "
             f"passes on this runtime, so a step costs τc + v = {tau * c + v.value:.2f} one-token passes for "
@@ -176,14 +196,5 @@ def _bottleneck(m, alpha, c, tau, length, predicted, best, v, s_v, achieved) -> 
             f"Drafting: the draft takes {draft_share:.0%} of the decoding time (c = {c:.2f}); a cheaper draft "
             "or a smaller τ would help."
         )
-    if best is not None and best != tau and v is None:
-        return (
-            f"τ: with α = {alpha:.2f} and c = {c:.2f}, τ = {best} predicts S = {expected_speedup(alpha, best, c):.2f}× "
-            f"against {predicted:.2f}× at τ = {tau}."
-        )
-    tail = (
-        f"; τ = {tau} is the best τ for α = {alpha:.2f} and c = {c:.2f}."
-        if v is None
-        else f"; this run: {achieved.text()} the target alone ({against_one(achieved, 'it')}), v = {v.text(unit='')}."
-    )
+    tail = f"; this run: {achieved.text()} the target alone ({against_one(achieved, 'it')}), v = {v.text(unit='')}."
     return f"Verification: the target's passes take {1 - draft_share:.0%} of the decoding time, as they should" + tail

@@ -287,23 +287,43 @@ class RaceResult:
         typical = statistics.median(t for t, _ in self.alone.pieces) * 1000.0 if self.alone.pieces else None
         check_bounds(self.speedup, self.tokens_per_pass, self.verify_cost, self.tau + 1, typical)
 
+    def bounded_spread(self, v: float) -> tuple[Spread, str]:
+        """The speedup's interval inside what its passes allow, tokens per pass ÷ v (a pass cost v single-token
+        passes: no run is faster), and where its top was clipped there, that in words; "" where not. The speedup
+        itself is inside it wherever `check` passed with this v."""
+        spread = self.speedup_spread()
+        if v <= 0 or spread.high * v <= self.tokens_per_pass:
+            return spread, ""
+        bound = self.tokens_per_pass / v
+        clipped = Spread(min(spread.value, bound), min(spread.low, bound), bound, spread.n, spread.how)
+        return clipped, (
+            f"; its top clipped at {self.tokens_per_pass:.1f} tokens per pass ÷ {v:.1f} = {bound:.1f}×, the most "
+            "its passes allow"
+        )
+
     def summary(self, timings: PairTimings | None = None) -> str:
         """The result in words: how much faster (or slower) with its interval, said only where the interval
         says it; and why: with the pair's `timings` (specviz.analysis.pairtimes: the costs every page reads) where
         given, else the race's own. Raises MeasurementError where the timings cannot be right (`check`)."""
         self.check()
-        spread = self.speedup_spread()
-        if spread.above(1.0):
-            outcome = f"{spread.value:.1f}× faster than the target alone ({spread.range_text(1)})"
-        elif spread.below(1.0):
-            outcome = f"{1 / spread.value:.1f}× slower than the target alone ({spread.range_text(2)} its speed)"
-        else:
-            outcome = f"within noise of the target alone ({spread.range_text(2)} its speed)"
+        v, c = self.verify_cost, self.draft_ms_per_token / self.one_token_ms if self.one_token_ms else 0.0
+        whose = ""
         if timings is not None:
-            v, c, whose = timings.v(self.tau + 1), timings.c, " (the pair's costs)"
+            kept = timings.v(self.tau + 1)
+            if self.speedup * kept <= self.tokens_per_pass * (1 + 1e-9):
+                v, c, whose = kept, timings.c, " (the pair's costs)"
+            else:  # the pair's kept v allows less than this race ran: its own costs, which allow it (`check`)
+                most = self.tokens_per_pass / kept
+                whose = f" (this race's own: the pair's kept v = {kept:.1f} allows no more than {most:.1f}×)"
+        spread, clipped = self.bounded_spread(v)
+        if spread.above(1.0):
+            outcome = f"{spread.value:.1f}× faster than the target alone ({spread.range_text(1)}{clipped})"
+        elif spread.below(1.0):
+            outcome = (
+                f"{1 / spread.value:.1f}× slower than the target alone ({spread.range_text(2)} its speed{clipped})"
+            )
         else:
-            v, c = self.verify_cost, self.draft_ms_per_token / self.one_token_ms if self.one_token_ms else 0.0
-            whose = ""
+            outcome = f"within noise of the target alone ({spread.range_text(2)} its speed{clipped})"
         return (
             f"Speculative decoding was {outcome}: {self.speculative.tokens_per_second:.1f} against "
             f"{self.alone.tokens_per_second:.1f} tokens/s, {self.tokens_per_pass:.1f} tokens per target "

@@ -21,7 +21,7 @@ import pandas as pd
 import torch
 
 from specviz.analysis.theory import expected_accepted
-from specviz.bounded import LINK_BYTES, is_number, read_json
+from specviz.bounded import LINK_BYTES, is_number, read_json, typed_number
 from specviz.core import lossy
 from specviz.core.config import LOSSY, MODES, SpecConfig
 from specviz.core.record import record_step
@@ -189,20 +189,43 @@ def _check_tau(tau: int) -> None:
 
 
 def case_frame(case: SandboxCase) -> pd.DataFrame:
-    """The editable table: one row per word, columns q1, p1, …, qτ, pτ and p after (position τ+1)."""
+    """The editable table: one row per word, columns q1, p1, …, qτ, pτ and p after (position τ+1), each number as
+    text (its shortest exact form, "0.05"): a cell is typed as text and read by `cell` as people write numbers
+    (".05", "0,05", "5%"), where the grid's own number cell made ".05" 5."""
     columns: dict[str, list] = {"token": list(case.words)}
     for t in range(case.tau):
-        columns[f"q{t + 1}"] = list(case.q[t])
-        columns[f"p{t + 1}"] = list(case.p[t])
-    columns[f"p{case.tau + 1}"] = list(case.p[case.tau])
-    return pd.DataFrame(columns)
+        columns[f"q{t + 1}"] = [repr(float(x)) for x in case.q[t]]
+        columns[f"p{t + 1}"] = [repr(float(x)) for x in case.p[t]]
+    columns[f"p{case.tau + 1}"] = [repr(float(x)) for x in case.p[case.tau]]
+    return pd.DataFrame(columns, dtype=object)  # a cell holds what was typed, text or (the grid's) a number
+
+
+NUMBER_HELP = 'Type a number as you write it: ".05", "0,05" and "5%" are all 0.05'
+
+
+def cell_config(column: str) -> dict:
+    """The editor's settings of a column (a text column each: a number is read by `cell`): the token required, a
+    number column's help saying how numbers are read."""
+    return {"required": True} if column == "token" else {"help": NUMBER_HELP}
+
+
+def cell(value, column: str, row: int) -> float:
+    """A cell of the table as its number (specviz.bounded.typed_number: ".05", "0,05" and "5%" are 0.05), else
+    ConfigError naming the cell and why."""
+    return typed_number(value, error=ConfigError, what=f"column {column}, row {row + 1}")
 
 
 def column_sums(frame: pd.DataFrame) -> dict[str, float]:
     """The q and p columns of an edited table that do not sum to 1, with their sums: the page says
     so (the step uses each divided by its sum, `normalised`; the cells keep what was typed), with six significant
-    digits: a column off by more than 1e-6 never reads as "1.000"."""
-    sums = {c: float(pd.to_numeric(frame[c], errors="coerce").fillna(0.0).sum()) for c in frame if c != "token"}
+    digits: a column off by more than 1e-6 never reads as "1.000". A column with a cell that cannot be read is left
+    to case_from_frame, which says why."""
+    sums = {}
+    for c in (c for c in frame if c != "token"):
+        try:
+            sums[c] = sum(cell(v, c, i) for i, v in enumerate(frame[c].tolist()))
+        except ConfigError:
+            continue
     return {c: s for c, s in sums.items() if abs(s - 1.0) > 1e-6}
 
 
@@ -221,7 +244,7 @@ def case_from_frame(
     def column(name: str) -> tuple[float, ...]:
         if name not in frame:
             raise ConfigError(f"the table has no column {name}")
-        values = pd.to_numeric(frame[name], errors="coerce").fillna(-1.0).tolist()
+        values = [cell(v, name, i) for i, v in enumerate(frame[name].tolist())]
         if any(v < 0 for v in values) or sum(values) <= 0:
             raise ConfigError(f"column {name} needs non-negative numbers that are not all zero")
         return tuple(float(v) for v in values)

@@ -139,7 +139,7 @@ class Decoder:
         if self.config.tau_policy != "heuristic":
             return planned
         for step in self._steps:
-            planned = min(MAX_TAU, planned + 2) if step.n_accepted >= planned else max(1, planned - 1)
+            planned = next_plan(planned, step.n_accepted)
         return planned
 
     def undo(self) -> StepTrace | None:
@@ -331,6 +331,13 @@ class Decoder:
         """Tokens this run may still emit (max_new_tokens, and the target's context length)."""
         left = self.config.max_new_tokens - (len(self._ids) - len(self.prompt_ids))
         return token_budget(left, self.pair.target.max_length, len(self._ids))
+
+
+def next_plan(planned: int, accepted: int) -> int:
+    """The heuristic τ policy's plan after a step that planned `planned` draft tokens and accepted `accepted`: +2
+    where it accepted all it planned, else −1, never below 1 (nor above MAX_TAU). A step drafts its plan, or fewer
+    where the run has fewer tokens left to write (Decoder.step)."""
+    return min(MAX_TAU, planned + 2) if accepted >= planned else max(1, planned - 1)
 
 
 def check_target_supports(pair: ModelPair, config: SpecConfig) -> None:

@@ -105,14 +105,19 @@ def legend_rows(data: Sequence[dict], font_size: int, width: int) -> int:
     return rows
 
 
-def prob_text(x: float) -> str:
+def prob_text(x: float, digits: int = 3) -> str:
     """A probability as a bar label a room can read at any size: a percentage with three significant
-    digits ("47.3%", "4.73%", "0.0473%"), "<0.0001%" below that, "0%" for an exact zero."""
+    digits ("47.3%", "4.73%", "0.0473%"; `digits` others), "<0.0001%" below that, "0%" for an exact zero."""
     if x <= 0:
         return "0%"
     if x < 1e-6:
         return "<0.0001%"
-    return f"{x * 100:.3g}%"
+    return f"{x * 100:.{digits}g}%"
+
+
+def percent_of(label: str) -> float:
+    """The probability a bar label reads as ("47.3%" → 0.473; "<0.0001%" as its bound)."""
+    return float(label.lstrip("<").rstrip("%")) / 100
 
 
 def prob_short(x: float) -> str:
@@ -296,6 +301,11 @@ def step_chart(
             break
     else:
         labels = [[], []]
+    for t in range(step.tau if labels[0] else 0):  # q above p never written as q ≤ p: the room would read "kept
+        digits = 3  # outright" a token that was tested (and perhaps rejected); more digits where rounding met them
+        while step.q[t] > step.p[t] and percent_of(labels[0][t]) <= percent_of(labels[1][t]) and digits < 10:
+            labels[0][t], labels[1][t] = prob_text(step.q[t], digits), prob_text(step.p[t], digits)
+            digits += 1
     colors = ["#777777"] * step.tau if hide_decisions else [DECISION_COLORS[d] for d in step.decision]
     accept_prob = [min(1.0, ratio) for ratio in step.ratio]
     data = [

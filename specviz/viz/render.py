@@ -198,18 +198,61 @@ def draft_tooltip(step: StepTrace, t: int) -> str:
     )
 
 
-def short(x: float) -> str:
-    """A probability or a draw in a few characters, under a token: ".42", "1.00", ".0003"."""
-    return (f"{x:.2f}" if x >= 0.005 else f"{x:.1g}").removeprefix("0")
+def short(x: float, extra: int = 0) -> str:
+    """A probability or a draw in a few characters, under a token: ".42", "1.00", ".0003"; `extra` more digits each
+    (".4213", ".00031" with 2)."""
+    text = f"{x:.{2 + extra}f}" if x >= 0.005 else f"{x:.{1 + extra}g}"
+    return text[1:] if text.startswith("0.") else text
+
+
+EXTRA_DIGITS = 6  # the most digits written beyond short's own, to keep the figures under a token from contradicting it
+
+
+def reads_kept(q: float, p: float, r: float | None, threshold: str = "p/q") -> bool:
+    """The decision a room takes from q, p and r as written under a token: token-wise (`threshold` "p/q"), kept where
+    q ≤ p, else where r ≤ p/q; under one-hot q ("p(ŷ)"), kept where r ≤ p. Without r (greedy, a quiz before its
+    draws) only q ≤ p says anything: kept outright."""
+    if threshold == "p(ŷ)":
+        return r is not None and r <= p
+    return q <= p or (r is not None and r <= p / q)
+
+
+def decides(step: StepTrace, t: int) -> bool | None:
+    """What the exact numbers decide at draft position t, in the terms `reads_kept` reads the written ones: r against
+    the rule's threshold (for a token after the first rejection too: what its own test would have said), or without
+    r whether q ≤ p (p/q at least 1); None under block verification, whose threshold h no token's q, p and r give."""
+    name, r = threshold_name(step), step.r[t]
+    if name == "h":
+        return None
+    if r is None:
+        return step.ratio[t] >= 1.0
+    return r <= (step.verify.threshold[t] if step.verify is not None else step.ratio[t])
+
+
+def figure_texts(step: StepTrace, t: int, draws: bool = True) -> tuple[str, str, str | None, str | None]:
+    """q, p, (`draws`, where there is one) r and, rarely, p/q as written under draft token t: short's two decimals,
+    or as many more (up to EXTRA_DIGITS) as it takes for the written figures to decide as the exact ones do
+    (`reads_kept` against `decides`: at τ = 8 "q .50 p .48 r .97" read as rejected, .48 / .50 = .96, a token kept with
+    p/q = .973 > r); where even those do not, p/q itself beside r, each to the digits that tell them apart."""
+    r = step.r[t] if draws else None
+    exact = decides(step, t)
+    for extra in range(EXTRA_DIGITS + 1):
+        q, p = short(step.q[t], extra), short(step.p[t], extra)
+        drawn = None if r is None else short(r, extra)
+        read = reads_kept(float(q), float(p), None if drawn is None else float(drawn), threshold_name(step))
+        if exact is None or read == exact:
+            return q, p, drawn, None
+    drawn, ratio = _distinct(r, step.ratio[t]) if r is not None else (None, f"{step.ratio[t]:.6f}")
+    return short(step.q[t]), short(step.p[t]), drawn, ratio
 
 
 def _figures(span: str, step: StepTrace, t: int, draws: bool = True) -> str:
     """A draft token with its q, p and (`draws`, where there is one) r in small type under it, one above the other (a
     narrow column: a long draft's tokens stay on one line), and the draft model's own first choice where the token is
-    not it: readable on a projector without hovering."""
-    numbers = f"q {short(step.q[t])}<br>p {short(step.p[t])}"
-    if draws and step.r[t] is not None:
-        numbers += f"<br>r {short(step.r[t])}"
+    not it: readable on a projector without hovering. As many digits as it takes to decide as the exact numbers do
+    (`figure_texts`)."""
+    q, p, r, ratio = figure_texts(step, t, draws)
+    numbers = f"q {q}<br>p {p}" + ("" if r is None else f"<br>r {r}") + ("" if ratio is None else f"<br>p/q {ratio}")
     own = own_choice(step, t)
     pick = f'<span class="sv-own">draft\'s pick: {_show(token_label(own.text))}</span>' if own else ""
     return f'<span class="sv-fig">{span}<span class="sv-num">{numbers}</span>{pick}</span>'
@@ -273,9 +316,11 @@ def _prompt_span(prompt: str, limit: int = LONG_PROMPT) -> str:
     )
 
 
+# The key of the marked text, each name after the symbol the step chart heads its column with past WORDY_TAU draft
+# tokens (specviz.viz.charts.DECISION_SYMBOLS: there the symbol is all a column says).
 LEGEND = (
-    '<div class="sv-legend"><span class="sv-key-acc">accepted</span><span class="sv-key-rej">rejected (the '
-    'first)</span><span class="sv-key-nr">not reached (after it)</span><span class="sv-key-tgt">the target\'s '
+    '<div class="sv-legend"><span class="sv-key-acc">✓ accepted</span><span class="sv-key-rej">✗ rejected (the '
+    'first)</span><span class="sv-key-nr">– not reached (after it)</span><span class="sv-key-tgt">the target\'s '
     "token</span></div>"
 )
 
@@ -335,6 +380,15 @@ def sentence(message: object) -> str:
     the page does not run into it ("…type some text to continue The run below is kept")."""
     text = str(message).strip()
     return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def refusal(message: object, advice: str) -> str:
+    """A refused measurement's text as a sentence (`sentence`), then `advice` where the text gives none of its own: a
+    busy machine's refusal already says to measure again when it is quieter (specviz.analysis.clock.busy_message),
+    and the page's "Run it again when the server is quieter." after it said the same thing twice."""
+    text = sentence(message)
+    text = text[:1].upper() + text[1:]  # after the page's own bold sentence: "…this run.** A target pass…"
+    return text if " again" in text else f"{text} {advice}"
 
 
 def threshold_name(step: StepTrace) -> str:

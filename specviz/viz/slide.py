@@ -8,7 +8,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from specviz.core.trace import StepTrace
-from specviz.viz.charts import step_chart, title_block
+from specviz.viz.charts import DECISION_SYMBOLS, WORDY_TAU, step_chart, title_block
 from specviz.viz.memo import PlainFigure
 
 WIDTH, HEIGHT, SCALE = 960, 540, 2  # 16:9, saved at 1920×1080
@@ -91,10 +91,14 @@ def marked_lines(context: str, step: StepTrace, width: int = LINE_CHARS) -> list
     return ["".join(line) for line in lines if line]
 
 
-def colour_key() -> str:
-    """The key of the marked text's colours, each name written as its tokens are."""
+def colour_key(symbols: bool = False) -> str:
+    """The key of the marked text's colours, each name written as its tokens are; with `symbols` (past WORDY_TAU draft
+    tokens, where the chart heads each column with ✓, ✗ or – alone) each name after its symbol."""
     names = (("accepted", "accepted"), ("rejected", "rejected (the first)"), ("not reached", "not reached (after it)"))
-    return "   ".join([*(_styled(name, style) for style, name in names), _styled("the target's token", "target")])
+    sign = lambda style: f"{DECISION_SYMBOLS[style]} " if symbols else ""  # noqa: E731
+    return "   ".join(
+        [*(_styled(sign(style) + name, style) for style, name in names), _styled("the target's token", "target")]
+    )
 
 
 def slide_figure(
@@ -119,7 +123,12 @@ def slide_figure(
     marked = {"xref": "paper", "yref": "paper", "x": 0, "xanchor": "left", "yanchor": "top", "showarrow": False}
     annotations = [
         *layout.get("annotations", ()),
-        {**marked, "text": colour_key(), "y": above(title_px), "font": {"size": SLIDE_FONT}},
+        {
+            **marked,
+            "text": colour_key(symbols=step.tau > WORDY_TAU),
+            "y": above(title_px),
+            "font": {"size": SLIDE_FONT},
+        },
         {  # under the key: paper coordinates above the plot area (1 is its top)
             **marked,
             "text": "<br>".join(text),

@@ -46,6 +46,12 @@ def rate_note(steps: Sequence[StepTrace]) -> str:
     return f"{spread.low:.1f}–{spread.high:.1f} over {len(timed)} steps (95%)"
 
 
+# Under the two numbers a room reads side by side ("draft acceptance rate 89%" beside "α 0.828", issue 65.9), what
+# each is, on screen (their help only on hover): the rate counts this run's tokens, α is the chance the numbers give.
+RATE_NOTE = "counted: kept / drafted, this run"
+ALPHA_NOTE = "expected: Σ min(p, q) a token"
+
+
 def metric_tiles(
     m: Metrics, target_top_k: int | None = None, tree: bool = False, steps: Sequence[StepTrace] = ()
 ) -> list[Tile]:
@@ -64,7 +70,7 @@ def metric_tiles(
             "accepted, so this reads lower than a chain's rate for the same tokens per step",
         )
         if tree
-        else Tile("draft acceptance rate", f"{(m.draft_acceptance_rate or 0):.0%}", "accepted / drafted")
+        else Tile("draft acceptance rate", f"{(m.draft_acceptance_rate or 0):.0%}", "accepted / drafted", RATE_NOTE)
     )
     tiles = [
         Tile(
@@ -78,6 +84,7 @@ def metric_tiles(
             "α ≈ (top-k)" if target_top_k else "α",
             f"{(m.alpha or 0):.3f}",
             "mean over draft positions of Σ min(p, q)" + (approx if target_top_k else ""),
+            ALPHA_NOTE,
         ),
         Tile(
             "target forward passes",
