@@ -12,6 +12,7 @@ import streamlit as st
 import torch
 
 from pages import _compute, _downloads, _reruns, _server
+from pages._present import APP_CSS
 from pages._shell import mode_line, prepare_session, runtime_picker
 
 # One thread per model operation: with passive waiting, a second thread's wake-ups cost more than it saves on this
@@ -46,5 +47,6 @@ with st.sidebar:
     st.divider()
     runtime_picker()
     mode_line()
+st.html(APP_CSS)  # every page: no Plotly toolbar over a chart's title, no focus ring after a click
 with _compute.page_open():  # a tab's first run waits its turn like a Step (the lecturer's first)
     page.run()
