@@ -116,7 +116,7 @@ def drafts_panel(pair: specviz.ModelPair, target: ModelSpec, draft: ModelSpec, s
         )
         so_far = buttons[1].button(
             "Recommend from the runs finished so far",
-            key="sweep_drafts_so_far",
+            key="sweep_drafts_recommend",
             icon=":material/content_cut:",
             disabled=not any(cached.get(label) for label in chosen),
             help="After Stop: the table, the chart and the recommendation from the runs that finished, none run again",

@@ -115,7 +115,7 @@ def test_a_found_pair_stepped_on_decode_is_the_pair_of_the_race_and_the_sweep_un
     chosen = [at.selectbox(key=f"sweep_{key}").value for key in ("preset", "local_target", "local_draft")]
     assert chosen == [settings.ON_THIS_COMPUTER, big, mid]
     assert not [b for b in at.button if b.key == "sweep_use_decode"]  # the same pair: nothing to bring
-    assert at.button(key="sweep_drafts_so_far").disabled  # Across drafts: nothing finished yet to recommend from
+    assert at.button(key="sweep_drafts_recommend").disabled  # Across drafts: nothing finished yet to recommend from
     assert any(
         c.value.startswith(f"{len(at.multiselect(key='sweep_drafts').value) * 4 * 8} runs: how long is said")
         for c in at.caption

@@ -185,4 +185,4 @@ def test_a_gguf_model_found_on_this_computer_stays_an_object_its_header_read_onc
     monkeypatch.setattr(gguf, "resolve", lambda *_: pytest.fail("looked for again"))
     opened = loading.open_gguf(spec)
     assert opened.path == model.path and opened.info is model.info
-    assert opened.name == f"{model.info.name} ({model.info.quantization})"
+    assert opened.name == f"m.gguf ({model.info.quantization})"  # the user's file by its own name (issue 67.2)

@@ -368,6 +368,7 @@ def test_a_busy_machines_refusal_reads_as_one_sentence_with_its_advice_once(less
     when the server is quieter.": the refusal starts with a capital, ends with one full stop, and gives its advice
     once (clock.busy_message's own; the page adds its own only to a refusal that gives none)."""
     from specviz.analysis import clock, pairtimes
+    from specviz.analysis.counted import QUIET_MINUTE
     from specviz.analysis.measure import BusyMachine
 
     def busy(*args, **kwargs):
@@ -375,13 +376,13 @@ def test_a_busy_machines_refusal_reads_as_one_sentence_with_its_advice_once(less
 
     monkeypatch.setattr(pairtimes, "measure_pair", busy)
     at = lessons_page("one-pass")
-    (said,) = [w.value for w in at.warning if w.value.startswith("**This run could not be measured.**")]
+    (said,) = [w.value for w in at.warning if w.value.startswith("**This run could not be clocked.**")]
     lesson = BY_KEY["one-pass"]
     assert said == (
-        "**This run could not be measured.** This run was measured on a busy machine: its work waited for a core (3 "
-        "of its 8 steps waited), so its times say more about the other work than about the models. Nothing is shown "
-        "from it; measure again when the machine is quieter. The answer, in general: "
-        f"{lesson.choices[lesson.right]}"
+        "**This run could not be clocked.** This run was measured on a busy machine: its work waited for a core (3 "
+        "of its 8 steps waited), so its times say more about the other work than about the models. Its times are "
+        "withheld (not what it counted); measure again when the machine is quieter. Where no calibration of the pair "
+        f"is kept yet, {QUIET_MINUTE}. The answer, in general: {lesson.choices[lesson.right]}"
     )
 
 

@@ -30,7 +30,10 @@ ACTIONS = {
     "start",
     "measure",
     "download",
+    "recommend",
 }
+# widgets that show a registered setting in another place and write it (presentation view's τ box: decode_tau)
+MIRRORS = {"decode_tau_present": "decode_tau"}
 
 
 def widget_keys() -> set[str]:
@@ -38,12 +41,13 @@ def widget_keys() -> set[str]:
     for path in PAGES.glob("*.py"):
         keys |= set(re.findall(r'key="([a-z]+_[a-z0-9_]+)"', path.read_text()))
         keys |= {f"{p}_{k}" for p in ("decode", "sweep", "lossless") for k in ("preset", "target", "draft")}
-    return {k for k in keys if not ACTIONS & set(k.split("_")[1:])}
+    return {k for k in keys if not ACTIONS & set(k.split("_")[1:]) and k not in MIRRORS}
 
 
 def test_every_setting_a_page_draws_is_registered():
     missing = sorted(widget_keys() - set(settings.SETTINGS))
     assert missing == []
+    assert set(MIRRORS.values()) <= set(settings.SETTINGS)  # what a mirror writes is kept and shared
     assert {"lossless_prompt", "lossless_trials_real", "lossless_preset"} <= set(settings.defaults())
 
 

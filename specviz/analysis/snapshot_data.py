@@ -16,7 +16,7 @@ from specviz.analysis.race import Lane, RaceResult
 from specviz.analysis.sweep import SweepSettings
 from specviz.analysis.sweep_summary import PolicySummary, TauSummary
 from specviz.bounded import is_number
-from specviz.core.config import MODES, TAU_POLICIES
+from specviz.core.config import MODES, TAU_POLICIES, Knobs
 from specviz.core.trace import RunTrace
 from specviz.errors import SnapshotError, SpecvizError
 from specviz.limits import MAX_TAU
@@ -57,6 +57,9 @@ def _sweep(data: Any) -> None:
     _need(len(set(names)) == len(names), "data.policies", "holds a policy twice")
 
 
+KNOBS = tuple(f.name for f in dataclasses.fields(Knobs))  # a lossy rule's settings, by name
+
+
 def _sweep_settings(value: Any) -> SweepSettings:
     """The sweep's settings (SweepSettings), each of its type, then checked as the sweep checks its own."""
     where = "data.settings"
@@ -80,6 +83,16 @@ def _sweep_settings(value: Any) -> SweepSettings:
             values[name] = _number(raw, at, whole=True)
         elif name == "chat":
             values[name] = _flag(raw, at, none=True)
+        elif name == "knobs":  # a lossy rule's settings: (name, value) pairs of Knobs' names, SpecConfig checks values
+            pairs = [_list(x, f"{at}[{i}]", length=2) for i, x in enumerate(_list(raw, at, most=len(KNOBS)))]
+            names = [_text(k, f"{at}[{i}][0]") for i, (k, _) in enumerate(pairs)]
+            for i, k in enumerate(names):
+                _need(
+                    k in KNOBS, f"{at}[{i}][0]", f"is {k!r}, not one of the lossy rules' settings ({', '.join(KNOBS)})"
+                )
+            values[name] = tuple(
+                (k, _number(v, f"{at}[{i}][1]")) for i, (k, (_, v)) in enumerate(zip(names, pairs, strict=True))
+            )
         else:  # a setting added after this check: the sweep's own check below reads it
             values[name] = raw
     try:  # the sweep's own checks: every τ, seed and policy a run could have
@@ -94,7 +107,9 @@ def _sweep_settings(value: Any) -> SweepSettings:
 def _tau_row(value: Any, where: str, settings: SweepSettings) -> int:
     """One fixed τ's row (TauSummary); returns its τ."""
     later = ("withheld", "costed_speedup", "ceiling", "ceiling_alpha", "ceiling_c")  # older snapshots lack them
-    d = _fields(value, where, [f.name for f in dataclasses.fields(TauSummary) if f.name not in later], later)
+    lossy = ("tv_mean", "tv_max", "lossy_tokens_per_pass", "baseline_tokens_per_pass")  # and a lossy rule's cost
+    optional = later + lossy
+    d = _fields(value, where, [f.name for f in dataclasses.fields(TauSummary) if f.name not in optional], optional)
     tau = _number(d["tau"], f"{where}.tau", whole=True)
     _need(tau in settings.taus, f"{where}.tau", f"is {tau}, not one of the sweep's τ ({_few(settings.taus)})")
     runs = _number(d["runs"], f"{where}.runs", 1, len(settings.prompts) * len(settings.seeds), whole=True)
@@ -134,6 +149,16 @@ def _tau_row(value: Any, where: str, settings: SweepSettings) -> int:
     given = [d.get(name) is not None for name in later[2:]]
     _need(all(given) or not any(given), f"{where}.ceiling", "is given without its two steps, or they without it")
     _text(d.get("withheld", ""), f"{where}.withheld", LONG_TEXT)
+    for name in lossy[:2]:  # a distance between two distributions: 0 to 1
+        _probability(d.get(name), f"{where}.{name}", none=True)
+    for name in lossy[2:]:  # tokens a target pass emits: 1 to τ + 1
+        _number(d.get(name), f"{where}.{name}", 1, tau + 1, none=True)
+    given = [d.get(name) is not None for name in lossy]
+    _need(
+        all(given) or not any(given),
+        f"{where}.tv_mean",
+        "is given without the rest of a lossy rule's cost, or they without it",
+    )
     return tau
 
 

@@ -150,8 +150,9 @@ class SweepSummary:
         costed = {r.tau: r.costed_speedup for r in self.rows if r.costed_speedup is not None}
         parts = []
         if withheld:
+            why = _lower(withheld[0].withheld)
             parts.append(
-                f"The clocked numbers of τ = {_list([r.tau for r in withheld])} are withheld ({withheld[0].withheld}); "
+                f"The clocked numbers of τ = {_list([r.tau for r in withheld])} are withheld ({why}); "
                 "what was counted is shown: "
                 + ", ".join(f"τ = {r.tau}: mean acceptance length {r.mean_acceptance_length:.2f}" for r in self.rows)
                 + "."
@@ -309,3 +310,8 @@ def _list(values: Sequence[int]) -> str:
 
 def _times(x: float | None) -> str:
     return "–" if x is None else f"{x:.2f}×"
+
+
+def _lower(sentence: str) -> str:
+    """A sentence set inside another, in parentheses: its first letter small ("This run was…" → "this run was…")."""
+    return sentence[:1].lower() + sentence[1:]
