@@ -30,7 +30,6 @@ a_m·q^j whose sum over the positions to τ is what the mean leaves."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from specviz.analysis import engine_flags as ef
@@ -507,8 +506,3 @@ def _transformers_flag(advice: Advice, row: BatchAdvice) -> Flag:
         f"Keyword arguments of generate(..., assistant_model=draft): τ = {row.tau} at batch 1 "
         "(assisted generation decodes one sequence), held constant; the threshold as llama.cpp's --spec-draft-p-min.",
     )
-
-
-def extrapolated_positions(acceptance: AcceptanceModel) -> Sequence[int]:
-    """The positions whose rates are extrapolated, not read from the engine."""
-    return range(acceptance.measured_upto + 1, MAX_TAU + 1)

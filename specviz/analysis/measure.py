@@ -349,16 +349,6 @@ class TargetAlone:
         return self.last.ms / 1000.0
 
 
-def run_alone(
-    pair: ModelPair, prompt: str | Sequence[int], config: SpecConfig, chat: bool | None = None
-) -> TargetAlone:
-    """The target alone decoding a prompt to the end (the reference decoding of the race and the tests)."""
-    alone = TargetAlone(pair, prompt, config, chat)
-    while not alone.done:
-        alone.step()
-    return alone
-
-
 # --- a speculative run timed against the target alone, step by step ---------------------------------
 
 
