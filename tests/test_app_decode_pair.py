@@ -153,7 +153,11 @@ def test_models_on_this_computer_lists_the_gguf_files_found_and_a_found_pair_ste
     ]
     targets.set_value(str(folder / "smol.F32.gguf")).run()
     drafts = at.selectbox(key="decode_local_draft")
-    assert drafts.options[-2:] == ["the target itself (self)", "prompt lookup (no model)"]
+    assert drafts.options[-3:] == [
+        "the target itself (self)",
+        "prompt lookup (no model)",
+        "suffix decoding (no model)",
+    ]
     assert [o for o in ours if not o.startswith("F32")] == sorted(o for o in drafts.options if o in ours)
     assert not any(o.startswith("F32") for o in drafts.options)  # not smaller than the target: no draft for it
     assert any("of the other" in c.value and "files fit this target as drafts" in c.value for c in at.sidebar.caption)
