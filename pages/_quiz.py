@@ -104,8 +104,10 @@ def decode_header() -> tuple[bool, list, bool, str]:
     quiz's kind)."""
     present = bool(st.session_state.get("decode_present"))
     if present:
-        cols = st.columns([1, 1.3, 1, 1, 2.1, 1.4, 2.6], vertical_alignment="bottom")
-        toggles = [st.container(), cols[4], cols[5]]
+        # the buttons, τ, the toggles, the quiz, the step picker: τ in a column of its own, so the row is no taller
+        # than its two toggles (under the quiz toggle it pushed the step chart's legend off a 1280×720 screen)
+        cols = st.columns([1, 1.3, 1, 1, 1.0, 2.1, 1.5, 2.0], vertical_alignment="bottom")
+        toggles = [st.container(), cols[5], cols[6]]
     else:  # the title shares its row with the toggles; on a short screen it shrinks (COMPACT_CSS)
         st.html(COMPACT_CSS)
         cols = []
@@ -127,6 +129,6 @@ def decode_header() -> tuple[bool, list, bool, str]:
     quiz_on = toggles[2].toggle(
         "Quiz mode", key="decode_quiz", help="Hide r and the decisions until the class has guessed"
     )
-    if present:  # the sidebar is hidden: τ on the projector's row, under the quiz toggle
-        tau_control(toggles[2])
+    if present:  # the sidebar is hidden: τ on the projector's row, beside the buttons
+        tau_control(cols[4])
     return present, cols, quiz_on, kind_picker(cols[-1] if present else st.container(), quiz_on, present)
