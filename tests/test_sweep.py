@@ -323,7 +323,7 @@ def test_a_fresh_process_on_a_busy_machine_sweeps_from_the_calibration_an_earlie
     assert second.returncode == 0, second.stderr
     assert "timing the pair's passes" not in second.stderr  # reused, not measured again
     data = json.loads(second.stdout)
-    assert data["calibration"].startswith("the calibration kept ") and "torch (1 thread)" in data["calibration"]
+    assert data["calibration"].startswith("the calibration kept ") and " on torch (" in data["calibration"]
     assert [row["tau"] for row in data["taus"]] == [1, 2]
     for row in data["taus"]:  # counted: kept; clocked: withheld, with why; costed: shown
         assert row["steps"] > 0 and row["emitted"] == row["accepted"] + row["steps"] and row["lengths"]
