@@ -13,7 +13,7 @@ import torch
 from specviz import Decoder, SpecConfig, drafts, load_pair
 from specviz.models import embedded
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.numeric]  # no clock read: on both cores in `make test`
 PROMPT = "The cat sat on the"
 
 

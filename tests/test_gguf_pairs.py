@@ -20,6 +20,8 @@ from specviz.models.store import ModelStore
 from specviz.server.class_policy import ClassPolicy, RefusedError
 from tests.helpers import write_gguf
 
+pytestmark = pytest.mark.numeric  # no clock read: `make test` runs its slow tests on both cores (pyproject.toml)
+
 PROMPT = "The cat sat on the"
 
 

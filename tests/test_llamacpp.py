@@ -26,6 +26,8 @@ PROMPTS = (
     "What is the capital of Australia, and why was it chosen?",
 )
 
+pytestmark = pytest.mark.numeric  # no clock read: `make test` runs its slow tests on both cores (pyproject.toml)
+
 
 # --- choosing the runtime (no model needed) ------------------------------------------------------
 
@@ -127,7 +129,7 @@ def test_greedy_speculation_reproduces_the_runtimes_own_greedy_text(pairs, runti
     """For the distilled draft (lean forward), the untrained draft and prompt lookup, in chains and in
     trees: the emitted tokens are the target's greedy decoding on the same runtime, token for token."""
     fast = pairs[runtime]
-    for prompt in PROMPTS[: 2 if runtime == "llama.cpp" else 1]:  # torch-kernels: one prompt (a slower runtime)
+    for prompt in PROMPTS[:1]:  # one prompt: three drafts × chain and tree, 40 tokens each, on two runtimes
         alone = Decoder(fast, prompt, SpecConfig(tau=1, mode="greedy", max_new_tokens=40))
         expected = _target_greedy(fast, list(alone.prompt_ids), 40)
         for draft in ("embedded", "early-exit:8", "prompt-lookup"):
@@ -227,7 +229,7 @@ def test_lossless_on_the_fast_runtimes_passes_the_pages_check_chain_and_tree(pai
     for config in (SpecConfig(tau=3, mode="lossless"), tree):
         result = check(
             "lossless",
-            list(first_tokens(fast, "The cat sat on the", config, 300)),
+            list(first_tokens(fast, "The cat sat on the", config, 200)),  # the page's default trials
             reference(fast, "The cat sat on the", config),
         )
         assert result.consistent, result.verdict()

@@ -27,6 +27,8 @@ import os, sys, torch
 from specviz.errors import ModelError
 from specviz.models import embedded, llamacpp
 from specviz.server.config import ServerConfig
+
+pytestmark = pytest.mark.numeric  # no clock read: `make test` runs its slow tests on both cores (pyproject.toml)
 server = ServerConfig.from_environ(os.environ)  # as the app and the CLI read it: SPECVIZ_LLAMA_CPU, the cache
 embedded.use_cache(server.cache_dir)
 try:

@@ -11,6 +11,8 @@ from scipy.stats import chisquare
 from specviz import ConfigError, Decoder, SpecConfig
 from tests.helpers import hf_pair, table_pair
 
+pytestmark = pytest.mark.numeric  # no clock read: `make test` runs its slow tests on both cores (pyproject.toml)
+
 # a bigram "cycle": after token 0 comes 1 (0.9), after 1 comes 2, after 2 comes 0
 CYCLE = [[0.05, 0.9, 0.05], [0.05, 0.05, 0.9], [0.9, 0.05, 0.05]]
 

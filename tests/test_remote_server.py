@@ -5,9 +5,10 @@ loopback port, serving the embedded model in two forms.
   target runs) with a float32 KV cache. Issue 16's criterion: greedy steps through the server match
   the local target's at the same context in at least 99% of steps, and p(ŷ_t) agrees to 1e-3.
 - **The shipped file** (`q4`, Q4_1): llama.cpp multiplies the weights with 8-bit activations and
-  keeps a float16 KV cache, the local target runs them de-quantised in fp32. Measured when this was
-  written (one run): greedy steps matched in 43 of 45 steps (both others at near-ties: the local p of
-  the two tokens differ by less than NEAR_TIE), p(ŷ_t) by a median of about 1e-4 and at most 0.084.
+  keeps a float16 KV cache, the local target runs them de-quantised in fp32: p(ŷ_t) of every draft token
+  within the textbook test's bounds. Its greedy agreement is measured by `python -m benchmarks.remote_agreement`
+  (docs/performance.md), not here: every request echoes the whole context's logprobs, which llama-cpp-python
+  computes in Python, and the greedy walk took six minutes on a 2-core CPU.
 
 A wrong row alignment or filling breaks both by far more."""
 
@@ -22,9 +23,7 @@ from specviz.core.engine import Decoder
 from specviz.errors import ConfigError
 from specviz.models import remote
 
-pytestmark = pytest.mark.slow
-
-NEAR_TIE = 0.1  # where the Q4_1 server's argmax differs, the local p of the two tokens differ by less
+pytestmark = [pytest.mark.slow, pytest.mark.numeric]  # no clock read: on both cores in `make test`
 
 
 @pytest.fixture(scope="module")
@@ -46,10 +45,7 @@ def q4_pair(local_target):
 
 # served form, the least share of greedy steps that must match, the local p gap allowed where argmaxes differ,
 # whether a run must end at EOS, as the local target's does ("What is the capital of France?" within 24 tokens).
-# The 4-bit server's share depends on which CPU kernels llama.cpp picks: 0.95 and more with the portable AVX2 build,
-# 61 of 65 steps (0.94) with the AVX-512 variant it loads on an AMD EPYC (2026-11-26); where they differ, the near-tie
-# bound below still holds (widest gap 0.033), which is what shows the server scores the same model.
-GREEDY = [("f32_pair", 0.99, 1e-3, True), ("q4_pair", 0.9, NEAR_TIE, False)]
+GREEDY = [("f32_pair", 0.99, 1e-3, True)]
 
 
 @pytest.mark.parametrize(("served", "min_agreement", "near_tie", "eos"), GREEDY)

@@ -23,6 +23,8 @@ from tests.helpers import IdsCodec, full_logits, make_feature_draft, table_pair,
 from tests.test_engine import hf_greedy
 from tests.test_lossless import long_tail
 
+pytestmark = pytest.mark.numeric  # no clock read: `make test` runs its slow tests on both cores (pyproject.toml)
+
 PROMPT = [5, 17, 42, 8, 3, 77]
 TREES = [(2, 3, 6), (3, 2, 5), (4, 4, 16)]  # (topk, steps, num_draft_tokens)
 
@@ -281,18 +283,19 @@ def test_recursive_rejection_sampling_on_three_children_emits_p_exactly():
 
 @pytest.mark.slow
 def test_lossless_trees_pass_the_pages_check_and_textbook_trees_fail_it():
-    """Size and power on a long-tailed table, 100 seeds × 300 first tokens each, tree (3, 2, 6):
-    lossless called consistent in ≥ 95 (a 1% test), textbook flagged in ≥ 95."""
+    """Size and power on a long-tailed table, 20 seeds × 300 first tokens each, tree (3, 2, 6): lossless called
+    consistent in ≥ 18 (a 1% test errs in three or more of 20 with probability 0.001), textbook flagged in ≥ 18.
+    (The chain's size and power, with 102 seeds, are tests/test_lossless.py's; this is the tree's walk.)"""
     p, q = long_tail()
     pair = table_pair(p, q)
     verdicts = {"lossless": 0, "textbook": 0}
     for mode in verdicts:
-        for seed in range(100):
+        for seed in range(20):
             config = tree_config(3, 2, 6, mode=mode, seed=1000 * seed)
             result = check(mode, list(first_tokens(pair, [0], config, 300)), reference(pair, [0], config))
             verdicts[mode] += result.consistent
-    assert verdicts["lossless"] >= 95
-    assert verdicts["textbook"] <= 5
+    assert verdicts["lossless"] >= 18
+    assert verdicts["textbook"] <= 2
 
 
 @pytest.mark.slow
