@@ -17,6 +17,8 @@ import specviz
 from specviz import Decoder, SpecConfig
 from specviz.models import llamacpp
 
+pytestmark = pytest.mark.numeric  # no clock read: `make test` runs its slow tests on both cores (pyproject.toml)
+
 AVX512 = {"skylakex", "cannonlake", "cascadelake", "icelake", "cooperlake", "zen4", "sapphirerapids"}
 PROMPTS = (
     "Write a short story about a lighthouse keeper who finds a message in a bottle.",
@@ -28,7 +30,6 @@ from specviz.errors import ModelError
 from specviz.models import embedded, llamacpp
 from specviz.server.config import ServerConfig
 
-pytestmark = pytest.mark.numeric  # no clock read: `make test` runs its slow tests on both cores (pyproject.toml)
 server = ServerConfig.from_environ(os.environ)  # as the app and the CLI read it: SPECVIZ_LLAMA_CPU, the cache
 embedded.use_cache(server.cache_dir)
 try:
