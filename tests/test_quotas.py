@@ -188,6 +188,22 @@ def test_a_closed_tabs_run_gives_its_memory_back():
     assert q.runs_bytes() == 1 * GB and q.use("student-a") == (1, 1, 1 * GB)
 
 
+def test_a_run_that_fails_to_start_leaves_the_run_the_tab_keeps_counted():
+    """A tab with a 1 GB run asks for a 2 GB one: counted at 2 GB, then its prompt cannot be read; the page keeps the
+    old run, and so does the count (1 GB, not 2); a tab whose first run fails holds nothing."""
+    q, _, _ = quotas(budget_bytes=6 * GB, held=lambda: 2 * GB)
+    old, new = RunMemory(kv=1 * GB, rest=0), RunMemory(kv=2 * GB, rest=0)
+    q.open_session("tab", "student-a")
+    assert q.start_run("tab", old) is None
+    replaced = q.start_run("tab", new)
+    assert replaced == old and q.runs_bytes() == 2 * GB
+    q.restore_run("tab", replaced)
+    assert q.runs_bytes() == 1 * GB and q.use("student-a") == (1, 1, 1 * GB)
+    q.end_run("tab")
+    q.restore_run("tab", q.start_run("tab", new))  # a tab's first run that failed to start: it holds none
+    assert q.runs_bytes() == 0
+
+
 def test_counted_kv_is_not_counted_twice():
     q, _, _ = quotas(budget_bytes=6 * GB, held=lambda: 5 * GB)
     q.open_session("tab", "student-a")

@@ -159,11 +159,11 @@ class Quotas:
 
     # --- runs -----------------------------------------------------------------------------------------
 
-    def start_run(self, session: Hashable, memory: RunMemory) -> None:
+    def start_run(self, session: Hashable, memory: RunMemory) -> RunMemory | None:
         """Before a session starts a run (replacing its own run, if any): within the student's open runs, and its
         memory within the budget beside what the models and the other runs hold. For the lecturer, students' runs
         are given back first (the idle ones, then the least recently stepped); RefusedError otherwise, naming the
-        student's own use."""
+        student's own use. Returns the run it replaced, for `restore_run` if the new one then fails to start."""
         with self._lock:
             me = self._sessions.get(session)
             if me is None:  # a session the app did not open (a script, a test): counted from now
@@ -181,6 +181,14 @@ class Quotas:
                 me.run = previous
                 raise
             me.run, me.used = memory, self.clock()
+            return previous
+
+    def restore_run(self, session: Hashable, run: RunMemory | None) -> None:
+        """A run `start_run` counted did not start (its prompt could not be read, a draft failed): the session holds
+        the run it had before (the page keeps it), or none."""
+        with self._lock:
+            if (me := self._sessions.get(session)) is not None:
+                me.run = run
 
     def touch(self, session: Hashable) -> None:
         """A session's run stepped: it is in use."""
