@@ -116,7 +116,11 @@ class StreamlitClient(ElementQueries):
         locale: str = "en-US",
         color_scheme: str = "light",
         open_timeout: float = 30.0,
+        browser_cookie: str | None = None,
     ) -> None:
+        """`browser_cookie`: the XSRF cookie of a browser this tab belongs to (another tab's `browser_cookie` after
+        it connected): a browser's tabs all send the cookie it was given once, so a class server counts them as
+        one student. Without it, each client is a browser of its own (the server's cookie from the health check)."""
         parsed = urllib.parse.urlsplit(base_url)
         self.scheme = parsed.scheme or "http"
         self.netloc = parsed.netloc
@@ -128,6 +132,7 @@ class StreamlitClient(ElementQueries):
             timezone=timezone, timezone_offset=timezone_offset, locale=locale, color_scheme=color_scheme
         )
         self.open_timeout = open_timeout
+        self.browser_cookie = browser_cookie
 
         self.ws: Any = None
         self._reader: asyncio.Task | None = None
@@ -182,8 +187,8 @@ class StreamlitClient(ElementQueries):
           on the first run only, with an empty page_script_hash).
         session_id: a previous session id to resume (third Sec-WebSocket-Protocol entry).
         """
-        cookie = None
-        xsrf_token = None
+        xsrf_token = self.browser_cookie
+        cookie = None if xsrf_token is None else f"{XSRF_COOKIE}={xsrf_token}"
         if self.http_preflight:
             t0 = time.perf_counter()
             status, headers, _ = await http_get(self.http_base + HEALTH_PATH)
@@ -191,7 +196,7 @@ class StreamlitClient(ElementQueries):
             if status != 200:
                 raise StreamlitClientError(f"health check answered {status}")
             for name, value in headers:
-                if name == "set-cookie" and value.startswith(XSRF_COOKIE + "="):
+                if self.browser_cookie is None and name == "set-cookie" and value.startswith(XSRF_COOKIE + "="):
                     xsrf_token = value.split(";", 1)[0].split("=", 1)[1]
                     cookie = f"{XSRF_COOKIE}={xsrf_token}"
             t0 = time.perf_counter()
@@ -215,6 +220,7 @@ class StreamlitClient(ElementQueries):
             open_timeout=self.open_timeout,
         )
         self.http_timings["ws_open"] = time.perf_counter() - t0
+        self.browser_cookie = xsrf_token
         self._reader = asyncio.create_task(self._read_loop(), name="stclient-reader")
         if query_string.startswith("?"):
             query_string = query_string[1:]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 import streamlit as st
 from streamlit import runtime
@@ -20,7 +20,7 @@ from pages._compute import student
 from pages._pairs import pair_cache
 from specviz.core.prompt import encode_prompt, toggled_chat
 from specviz.server.class_policy import RefusedError
-from specviz.server.quotas import Quotas, RunMemory, kv_bytes_per_token, run_memory
+from specviz.server.quotas import Quotas, RunMemory, kv_bytes_per_token, run_memory, scored_per_step
 from specviz.viz.plain import plain
 
 
@@ -90,7 +90,7 @@ def estimate(pair: specviz.ModelPair, prompt: str, chat: bool, config) -> RunMem
     return run_memory(
         prompt_tokens=len(ids),
         max_new_tokens=config.max_new_tokens,
-        tau=config.tau,
+        tau=scored_per_step(config),  # a tree's nodes
         target_kv=kv_bytes_per_token(pair.target),
         draft_kv=kv_bytes_per_token(pair.draft),
         vocab=pair.target.vocab_size,
@@ -100,18 +100,20 @@ def estimate(pair: specviz.ModelPair, prompt: str, chat: bool, config) -> RunMem
     )
 
 
-def start_run(stepper, pair: specviz.ModelPair, prompt: str, chat: bool, config) -> None:
+def start_run(stepper, pair: specviz.ModelPair, prompt: str, chat: bool, config) -> Callable[[], None]:
     """Before a Decode run starts: within the student's open runs and the server's memory (idle pairs given back
-    first, then a student's idle run; for the lecturer any student's); RefusedError naming the student's own use."""
+    first, then a student's idle run; for the lecturer any student's); RefusedError naming the student's own use.
+    Returns what to call if the run then fails to start: the session's count goes back to the run it keeps."""
     if (session := session_id()) is None:
-        return
+        return lambda: None
     memory = estimate(pair, prompt, chat, config)
     with contextlib.suppress(RefusedError):  # pairs first; what they cannot free, runs may (and say so in own words)
         pair_cache().room_for_run(memory.uncounted, lecturer())
     share = quotas()
     share.open_session(session, student(), lecturer())  # a session the shell did not count (a page run alone)
-    share.start_run(session, memory)
+    replaced = share.start_run(session, memory)
     _steppers()[session] = stepper
+    return lambda: share.restore_run(session, replaced)
 
 
 def touch() -> None:

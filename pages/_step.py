@@ -52,13 +52,16 @@ def new_run(pair, prompt: str, chat: bool, config) -> specviz.Decoder | None:
     """A new run with the current settings; None (the reason shown, the old run kept) on failure."""
     if pair is None:
         return None
+    undo = None
     try:
-        _share.start_run(stepper(), pair, prompt, chat, config)  # class mode: the student's runs, the memory budget
+        undo = _share.start_run(stepper(), pair, prompt, chat, config)  # class mode: the student's runs and memory
         with st.spinner(f"Reading the prompt into both models ({len(prompt):,} characters)…"), compute_turn():
             # a chain's draft can then be given a typed draft; a suffix draft matches this session's earlier answers
             mine = typed_ui.run_pair(history_ui.remembered(pair), config)
             return specviz.Decoder(mine, prompt, config, chat=toggled_chat(mine, chat), compare_rules=True)
     except specviz.SpecvizError as exc:
+        if undo is not None:  # counted, then failed to start: the session holds the run it keeps
+            undo()
         st.error(f"**Cannot start a new run.** {plain(sentence(exc))} The run below is kept.", icon=":material/error:")
         return None
 

@@ -10,7 +10,7 @@ from specviz.drafts.typed import TypedDraft
 from specviz.models.store import ModelStore
 from specviz.server.class_policy import RefusedError
 from specviz.server.paircache import PairCache
-from specviz.server.quotas import TOP_ENTRY_BYTES, Quotas, RunMemory, kv_bytes_per_token, run_memory
+from specviz.server.quotas import TOP_ENTRY_BYTES, Quotas, RunMemory, kv_bytes_per_token, run_memory, scored_per_step
 from tests.helpers import hf_pair, table_pair
 
 GB = 1_000_000_000
@@ -87,6 +87,17 @@ def test_the_issue_probes_run_by_hand():
     assert memory.uncounted == memory.rest  # llama.cpp's store counts the KV once the run's sessions open
     unsized = run_memory(prompt_tokens=1_680, max_new_tokens=256, tau=4, target_kv=46_080, draft_kv=0, vocab=49_152)
     assert unsized.kv == 1_941 * 46_080 and unsized.uncounted == unsized.total
+
+
+def test_a_trees_run_is_estimated_with_its_nodes_not_its_depth():
+    """A tree of 3 levels × 2 children with 6 nodes scores 6 draft positions a step (and keeps 7 rows of logits), not
+    its depth 3: 100 + 20 + 6 + 1 = 127 positions of KV at 1,000 bytes, 2 × 7 rows × 50 words × 4 bytes of logits."""
+    tree = specviz.SpecConfig(topk=2, steps=3, num_draft_tokens=6, mode="greedy")
+    assert (scored_per_step(tree), scored_per_step(specviz.SpecConfig(tau=4))) == (6, 4)
+    memory = run_memory(
+        prompt_tokens=100, max_new_tokens=20, tau=scored_per_step(tree), target_kv=1_000, draft_kv=0, vocab=50, top=0
+    )
+    assert (memory.kv, memory.rest) == (127_000, 2 * 7 * 50 * 4)
 
 
 # --- tabs and runs per student --------------------------------------------------------------------------
@@ -175,6 +186,22 @@ def test_a_closed_tabs_run_gives_its_memory_back():
     assert q.reap(lambda session: session in open_tabs) == 1  # tab-1's websocket closed
     assert given == ["tab-1"]  # its run dropped now, not when Streamlit lets the closed session go
     assert q.runs_bytes() == 1 * GB and q.use("student-a") == (1, 1, 1 * GB)
+
+
+def test_a_run_that_fails_to_start_leaves_the_run_the_tab_keeps_counted():
+    """A tab with a 1 GB run asks for a 2 GB one: counted at 2 GB, then its prompt cannot be read; the page keeps the
+    old run, and so does the count (1 GB, not 2); a tab whose first run fails holds nothing."""
+    q, _, _ = quotas(budget_bytes=6 * GB, held=lambda: 2 * GB)
+    old, new = RunMemory(kv=1 * GB, rest=0), RunMemory(kv=2 * GB, rest=0)
+    q.open_session("tab", "student-a")
+    assert q.start_run("tab", old) is None
+    replaced = q.start_run("tab", new)
+    assert replaced == old and q.runs_bytes() == 2 * GB
+    q.restore_run("tab", replaced)
+    assert q.runs_bytes() == 1 * GB and q.use("student-a") == (1, 1, 1 * GB)
+    q.end_run("tab")
+    q.restore_run("tab", q.start_run("tab", new))  # a tab's first run that failed to start: it holds none
+    assert q.runs_bytes() == 0
 
 
 def test_counted_kv_is_not_counted_twice():

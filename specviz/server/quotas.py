@@ -68,6 +68,12 @@ class RunMemory:
         return self.rest + (0 if self.counted else self.kv)
 
 
+def scored_per_step(config: Any) -> int:
+    """The draft positions one step of a run with `config` (a SpecConfig) scores and keeps: τ on a chain, every node
+    of a token tree (its `num_draft_tokens`, not its depth)."""
+    return config.num_draft_tokens if config.tree else config.tau
+
+
 def run_memory(
     *,
     prompt_tokens: int,
@@ -80,10 +86,11 @@ def run_memory(
     sized: bool = False,
     counted: bool = False,
 ) -> RunMemory:
-    """A run's memory from its real sizes. Its caches hold the prompt, the new tokens and a draft's τ + 1 positions
-    past them (`sized`: a llama.cpp session's own context, rounded up to 256 tokens), in both models. A step keeps
-    τ + 1 rows of float32 logits from each model while it decides, and its trace keeps, per position, the top-n of
-    q, p and the residual (`top` entries of TOP_ENTRY_BYTES); a run makes at most `max_new_tokens` steps."""
+    """A run's memory from its real sizes; `tau`: the draft positions a step scores (`scored_per_step`: a tree's
+    nodes). Its caches hold the prompt, the new tokens and a draft's τ + 1 positions past them (`sized`: a llama.cpp
+    session's own context, rounded up to 256 tokens), in both models. A step keeps τ + 1 rows of float32 logits from
+    each model while it decides, and its trace keeps, per position, the top-n of q, p and the residual (`top` entries
+    of TOP_ENTRY_BYTES); a run makes at most `max_new_tokens` steps."""
     tokens = prompt_tokens + max_new_tokens + tau + 1
     if sized:
         tokens = -(-tokens // SIZED_TO) * SIZED_TO
@@ -152,11 +159,11 @@ class Quotas:
 
     # --- runs -----------------------------------------------------------------------------------------
 
-    def start_run(self, session: Hashable, memory: RunMemory) -> None:
+    def start_run(self, session: Hashable, memory: RunMemory) -> RunMemory | None:
         """Before a session starts a run (replacing its own run, if any): within the student's open runs, and its
         memory within the budget beside what the models and the other runs hold. For the lecturer, students' runs
         are given back first (the idle ones, then the least recently stepped); RefusedError otherwise, naming the
-        student's own use."""
+        student's own use. Returns the run it replaced, for `restore_run` if the new one then fails to start."""
         with self._lock:
             me = self._sessions.get(session)
             if me is None:  # a session the app did not open (a script, a test): counted from now
@@ -174,6 +181,14 @@ class Quotas:
                 me.run = previous
                 raise
             me.run, me.used = memory, self.clock()
+            return previous
+
+    def restore_run(self, session: Hashable, run: RunMemory | None) -> None:
+        """A run `start_run` counted did not start (its prompt could not be read, a draft failed): the session holds
+        the run it had before (the page keeps it), or none."""
+        with self._lock:
+            if (me := self._sessions.get(session)) is not None:
+                me.run = run
 
     def touch(self, session: Hashable) -> None:
         """A session's run stepped: it is in use."""
