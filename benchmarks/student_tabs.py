@@ -77,11 +77,12 @@ def p95(values: list[float]) -> float:
 
 
 async def probe(url: str, pid: int, args: argparse.Namespace) -> None:
-    start_rss = tree_rss_gb(pid)
-    print(f"server up: {start_rss:.2f} GB")
+    print(f"server up: {tree_rss_gb(pid):.2f} GB (the models load with the first page)")
     lecturer = await open_tab(url, urlencode({"lecturer": LECTURER_KEY}), None)
     print("lecturer's session:", lecturer.contains("This is the lecturer's session"))
     await lecturer_steps(lecturer, 2)  # warm
+    start_rss = tree_rss_gb(pid)
+    print(f"the lecturer's page open, its pair loaded and stepped: {start_rss:.2f} GB (the start)")
     quiet = await lecturer_steps(lecturer, args.steps)
     print(f"lecturer Step, quiet: p50 {statistics.median(quiet):.2f} s, p95 {p95(quiet):.2f} s")
 
