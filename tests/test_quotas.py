@@ -100,6 +100,25 @@ def test_a_trees_run_is_estimated_with_its_nodes_not_its_depth():
     assert (memory.kv, memory.rest) == (127_000, 2 * 7 * 50 * 4)
 
 
+def test_a_llama_cpp_context_of_its_own_is_counted_with_its_buffers_and_given_back(tmp_path):
+    """The tiny GGUF (vocabulary 320, width 64, 4 heads, 2 layers × 2 KV heads × 16 wide: 512 bytes of float32 KV a
+    token), a session of 200 tokens in a context of its own, rounded up to 256: its KV 256 × 512 = 131,072 B; the
+    output buffer 512 rows × (320 + 64) × 4 = 786,432; the compute buffer 512 × 320 × 4 = 655,360 of logits and
+    512 × 256 × 4 heads × 4 = 2,097,152 of attention scores: 3,670,016 bytes more while it is open, none after."""
+    from specviz.models import llamacpp
+    from tests.helpers import write_tiny_gguf
+
+    if not llamacpp.available():
+        pytest.skip("llama.cpp is not installed (make llama)")
+    model = llamacpp.LlamaCppModel(write_tiny_gguf(tmp_path / "tiny.gguf"), "tiny", context=256)
+    before = model.nbytes()
+    session = model.new_session(tokens=200)
+    assert model.context_bytes(256) == 131_072 + 786_432 + 655_360 + 2_097_152 == 3_670_016
+    assert model.nbytes() - before == 3_670_016
+    session.close()
+    assert model.nbytes() == before
+
+
 # --- tabs and runs per student --------------------------------------------------------------------------
 
 

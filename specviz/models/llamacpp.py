@@ -229,9 +229,10 @@ class LlamaCppModel:
         self.slots = slots
         self._life = threading.Lock()  # guards the counts below and the freeing
         self._sessions = 0  # sessions open on this model (own contexts and pooled streams)
-        self._session_tokens = 0  # the tokens their own contexts hold
+        self._session_bytes = 0  # what their own contexts hold (`context_bytes`)
         self._closing = False
         n_head = max(1, int(lib.llama_model_n_head(model)))
+        self.n_head = n_head
         head_dim = self.hidden_size // n_head
         # a float32 K and V per layer, per KV head: 46 KB a token for the embedded model
         self.kv_bytes_per_token = (
@@ -256,17 +257,26 @@ class LlamaCppModel:
             self._session_closed(0)
             raise
         with self._life:
-            self._session_tokens += size
+            self._session_bytes += self.context_bytes(size)
         return session
+
+    def context_bytes(self, size: int) -> int:
+        """What a context of its own of `size` tokens holds once a run has read a long prompt into it: its KV cache;
+        the output buffer, which grows to a batch's rows of logits and hidden states; and the compute buffer of a
+        batch's pass (its logits and attention scores). An upper bound: a context that never reads a whole batch
+        touches less (measured against a real context: docs/class-server.md, "Each student's share")."""
+        output = BATCH * (self.vocab_size + self.hidden_size) * 4
+        compute = BATCH * self.vocab_size * 4 + BATCH * size * self.n_head * 4
+        return size * self.kv_bytes_per_token + output + compute
 
     # --- memory: what it holds, and giving it back ----------------------------------------------------
 
     def nbytes(self) -> int:
-        """What this model holds now: its weights, the shared batched context's KV cache once opened, and the KV
-        caches of the sessions open in contexts of their own."""
+        """What this model holds now: its weights, the shared batched context's KV cache once opened, and what the
+        sessions open in contexts of their own hold (`context_bytes`: their KV caches and buffers)."""
         weights = int(self._lib.llama_model_size(self._model)) if self._model else 0
         pooled = self._pool.slots * self._pool.tokens if self._pool is not None else 0
-        return weights + (pooled + self._session_tokens) * self.kv_bytes_per_token
+        return weights + pooled * self.kv_bytes_per_token + self._session_bytes
 
     def close(self) -> None:
         """Give the model back: its batched context and weights are freed now, or, while runs still hold sessions
@@ -295,7 +305,7 @@ class LlamaCppModel:
     def _session_closed(self, tokens: int) -> None:
         with self._life:
             self._sessions -= 1
-            self._session_tokens -= tokens
+            self._session_bytes -= self.context_bytes(tokens) if tokens else 0
             last = self._closing and not self._sessions
         if last:
             self._free_all()
