@@ -19,6 +19,7 @@ from pages import _server
 from specviz.core import pieces
 from specviz.errors import SessionEndedError
 from specviz.server.class_policy import RefusedError
+from specviz.server.quotas import browser_token
 from specviz.server.turns import Alive, Pacer, Slots, Turns
 from specviz.viz.plain import plain
 
@@ -41,17 +42,6 @@ def student() -> Hashable:
             return ("browser", browser_token(cookie))
     where = address()
     return ("address", where if isinstance(where, str) else None)
-
-
-def browser_token(cookie: str) -> str:
-    """The token a Tornado XSRF cookie holds, unmasked ("2|mask|masked token|time": the same token whatever mask it
-    was written with), or the cookie itself in another form."""
-    parts = cookie.split("|")
-    with contextlib.suppress(ValueError, ZeroDivisionError):
-        if len(parts) == 4 and parts[0] == "2":
-            mask, masked = bytes.fromhex(parts[1]), bytes.fromhex(parts[2])
-            return bytes(b ^ mask[i % len(mask)] for i, b in enumerate(masked)).hex()
-    return cookie
 
 
 def alive() -> Alive | None:

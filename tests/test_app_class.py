@@ -187,7 +187,7 @@ def test_a_students_tabs_and_runs_are_bounded_and_the_lecturer_is_not(loads, cla
 def test_a_browser_is_its_xsrf_cookies_token_whatever_its_mask():
     """Tornado writes its XSRF cookie as "2|mask|token XOR mask|time": the student key is the token, the same for two
     masks of it; a cookie in another form is itself."""
-    from pages._compute import browser_token
+    from specviz.server.quotas import browser_token
 
     token = bytes.fromhex("00112233445566778899aabbccddeeff")
 

@@ -15,6 +15,7 @@ and shared streams) is not counted twice.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Hashable
@@ -26,6 +27,17 @@ from specviz.server.class_policy import RefusedError
 GB = 1e9
 TOP_ENTRY_BYTES = 200  # one (token, probability, text) entry of a step's top-n lists, as Python objects
 SIZED_TO = 256  # llama.cpp sizes a session's own context up to a multiple of this (specviz.models.llamacpp)
+
+
+def browser_token(cookie: str) -> str:
+    """The token a Tornado XSRF cookie holds, unmasked ("2|mask|masked token|time": the same token whatever mask it
+    was written with), or the cookie itself in another form."""
+    parts = cookie.split("|")
+    with contextlib.suppress(ValueError, ZeroDivisionError):
+        if len(parts) == 4 and parts[0] == "2":
+            mask, masked = bytes.fromhex(parts[1]), bytes.fromhex(parts[2])
+            return bytes(b ^ mask[i % len(mask)] for i, b in enumerate(masked)).hex()
+    return cookie
 
 
 def kv_bytes_per_token(model: Any, depth: int = 4) -> int:
