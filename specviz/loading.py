@@ -17,6 +17,7 @@ from specviz import limits, specs
 from specviz.drafts import kinds
 from specviz.drafts.kinds import FILE, TARGET, TARGET_WEIGHTS, Beside, GGUFModel
 from specviz.drafts.kinds.embedded import EMBEDDED_DRAFT_LAYERS
+from specviz.drafts.kinds.embedded_int8 import DEFAULT_ROWS, INT8
 from specviz.drafts.kinds.model import VocabularyMismatchError, check_vocabularies, estimated_params
 from specviz.errors import ModelError
 from specviz.models import embedded, gguf, kernels, llamacpp, quantize, remote
@@ -93,6 +94,15 @@ PRESETS: tuple[Preset, ...] = (
         EMBEDDED,
         "SmolLM2-135M-Instruct with its distilled draft: one trained layer that reads the target's hidden "
         "states (assets/draft, see its model card); no network",
+        True,
+    ),
+    Preset(
+        "Distilled draft in int8",
+        EMBEDDED,
+        INT8,
+        f"the same distilled draft with int8 products and a head over the target's {DEFAULT_ROWS:,} most frequent "
+        "tokens: a fraction of its cost per token, an acceptance of its own (assets/draft, see its model card); "
+        "no network",
         True,
     ),
     Preset(

@@ -31,6 +31,7 @@ EXAMPLES = {
     ],
     "early-exit": [("early-exit:08", "early-exit:8"), ("early-exit:3", "early-exit:3")],
     "embedded": [("embedded", "embedded")],
+    "embedded-int8": [("embedded-int8", "embedded-int8"), ("embedded-int8:08192", "embedded-int8:8192")],
     "trained": [(str(DEFAULT_DIR), str(DEFAULT_DIR))],
     "gguf": [
         ("ollama:llama3.2", "ollama:llama3.2:latest"),

@@ -94,17 +94,19 @@ class FeatureDraftModel:
         max_length: int | None = None,
         lean: bool = False,
         threads: int | None = None,
+        forward: LeanFeatureDraft | None = None,
     ) -> None:
         """`lean`: run the draft with specviz.drafts.lean (the same function, less overhead per
-        token); otherwise through its transformers modules (the reference). `threads`: the torch threads of
-        every pass, from whatever thread (default: the count of the thread that makes it; specviz.models.threads)."""
+        token); otherwise through its transformers modules (the reference). `forward`: a lean forward made here
+        (an Int8FeatureDraft). `threads`: the torch threads of every pass, from whatever thread (default: the count
+        of the thread that makes it; specviz.models.threads)."""
         self.draft = draft.eval()
         self.threads = threads or torch_threads.current()
         self.capabilities = Capabilities(reads_target=True, can_target=False, threads=self.threads)
         self.name = name
         self.vocab_size = draft.full_vocab_size
         self.max_length = max_length
-        self.forward: Any = LeanFeatureDraft(draft) if lean else draft
+        self.forward: Any = forward or (LeanFeatureDraft(draft) if lean else draft)
 
     @property
     def lean(self) -> bool:

@@ -15,6 +15,7 @@ from specviz.errors import ModelError
 
 SPEC_FILE = "draft.json"
 TENSORS_FILE = "draft.safetensors"
+INT8_FILE = "int8.json"  # the int8 draft's calibration (specviz.training.int8), beside a feature draft
 FORMAT = 1
 _INSTALLED = Path(__file__).resolve().parents[1] / "assets" / "draft"  # a wheel's package data
 DEFAULT_DIR = _INSTALLED if _INSTALLED.is_dir() else Path(__file__).resolve().parents[2] / "assets" / "draft"
@@ -64,3 +65,18 @@ def read_spec(directory: Path) -> DraftSpec:
         return DraftSpec([int(i) for i in raw["layers"]], int(raw["rank"]), int(raw["vocab_size"]), kind, raw)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise DraftFileError(f"cannot read the trained draft in {directory}: {exc}") from exc
+
+
+def read_int8(directory: Path) -> dict:
+    """The int8 calibration beside a draft (DraftFileError where it is missing or malformed)."""
+    try:
+        raw = json.loads((directory / INT8_FILE).read_text())
+    except (OSError, ValueError) as exc:
+        raise DraftFileError(f"cannot read {directory / INT8_FILE}: {exc}") from exc
+    if (
+        not isinstance(raw, dict)
+        or not isinstance(raw.get("order"), list)
+        or not isinstance(raw.get("input_max"), dict)
+    ):
+        raise DraftFileError(f"{directory / INT8_FILE} lacks its head's order or its input maxima")
+    return raw

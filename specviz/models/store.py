@@ -102,7 +102,8 @@ class ModelStore:
 
 def tensor_bytes(*objects: Any) -> int:
     """The bytes of the distinct tensors an object holds: torch modules' parameters and buffers, and the tensors in
-    its attributes, lists and dicts (a lean draft's prepared copies), a few levels deep. A tensor shared by two of
+    its attributes, lists and dicts (a lean draft's prepared copies), a few levels deep, and what an object that
+    says its `held_bytes()` holds (packed int8 weights). A tensor shared by two of
     them (an early-exit draft's layers are the target's) is counted once."""
     seen: set[int] = set()
     visited: set[int] = set()
@@ -122,6 +123,7 @@ def tensor_bytes(*objects: Any) -> int:
             total += size
 
     def walk(obj: Any, depth: int) -> None:
+        nonlocal total
         if id(obj) in visited or depth > 4:
             return
         visited.add(id(obj))
@@ -139,6 +141,8 @@ def tensor_bytes(*objects: Any) -> int:
         elif isinstance(obj, dict):
             for item in obj.values():
                 walk(item, depth + 1)
+        elif callable(getattr(obj, "held_bytes", None)):  # a kernel's packed weights, opaque to torch (Int8Linear)
+            total += int(obj.held_bytes())
         elif hasattr(obj, "__dict__") and not isinstance(obj, type):
             for value in vars(obj).values():
                 walk(value, depth + 1)

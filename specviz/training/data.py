@@ -126,6 +126,20 @@ def choose_vocab(records: Sequence[dict], size: int, always: Sequence[int]) -> t
     return counts.topk(size).indices.sort().values
 
 
+def rank_rows(records: Sequence[dict], ids: torch.Tensor, always: Sequence[int]) -> torch.Tensor:
+    """The rows of a head over `ids` (sorted token ids) from the token the target generated most often in `records`
+    to the least (ties: the lower id), the `always` tokens first: a cheaper head keeps a prefix of this order."""
+    counts = torch.zeros(int(ids.max()) + 1, dtype=torch.float64)
+    for r in records:
+        gen = r["ids"][r["start"] :].long()
+        gen = gen[gen < len(counts)]
+        counts.index_add_(0, gen, torch.ones(len(gen), dtype=torch.float64))
+    score = counts[ids.long()] - torch.arange(len(ids), dtype=torch.float64) * 1e-9  # ties go to the lower id
+    for t in always:
+        score[ids == t] = float("inf")
+    return score.argsort(descending=True, stable=True)
+
+
 def token_batches(records: Sequence[dict], tokens_per_batch: int, rng: Any) -> list[list[dict]]:
     """Records grouped by similar length into batches of at most `tokens_per_batch` padded tokens
     (a longer record forms a batch alone), in shuffled order."""

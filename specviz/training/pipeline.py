@@ -6,6 +6,9 @@
     train    train the draft on the target's labels (resumes from the last checkpoint)
     export   write the draft folder and its model card from the last checkpoint
     card     rewrite the model card of --out (e.g. with --eval-json from scripts/eval_draft.py)
+    int8     calibrate the int8 draft (`embedded-int8`) of the draft in --out: its head rows in order of how often
+             the target generates each token and its products' input ranges, on --rank-prompts training prompts
+             the target continues now: OUT/int8.json
     all      every stage in turn
 
 Runs on this CPU (slow but complete) or with --device cuda on a GPU.
@@ -137,6 +140,42 @@ def export(work: Path, args: argparse.Namespace) -> None:
     log(f"wrote {out} ({sum(f.stat().st_size for f in out.iterdir()) / 1e6:.1f} MB)")
 
 
+def int8_stage(work: Path, args: argparse.Namespace) -> None:
+    """The int8 draft's calibration (specviz.training.int8), from the target's continuations of a random sample of
+    the training prompts (never the held-out ones) at temperatures 1 and 0 (greedy), resumable; written beside
+    the draft in --out."""
+    import random
+
+    from specviz.drafts.feature import load_feature_draft
+    from specviz.drafts.files import INT8_FILE, read_spec
+    from specviz.training import int8
+
+    listing = build_prompts(work, args)
+    sample = random.Random(args.seed + 7).sample([tuple(p) for p in listing["train"]], args.rank_prompts)
+    model, tokenizer = load_target(args.device)
+    deadline = time.perf_counter() + args.max_minutes * 60 if args.max_minutes else None
+    split = work / "data" / "rank"
+    data.make_split(
+        model,
+        tokenizer,
+        sample,
+        [1.0, 0.0],
+        split,
+        batch=args.batch,
+        new_tokens=args.new_tokens,
+        seed=args.seed + 11,
+        deadline=deadline,
+        log=log,
+    )
+    records = data.load_split(work, "rank")
+    out = Path(args.out)
+    draft = load_feature_draft(model, out, read_spec(out))
+    made = int8.calibrate(model, draft, records, always_tokens(tokenizer))
+    made["command"] = "python scripts/train_draft.py " + " ".join(map(shlex.quote, sys.argv[1:]))
+    (out / INT8_FILE).write_text(json.dumps(made) + "\n")
+    log(f"wrote {out / INT8_FILE}: {len(made['order'])} rows ranked on {made['ranked_on']['tokens']} tokens")
+
+
 def write_card(out: Path, args: argparse.Namespace) -> None:
     """The model card from the draft's own draft.json and, if given, scripts/eval_draft.py's reports."""
     meta = json.loads((out / "draft.json").read_text())
@@ -148,7 +187,7 @@ def write_card(out: Path, args: argparse.Namespace) -> None:
 
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("stage", choices=["prompts", "data", "train", "export", "card", "all"])
+    ap.add_argument("stage", choices=["prompts", "data", "train", "export", "card", "int8", "all"])
     ap.add_argument("--work", default="runs/draft", help="folder for prompts, data shards and checkpoints")
     ap.add_argument("--out", default=str(DEFAULT_DIR), help="where export writes the draft")
     ap.add_argument("--eval-json", help="export: put these scripts/eval_draft.py reports in the model card")
@@ -161,6 +200,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--new-tokens", type=int, default=160, help="tokens the target generates per prompt")
     ap.add_argument("--temperatures", default="1.0,0", help="one continuation per prompt at each (0 = greedy)")
     ap.add_argument("--max-minutes", type=float, default=None, help="data: stop generating after this long")
+    ap.add_argument("--rank-prompts", type=int, default=480, help="int8: training prompts the target continues")
     d = Options()
     ap.add_argument("--kind", choices=sorted(RECIPES), default=d.kind, help="draft architecture")
     ap.add_argument("--vocab", type=int, default=d.vocab, help="size of the draft's head vocabulary")
@@ -204,3 +244,5 @@ def main(argv: list[str] | None = None) -> None:
         export(work, args)
     if args.stage == "card":
         write_card(Path(args.out), args)
+    if args.stage == "int8":
+        int8_stage(work, args)
