@@ -134,3 +134,43 @@ def test_the_int8_drafts_rotary_tables_turn_q_and_k_as_the_float_draft_does():
         for got, want in zip(fast._rotated(qk, positions), lean._rotated(qk, positions), strict=True):
             torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
     assert not torch.allclose(*fast._rotated(qk, torch.tensor([0, 1, 2]))[:1], qk[:, : fast.head_dim][None])
+
+
+def test_smoothing_keeps_an_outlier_channel_from_taking_the_eight_bit_scale_of_x():
+    """One input channel 100× the others (a hidden state's outlier): x's one 8-bit scale goes to it and the other
+    channels round to a few steps; smoothed, (x / s)(W s)ᵀ is the same product in exact arithmetic and comes out
+    far closer. The scales are calibrated on other rows than those checked."""
+    from specviz.drafts.lean import smoothing
+
+    torch.manual_seed(1)
+    weight = torch.randn(256, 64)
+    rows = torch.randn(40, 64)
+    rows[:, 5] *= 100
+    seen, checked = rows[:20], rows[20:]
+    want = checked @ weight.t()
+    plain = (Int8Linear(weight)(checked) - want).norm() / want.norm()
+    smooth = (Int8Linear(weight, smoothing(seen.abs().amax(0), weight))(checked) - want).norm() / want.norm()
+    assert smooth < plain / 3, (float(plain), float(smooth))
+
+
+def test_calibration_records_each_products_largest_input_per_channel():
+    from specviz.drafts.lean import PRODUCTS
+    from specviz.training.int8 import input_maxima
+
+    target = tiny_llama(0)
+    draft = make_feature_draft(target)
+    records = [{"ids": torch.tensor([5, 17, 3, 88, 42, 9], dtype=torch.int32), "start": 2}]
+    maxima = input_maxima(target, draft, records)
+    assert set(maxima) == set(PRODUCTS)
+    hidden = draft.fc.weight.shape[0]
+    assert maxima["fc"].shape == (2 * hidden,) and maxima["head"].shape == (hidden,)
+    emb = target.model.embed_tokens.weight[records[0]["ids"].long()].abs().amax(0)
+    assert torch.allclose(maxima["fc"][:hidden].double(), emb.double(), rtol=1e-6)  # fc reads emb(x_t) first
+
+
+def test_beside_another_target_it_is_refused_with_a_message(tmp_path):
+    from specviz import load_pair
+    from tests.helpers import save_tiny
+
+    with pytest.raises(ModelError, match="drafts for the embedded target only"):
+        load_pair(save_tiny(tmp_path / "t", seed=0), INT8)

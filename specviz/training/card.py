@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from specviz.drafts.files import INT8_FILE, read_int8
 from specviz.errors import ConfigError
 
 
@@ -95,6 +96,25 @@ def speedup_table(reports: list[dict]) -> str:
     return "\n".join(rows)
 
 
+def int8_text(made: dict) -> str:
+    """The card's section on the same draft in int8, from its calibration (int8.json)."""
+    ranked, calibrated = made["ranked_on"], made["calibrated_on"]
+    return f"""
+## The same draft in int8 (`embedded-int8[:ROWS]`, the "Distilled draft in int8" preset)
+Every product of the layer and the head in int8 (`specviz.drafts.lean.Int8FeatureDraft`: one scale per weight row,
+x quantized at each call by fbgemm's dynamic kernel), each smoothed as SmoothQuant does (strength
+{made["strength"]}) by the largest input the float32 draft saw in each channel, teacher-forced on
+{calibrated["sequences"]} of the target's continuations ({calibrated["tokens"]} tokens); the head over the ROWS
+(default 4,096) tokens the target generated most often in {ranked["sequences"]} continuations ({ranked["tokens"]}
+tokens) of training prompts sampled at random, never the held-out ones:
+```
+{made["command"]}
+```
+Its q is its own (the evaluation below measures it beside the float32 draft's); it reads about a tenth of the
+float32 draft's bytes per token.
+"""
+
+
 def model_card(kind: str, meta: dict, out: Path, reports: list[dict]) -> str:
     o, data = meta["options"], meta["data"]
     stored = sum(f.stat().st_size for f in out.glob("*.safetensors")) / 1e6
@@ -128,9 +148,12 @@ of the first draft token; later columns: the k-th draft token's case):
 
 {history_table(meta["history"])}
 """
+    if (out / INT8_FILE).exists():
+        card += int8_text(read_int8(out))
     if reports:
+        drafts = " ".join(f"--draft {r['spec']}" for r in reports if r.get("spec")) or "--draft embedded"
         card += f"""
-## Evaluation (`python scripts/eval_draft.py --draft embedded --draft early-exit:8`)
+## Evaluation (`python scripts/eval_draft.py {drafts}`)
 
 Held-out prompts, {reports[0].get("new_tokens", 64)} new tokens each, the target alone as the baseline in the
 same process; one run on {run_of(reports[0])} (shared and noisy).
