@@ -2,11 +2,12 @@
 Race and the CLI sweep answer with counted work at the kept costs beside busy loops, in a fresh process?
 
 1. Quiet: the embedded pair (runtime auto) calibrated once into a fresh timings folder (SPECVIZ_TIMINGS_DIR), as any
-   page or command line keeps it.
+   page or command line keeps it, and one visit to each timed lesson, calibrating every pair it loads (a lesson on a
+   quiet machine answers from its own clocks and keeps nothing, so the visit keeps them as "Measure again" would).
 2. Beside `--busy` busy loops (plain Python processes spinning), a fresh interpreter reading that folder runs every
-   timed lesson as the Lessons page does (`lesson.run(pair, load, kept)`), the Race's first preset
-   (`Race(...).run()`: its own verdict where its pieces were clean, else the counted work at the kept costs, as the
-   page shows it), and `python -m specviz sweep --taus 1-4` (what it prints).
+   timed lesson as the Lessons page does (`lesson.run(pair, load, kept)`, `kept` the book's timings of a pair), the
+   Race's first preset (`Race(...).run()`: its own verdict where its pieces were clean, else the counted work at the
+   kept costs, as the page shows it), and `python -m specviz sweep --taus 1-4` (what it prints).
 
 Prints, for each, the first line of what it answered, and whether it was an answer from kept costs, a live time, or
 only a refusal. One run on this machine; never asserted in a test (tests/test_lessons.py, test_race.py and
@@ -31,15 +32,23 @@ from specviz.analysis.race import PRESETS, Race
 from specviz.classroom.lessons import LESSONS
 from specviz.errors import SpecvizError
 
-runtime = sys.argv[1]
+runtime, quiet = sys.argv[1], sys.argv[2] == "quiet"
 pair = specviz.load_pair("embedded", "embedded", runtime=runtime)
 book = TimingBook(os.environ["SPECVIZ_TIMINGS_DIR"])
 kept = book.get(pair)
 print("kept calibration:", kept.label() if kept else "none")
-load = lambda target, draft, rt=None: specviz.load_pair(target, draft, runtime=rt or pair.runtime)
+
+
+def load(target, draft, runtime=None):
+    loaded = specviz.load_pair(target, draft, runtime=runtime or pair.runtime)
+    if quiet and book.get(loaded) is None:  # the quiet visit: every pair a lesson loads is calibrated and kept
+        book.measure(loaded)
+    return loaded
+
+
 for lesson in (lesson for lesson in LESSONS if lesson.timed):
     try:
-        evidence = lesson.run(pair, load, kept) if kept else lesson.run(pair, load)
+        evidence = lesson.run(pair, load, lambda p: book.get(p) or book.measure(p))  # as pages/_timings.kept
         print(f"lesson {lesson.key}: ANSWERED: " + evidence.finding.replace(chr(10), " ")[:400])
     except SpecvizError as exc:
         print(f"lesson {lesson.key}: REFUSED: {type(exc).__name__}: {str(exc)[:300]}")
@@ -74,14 +83,20 @@ def main(argv: list[str] | None = None) -> int:
     for target, draft in (("embedded", "embedded"), (PRESETS[0].target, PRESETS[0].draft)):
         kept = book.measure(specviz.load_pair(target, draft, runtime=args.runtime))
         print(f"quiet calibration of {target} + {draft}: {kept.label()}")
+    visit = subprocess.run(  # one quiet visit to each timed lesson: the pairs they load are calibrated and kept
+        [sys.executable, "-c", CHILD, args.runtime, "quiet"], env=env, capture_output=True, text=True, timeout=1800
+    )
+    print("a quiet visit to every timed lesson first:\n" + visit.stdout.strip())
     loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
     try:
         time.sleep(1.0)
         child = subprocess.run(
-            [sys.executable, "-c", CHILD, args.runtime], env=env, capture_output=True, text=True, timeout=1800
+            [sys.executable, "-c", CHILD, args.runtime, "busy"], env=env, capture_output=True, text=True, timeout=1800
         )
         print(f"beside {args.busy} busy loops, a fresh process:")
-        print(child.stdout.strip() or child.stderr[-2000:])
+        print(child.stdout.strip())
+        if child.returncode:
+            print(child.stderr[-2000:])
         sweep = subprocess.run(
             [
                 sys.executable,

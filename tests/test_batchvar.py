@@ -149,6 +149,7 @@ ANSWER = " Here is one in Python: def reverse(items): return items[::-1]. It ret
 
 
 @pytest.mark.slow
+@pytest.mark.numeric  # no clock: on both cores in `make test`
 def test_on_llama_cpp_the_4_bit_target_moves_p_and_the_float32_one_does_not(embedded_cache):
     """The embedded target's float32 GGUF and its Q4_0 copy (llama.cpp's quantizer) on the last 40 tokens of a chat
     prompt and an answer, passes of 5. Measured 2026-11-27 (docs/algorithm.md, "Batch variance"): float32 1.8e-6 to

@@ -38,6 +38,7 @@ def in_process(capsys, *args) -> tuple[int, str, str]:
 
 
 @pytest.mark.slow  # a fresh interpreter: in `make test`, not in `make test-fast`
+@pytest.mark.numeric  # no clock: on both cores in `make test`
 def test_json_trace_of_a_run(model_dirs):
     target, draft = model_dirs
     out = specviz(
@@ -66,6 +67,7 @@ def test_json_trace_of_a_run(model_dirs):
 
 
 @pytest.mark.slow  # a fresh interpreter: in `make test`, not in `make test-fast`
+@pytest.mark.numeric  # no clock: on both cores in `make test`
 def test_same_arguments_give_the_same_tokens(model_dirs, capsys):
     """In a fresh interpreter and in this one: the same tokens."""
     target, draft = model_dirs

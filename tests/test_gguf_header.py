@@ -208,6 +208,7 @@ def test_the_embedded_gguf_reads_as_smollm2_and_pairs_with_itself():
 
 
 @pytest.mark.slow
+@pytest.mark.numeric  # no clock: on both cores in `make test`
 def test_the_embedded_gguf_reads_as_gguf_reader_reads_it():
     path = embedded.gguf_path()
     reader = GGUFReader(path)  # about 2 s: it builds a view of every array element

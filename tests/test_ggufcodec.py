@@ -11,7 +11,7 @@ from specviz.models import embedded, llamacpp
 from specviz.models.ggufcodec import LlamaCodec
 from specviz.models.text import Codec, HFCodec
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.numeric]  # no clock: on both cores in `make test`
 
 TEXTS = (
     "The cat sat on the mat.",

@@ -77,6 +77,7 @@ def test_a_fixed_verification_budget_says_a_tie_as_a_tie(monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.numeric  # no clock: on both cores in `make test`
 @pytest.mark.parametrize("key", [lesson.key for lesson in LESSONS])
 def test_each_lesson_opens_from_its_link_and_runs_live(embedded_cache, key):
     """Every lesson from its link on the real embedded pair, its models' passes real and their times injected (a

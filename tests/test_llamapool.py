@@ -133,6 +133,7 @@ def _run(pair, i: int, steps: int = 10) -> Decoder:
 
 
 @pytest.mark.slow
+@pytest.mark.numeric  # no clock: on both cores in `make test`
 def test_runs_sharing_decodes_equal_their_runs_alone(pair, monkeypatch):
     """Eight runs stepped at once in eight threads, six in a pool's streams (so that two get contexts of their
     own), twice (the streams given back and reused): every trace equals the same run stepped alone in a context
@@ -164,6 +165,7 @@ def test_runs_sharing_decodes_equal_their_runs_alone(pair, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.numeric  # no clock: on both cores in `make test`
 def test_streams_leased_given_back_and_what_does_not_fit(pair, monkeypatch):
     pool = SlotPool(pair.target, 2, 256, 1)
     monkeypatch.setattr(pair.target, "_pool", pool)
@@ -190,6 +192,7 @@ def test_streams_leased_given_back_and_what_does_not_fit(pair, monkeypatch):
 
 
 @pytest.mark.slow
+@pytest.mark.numeric  # no clock: on both cores in `make test`
 def test_a_prompt_decoded_once_is_copied_for_the_next_run_that_starts_with_it(pair, monkeypatch):
     """A class opens one link: the prompt is decoded for the first run and its stream copied for every next run
     that starts with it (prefix caching, as llama.cpp's server does): those runs equal their runs alone in
@@ -212,6 +215,7 @@ def test_a_prompt_decoded_once_is_copied_for_the_next_run_that_starts_with_it(pa
 
 
 @pytest.mark.slow
+@pytest.mark.numeric  # no clock: on both cores in `make test`
 def test_runs_in_scattered_streams_are_lined_up_for_one_decode_and_keep_their_numbers(pair, monkeypatch):
     """Three runs in streams 0, 2 and 4 of six, two other runs in 1 and 3, whose passes wait together: the pool
     moves the run in 1 out to the free 5 and the run in 4 into 1, so that one decode holds streams 0-2; every run's

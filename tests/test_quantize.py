@@ -84,6 +84,7 @@ def drafts(embedded_cache):
 
 
 @pytest.mark.slow
+@pytest.mark.numeric  # no clock: on both cores in `make test`
 def test_the_four_drafts_are_kept_beside_the_target_with_their_sizes_and_types(drafts):
     source = embedded.ensure_f32_gguf()
     assert {kind: path.parent for kind, path in drafts.items()} == dict.fromkeys(quantize.KINDS, embedded.cache_root())
@@ -99,6 +100,7 @@ def test_the_four_drafts_are_kept_beside_the_target_with_their_sizes_and_types(d
 
 
 @pytest.mark.slow
+@pytest.mark.numeric  # no clock: on both cores in `make test`
 def test_a_draft_is_made_once_and_then_read_from_the_cache(embedded_cache, tmp_path):
     _need_llama()
     source, said = embedded.ensure_f32_gguf(), []
@@ -128,6 +130,7 @@ print(len(said), flush=True)
 
 
 @pytest.mark.slow
+@pytest.mark.numeric  # no clock: on both cores in `make test`
 def test_threads_and_processes_asking_at_once_make_the_draft_once(embedded_cache, tmp_path):
     _need_llama()
     source, cache, go = embedded.ensure_f32_gguf(), tmp_path / "cache", tmp_path / "go"
@@ -164,6 +167,7 @@ def test_threads_and_processes_asking_at_once_make_the_draft_once(embedded_cache
 
 
 @pytest.mark.slow
+@pytest.mark.numeric  # no clock: on both cores in `make test`
 def test_the_drafts_load_read_the_targets_tokens_and_agree_with_it_by_grade(drafts):
     """At each of the last 32 positions of a chat prompt and the target's own greedy continuation, whether a
     draft's most likely token is the float32 target's: its greedy acceptance rate. One pass per model."""
