@@ -2,8 +2,8 @@
 Race and the CLI sweep answer with counted work at the kept costs beside busy loops, in a fresh process?
 
 1. Quiet: the embedded pair (runtime auto) calibrated once into a fresh timings folder (SPECVIZ_TIMINGS_DIR), as any
-   page or command line keeps it, and one visit to each timed lesson, calibrating every pair it loads (a lesson on a
-   quiet machine answers from its own clocks and keeps nothing, so the visit keeps them as "Measure again" would).
+   page or command line keeps it, and one quiet visit to each timed lesson (a quiet lesson run keeps the calibration
+   of each pair it runs where none is kept: its self-draft, its roles swapped, its quantized drafts).
 2. Beside `--busy` busy loops (plain Python processes spinning), a fresh interpreter reading that folder runs every
    timed lesson as the Lessons page does (`lesson.run(pair, load, kept)`, `kept` the book's timings of a pair), the
    Race's first preset (`Race(...).run()`: its own verdict where its pieces were clean, else the counted work at the
@@ -32,7 +32,7 @@ from specviz.analysis.race import PRESETS, Race
 from specviz.classroom.lessons import LESSONS
 from specviz.errors import SpecvizError
 
-runtime, quiet = sys.argv[1], sys.argv[2] == "quiet"
+runtime = sys.argv[1]
 pair = specviz.load_pair("embedded", "embedded", runtime=runtime)
 book = TimingBook(os.environ["SPECVIZ_TIMINGS_DIR"])
 kept = book.get(pair)
@@ -40,10 +40,7 @@ print("kept calibration:", kept.label() if kept else "none")
 
 
 def load(target, draft, runtime=None):
-    loaded = specviz.load_pair(target, draft, runtime=runtime or pair.runtime)
-    if quiet and book.get(loaded) is None:  # the quiet visit: every pair a lesson loads is calibrated and kept
-        book.measure(loaded)
-    return loaded
+    return specviz.load_pair(target, draft, runtime=runtime or pair.runtime)
 
 
 for lesson in (lesson for lesson in LESSONS if lesson.timed):

@@ -546,3 +546,35 @@ def test_the_tau_policy_lesson_says_its_schedule_by_its_rule_and_the_cap_it_hits
     finding = tau_policy(tiny_text_pair(), None).finding  # the lesson's own run, on a tiny pair: said in words
     assert re.match(r"Both runs wrote the same \d+ tokens\. The heuristic's τ per step: 4, ", finding)
     assert "True" not in finding and "[" not in finding and finding.endswith("Fixed: 4 every step.")
+
+
+def test_a_quiet_lesson_run_keeps_its_own_pairs_calibration_for_a_busy_machine_later(tmp_path):
+    """Issue 63's Done-when: a timed lesson that loads a pair of its own (the self-draft, the roles swapped) keeps that
+    pair's costs on its first quiet run, so that on a busy machine later it answers from them; a pair already kept
+    is not timed again."""
+    from specviz.analysis import clock
+    from specviz.analysis.pairtimes import TimingBook
+    from tests.helpers import fake_ms, tiny_text_pair
+
+    book = TimingBook(tmp_path)
+    asked = []
+
+    def timings(pair):
+        asked.append(pair.draft.name)
+        return book.get(pair) or book.measure(pair, timer=clock.FakeTimer(fake_ms))
+
+    pair = tiny_text_pair(chat=True)
+    self_pair = tiny_text_pair(chat=True)  # the pair the lesson loads for itself
+    load = lambda *_a, **_k: self_pair  # noqa: E731
+    assert book.get(self_pair) is None
+    BY_KEY["slower"].run(pair, load, timings)
+    kept = book.get(self_pair)
+    assert kept is not None and kept.quiet and asked
+    BY_KEY["slower"].run(pair, load, timings)
+    assert book.get(self_pair) is kept  # not timed again
+    clock.set_default(clock.FakeTimer(fake_ms, disturbed=lambda *_: True))
+    try:
+        evidence = BY_KEY["slower"].run(pair, load, timings)
+    finally:
+        clock.set_default(clock.FakeTimer(fake_ms))
+    assert evidence.calibration == kept.label()

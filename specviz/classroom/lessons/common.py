@@ -4,6 +4,7 @@ beside its code."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -74,10 +75,12 @@ def measured_run(pair: ModelPair, timings: Timings | None = None, **settings) ->
     reading: c over a one-token pass, v, the measured speedup, each with its interval. Where its clocks waited for
     a core (or cannot be right) and `timings` are handed in: the reading of its counted work at the pair's kept
     calibration instead (diagnose_counted: `Diagnosis.calibration` says which). MeasurementError where neither can
-    be had, saying what was counted and what a quiet minute would add."""
+    be had, saying what was counted and what a quiet minute would add. A quiet run with `timings` handed in keeps the
+    pair's calibration where none is kept yet (its pairs are often the lesson's own: the self-draft, the roles
+    swapped, a quantized draft), so that the same lesson answers from kept costs on a busy machine later."""
     measured = paired_run(pair, PROMPT, SpecConfig(**{"max_new_tokens": 32, **settings}))
     try:
-        return measured, diagnose(measured.trace, measured, size_ratio(pair))
+        reading = diagnose(measured.trace, measured, size_ratio(pair))
     except MeasurementError as clocked:
         if timings is None:
             raise
@@ -87,6 +90,10 @@ def measured_run(pair: ModelPair, timings: Timings | None = None, **settings) ->
             counted = uncosted(Work.of_steps(measured.trace.steps))
             raise MeasurementError(f"{clocked} {counted} ({exc})") from exc
         return measured, diagnose_counted(measured.trace, kept)
+    if timings is not None:  # a quiet run: the pair's costs kept now where none are, for a run on a busy machine later
+        with contextlib.suppress(MeasurementError):
+            timings(pair)
+    return measured, reading
 
 
 def time_chart(measured: PairedRun, reading: Diagnosis | None = None) -> go.Figure:
