@@ -290,3 +290,34 @@ def test_the_model_card_states_the_run_its_report_records_and_no_other():
         run_of({"draft": "d"})  # an older report: the card asks for a new one rather than guess a day and a machine
     with pytest.raises(ConfigError, match="names no hardware"):
         run_of({"draft": "d", "date": "2027-01-02", "hardware": ""})
+
+
+def test_the_model_card_says_how_the_int8_draft_was_calibrated_and_what_it_measured():
+    from specviz.training.card import int8_text
+
+    made = {
+        "strength": 0.7,
+        "ranked_on": {"sequences": 320, "tokens": 28088},
+        "calibrated_on": {"sequences": 96, "tokens": 8464},
+        "command": "python scripts/train_draft.py int8 --work runs/rank",
+        "measured": {
+            "command": "python -m benchmarks.learned_draft",
+            "when": "2026-12-06, a 2-core CPU",
+            "prompts": "8 held-out prompts",
+            "rows": [
+                {
+                    "spec": "embedded-int8",
+                    "c": 0.0821,
+                    "alpha": 0.3794,
+                    "greedy": [1, 1.094, 1.04],
+                    "textbook": [2, 1.155, None],
+                }
+            ],
+        },
+    }
+    text = int8_text(made)
+    assert "strength\n0.7" in text or "strength 0.7" in text.replace("\n", " ")
+    assert "96 of the target's continuations (8464 tokens)" in text.replace("\n", " ")
+    assert "python scripts/train_draft.py int8 --work runs/rank" in text
+    assert "| `embedded-int8` | 0.082 | 0.379 | τ 1: 1.09× / 1.04× | τ 2: 1.16× / – |" in text.splitlines()
+    assert "Measured by" not in int8_text({**made, "measured": None})

@@ -110,9 +110,34 @@ tokens) of training prompts sampled at random, never the held-out ones:
 ```
 {made["command"]}
 ```
-Its q is its own (the evaluation below measures it beside the float32 draft's); it reads about a tenth of the
-float32 draft's bytes per token.
-"""
+Its q is its own; it reads about a tenth of the float32 draft's bytes per token.
+""" + measured_table(made.get("measured"))
+
+
+def measured_table(measured: dict | None) -> str:
+    """The int8 draft beside the float32 one as last measured (int8.json's `measured`: c, α, and at the best τ the
+    speedup counted at the kept costs and measured on the wall clock); "" where none is recorded."""
+    if not measured:
+        return ""
+
+    def cell(best: list) -> str:
+        tau, counted, clocked = best
+        return f"τ {tau}: {counted:.2f}× / " + ("–" if clocked is None else f"{clocked:.2f}×")
+
+    rows = [
+        "| draft | c | α (T=1, τ=4) | greedy: counted / measured | textbook T=1: counted / measured |",
+        "|---|---|---|---|---|",
+    ]
+    rows += [
+        f"| `{r['spec']}` | {r['c']:.3f} | {r['alpha']:.3f} | {cell(r['greedy'])} | {cell(r['textbook'])} |"
+        for r in measured["rows"]
+    ]
+    return (
+        f"\nMeasured by `{measured['command']}` ({measured['when']}; {measured['prompts']}): c from one quiet "
+        "calibration, the speedup at the best τ counted at those costs and measured on the wall clock beside the "
+        'target alone (docs/performance.md, "A cheaper learned draft"). The evaluation below is older and timed '
+        "another way: its c is over that day's target pass, whatever runtime it ran on.\n\n" + "\n".join(rows) + "\n"
+    )
 
 
 def model_card(kind: str, meta: dict, out: Path, reports: list[dict]) -> str:
