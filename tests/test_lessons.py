@@ -578,3 +578,33 @@ def test_a_quiet_lesson_run_keeps_its_own_pairs_calibration_for_a_busy_machine_l
     finally:
         clock.set_default(clock.FakeTimer(fake_ms))
     assert evidence.calibration == kept.label()
+
+
+def test_parallel_yet_slow_from_kept_costs_is_not_held_to_the_iid_ideal(monkeypatch):
+    """Beside two busy loops (benchmarks.busy_answers, 2026-12-06) "Parallel, yet slow" refused its answer from kept
+    costs: 2.92× counted, above S = 2.39× from α's i.i.d. formula. Counted work at kept costs is arithmetic, and
+    correlated acceptances keep more tokens a pass than that formula's E: only a reading of the run's own clocks is
+    held to its ideal."""
+    import dataclasses
+
+    from specviz.analysis.measure import MeasurementError, Spread
+    from specviz.classroom.lessons import common, low_speedup
+    from tests.helpers import tiny_text_pair
+
+    real = common.measured_run
+
+    def above_ideal(calibration):
+        def run(*args, **kwargs):
+            measured, d = real(*args, **kwargs)
+            high = 3 * max(d.predicted_speedup, d.predicted_speedup_v.high)
+            return measured, dataclasses.replace(d, run_speedup=Spread(high, high, high, 9), calibration=calibration)
+
+        return run
+
+    pair = tiny_text_pair(chat=True)
+    monkeypatch.setattr(low_speedup, "measured_run", above_ideal("the calibration kept just now on torch"))
+    evidence = low_speedup.low_speedup(pair, lambda *_a, **_k: pair)
+    assert evidence.calibration == "the calibration kept just now on torch"
+    monkeypatch.setattr(low_speedup, "measured_run", above_ideal(""))
+    with pytest.raises(MeasurementError, match="above the ideal"):
+        low_speedup.low_speedup(pair, lambda *_a, **_k: pair)

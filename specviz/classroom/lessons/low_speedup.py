@@ -11,7 +11,9 @@ from specviz.viz import run_charts
 def low_speedup(pair: ModelPair, load: Load, timings: Timings | None = None) -> Evidence:
     measured, d = measured_run(pair, timings, tau=4, mode="textbook", seed=0)
     run, speed = measured.trace, d.run_speedup
-    check_ideal(speed, max(d.predicted_speedup, d.predicted_speedup_v.high))  # never above its own ideal
+    if not d.calibration:  # its own clocks: never above its own ideal. Counted work at kept costs is exact arithmetic,
+        # and S(τ)'s i.i.d. E is no bound on a run's counted tokens per pass (correlated acceptances keep more)
+        check_ideal(speed, max(d.predicted_speedup, d.predicted_speedup_v.high))
     held = speed.below(d.predicted_speedup)  # the question's situation: slower than parallel verification promises
     return Evidence(
         f"The trace says: {d.bottleneck} (α = {d.alpha:.2f}, c = {d.c:.2f}; S_v = {d.predicted_speedup_v.text()}; S(τ) "
