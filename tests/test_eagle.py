@@ -108,3 +108,22 @@ def test_saved_feature_draft_loads_as_a_pair(tmp_path):
     (tmp_path / "draft" / drafts.TENSORS_FILE).write_bytes(b"broken")
     with pytest.raises(drafts.DraftFileError, match="cannot read"):
         load_pair(target_dir, str(tmp_path / "draft"))
+
+
+def test_the_lean_caches_keys_and_values_grow_in_place_crop_and_gather_a_tree_path():
+    from specviz.drafts.lean import LeanCache
+    from specviz.models.lm import gather_cache
+
+    keys = torch.arange(2 * 70 * 3, dtype=torch.float64).reshape(1, 2, 70, 3)
+    values = keys + 1000
+    cache = LeanCache()
+    cache.append(keys[..., :3, :], values[..., :3, :])
+    for t in range(3, 70):  # past its first 64 positions: it grows, keeping what it held
+        cache.append(keys[..., t : t + 1, :], values[..., t : t + 1, :])
+    assert len(cache) == 70 and torch.equal(cache.keys, keys) and torch.equal(cache.values, values)
+    cache.crop(-60)
+    assert len(cache) == 10 and torch.equal(cache.values, values[..., :10, :])
+    gather_cache(cache, [0, 2, 9])  # a tree's path: the keys set first, then the values gathered
+    assert torch.equal(cache.keys, keys[..., [0, 2, 9], :]) and torch.equal(cache.values, values[..., [0, 2, 9], :])
+    got_k, got_v = cache.append(keys[..., 40:41, :], values[..., 40:41, :])
+    assert torch.equal(got_k, keys[..., [0, 2, 9, 40], :]) and torch.equal(got_v, values[..., [0, 2, 9, 40], :])

@@ -30,51 +30,54 @@ from specviz.models.kernels import ChosenLinear
 class LeanCache:
     """Keys and values of the draft's one layer, (1, kv heads, tokens, head dim); the interface of a
     one-layer transformers DynamicCache that the draft session uses (crop, gather via `layers`). They live in
-    buffers that grow by doubling, so a token's keys are written in place, not the whole cache copied."""
+    buffers that grow by doubling, so a token's keys are written in place, not the whole cache copied. Keys and values
+    keep a length each: gather_cache sets the keys first, then reads the values it gathers."""
 
     is_sliding = False
 
     def __init__(self) -> None:
         self._keys: torch.Tensor | None = None  # (1, kv heads, capacity, head dim)
         self._values: torch.Tensor | None = None
-        self._length = 0
+        self._key_length = self._value_length = 0
         self.layers = [self]
 
     def __len__(self) -> int:
-        return self._length
+        return self._key_length
 
     @property
     def keys(self) -> torch.Tensor | None:
-        return None if self._keys is None else self._keys[..., : self._length, :]
+        return None if self._keys is None else self._keys[..., : self._key_length, :]
+
+    @keys.setter
+    def keys(self, keys: torch.Tensor) -> None:  # a whole new set of positions (gather_cache)
+        self._keys, self._key_length = keys.contiguous(), keys.shape[-2]
 
     @property
     def values(self) -> torch.Tensor | None:
-        return None if self._values is None else self._values[..., : self._length, :]
-
-    @keys.setter
-    def keys(self, keys: torch.Tensor) -> None:  # gather_cache's: a new whole set of positions (values follow)
-        self._keys, self._length = keys.contiguous(), keys.shape[-2]
+        return None if self._values is None else self._values[..., : self._value_length, :]
 
     @values.setter
     def values(self, values: torch.Tensor) -> None:
-        self._values = values.contiguous()
+        self._values, self._value_length = values.contiguous(), values.shape[-2]
 
     def crop(self, length: int) -> None:
         """transformers' convention: a negative length removes that many tokens from the end."""
-        self._length = max(0, min(self._length, len(self) + length if length < 0 else length))
+        keep = max(0, min(len(self), len(self) + length if length < 0 else length))
+        self._key_length = self._value_length = keep
 
     def append(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        end = self._length + keys.shape[-2]
-        if self._keys is None or end > self._keys.shape[-2]:
+        held = len(self)
+        end = held + keys.shape[-2]
+        if self._keys is None or end > self._keys.shape[-2] or end > self._values.shape[-2]:
             capacity = max(64, 2 * end)
             grown = [t.new_empty((*t.shape[:-2], capacity, t.shape[-1])) for t in (keys, values)]
-            if self._length:
-                grown[0][..., : self._length, :] = self.keys
-                grown[1][..., : self._length, :] = self.values
+            if held:
+                grown[0][..., :held, :] = self.keys
+                grown[1][..., :held, :] = self.values
             self._keys, self._values = grown
-        self._keys[..., self._length : end, :] = keys
-        self._values[..., self._length : end, :] = values
-        self._length = end
+        self._keys[..., held:end, :] = keys
+        self._values[..., held:end, :] = values
+        self._key_length = self._value_length = end
         return self.keys, self.values
 
 

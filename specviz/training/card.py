@@ -110,7 +110,7 @@ tokens) of training prompts sampled at random, never the held-out ones:
 ```
 {made["command"]}
 ```
-Its q is its own; it reads about a tenth of the float32 draft's bytes per token.
+Its q is its own; it reads about an eighth of the float32 draft's bytes per token (6.6 against 54.6 MB).
 """ + measured_table(made.get("measured"))
 
 

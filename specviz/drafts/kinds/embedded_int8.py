@@ -1,7 +1,7 @@
 """The distilled draft in int8 (`embedded-int8`, `embedded-int8:ROWS`): the embedded target's distilled draft
 (assets/draft) with every product in int8 and its head over the ROWS tokens the target generates most often
 and each product smoothed by the inputs the float32 draft saw (assets/draft/int8.json, made by
-`scripts/train_draft.py int8`; specviz.drafts.lean.Int8FeatureDraft). It reads about a tenth of the float32 draft's
+`scripts/train_draft.py int8`; specviz.drafts.lean.Int8FeatureDraft). It reads about an eighth of the float32 draft's
 bytes per token, so its c is a fraction of the float32 draft's; its q is not the float32 draft's, so its α is its
 own (both measured in assets/draft/README.md)."""
 
