@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         return statistics.median(walls[3:]), statistics.median(cpus[3:])
 
     pieces = ("1", "5", "draft")
-    threads = getattr(pair.target, "threads", "?")
+    threads = pair.target.capabilities.threads
     print(f"{machine()}; {pair.runtime}; target threads {threads}; {time.strftime('%Y-%m-%d')}")
     quiet = {p: timed(p) for p in pieces}
     print("quiet:  " + "; ".join(f"{p}: wall {w:.2f} ms, CPU {c:.2f} ms" for p, (w, c) in quiet.items()))

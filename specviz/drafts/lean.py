@@ -330,7 +330,7 @@ class Int8FeatureDraft(LeanFeatureDraft):
         """As the float32 forward's, in fewer operations: q and k turned together, the angles' cosines and signed
         sines read from tables made for the first TABLE_POSITIONS positions."""
         n = qk.shape[0]
-        if not hasattr(self, "_cos") or int(positions.max()) >= len(self._cos):
+        if int(positions.max()) >= len(self._cos):
             return super()._rotated(qk, positions)
         cos, sin = self._cos[positions][:, None], self._sin[positions][:, None]  # (n, 1, head dim)
         x = qk.view(n, self.heads + self.kv_heads, self.head_dim)
