@@ -72,12 +72,13 @@ lint: install
 # --basetemp inside the checkout: pytest prunes old temporary folders of the same user, so a second
 # test session elsewhere (another checkout) could delete the model cache a running one has mapped.
 # The fast tests on both cores (pytest-xdist); then the slow ones that read no clock (marked numeric: exact numbers,
-# statistics, a served engine's numbers) on both cores, a file per worker (a file's model and server load once);
+# statistics, a served engine's numbers) on both cores, a file per worker (a file's model and server load once) and a
+# test class as a unit of its own (the lessons' two halves: tests/test_lessons.py; the biggest units go first);
 # then the real-model and browser tests that time things or want a quiet machine, one at a time. Every part runs,
 # and any failing fails.
 test: lint server llama
 	OMP_NUM_THREADS=1 $(PY) -m pytest -q -m "not slow and not browser" -n 2 --basetemp=.pytest-tmp; fast=$$?; \
-	OMP_NUM_THREADS=1 $(PY) -m pytest -q -m "slow and numeric and not browser" -n 2 --dist loadfile --durations=10 \
+	OMP_NUM_THREADS=1 $(PY) -m pytest -q -m "slow and numeric and not browser" -n 2 --dist loadscope --durations=10 \
 		--basetemp=.pytest-tmp; numeric=$$?; \
 	$(PY) -m pytest -m "(slow or browser) and not numeric" --durations=15 --basetemp=.pytest-tmp; slow=$$?; \
 	test $$fast -eq 0 && test $$numeric -eq 0 && test $$slow -eq 0

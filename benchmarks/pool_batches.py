@@ -33,8 +33,8 @@ SPREAD = 4  # scattered: every fourth stream
 
 def measure(rounds: int) -> dict[str, dict[int, float]]:
     import specviz
+    from specviz.class_policy import ClassPolicy
     from specviz.models import llamapool
-    from specviz.server.class_policy import ClassPolicy
 
     llamapool.PREFIXES = 0  # no kept prompt takes a stream
     pair = specviz.load_pair("embedded", "embedded", runtime="llama.cpp", guard=ClassPolicy(on=True))
@@ -113,8 +113,8 @@ def measure(rounds: int) -> dict[str, dict[int, float]]:
 def stepping(runs: int, steps: int = 16) -> dict[str, float]:
     """`runs` Decoders of the embedded pair in class mode stepping at once (after a first step each, untimed)."""
     import specviz
+    from specviz.class_policy import ClassPolicy
     from specviz.models import llamapool
-    from specviz.server.class_policy import ClassPolicy
 
     pair = specviz.load_pair("embedded", "embedded", runtime="llama.cpp", guard=ClassPolicy(on=True))
     prompt = "Write a long story about a robot who learns to paint."

@@ -16,9 +16,9 @@ from streamlit import runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from pages import _server
+from specviz.class_policy import RefusedError
 from specviz.core import pieces
 from specviz.errors import SessionEndedError
-from specviz.server.class_policy import RefusedError
 from specviz.server.quotas import browser_token
 from specviz.server.turns import Alive, Pacer, Slots, Turns
 from specviz.viz.plain import plain

@@ -8,8 +8,8 @@ import os
 import threading
 from pathlib import Path
 
+from specviz.class_policy import ClassPolicy
 from specviz.models import embedded
-from specviz.server.class_policy import ClassPolicy
 from specviz.server.config import CLASS_SETTINGS_ENV, ServerConfig
 
 READ = ("XDG_CACHE_HOME", "HF_HUB_CACHE", "HF_HOME", "OLLAMA_MODELS", "HOME")  # beside SPECVIZ_*: where files are

@@ -18,8 +18,8 @@ import specviz
 from pages import _server
 from pages._compute import student
 from pages._pairs import pair_cache
+from specviz.class_policy import RefusedError
 from specviz.core.prompt import encode_prompt, toggled_chat
-from specviz.server.class_policy import RefusedError
 from specviz.server.quotas import Quotas, RunMemory, kv_bytes_per_token, run_memory, scored_per_step
 from specviz.viz.plain import plain
 

@@ -121,7 +121,7 @@ def _own_gguf_target() -> str:
 
 
 def mode_line() -> None:
-    """The sidebar's word on the mode: personal, or class mode and its bounds (specviz.server.class_policy)."""
+    """The sidebar's word on the mode: personal, or class mode and its bounds (specviz.class_policy)."""
     rules = _server.class_policy()
     lecturer = " This is the lecturer's session: it goes first." if st.session_state.get("specviz_lecturer") else ""
     st.caption(f":material/{'school' if rules.on else 'person'}: {rules.words()}{lecturer}")

@@ -8,10 +8,10 @@ from streamlit import config as streamlit_config
 
 import specviz
 from pages import _server
+from specviz.class_policy import UPLOAD_BYTES
 from specviz.classroom import links, settings
 from specviz.classroom.settings import KNOBS, MODE_HELP, RULE_HELP, RULE_LABELS
 from specviz.core.config import RULES
-from specviz.server.class_policy import UPLOAD_BYTES
 
 # Every widget's range or choices, by its key, from the one settings registry (links check the same).
 LIMITS = settings.allowed(_server.class_policy())

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from collections.abc import Sequence
 
 from specviz.analysis.measure import MeasurementError
@@ -18,6 +19,7 @@ from specviz.analysis.pairtimes import PairTimings, TimingBook
 from specviz.analysis.sweep import Sweep, SweepSettings
 from specviz.core.config import MODES, SpecConfig
 from specviz.core.engine import Decoder
+from specviz.drafts import kinds
 from specviz.errors import ConfigError, PromptError, SpecvizError
 from specviz.loading import load_pair
 from specviz.models import embedded
@@ -40,9 +42,16 @@ models (--target, --draft):
   ORG/NAME or FOLDER         a transformers model: a hub id or a local folder
   vllm:http://HOST:8000/v1#MODEL, sglang:http://HOST:30000, llamacpp:http://HOST:8000/v1
                              a served target
-  drafts only: self, prompt-lookup, early-exit:K, embedded:Q8_0, embedded:Q4_0, embedded:Q3_K_M,
-               embedded:Q2_K (the embedded target quantized here)
+  drafts only (one of each kind, specviz.drafts.kinds):
 """
+
+
+def spec_forms() -> str:
+    """SPEC_FORMS, then every registered draft kind as it is written (a kind added later is listed too)."""
+    lines = textwrap.wrap(
+        kinds.hints(), width=96, initial_indent=" " * 4, subsequent_indent=" " * 4, break_on_hyphens=False
+    )
+    return SPEC_FORMS + "\n".join(lines) + "\n"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,9 +72,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--draft",
         default="embedded",
-        help="draft: 'embedded' (default), 'self', 'prompt-lookup', 'early-exit:K', a hub id, a folder, a GGUF file "
-        "of the target's vocabulary (PATH.gguf, ollama:NAME[:TAG], hf:ORG/REPO:Q4_K_M), or the embedded target "
-        "quantized here: embedded:Q8_0, embedded:Q4_0, embedded:Q3_K_M, embedded:Q2_K",
+        help="draft: 'embedded' (default), a hub id, a folder, a GGUF file of the target's vocabulary (PATH.gguf, "
+        f"ollama:NAME[:TAG], hf:ORG/REPO:Q4_K_M), or one of the draft kinds: {kinds.hints()}",
     )
     parser.add_argument(
         "--chat",
@@ -88,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="python -m specviz",
         description="Run speculative decoding and print the trace; `python -m specviz sweep` measures a τ sweep.",
-        epilog=SPEC_FORMS,
+        epilog=spec_forms(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--prompt", required=True, help="text to continue")
@@ -117,7 +125,7 @@ def build_sweep_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="python -m specviz sweep",
         description="Measure acceptance length and speedup against τ.",
-        epilog=SPEC_FORMS,
+        epilog=spec_forms(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--taus", default="1-8", help="τ values: 1-8, or 1,2,4 (default 1-8)")

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from specviz import limits, specs
+from specviz.class_policy import ClassPolicy
 from specviz.drafts import kinds
 from specviz.drafts.kinds import FILE, TARGET, TARGET_WEIGHTS, Beside, GGUFModel
 from specviz.drafts.kinds.embedded import EMBEDDED_DRAFT_LAYERS
@@ -35,7 +36,6 @@ from specviz.models.pair import ModelPair
 from specviz.models.store import ModelStore, tensor_bytes
 from specviz.models.text import HFCodec
 from specviz.pair_parts import Keys, Parts, name_of
-from specviz.server.class_policy import ClassPolicy
 from specviz.specs import EARLY_EXIT, PROMPT_LOOKUP, QUANTIZED, SELF, ModelSpec
 
 Spec = str | ModelSpec  # what load_pair and its neighbours take: a spec, or the text of one (parsed once, at entry)
@@ -182,7 +182,7 @@ def load_pair(
 
     `store`: where the pair takes its parts (specviz.models.store): pairs loaded from one store share every part
     they have in common (the target's weights, its llama.cpp model) and `pair.close()` gives them back; without
-    one the pair's parts are its own. `guard`: a class server's policy (specviz.server.class_policy), handed in by
+    one the pair's parts are its own. `guard`: a class server's policy (specviz.class_policy), handed in by
     the app: only allowed models and addresses, the class's size limit and llama.cpp's shared batched context.
     `settings`: the server's (what "auto" means, the largest model when `max_params` is None, where GGUF files are
     found, a served target's timeout, how llama.cpp runs), DEFAULTS without. The library never reads the

@@ -1,4 +1,4 @@
-"""Class mode (specviz.server.class_policy): the three probes a student could make against a class server — make it send
+"""Class mode (specviz.class_policy): the three probes a student could make against a class server — make it send
 requests anywhere, make it load anything, take the machine for themselves — each refused with a message, with
 real parts: loopback HTTP listeners that count every connection, models saved to folders, real tiny pairs."""
 
@@ -14,9 +14,9 @@ import pytest
 
 import specviz
 from pages import _server
+from specviz.class_policy import FIELDS, ClassPolicy, RefusedError
 from specviz.models.remote.http import post
 from specviz.server import config
-from specviz.server.class_policy import FIELDS, ClassPolicy, RefusedError
 from specviz.server.paircache import PairCache
 from specviz.server.turns import Pacer, Slots, Turns
 from tests.helpers import save_tiny, table_pair
@@ -181,7 +181,7 @@ import json, sys
 from specviz.server.paircache import PairCache
 from specviz.loading import load_pair, planned_parts
 from specviz.models.store import ModelStore
-from specviz.server.class_policy import ClassPolicy, RefusedError
+from specviz.class_policy import ClassPolicy, RefusedError
 served = sys.argv[1] + "/v1"
 rules = ClassPolicy(on=True, models=("org/allowed",), urls=(served,))
 store = ModelStore()

@@ -20,6 +20,8 @@ from specviz.models.store import ModelStore
 from tests.app_helpers import app
 from tests.helpers import save_tiny
 
+ROOT_DOCS = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+
 # (text as a user writes it, its canonical text), by hand, for every kind the registry holds
 EXAMPLES = {
     "self": [(" self ", "self")],
@@ -187,3 +189,130 @@ def test_a_gguf_model_found_on_this_computer_stays_an_object_its_header_read_onc
     opened = loading.open_gguf(spec)
     assert opened.path == model.path and opened.info is model.info
     assert opened.name == f"m.gguf ({model.info.quantization})"  # the user's file by its own name (issue 67.2)
+
+
+# A draft kind as a newcomer adds one: this one file, imported, and nothing else changed (docs/architecture.md,
+# "Adding a draft kind").
+TOY_MODULE = """
+from dataclasses import dataclass
+from typing import ClassVar
+
+from specviz import specs
+from specviz.analysis.engine_flags import Flag
+from specviz.drafts.kinds import TARGET, DraftKind, register
+from tests.test_draft_kinds import FixedDrafter
+
+
+@dataclass(frozen=True, kw_only=True)
+class Toy(specs.ModelSpec):
+    kind: ClassVar[str] = "toy"
+    token: int
+
+    def __str__(self):
+        return f"toy:{self.token}"
+
+
+class ToyKind(DraftKind):
+    name = "toy"
+    rank = 97
+    label = "toy (a newcomer's kind)"
+    help = "always proposes one token"
+    hint = "toy:N"
+    offer = "toy:4"
+    example = "toy:4"
+    needs = frozenset({TARGET})
+    across = "toy"
+
+    def parse(self, text):
+        head, _, token = text.partition(":")
+        return Toy(text=text, token=int(token)) if head == "toy" and token.isdecimal() else None
+
+    def claims(self, spec):
+        return isinstance(spec, Toy)
+
+    def build(self, spec, beside):
+        return FixedDrafter(beside.model.vocab_size, spec.token)
+
+    def engine_settings(self, target, *, label, spec, file, name, tau):
+        flag = Flag("toy-engine", f"toy-serve {target.model_id} --draft {spec} --tau {tau}", "the toy's own")
+        return (flag,), "only the toy engine"
+
+
+register(ToyKind())
+"""
+
+
+def test_a_kind_added_as_one_file_is_listed_loaded_swept_and_given_its_own_engine_flags(tmp_path, monkeypatch):
+    """Issue 66.1: a kind in a module of its own is in the command line's help, loads through load_pair, is the pair's
+    own draft in Across drafts as a class of its own (not a hub model with vLLM's draft_model flags), runs in its
+    benchmark and gets the settings it names."""
+    import importlib
+
+    from specviz import cli
+    from specviz.analysis.clock import FakeTimer
+    from specviz.analysis.pairtimes import TimingBook
+    from specviz.analysis.sweep import SweepSettings
+    from specviz.classroom import across
+    from tests.helpers import fake_ms
+
+    (tmp_path / "toy_kind_of_a_newcomer.py").write_text(TOY_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("toy_kind_of_a_newcomer")
+    try:
+        kind = kinds.kind_of(specs.parse("toy:5"))
+        assert kind.name == "toy" and "toy:N" in " ".join(cli.spec_forms().split())
+        folder = save_tiny(tmp_path / "tiny", seed=0)
+        pair = specviz.load_pair(folder, "toy:5", runtime="torch")
+        assert Decoder(pair, [1, 2, 3], SpecConfig(tau=2, max_new_tokens=4)).step().draft_tokens == (5, 5)
+        drafts = across.drafts_for(folder, "toy:5", [], layers=2, llama=False)
+        own = drafts.by_label()["the pair's draft (toy:5)"]
+        assert (own.kind, own.spec, own.file) == ("toy", "toy:5", "")
+        settings = SweepSettings(taus=(2,), prompts=("a b c",), mode="greedy", max_new_tokens=4)
+        result = across.run(
+            drafts, (own.label,), settings, lambda spec: pair, TimingBook(), {}, timer=FakeTimer(fake_ms)
+        )
+        (row,) = result.table()
+        assert row["draft"] == own.label and row["best τ"] == "2" and row["tokens per step"] != "–"
+        flags, note = across.run_settings(drafts, own, 3)
+        assert [f.text for f in flags] == [
+            f"toy-serve {folder} --draft toy:5 --tau 3"
+        ] and note == "only the toy engine"
+    finally:
+        kinds.unregister("toy")
+    assert "toy:N" not in cli.spec_forms()
+
+
+def test_each_shipped_kind_names_its_class_and_its_engine_settings_in_across_drafts():
+    """The pair's own draft of every shipped kind as Across drafts lists it beside a hub target (what it is, what an
+    engine loads) and the engines it is given settings for: suffix decoding and the int8 draft were hub models with
+    vLLM's draft_model flags before their kinds said what they are."""
+    from specviz.classroom import across
+
+    hub = "HuggingFaceTB/SmolLM2-360M-Instruct"
+    expected = {  # draft: (class, file, engines with settings)
+        "prompt-lookup": ("lookup", "", ["vLLM", "SGLang"]),
+        "suffix:min_token_prob=0.2": ("suffix", "", ["vLLM", "SGLang"]),
+        "early-exit:4": ("early exit", "", []),
+        "embedded-int8": ("trained", "", []),
+        str(DEFAULT_DIR): ("trained", "", []),
+        "HuggingFaceTB/SmolLM2-135M-Instruct": ("model", "HuggingFaceTB/SmolLM2-135M-Instruct", ["vLLM", "SGLang"]),
+    }
+    for draft, (kind, file, engines) in expected.items():
+        drafts = across.drafts_for(hub, draft, [], layers=32, llama=True)
+        own = next(c for c in drafts.fit if c.spec == draft)
+        assert (own.kind, own.file) == (kind, file), draft
+        flags, note = across.run_settings(drafts, own, 3)
+        assert [f.engine for f in flags] == engines and note, draft
+    drafts = across.drafts_for(hub, "suffix:min_token_prob=0.2", [], layers=32, llama=True)
+    (vllm, sglang), _ = across.run_settings(drafts, drafts.by_label()["suffix decoding (suffix:min_token_prob=0.2)"], 3)
+    assert vllm.text == (
+        f"vllm serve {hub} --speculative-config "
+        '\'{"method": "suffix", "num_speculative_tokens": 3, "suffix_decoding_min_token_prob": 0.2}\''
+    )
+    assert "--speculative-algorithm SUFFIX" in sglang.text and "--speculative-draft-model-path" not in sglang.text
+
+
+def test_every_shipped_kind_has_its_row_in_the_docs_table_of_models():
+    table = ROOT_DOCS.read_text().split("| spec | draft kind | meaning |")[1].split("\n\n")[0]
+    listed = {row.split(" | ")[1].strip("`") for row in table.strip().splitlines()[1:]} - {"(a target)"}
+    assert listed == {kind.name for kind in kinds.kinds()}

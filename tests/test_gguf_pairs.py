@@ -13,11 +13,11 @@ import pytest
 
 import specviz
 from specviz import Decoder, SpecConfig
+from specviz.class_policy import ClassPolicy, RefusedError
 from specviz.errors import IncompatibleModelsError, ModelError
 from specviz.loading import is_gguf, planned_parts
 from specviz.models import gguf, llamacpp
 from specviz.models.store import ModelStore
-from specviz.server.class_policy import ClassPolicy, RefusedError
 from tests.helpers import write_gguf
 
 pytestmark = pytest.mark.numeric  # no clock read: `make test` runs its slow tests on both cores (pyproject.toml)

@@ -76,10 +76,31 @@ def test_a_fixed_verification_budget_says_a_tie_as_a_tie(monkeypatch):
     )
 
 
+KEYS = [lesson.key for lesson in LESSONS]
+
+
 @pytest.mark.slow
 @pytest.mark.numeric  # no clock: on both cores in `make test`
-@pytest.mark.parametrize("key", [lesson.key for lesson in LESSONS])
-def test_each_lesson_opens_from_its_link_and_runs_live(embedded_cache, key):
+class TestEachLessonLiveFirstHalf:
+    """Half of the lessons: `make test` runs the numeric tests by xdist's loadscope, a file per worker but a class on
+    its own, so the 27 lessons (about 13 minutes on one core) go half to each core."""
+
+    @pytest.mark.parametrize("key", KEYS[: len(KEYS) // 2])
+    def test_each_lesson_opens_from_its_link_and_runs_live(self, embedded_cache, key):
+        lesson_opens_from_its_link_and_runs_live(key)
+
+
+@pytest.mark.slow
+@pytest.mark.numeric
+class TestEachLessonLiveSecondHalf:
+    """The other half (TestEachLessonLiveFirstHalf)."""
+
+    @pytest.mark.parametrize("key", KEYS[len(KEYS) // 2 :])
+    def test_each_lesson_opens_from_its_link_and_runs_live(self, embedded_cache, key):
+        lesson_opens_from_its_link_and_runs_live(key)
+
+
+def lesson_opens_from_its_link_and_runs_live(key):
     """Every lesson from its link on the real embedded pair, its models' passes real and their times injected (a
     FakeTimer: a target pass over k tokens 50 + 5(k − 1) ms, a draft forward 5 ms, as a quiet CPU gives the embedded
     target on torch), so that what a lesson concludes from them does not depend on what else the machine runs."""

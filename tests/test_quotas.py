@@ -6,9 +6,9 @@ hand and against the caches a real run holds), and given back when its tab close
 import pytest
 
 import specviz
+from specviz.class_policy import RefusedError
 from specviz.drafts.typed import TypedDraft
 from specviz.models.store import ModelStore
-from specviz.server.class_policy import RefusedError
 from specviz.server.paircache import PairCache
 from specviz.server.quotas import TOP_ENTRY_BYTES, Quotas, RunMemory, kv_bytes_per_token, run_memory, scored_per_step
 from tests.helpers import hf_pair, table_pair

@@ -12,6 +12,7 @@ decision check, and the next token is drawn at a fixed point of the recorded dis
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -166,18 +167,8 @@ def _resample_from_p(*args) -> Choice:
     if choice.rule != "residual":
         return choice
     p = args[3]
-    return Choice(
-        choice.r,
-        choice.ratio,
-        choice.n,
-        interval_of(p[choice.n], 0.5),
-        "residual",
-        p[choice.n],
-        p[choice.n],
-        choice.verification,
-        choice.threshold,
-        choice.passed,
-        choice.block,
+    return dataclasses.replace(
+        choice, token=interval_of(p[choice.n], 0.5), rule="residual", dist=p[choice.n], residual=p[choice.n]
     )
 
 
@@ -191,19 +182,7 @@ def _block_first_failure(*args) -> Choice:
     weight = choice.block.w[first - 1] if first else 1.0
     dist = (weight * p[first] - q[first]).clamp(min=0.0)
     dist = dist / dist.sum() if dist.sum() > 0 else p[first]
-    return Choice(
-        choice.r,
-        choice.ratio,
-        first,
-        interval_of(dist, 0.5),
-        "residual",
-        dist,
-        dist,
-        choice.verification,
-        choice.threshold,
-        choice.passed,
-        choice.block,
-    )
+    return dataclasses.replace(choice, n=first, token=interval_of(dist, 0.5), rule="residual", dist=dist, residual=dist)
 
 
 @pytest.mark.parametrize(

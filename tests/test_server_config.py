@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from specviz.class_policy import ClassPolicy
 from specviz.errors import ConfigError, ModelError, SpecvizError
 from specviz.models import gguf
 from specviz.models.llamacpp import CLASS_SLOTS, LlamaSettings
-from specviz.server.class_policy import ClassPolicy
 from specviz.server.config import VARIABLES, ServerConfig
 
 

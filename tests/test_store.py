@@ -11,10 +11,10 @@ import torch
 
 import specviz
 from specviz import Decoder, SpecConfig
+from specviz.class_policy import ClassPolicy, RefusedError
 from specviz.errors import ModelError
 from specviz.loading import planned_parts
 from specviz.models.store import ModelStore, release_memory, tensor_bytes
-from specviz.server.class_policy import ClassPolicy, RefusedError
 from specviz.server.paircache import PairCache
 from tests.helpers import save_tiny, table_pair
 

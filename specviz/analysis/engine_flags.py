@@ -81,7 +81,9 @@ SGLANG_ALGORITHMS = {  # vLLM's method (the page's choice) → SGLang's --specul
     "eagle3": "EAGLE3",
     "mtp": "EAGLE",  # SGLang runs a model's MTP layers through its EAGLE worker (NEXTN is an alias of EAGLE)
     "ngram": "NGRAM",
+    "suffix": "SUFFIX",  # suffix decoding (docs/algorithm.md, "Suffix decoding"): no draft model
 }
+MODEL_FREE = ("ngram", "suffix")  # methods that draft from the text, with no model of their own
 
 
 @dataclass(frozen=True)
@@ -222,13 +224,15 @@ def vllm(
     schedule: list[list[int]] | None = None,
     version: tuple[int, ...] | None = None,
     sampling: str | None = None,
+    extra: dict | None = None,
 ) -> Flag:
     """`vllm serve`'s speculative settings (τ = the largest of the schedule where one is given); `sampling`
-    probabilistic adds draft_sample_method (greedy is its default, so not written)."""
+    probabilistic adds draft_sample_method (greedy is its default, so not written); `extra`: more keys of the
+    speculative config, as vLLM names them (suffix decoding's suffix_decoding_*)."""
     if sampling is not None and sampling not in SAMPLINGS:
         raise ConfigError(f"vLLM samples the draft {' or '.join(SAMPLINGS)}; got {sampling!r}")
     _check(tau, 0, None)
-    model = draft or ("" if method in ("ngram", "mtp") else "draft-model")
+    model = draft or ("" if method in (*MODEL_FREE, "mtp") else "draft-model")
     if version is not None and tuple(version) < VLLM_SPECULATIVE_CONFIG:
         parts = ["vllm", "serve", _quote(target or "target-model"), "--speculative-model"]
         parts += [_quote(model or "[ngram]"), "--num-speculative-tokens", str(tau)]
@@ -242,6 +246,7 @@ def vllm(
         config["num_speculative_tokens_per_batch_size"] = schedule
     if sampling == "probabilistic":
         config["draft_sample_method"] = sampling
+    config.update(extra or {})
     quoted = shlex.quote(json.dumps(config))
     text = f"vllm serve {_quote(target or 'target-model')} --speculative-config {quoted}"
     why = f"{tau} draft tokens a step" + (
@@ -266,7 +271,7 @@ def sglang(target: str, draft: str, tau: int, method: str = "draft_model", sampl
         )
     parts = ["python", "-m", "sglang.launch_server", "--model-path", _quote(target or "target-model")]
     parts += ["--speculative-algorithm", algorithm]
-    if algorithm not in ("NGRAM",) and (draft or algorithm != "EAGLE"):
+    if method not in MODEL_FREE and (draft or algorithm != "EAGLE"):
         parts += ["--speculative-draft-model-path", _quote(draft or "draft-model")]
     parts += ["--speculative-num-steps", str(tau), "--speculative-eagle-topk", "1"]
     parts += ["--speculative-num-draft-tokens", str(tau + 1)]

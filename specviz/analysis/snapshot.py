@@ -15,8 +15,8 @@ from typing import Any
 from specviz.analysis import busy, snapshot_data
 from specviz.analysis.busy import machine
 from specviz.bounded import UPLOAD_DEPTH, read_json
+from specviz.class_policy import ClassPolicy, RefusedError
 from specviz.errors import SnapshotError
-from specviz.server.class_policy import ClassPolicy, RefusedError
 
 KINDS = ("sweep", "race", "reading")
 HEADER = ("kind", "created", "machine", "runtime", "load")  # a snapshot's fields besides its data, all text

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specviz import specs
-from specviz.analysis import clock, engine_flags
+from specviz.analysis import clock
 from specviz.analysis.draft_sweep import (
     GRADED,
     DraftSweep,
@@ -26,11 +26,12 @@ from specviz.analysis.draft_sweep import (
 from specviz.analysis.engine_flags import Flag
 from specviz.analysis.pairtimes import PairTimings, TimingBook
 from specviz.analysis.sweep import SweepSettings
-from specviz.drafts.files import is_draft_dir
+from specviz.class_policy import ClassPolicy
+from specviz.drafts import kinds
+from specviz.drafts.kinds import EARLY, GGUF, LOOKUP, MODEL, TRAINED, EngineTarget
 from specviz.errors import SpecvizError
 from specviz.loading import (
     EARLY_EXIT,
-    EMBEDDED,
     EMBEDDED_DRAFT_LAYERS,
     PRESETS,
     PROMPT_LOOKUP,
@@ -38,14 +39,11 @@ from specviz.loading import (
     SELF,
     check_allowed,
     gguf_path,
-    is_gguf,
 )
 from specviz.models import embedded, gguf, llamacpp, quantize
 from specviz.models.lm import HFModel
 from specviz.models.pair import ModelPair
-from specviz.server.class_policy import ClassPolicy
 
-GGUF, TRAINED, EARLY, LOOKUP, MODEL = "gguf", "trained", "early exit", "lookup", "model"  # what a draft is
 EMBEDDED_HUB = "HuggingFaceTB/SmolLM2-135M-Instruct"  # the embedded target on the hub (what vLLM and SGLang load)
 LOOKUP_LABEL = "prompt lookup"
 HELD_OUT_KINDS = 4  # eval_prompts' kinds (stories, questions, code, facts), four prompts each
@@ -57,7 +55,7 @@ class Candidate:
 
     label: str  # as the page names it
     spec: str  # what load_pair takes
-    kind: str  # GGUF, TRAINED, EARLY, LOOKUP or MODEL
+    kind: str  # what it is: its draft kind's `across` (GGUF, TRAINED, EARLY, LOOKUP, MODEL or a kind's own)
     file: str = ""  # what an engine loads: the GGUF file, or a hub id or folder (MODEL)
     name: str = ""  # as the user knows it (LM Studio's draft model)
 
@@ -119,9 +117,9 @@ def drafts_for(
     target, draft = str(spec), str(draft)
     if isinstance(spec, specs.Served):
         served = spec.served
-        fit = [_own(draft)] if draft.strip() and draft != SELF else []
+        fit, unfit = _own(draft) if draft.strip() and draft != SELF else ([], [])
         why = "a served target drafts with a local model of its own tokenizer (a hub id or a folder)"
-        unfit = [Unfit(label=LOOKUP_LABEL, reason=f"{why}: prompt lookup needs the target's weights here")]
+        unfit += [Unfit(label=LOOKUP_LABEL, reason=f"{why}: prompt lookup needs the target's weights here")]
         unfit += [Unfit(label=m.name, reason=f"{why}; a GGUF file drafts beside a GGUF target") for m in found]
         gguf_file, model_id = "", served.model or ""
     elif spec.is_gguf:
@@ -142,7 +140,8 @@ def drafts_for(
         unfit = [Unfit(label=m.name, reason=why) for m in found]
         gguf_file, model_id = "", target
     if draft.strip() and draft != SELF and draft != target and all(c.spec != draft for c in fit):
-        fit.insert(0, _own(draft))
+        own, own_unfit = _own(draft)
+        fit[:0], unfit = own, [*own_unfit, *unfit]
     allowed = []
     for candidate in fit:
         try:
@@ -153,19 +152,19 @@ def drafts_for(
     return Drafts(target=target, gguf_file=gguf_file, model_id=model_id, fit=_unique(allowed), unfit=tuple(unfit))
 
 
-def _own(spec: str) -> Candidate:
-    """The pair's own draft, as its spec says."""
+def _own(spec: str) -> tuple[list[Candidate], list[Unfit]]:
+    """The pair's own draft, as its kind names it (specviz.drafts.kinds): one candidate, or why it is none."""
     spec = spec.strip()
-    if spec == PROMPT_LOOKUP:
-        return Candidate(label=LOOKUP_LABEL, spec=spec, kind=LOOKUP)
-    if spec.startswith(EARLY_EXIT + ":"):
-        return Candidate(label=f"the pair's draft ({spec})", spec=spec, kind=EARLY)
-    if is_gguf(spec):
-        local = gguf.parse_spec(spec) if not spec.startswith(QUANTIZED) else None
-        return Candidate(label=f"the pair's draft ({spec})", spec=spec, kind=GGUF, file=local or spec, name=spec)
-    trained = spec == EMBEDDED or is_draft_dir(Path(spec).expanduser())
-    kind = TRAINED if trained else MODEL
-    return Candidate(label=f"the pair's draft ({spec})", spec=spec, kind=kind, file="" if trained else spec)
+    label = f"the pair's draft ({spec})"
+    try:
+        kind = kinds.kind_of(specs.parse(spec))
+        file = kind.engine_file(spec)
+    except SpecvizError as exc:
+        return [], [Unfit(label=label, reason=str(exc))]
+    if not kind.across:
+        return [], []
+    name = spec if kind.across == GGUF else ""
+    return [Candidate(label=kind.own_label(spec), spec=spec, kind=kind.across, file=file, name=name)], []
 
 
 def _early(layers: int) -> Candidate:
@@ -409,32 +408,16 @@ def estimate(settings: SweepSettings, drafts: int, timings: PairTimings) -> Esti
 
 def run_settings(drafts: Drafts, candidate: Candidate, tau: int) -> tuple[tuple[Flag, ...], str]:
     """The settings that run `candidate` at τ for the target in the engines that can (engine_flags, current
-    spellings), and a note on what is left out. A GGUF draft of a GGUF target: llama-server and LM Studio's llama.cpp
-    engine, p-min 0 (every step drafts τ tokens, as measured here); prompt lookup and a hub model as draft of a hub
-    target: vLLM and SGLang."""
-    if candidate.kind == GGUF and drafts.gguf_file:
-        flags = engine_flags.own_gguf_pair(drafts.gguf_file, candidate.file, candidate.name, tau)
-        note = (
-            "p-min 0: every step drafts τ tokens, as this benchmark did (llama.cpp's own default stops a draft "
-            "earlier where the draft is unsure). vLLM and SGLang serve hub models, not these files."
-        )
-        return flags, note
-    if candidate.kind in (LOOKUP, MODEL) and drafts.model_id:
-        method = "ngram" if candidate.kind == LOOKUP else "draft_model"
-        draft = "" if candidate.kind == LOOKUP else candidate.file
-        flags = tuple(
-            flag
-            for engine in ("vLLM", "SGLang")
-            for flag in engine_flags.settings(drafts.model_id, draft, tau, engine=engine, method=method)
-        )
-        return flags, "llama.cpp and LM Studio run GGUF files: convert both models to run them there."
-    if candidate.kind == LOOKUP:
-        return (), (
-            "llama-server drafts from the text's own n-grams with an --spec-type ngram-* of its own, whose settings "
-            "are not written here; vLLM and SGLang serve hub models, not this file."
-        )
-    words = "a trained draft in specviz's own format" if candidate.kind == TRAINED else "the target's own first layers"
-    return (), f"No serving engine loads {candidate.label} ({words}): it shows what such a draft does, here."
+    spellings), and a note on what is left out: its draft kind's (`DraftKind.engine_settings`; a GGUF draft of a GGUF
+    target: llama-server and LM Studio's llama.cpp engine, p-min 0; prompt lookup, suffix decoding and a hub model as
+    draft of a hub target: vLLM and SGLang; a trained draft or early exit: none)."""
+    kind = kinds.of_class(candidate.kind)
+    if kind is None:
+        return (), f"No serving engine loads {candidate.label}: it shows what such a draft does, here."
+    target = EngineTarget(gguf_file=drafts.gguf_file, model_id=drafts.model_id)
+    return kind.engine_settings(
+        target, label=candidate.label, spec=candidate.spec, file=candidate.file, name=candidate.name, tau=tau
+    )
 
 
 def target_layers(pair: ModelPair) -> int | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from specviz.class_policy import ClassPolicy, RefusedError
 from specviz.core.trace import (
     RunTrace,
     StepTrace,
@@ -13,7 +14,6 @@ from specviz.core.trace import (
 )
 from specviz.errors import TraceError
 from specviz.models.text import Codec
-from specviz.server.class_policy import ClassPolicy, RefusedError
 from specviz.viz.plain import plain
 
 

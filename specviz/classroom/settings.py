@@ -18,6 +18,7 @@ from specviz.analysis.costmodel import CONTEXT, HARDWARE
 from specviz.analysis.draft_sweep import GRADED as DRAFT_GRADES
 from specviz.analysis.race import PRESETS as RACES
 from specviz.analysis.race import YOURS
+from specviz.class_policy import ClassPolicy
 from specviz.classroom import links
 from specviz.classroom.lessons import LESSONS
 from specviz.classroom.quiz import KINDS
@@ -28,7 +29,6 @@ from specviz.core.config import MODES, TAU_POLICIES, SpecConfig
 from specviz.core.rules import RULES
 from specviz.loading import AUTO, EMBEDDED, KERNELS, PRESETS, RUNTIMES, resolve_runtime
 from specviz.models import llamacpp
-from specviz.server.class_policy import ClassPolicy
 
 CUSTOM = "Custom: hub id, folder or server"
 ON_THIS_COMPUTER = "Models on this computer (GGUF)"
@@ -274,7 +274,7 @@ SETTINGS: dict[str, Setting] = {
 LINK_ONLY = ("decode_steps", "decode_drafts", "sandbox_table", "lossless_table")  # read from links, never widgets
 
 
-# the settings a class server caps (specviz.server.class_policy): key → the class budget that is its largest value
+# the settings a class server caps (specviz.class_policy): key → the class budget that is its largest value
 CLASS_CAPS = {
     "decode_max_new": "max_new_tokens",
     "sweep_max_new": "max_new_tokens",

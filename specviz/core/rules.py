@@ -35,11 +35,13 @@ from specviz.core.sampling import one_hot, residual, sample_at, total
 from specviz.core.trace import NextRule
 
 __all__ = [
+    "BY_RULE",
     "LOSSY",
     "RULES",
     "VERIFICATIONS",
     "Block",
     "Choice",
+    "Drafted",
     "RuleOutcome",
     "Verification",
     "acceptance_length",
@@ -91,10 +93,10 @@ def block_numbers(draft: Sequence[int], q: torch.Tensor, p: torch.Tensor) -> Blo
             mass = 0.0
             h.append(weight)
         masses.append(mass)
-    return Block(tuple(w), tuple(masses), tuple(h))
+    return Block(w=tuple(w), residual_mass=tuple(masses), h=tuple(h))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Choice:
     """What a step decided: the draws, each position's test, the accepted run and the next token."""
 
@@ -109,6 +111,24 @@ class Choice:
     threshold: tuple[float, ...] = ()  # what r_t was compared with: min(1, p/q), p(ŷ_t) or h_t; () in greedy mode
     passed: tuple[bool, ...] = ()  # r_t ≤ threshold_t per position (greedy: ŷ_t = argmax p)
     block: Block | None = None
+
+
+@dataclass(frozen=True)
+class Drafted:
+    """What a rule decides on: one step's τ draft tokens, their rows of q ([τ, V]) and p ([τ + 1, V]), float64,
+    the draws r_t, p(ŷ_t)/q(ŷ_t), the draw that samples the next token, and the lossy rules' settings."""
+
+    draft: list[int]
+    q: torch.Tensor
+    p: torch.Tensor
+    r: tuple[float, ...]
+    ratio: torch.Tensor
+    draw: float | torch.Tensor
+    knobs: Knobs
+
+    @property
+    def tau(self) -> int:
+        return len(self.draft)
 
 
 def choose(
@@ -126,122 +146,161 @@ def choose(
     lossy rules' settings, their defaults when None).
     `q`: [τ, V] float64, one row per draft token; `p`: [τ + 1, V] float64, one more (position τ+1). The draws r
     come from `gen` unless `given_r` supplies them, and so does the draw that samples the next token unless
-    `next_draw` (in [0, 1)) does: the sandbox and outside scripts set them by hand."""
+    `next_draw` (in [0, 1)) does: the sandbox and outside scripts set them by hand. The generator gives the τ draws
+    first, then the next token's draw (textbook mode takes none: its next token is an argmax)."""
     k = len(draft)
     ratio = ratio_of(at(p[:k], draft), at(q, draft))
     if mode == "greedy":
-        best = p[:k].argmax(-1).tolist()
-        n = greedy_match_length(draft, best)
-        passed = tuple(y == b for y, b in zip(draft, best, strict=True))
-        return Choice(
-            (None,) * k, ratio, n, int(p[n].argmax()), "bonus" if n == k else "greedy", p[n], None, passed=passed
-        )
-    draws = list(given_r) if given_r is not None else torch.rand(k, generator=gen, dtype=torch.float64).tolist()
+        return greedy(draft, p, ratio)
+    draws = tuple(given_r) if given_r is not None else tuple(torch.rand(k, generator=gen, dtype=torch.float64).tolist())
     if mode == "textbook":
-        threshold = ratio.clamp(max=1.0).tolist()
-        n = acceptance_length(draws, ratio.tolist())
-        passed = tuple(r <= t for r, t in zip(draws, threshold, strict=True))
-        token = int(p[n].argmax())
-        return Choice(
-            tuple(draws),
-            ratio,
-            n,
-            token,
-            "bonus" if n == k else "argmax",
-            p[n],
-            None,
-            "token",
-            tuple(threshold),
-            passed,
-        )
-    block = None
-    if verification == "token":
-        threshold = ratio.clamp(max=1.0).tolist()
-        rows = q
-    elif verification == "one-hot":  # q one-hot at the drafted token: accept with p(ŷ), residual p without ŷ
-        threshold = at(p[:k], draft).tolist()
-        rows = torch.zeros_like(q).scatter_(-1, torch.tensor(draft, dtype=torch.long).reshape(-1, 1), 1.0)
-    elif verification == "block":
-        block = block_numbers(draft, q, p)
-        threshold = list(block.h)
-    elif verification in LOSSY:
-        return _lossy(verification, draft, q, p, gen, draws, ratio, next_draw, knobs or Knobs())
-    else:
+        return textbook(draft, p, draws, ratio)
+    decide = BY_RULE.get(verification)
+    if decide is None:
         raise ValueError(f"unknown verification rule {verification!r}")
-    passed = tuple(r <= t for r, t in zip(draws, threshold, strict=True))
-    if verification == "block":  # the last pass, not the first failure
-        n = max((t + 1 for t in range(k) if passed[t]), default=0)
-    else:
-        n = next((t for t in range(k) if not passed[t]), k)
     draw = torch.rand((), generator=gen, dtype=torch.float64) if next_draw is None else next_draw
-    if n == k:  # every draft token accepted: the target's free token from position τ+1
-        dist = p[k]
-        return Choice(
-            tuple(draws),
-            ratio,
-            n,
-            sample_at(dist, draw),
-            "bonus",
-            dist,
-            None,
-            verification,
-            tuple(threshold),
-            passed,
-            block,
-        )
-    if block is not None:  # what w_n p has beyond q at position n + 1 (n = 0: the ordinary residual)
-        weight = block.w[n - 1] if n else 1.0
-        dist = residual(weight * p[n], q[n])
-    else:  # resample from what p has and q lacks: keeps the output ~ p
-        dist = residual(p[n], rows[n])
+    return decide(Drafted(draft=list(draft), q=q, p=p, r=draws, ratio=ratio, draw=draw, knobs=knobs or Knobs()))
+
+
+def greedy(draft: list[int], p: torch.Tensor, ratio: torch.Tensor) -> Choice:
+    """Greedy mode: ŷ_t is kept while it is argmax p_t; the next token is argmax p at position n + 1 (the bonus
+    after a full run). No draw."""
+    k = len(draft)
+    best = p[:k].argmax(-1).tolist()
+    n = greedy_match_length(draft, best)
+    passed = tuple(y == b for y, b in zip(draft, best, strict=True))
     return Choice(
-        tuple(draws),
-        ratio,
-        n,
-        sample_at(dist, draw),
-        "residual",
-        dist,
-        dist,
-        verification,
-        tuple(threshold),
-        passed,
-        block,
+        r=(None,) * k,
+        ratio=ratio,
+        n=n,
+        token=int(p[n].argmax()),
+        rule="bonus" if n == k else "greedy",
+        dist=p[n],
+        residual=None,
+        passed=passed,
     )
 
 
-def _lossy(
-    rule: Verification,
-    draft: list[int],
-    q: torch.Tensor,
-    p: torch.Tensor,
-    gen: torch.Generator,
-    draws: list[float],
-    ratio: torch.Tensor,
-    next_draw: float | None,
-    knobs: Knobs,
-) -> Choice:
-    """A lossy rule's step (module docstring): the first failure ends the run; typical's next token there is argmax
-    p, SGLang's a sample from p without ŷ, the ensemble's a sample from norm(max(0, m − q)); a full run, the bonus."""
+def textbook(draft: list[int], p: torch.Tensor, draws: tuple[float, ...], ratio: torch.Tensor) -> Choice:
+    """Textbook mode (steps 3–5 as written): ŷ_t is kept while r_t ≤ p/q; the next token is argmax p at position
+    n + 1."""
     k = len(draft)
-    if rule == "typical":  # no draw decides: p(ŷ) against min(ε, δ·exp(−H))
-        threshold = [lossy.typical_threshold(p[t], knobs) for t in range(k)]
-        passed = tuple(float(p[t, y]) > h for t, (y, h) in enumerate(zip(draft, threshold, strict=True)))
-    else:
-        index = torch.tensor(draft, dtype=torch.long).reshape(-1, 1)
-        threshold = lossy.acceptance(rule, p[:k], q, knobs).gather(-1, index)[:, 0].tolist() if k else []
-        passed = tuple(r <= h for r, h in zip(draws, threshold, strict=True))
-    n = next((t for t in range(k) if not passed[t]), k)
-    draw = torch.rand((), generator=gen, dtype=torch.float64) if next_draw is None else next_draw
-    made = dict(r=tuple(draws), ratio=ratio, n=n, verification=rule, threshold=tuple(threshold), passed=passed)
-    if n == k:  # every draft token kept: the target's free token from position τ+1, as usual
-        return Choice(**made, token=sample_at(p[k], draw), rule="bonus", dist=p[k], residual=None)
-    if rule == "typical":
-        return Choice(**made, token=int(p[n].argmax()), rule="argmax", dist=p[n], residual=None)
-    if rule == "sglang":  # p with the tried child removed, renormalised
-        dist = residual(p[n], one_hot(torch.tensor(draft[n]), p.shape[-1]))
-    else:
-        dist = residual(lossy.mixture(p[n], q[n], knobs), q[n])
-    return Choice(**made, token=sample_at(dist, draw), rule="residual", dist=dist, residual=dist)
+    threshold = tuple(ratio.clamp(max=1.0).tolist())
+    n = acceptance_length(draws, ratio.tolist())
+    return Choice(
+        r=draws,
+        ratio=ratio,
+        n=n,
+        token=int(p[n].argmax()),
+        rule="bonus" if n == k else "argmax",
+        dist=p[n],
+        residual=None,
+        verification="token",
+        threshold=threshold,
+        passed=tuple(r <= t for r, t in zip(draws, threshold, strict=True)),
+    )
+
+
+def token(s: Drafted) -> Choice:
+    """Token-wise (Leviathan et al.; Chen et al.): ŷ_t is kept while r_t ≤ min(1, p/q); at the first failure the
+    next token is sampled from norm(max(0, p − q)), which keeps the output distributed as p."""
+    threshold = tuple(s.ratio.clamp(max=1.0).tolist())
+    passed = _drawn_under(s, threshold)
+    return _first_failure_ends(s, "token", threshold, passed, lambda n: residual(s.p[n], s.q[n]))
+
+
+def one_hot_q(s: Drafted) -> Choice:
+    """One-hot (docs/algorithm.md, "One-hot q"): q taken as one-hot at the drafted token, so ŷ_t is kept while
+    r_t ≤ p(ŷ_t); at the first failure the next token is sampled from p without ŷ_t."""
+    threshold = tuple(at(s.p[: s.tau], s.draft).tolist())
+    passed = _drawn_under(s, threshold)
+    without = lambda n: residual(s.p[n], one_hot(torch.tensor(s.draft[n]), s.p.shape[-1]))  # noqa: E731
+    return _first_failure_ends(s, "one-hot", threshold, passed, without)
+
+
+def block(s: Drafted) -> Choice:
+    """Block verification (docs/algorithm.md, "Block verification"): each draw r_i against h_i, and n is the *last*
+    position whose draw passes, so a position may be kept although its own draw failed; short of a full run the
+    next token is sampled from norm(max(0, w_n p_{n+1} − q_{n+1})) (n = 0: the ordinary residual)."""
+    numbers = block_numbers(s.draft, s.q, s.p)
+    threshold = numbers.h
+    passed = _drawn_under(s, threshold)
+    n = max((t + 1 for t in range(s.tau) if passed[t]), default=0)
+    weight = numbers.w[n - 1] if n else 1.0
+    return _ended(s, "block", threshold, passed, n, lambda n: residual(weight * s.p[n], s.q[n]), numbers)
+
+
+def typical(s: Drafted) -> Choice:
+    """Typical acceptance (lossy; Medusa §3.3.1): ŷ_t is kept while p(ŷ_t) > min(ε, δ·exp(−H_t)), no draw deciding
+    it; at the first failure the next token is argmax p_t."""
+    threshold = tuple(lossy.typical_threshold(s.p[t], s.knobs) for t in range(s.tau))
+    passed = tuple(float(s.p[t, y]) > h for t, (y, h) in enumerate(zip(s.draft, threshold, strict=True)))
+    n = _first_failure(passed)
+    if n == s.tau:
+        return _ended(s, "typical", threshold, passed, n, None)
+    made = _made(s, "typical", threshold, passed, n)
+    return Choice(**made, token=int(s.p[n].argmax()), rule="argmax", dist=s.p[n], residual=None)
+
+
+def sglang(s: Drafted) -> Choice:
+    """SGLang's accept thresholds (lossy) on a chain: ŷ_t is kept while r_t ≤ min(1, p(ŷ_t)/t_a) or p(ŷ_t) ≥ t_s; at
+    the first failure the next token is sampled from p without ŷ_t."""
+    threshold = _lossy_threshold(s, "sglang")
+    without = lambda n: residual(s.p[n], one_hot(torch.tensor(s.draft[n]), s.p.shape[-1]))  # noqa: E731
+    return _first_failure_ends(s, "sglang", threshold, _drawn_under(s, threshold), without)
+
+
+def ensemble(s: Drafted) -> Choice:
+    """The static ensemble (lossy; transformers' assistant_ensemble_weight w): the token-wise rule against
+    m = w·p + (1 − w)·q; at the first failure the next token is sampled from norm(max(0, m − q))."""
+    threshold = _lossy_threshold(s, "ensemble")
+    mixed = lambda n: residual(lossy.mixture(s.p[n], s.q[n], s.knobs), s.q[n])  # noqa: E731
+    return _first_failure_ends(s, "ensemble", threshold, _drawn_under(s, threshold), mixed)
+
+
+BY_RULE = {
+    "token": token,
+    "one-hot": one_hot_q,
+    "block": block,
+    "typical": typical,
+    "sglang": sglang,
+    "ensemble": ensemble,
+}
+
+
+def _drawn_under(s: Drafted, threshold: Sequence[float]) -> tuple[bool, ...]:
+    return tuple(r <= h for r, h in zip(s.r, threshold, strict=True))
+
+
+def _first_failure(passed: Sequence[bool]) -> int:
+    return next((t for t, ok in enumerate(passed) if not ok), len(passed))
+
+
+def _lossy_threshold(s: Drafted, rule: Verification) -> tuple[float, ...]:
+    """The acceptance probability of each drafted token under a lossy rule with draws (specviz.core.lossy)."""
+    if not s.tau:
+        return ()
+    index = torch.tensor(s.draft, dtype=torch.long).reshape(-1, 1)
+    return tuple(lossy.acceptance(rule, s.p[: s.tau], s.q, s.knobs).gather(-1, index)[:, 0].tolist())
+
+
+def _first_failure_ends(s: Drafted, rule: Verification, threshold, passed, at_failure) -> Choice:
+    return _ended(s, rule, threshold, passed, _first_failure(passed), at_failure)
+
+
+def _made(s: Drafted, rule: Verification, threshold, passed, n: int) -> dict:
+    return dict(r=s.r, ratio=s.ratio, n=n, verification=rule, threshold=tuple(threshold), passed=passed)
+
+
+def _ended(s: Drafted, rule: Verification, threshold, passed, n: int, at_failure, numbers: Block | None = None):
+    """The next token: after a full run the target's free token from position τ + 1 (the bonus); short of one, a
+    sample of `at_failure(n)`, the rule's residual."""
+    made = _made(s, rule, threshold, passed, n)
+    if n == s.tau:
+        dist = s.p[n]
+        return Choice(**made, token=sample_at(dist, s.draw), rule="bonus", dist=dist, residual=None, block=numbers)
+    dist = at_failure(n)
+    return Choice(**made, token=sample_at(dist, s.draw), rule="residual", dist=dist, residual=dist, block=numbers)
 
 
 @dataclass(frozen=True)
@@ -276,7 +335,17 @@ def each_rule(
         c = choose("lossless", list(draft), q, p, torch.Generator(), r, rule, 0.5, knobs)
         values, tokens = torch.topk(c.dist, min(top, c.dist.numel()))
         best = tuple((int(t), float(v)) for v, t in zip(values, tokens, strict=True) if v > 0)
-        out.append(RuleOutcome(rule, c.threshold, c.passed, c.n, c.rule, best, c.block.w if c.block else ()))
+        out.append(
+            RuleOutcome(
+                rule=rule,
+                threshold=c.threshold,
+                passed=c.passed,
+                n=c.n,
+                next_rule=c.rule,
+                next_top=best,
+                w=c.block.w if c.block else (),
+            )
+        )
     return tuple(out)
 
 

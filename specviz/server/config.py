@@ -17,6 +17,7 @@ from pathlib import Path
 
 from specviz import limits
 from specviz.bounded import whole_number
+from specviz.class_policy import FIELDS, ClassPolicy
 from specviz.errors import ConfigError, ModelError, SpecvizError
 from specviz.loading import AUTO, RUNTIME_ENV, RUNTIMES, LoadSettings
 from specviz.models import embedded, gguf
@@ -33,7 +34,6 @@ from specviz.models.llamasettings import (
     LlamaSettings,
 )
 from specviz.models.remote.spec import DEFAULT_TIMEOUT_S, TIMEOUT_ENV
-from specviz.server.class_policy import FIELDS, ClassPolicy
 
 CLASS_MODE_ENV = "SPECVIZ_CLASS_MODE"
 CLASS_SETTINGS_ENV = "SPECVIZ_CLASS_SETTINGS"

@@ -24,9 +24,9 @@ import threading
 import time
 from collections.abc import Callable, Hashable
 
+from specviz.class_policy import RefusedError
 from specviz.models.pair import ModelPair
 from specviz.models.store import ModelStore
-from specviz.server.class_policy import RefusedError
 from specviz.specs import ModelSpec
 
 Spec = str | ModelSpec

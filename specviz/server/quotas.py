@@ -22,7 +22,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from specviz.server.class_policy import RefusedError
+from specviz.class_policy import RefusedError
 
 GB = 1e9
 TOP_ENTRY_BYTES = 200  # one (token, probability, text) entry of a step's top-n lists, as Python objects

@@ -27,8 +27,8 @@ from collections.abc import Callable, Hashable, Iterator
 from types import TracebackType
 from typing import Literal
 
+from specviz.class_policy import RefusedError
 from specviz.errors import SessionEndedError
-from specviz.server.class_policy import RefusedError
 
 Kind = Literal["lecturer", "step", "heavy"]
 PRIORITY: dict[str, int] = {"lecturer": 0, "step": 1, "heavy": 2}

@@ -3,8 +3,10 @@
 A kind says what it needs (`needs`: the target as it runs, the target's torch weights, llama.cpp, a GGUF file of its
 own, a tokenizer of its own), which specs are its own (`claims`, and `parse` for a text of its own), how it is built
 beside the loaded target (`build`, from a `Beside`), its own parameters before anything loads (`params`, for the
-memory plan) and how the sidebar shows it (`label`, `help`, `hint`, `offer`). specviz.loading picks the kind of a
-draft spec here (`kind_of`) and builds it; the Decode sidebar lists the registry's kinds.
+memory plan), how the sidebar shows it (`label`, `help`, `hint`, `offer`), and what it is in Across drafts (`across`,
+`own_label`, `engine_file`) with the settings that run it in a serving engine (`engine_settings`). specviz.loading picks
+the kind of a draft spec here (`kind_of`) and builds it; the Decode sidebar, the command line's help, Across drafts
+(specviz.classroom.across) and docs/architecture.md's table of kinds read the registry.
 
 Adding a kind is one file in this folder that calls `register(MyKind())` when imported: every module here is
 imported with the package (`_load_all`), in file-name order, and the registry is kept in `rank` order.
@@ -21,6 +23,8 @@ from typing import Any
 import torch
 
 from specviz import specs
+from specviz.analysis import engine_flags
+from specviz.analysis.engine_flags import Flag
 from specviz.errors import ModelError
 from specviz.models import gguf
 from specviz.models.llamasettings import LlamaSettings
@@ -32,6 +36,18 @@ TARGET_WEIGHTS = "the target's torch weights"  # layers, head, hidden states: a 
 LLAMA = "llama.cpp"  # the draft runs on llama.cpp
 FILE = "a GGUF file"  # a file of its own, checked against the target's header before anything heavy loads
 TOKENIZER = "a tokenizer of its own"  # a standalone model: it may draft for a served target
+
+# what a draft is in Across drafts (DraftKind.across): kinds of one class share its engine settings there
+GGUF, TRAINED, EARLY, LOOKUP, MODEL = "gguf", "trained", "early exit", "lookup", "model"
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineTarget:
+    """The target as serving engines load it: its GGUF file (llama.cpp's -m) and its hub id or folder (vLLM's and
+    SGLang's); "" where it has none."""
+
+    gguf_file: str = ""
+    model_id: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,6 +93,9 @@ class DraftKind:
     offer: str = ""  # the spec the sidebar offers beside any target ("" : none, it needs more than a name)
     example: str = ""  # a spec text of this kind
     needs: frozenset[str] = frozenset({TARGET})
+    across: str = (
+        ""  # what it is in Across drafts (GGUF, TRAINED, EARLY, LOOKUP, MODEL or a class of its own); "": none
+    )
 
     def parse(self, text: str) -> specs.ModelSpec | None:
         """This kind's spec for a text of its own; None for the texts specviz.specs reads."""
@@ -91,6 +110,22 @@ class DraftKind:
     def params(self, spec: specs.ModelSpec, target: specs.ModelSpec) -> int:
         """Its own weights' parameters, estimated before anything loads (0: none of its own, or not known)."""
         return 0
+
+    def own_label(self, text: str) -> str:
+        """How Across drafts names the pair's own draft of this kind."""
+        return f"the pair's draft ({text})"
+
+    def engine_file(self, text: str) -> str:
+        """What a serving engine loads for the draft `text` (a GGUF file, a hub id or a folder); "" where none does."""
+        return ""
+
+    def engine_settings(
+        self, target: EngineTarget, *, label: str, spec: str, file: str, name: str, tau: int
+    ) -> tuple[tuple[Flag, ...], str]:
+        """The settings that run the draft `spec` (as Across drafts names it, `label`; what an engine loads, `file`,
+        and the user's name for it, `name`) at τ for `target` in the engines that can, and a note on what is left
+        out. By default no engine runs it."""
+        return (), f"No serving engine loads {label} ({self.help}): it shows what such a draft does, here."
 
     @property
     def is_target(self) -> bool:
@@ -137,6 +172,21 @@ def kind_of(spec: specs.ModelSpec) -> DraftKind:
         if kind.claims(spec):
             return kind
     raise ModelError(f"{spec.text!r} is no draft: {hints()}")
+
+
+def served_flags(target: EngineTarget, draft: str, tau: int, method: str) -> tuple[Flag, ...]:
+    """vLLM's and SGLang's settings for a hub target with `draft` (a hub id or folder; "" for a model-free method)."""
+    return tuple(
+        flag
+        for engine in ("vLLM", "SGLang")
+        for flag in engine_flags.settings(target.model_id, draft, tau, engine=engine, method=method)
+    )
+
+
+def of_class(across: str) -> DraftKind | None:
+    """The first kind in rank order that is `across` in Across drafts (whose engine settings a draft of that class
+    takes); None for a class no kind has."""
+    return next((k for k in kinds() if k.across == across), None)
 
 
 def offered() -> list[DraftKind]:

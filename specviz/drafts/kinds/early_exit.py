@@ -4,7 +4,7 @@ target's tensors (specviz.drafts.subset.early_exit)."""
 from __future__ import annotations
 
 from specviz import specs
-from specviz.drafts.kinds import TARGET_WEIGHTS, Beside, DraftKind, register
+from specviz.drafts.kinds import EARLY, TARGET_WEIGHTS, Beside, DraftKind, register
 from specviz.drafts.subset import early_exit
 from specviz.models.lm import HFModel, NextTokenModel
 
@@ -17,6 +17,7 @@ class EarlyExitKind(DraftKind):
     hint = f"{specs.EARLY_EXIT}:K"
     example = f"{specs.EARLY_EXIT}:8"
     needs = frozenset({TARGET_WEIGHTS})
+    across = EARLY
 
     def claims(self, spec: specs.ModelSpec) -> bool:
         return isinstance(spec, specs.EarlyExit)

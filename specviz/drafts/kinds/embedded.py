@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from specviz import specs
 from specviz.drafts import DEFAULT_DIR, is_draft_dir, load_trained
-from specviz.drafts.kinds import TOKENIZER, Beside, DraftKind, register
+from specviz.drafts.kinds import TOKENIZER, TRAINED, Beside, DraftKind, register
 from specviz.drafts.kinds.trained import file_params
 from specviz.drafts.subset import early_exit
 from specviz.models.lm import HFModel, NextTokenModel
@@ -21,6 +21,7 @@ class EmbeddedDraft(DraftKind):
     help = "with the embedded target: its distilled draft (assets/draft); with another target: its first 8 layers"
     example = "embedded"
     needs = frozenset({TOKENIZER})  # beside a torch target it is built from the target's weights
+    across = TRAINED
 
     def claims(self, spec: specs.ModelSpec) -> bool:
         return isinstance(spec, specs.Embedded)

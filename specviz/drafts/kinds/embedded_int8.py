@@ -17,7 +17,7 @@ from specviz.bounded import whole_number
 from specviz.drafts import DEFAULT_DIR, is_draft_dir, read_spec
 from specviz.drafts.feature import FeatureDraftModel, load_feature_draft
 from specviz.drafts.files import read_int8
-from specviz.drafts.kinds import TARGET_WEIGHTS, Beside, DraftKind, register
+from specviz.drafts.kinds import TARGET_WEIGHTS, TRAINED, Beside, DraftKind, register
 from specviz.drafts.kinds.trained import file_params
 from specviz.drafts.lean import Int8FeatureDraft, int8_available
 from specviz.errors import ModelError
@@ -70,6 +70,7 @@ class EmbeddedInt8Kind(DraftKind):
     hint = f"{INT8}[:ROWS]"
     example = f"{INT8}:8192"
     needs = frozenset({TARGET_WEIGHTS})
+    across = TRAINED
 
     def parse(self, text: str) -> specs.ModelSpec | None:
         return parse_int8(text)

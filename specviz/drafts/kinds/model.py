@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from specviz import specs
-from specviz.drafts.kinds import TOKENIZER, Beside, DraftKind, register
+from specviz.analysis.engine_flags import Flag
+from specviz.drafts.kinds import MODEL, TOKENIZER, Beside, DraftKind, EngineTarget, register, served_flags
 from specviz.errors import IncompatibleModelsError, ModelError
 from specviz.models.hub import estimate_parameters, load_config, load_model
 from specviz.models.lm import HFModel, NextTokenModel
@@ -23,6 +24,7 @@ class ModelDraft(DraftKind):
     help = "any causal LM of the target's tokenizer: a hub id or a local folder"
     example = "HuggingFaceTB/SmolLM2-135M-Instruct"
     needs = frozenset({TOKENIZER})
+    across = MODEL
 
     def claims(self, spec: specs.ModelSpec) -> bool:
         return isinstance(spec, specs.Named)
@@ -37,6 +39,18 @@ class ModelDraft(DraftKind):
 
     def params(self, spec: specs.ModelSpec, target: specs.ModelSpec) -> int:
         return estimated_params(spec)
+
+    def engine_file(self, text: str) -> str:
+        return text
+
+    def engine_settings(
+        self, target: EngineTarget, *, label: str, spec: str, file: str, name: str, tau: int
+    ) -> tuple[tuple[Flag, ...], str]:
+        """vLLM's and SGLang's draft model beside a hub target."""
+        if target.model_id:
+            note = "llama.cpp and LM Studio run GGUF files: convert both models to run them there."
+            return served_flags(target, file, tau, "draft_model"), note
+        return (), f"vLLM and SGLang run {label} beside a hub target: this target is not one."
 
 
 def estimated_params(spec: specs.ModelSpec) -> int:

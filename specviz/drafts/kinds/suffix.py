@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from specviz import specs
+from specviz.analysis import engine_flags
+from specviz.analysis.engine_flags import Flag
 from specviz.bounded import decimal, whole_number
-from specviz.drafts.kinds import TARGET, Beside, DraftKind, register
+from specviz.drafts.kinds import TARGET, Beside, DraftKind, EngineTarget, register
 from specviz.drafts.suffix import DEFAULTS, SuffixDrafter, SuffixSettings
 from specviz.errors import ModelError
 from specviz.models.lm import NextTokenModel
@@ -69,6 +71,7 @@ class SuffixKind(DraftKind):
     offer = SUFFIX
     example = "suffix:min_token_prob=0.2"
     needs = frozenset({TARGET})
+    across = SUFFIX
 
     def parse(self, text: str) -> specs.ModelSpec | None:
         return parse_suffix(text)
@@ -79,6 +82,27 @@ class SuffixKind(DraftKind):
     def build(self, spec: specs.ModelSpec, beside: Beside) -> NextTokenModel:
         assert isinstance(spec, Suffix)
         return SuffixDrafter(beside.model.vocab_size, spec.settings)
+
+    def own_label(self, text: str) -> str:
+        return f"suffix decoding ({text})"
+
+    def engine_settings(
+        self, target: EngineTarget, *, label: str, spec: str, file: str, name: str, tau: int
+    ) -> tuple[tuple[Flag, ...], str]:
+        """vLLM's `method: "suffix"` (the settings that differ from its defaults as suffix_decoding_*) and SGLang's
+        SUFFIX algorithm, for a hub target."""
+        if not target.model_id:
+            return (), "vLLM and SGLang run suffix decoding for a hub target; llama.cpp has no suffix decoding."
+        settings = parse_suffix(spec).settings if parse_suffix(spec) else DEFAULTS
+        changed = {
+            f"suffix_decoding_{n}": getattr(settings, n) for n in NAMES if getattr(settings, n) != getattr(DEFAULTS, n)
+        }
+        vllm = engine_flags.vllm(target.model_id, "", tau, "suffix", extra=changed)
+        sglang = engine_flags.sglang(target.model_id, "", tau, "suffix")
+        note = "llama.cpp and LM Studio have no suffix decoding."
+        if changed:
+            note += " SGLang names these settings speculative_suffix_*: they are written here for vLLM only."
+        return (vllm, sglang), note
 
 
 register(SuffixKind())

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from specviz import specs
 from specviz.drafts import DEFAULT_DIR, is_draft_dir, load_trained
-from specviz.drafts.kinds import TARGET_WEIGHTS, Beside, DraftKind, register
+from specviz.drafts.kinds import TARGET_WEIGHTS, TRAINED, Beside, DraftKind, register
 from specviz.models.lm import NextTokenModel
 
 
@@ -20,6 +20,7 @@ class Trained(DraftKind):
     hint = "a folder made by scripts/train_draft.py"
     example = str(DEFAULT_DIR)
     needs = frozenset({TARGET_WEIGHTS})
+    across = TRAINED
 
     def claims(self, spec: specs.ModelSpec) -> bool:
         return isinstance(spec, specs.Named) and bool(spec.name) and is_draft_dir(spec.path)

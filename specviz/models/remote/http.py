@@ -1,6 +1,6 @@
 """One JSON request to a serving engine: every failure a RemoteError, never an endless wait. A caller may hand in a
 `check(url)` that raises for an address it does not allow (the app hands in its class mode's allowlist,
-specviz.server.class_policy): it is asked before any connection is made, and again for every redirect."""
+specviz.class_policy): it is asked before any connection is made, and again for every redirect."""
 
 from __future__ import annotations
 
