@@ -17,7 +17,7 @@ import pytest
 from specviz import loading
 
 # and for the library, which reads no environment: load_pair's default runtime when none is handed
-loading.DEFAULTS = dataclasses.replace(loading.DEFAULTS, runtime=os.environ["SPECVIZ_RUNTIME"])
+loading.options.DEFAULTS = dataclasses.replace(loading.options.DEFAULTS, runtime=os.environ["SPECVIZ_RUNTIME"])
 
 
 @pytest.fixture(scope="session")
