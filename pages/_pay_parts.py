@@ -14,6 +14,7 @@ from specviz import specs
 from specviz.analysis import outlook as ol
 from specviz.analysis.measure import Spread
 from specviz.classroom import pay
+from specviz.server.stepper import held_stepper
 from specviz.specs import EMBEDDED_SPEC, ModelSpec
 from specviz.viz.plain import plain
 
@@ -23,7 +24,7 @@ SOURCES, HERE = ol.SOURCES, ol.HERE
 def acceptance(source: str, alpha: float) -> tuple[ol.Acceptance, str | None]:
     """The acceptance to carry over from this session's Decode run, its τ sweep or α by hand
     (specviz.classroom.pay.acceptance), and a note when the chosen source has nothing yet."""
-    stepper = st.session_state.get("decode_stepper")
+    stepper = held_stepper(st.session_state)
     dec = stepper.decoder if stepper else None
     run = dec.trace() if dec is not None and dec.steps else None
     trees = pay.tree_tokens(st.session_state.get("sweep_trees_result"))
@@ -32,7 +33,7 @@ def acceptance(source: str, alpha: float) -> tuple[ol.Acceptance, str | None]:
 
 def few_steps_warning(accept: ol.Acceptance) -> None:
     """Said where the acceptance comes from very few Decode steps (specviz.classroom.pay.few_steps)."""
-    stepper = st.session_state.get("decode_stepper")
+    stepper = held_stepper(st.session_state)
     dec = stepper.decoder if stepper else None
     if warning := pay.few_steps(accept, dec.trace() if dec is not None and dec.steps else None):
         st.warning(warning, icon=":material/warning:")
@@ -43,7 +44,7 @@ def _decode_pair() -> tuple[tuple[ModelSpec, ModelSpec] | None, tuple[str, str] 
     chosen = decode_choice()
     if chosen is None:
         return None, None
-    pair = st.session_state["decode_stepper"].decoder.pair
+    pair = held_stepper(st.session_state).decoder.pair
     return chosen[:2], (pair.target.name, pair.draft.name)
 
 

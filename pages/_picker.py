@@ -12,6 +12,7 @@ from specviz.analysis.race import RacePreset, your_race
 from specviz.classroom.settings import CUSTOM, ON_THIS_COMPUTER
 from specviz.drafts import kinds
 from specviz.errors import ModelError
+from specviz.server.stepper import held_stepper
 from specviz.specs import ModelSpec
 from specviz.viz.plain import plain
 from specviz.viz.render import sentence
@@ -54,7 +55,7 @@ def decode_choice() -> tuple[ModelSpec, ModelSpec, str, int, bool | None] | None
     """The Decode page's run as it was started: (target spec, draft spec, prompt, τ, whether its prompt was wrapped in
     the chat template); None before its first Step (the other pages take the user's pair from there). The chat is
     the run's own, not the toggle's: the other pages then encode the very prompt Decode did."""
-    stepper = st.session_state.get("decode_stepper")
+    stepper = held_stepper(st.session_state)
     if stepper is None or stepper.decoder is None or not stepper.settings:
         return None
     target, draft, _runtime, prompt, _toggle, config = stepper.settings
@@ -110,7 +111,7 @@ def follow_decode(prefix: str) -> None:
 
 def decode_names() -> tuple[str, str]:
     """The Decode run's target and draft as every page names them (a GGUF file by the user's own file name)."""
-    pair = st.session_state["decode_stepper"].decoder.pair
+    pair = held_stepper(st.session_state).decoder.pair
     return pair.target.name, pair.draft.name
 
 

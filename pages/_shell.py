@@ -21,6 +21,7 @@ from specviz.classroom import links, sandbox, settings
 from specviz.classroom.settings import RUNTIME_HELP, gguf_target_line, runtime_line
 from specviz.loading import RUNTIMES
 from specviz.server import trimmer
+from specviz.server.stepper import held_stepper
 from specviz.specs import GGUFFile
 from specviz.viz.plain import plain
 from specviz.viz.render import sentence
@@ -113,7 +114,7 @@ def _owned_by(key: str, page: str) -> bool:
 def _own_gguf_target() -> str:
     """The Decode run's target as the pages name it, where it is a GGUF file of the user's (not the embedded target's
     own copies); "" otherwise."""
-    stepper = st.session_state.get("decode_stepper")
+    stepper = held_stepper(st.session_state)
     if stepper is None or stepper.decoder is None or not stepper.settings:
         return ""
     target = stepper.settings[0]

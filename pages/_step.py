@@ -16,18 +16,16 @@ from pages import _share
 from pages import _typed as typed_ui
 from pages._compute import compute_turn, heavy_job, heavy_turn, pacer
 from specviz.core.prompt import toggled_chat
-from specviz.server.stepper import Stepper
+from specviz.server.stepper import LiveRun, ReplayRun, Stepper, session_stepper
 from specviz.specs import ModelSpec
 from specviz.viz import view as view_of
 from specviz.viz.plain import plain
 from specviz.viz.render import sentence
 
-KEY = "decode_stepper"  # the session's Stepper: its run (the live decoder) and the clicks waiting for it
-
 
 def stepper() -> Stepper:
     """This session's run and its clicks (every click queued by on_click, none lost)."""
-    return st.session_state.setdefault(KEY, Stepper())
+    return session_stepper(st.session_state)
 
 
 def buttons(cols: list | None) -> list:
@@ -92,10 +90,12 @@ def open_link(stepper, settings, steps: int, start_run) -> None:
     one = steps <= 1 or bool(st.session_state.get("specviz_lecturer"))
     with contextlib.nullcontext() if one else heavy_job():
         turn = compute_turn if one else heavy_turn
-        stepper.open_link(settings, steps, start_run, lambda d: step(d, turn), _pace())
+        stepper.open_link(
+            LiveRun(settings=settings, start=start_run, step=lambda d: step(d, turn), pace=_pace()), steps
+        )
 
 
-def take_clicks(stepper, settings, start_run, replay, turn) -> None:
+def take_clicks(stepper, settings, start_run, replay) -> None:
     """The queued clicks taken in order (specviz.server.stepper): Steps in the class's turns, paced in class
     mode; Run to end a heavy job's turns, one a step, with its progress; what happened in a note or a toast."""
     taking = st.empty()  # while the clicks are taken; gone once they are (the toast says what happened)
@@ -106,10 +106,14 @@ def take_clicks(stepper, settings, start_run, replay, turn) -> None:
     def progress(done: int, limit: int) -> None:
         bar.progress(min(1.0, done / limit), text=f"{done} / {limit} tokens")
 
-    heavy = contextlib.nullcontext if replay else heavy_turn
-    notes = stepper.process(
-        settings, start_run, lambda d: step(d, turn), replay, progress, lambda d: step(d, heavy), _pace()
+    live = LiveRun(
+        settings=settings,
+        start=start_run,
+        step=lambda d: step(d, compute_turn),
+        run_step=lambda d: step(d, heavy_turn),
+        pace=_pace(),
     )
+    notes = stepper.process(ReplayRun(trace=replay) if replay else live, progress)
     taking.empty()
     if bar is not None:
         bar.empty()
@@ -123,7 +127,6 @@ def take(pair, replay, target: ModelSpec | None, draft: ModelSpec | None, prompt
     settings hold the pair's specs, which compare by value (a found file's spec equals the same file written out)."""
     settings = (target, draft, pair.runtime if pair else None, prompt, chat, config)  # a new runtime: a new run
     start_run = functools.partial(new_run, pair, prompt, chat, config)
-    turn = contextlib.nullcontext if replay else compute_turn  # a replay computes nothing: no queue
     mine = stepper()
     if mine.given_back:  # a class server took this tab's idle run back for another run's memory
         mine.given_back = False
@@ -135,5 +138,5 @@ def take(pair, replay, target: ModelSpec | None, draft: ModelSpec | None, prompt
     if (autostep := st.session_state.pop("decode_autostep", 0)) and pair is not None:  # opened from a link
         with st.spinner(f"Opening the shared run: {autostep} steps with the link's settings…"):
             open_link(mine, settings, autostep, start_run)  # paced, queued and priced like clicks
-    take_clicks(mine, settings, start_run, replay, turn)  # every click queued, in order
+    take_clicks(mine, settings, start_run, replay)  # every click queued, in order (a replay computes nothing)
     return replay or mine.decoder, replay is None and mine.stale(settings)

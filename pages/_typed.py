@@ -12,7 +12,7 @@ import streamlit as st
 import specviz
 from specviz.classroom import typed as texts
 from specviz.drafts.typed import GUARANTEE, MAX_CHARS, TypedDraft, typed_from_link, typed_to_link, typed_tokens
-from specviz.server.stepper import Stepper
+from specviz.server.stepper import Stepper, session_stepper
 from specviz.viz.plain import plain
 
 WORDS = "decode_typed"  # the text box
@@ -80,7 +80,7 @@ def from_link(text: str, problems: list[str]) -> None:
 
 
 def _stepper() -> Stepper:
-    return st.session_state.setdefault("decode_stepper", Stepper())  # the page's: every click queued, none lost
+    return session_stepper(st.session_state)  # the page's: every click queued, none lost
 
 
 def _press() -> None:

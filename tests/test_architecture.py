@@ -4,6 +4,7 @@ TYPE_CHECKING count too), no private name imported from another module, no Strea
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 LIBRARY = Path(__file__).resolve().parents[1] / "specviz"
@@ -278,3 +279,36 @@ def test_every_package_of_the_library_is_in_the_wheel():
     listed = set(tomllib.loads((LIBRARY.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     folders = {p.parent.relative_to(LIBRARY.parent).as_posix().replace("/", ".") for p in LIBRARY.rglob("__init__.py")}
     assert folders - listed == set()
+
+
+def walk_claims(text: str) -> list[tuple[str, list[str]]]:
+    """docs/architecture.md's Step walk as (file, the names given after it) in order: every backticked path ending in
+    .py, with the backticked names that follow it, each after a comma ("`pages/_step.py`, `take`, `take_clicks`")."""
+    section = text.split("## A Step, from the button to the chart")[1].split("\n## ")[0]
+    section = " ".join(section.split())
+    found = re.findall(r"`([\w/.]+\.py)`((?:, `[A-Za-z_][\w.]*`)*)", section)
+    return [(file, re.findall(r"`([^`]+)`", names)) for file, names in found]
+
+
+def test_the_docs_step_walk_names_files_and_functions_that_exist():
+    """Issue 66.4: the walk a newcomer follows matches the code: each file it names exists and defines each function,
+    class or method named after it (`Class.method` as `def method` in the file)."""
+    root = LIBRARY.parent
+    claims = walk_claims((root / "docs" / "architecture.md").read_text())
+    assert len(claims) >= 20 and sum(len(names) for _, names in claims) >= 30
+    missing = []
+    for file, names in claims:
+        path = root / file
+        assert path.is_file(), file
+        defined = {
+            node.name
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        }
+        missing += [f"{file}: {name}" for name in names if name.split(".")[-1] not in defined]
+    assert missing == []
+
+
+def test_a_walk_naming_a_function_that_is_gone_would_be_found():
+    text = "## A Step, from the button to the chart\n1. `pages/_step.py`, `buttons`, `no_such_thing`: x.\n## Next\n"
+    assert walk_claims(text) == [("pages/_step.py", ["buttons", "no_such_thing"])]

@@ -7,7 +7,7 @@ import pytest
 
 from specviz import Decoder, SpecConfig
 from specviz.classroom.replay import Replay
-from specviz.server.stepper import Note, Stepper
+from specviz.server.stepper import LiveRun, Note, ReplayRun, Stepper
 from tests.helpers import hf_pair
 
 PAIR = hf_pair()
@@ -35,7 +35,7 @@ def test_twelve_quick_clicks_are_twelve_actions_in_order():
     stepper, started = Stepper(), []
     for _ in range(3):
         stepper.press("step")
-    notes = stepper.process(0, starter(0, started), step)
+    notes = stepper.process(LiveRun(settings=0, start=starter(0, started), step=step))
     assert len(started) == 1 and len(stepper.decoder.steps) == 3 and not stepper.queue
     assert notes == [Note("toast", "3 clicks taken, one after another.")]
     for action in (
@@ -47,11 +47,11 @@ def test_twelve_quick_clicks_are_twelve_actions_in_order():
         "back",
     ):  # five Backs from 4 steps: the fifth finds the start
         stepper.press(action)
-    notes = stepper.process(0, starter(0, started), step)
+    notes = stepper.process(LiveRun(settings=0, start=starter(0, started), step=step))
     assert len(stepper.decoder.steps) == 0 and Note("toast", "Already at the start of the run.") in notes
     for _ in range(12):  # more Steps than the run has: it finishes, and says so once
         stepper.press("step")
-    notes = stepper.process(0, starter(0, started), step)
+    notes = stepper.process(LiveRun(settings=0, start=starter(0, started), step=step))
     finished = [n for n in notes if n.kind == "info"]
     assert stepper.decoder.done and len(finished) == 1 and "has finished (max_new_tokens)" in finished[0].text
     assert len(started) == 1  # the same run throughout
@@ -69,10 +69,10 @@ def test_a_run_stopped_by_a_new_click_goes_on_where_it_stopped():
 
     stepper.press("run")
     with pytest.raises(Stopped):
-        stepper.process(0, starter(0, started), interrupted)
+        stepper.process(LiveRun(settings=0, start=starter(0, started), step=interrupted))
     assert stepper.queue == ["run"] and len(stepper.decoder.steps) == 1  # Run to end still waits, one step done
     stepper.press("back")  # the click that stopped it
-    stepper.process(0, starter(0, started), step)
+    stepper.process(LiveRun(settings=0, start=starter(0, started), step=step))
     assert len(started) == 1 and stepper.queue == []
     made = [(s.draft_tokens, s.r, s.emitted) for s in stepper.decoder.trace().steps]
     assert made == [(s.draft_tokens, s.r, s.emitted) for s in alone.steps[:-1]]  # ran to the end, then one back
@@ -81,20 +81,25 @@ def test_a_run_stopped_by_a_new_click_goes_on_where_it_stopped():
 def test_changed_settings_start_a_new_run_and_a_failed_step_drops_the_clicks_after_it():
     stepper, started = Stepper(), []
     stepper.press("step")
-    stepper.process(0, starter(0, started), step)
+    stepper.process(LiveRun(settings=0, start=starter(0, started), step=step))
     assert not stepper.stale(0) and stepper.stale(1)
     stepper.press("step")
-    stepper.process(1, starter(1, started), step)
+    stepper.process(LiveRun(settings=1, start=starter(1, started), step=step))
     assert len(started) == 2 and stepper.settings == 1 and len(stepper.decoder.steps) == 1
     for action in ("step", "step", "step"):
         stepper.press(action)
-    assert stepper.process(1, starter(1, started), lambda d: False) == [] and stepper.queue == []
+    assert (
+        stepper.process(LiveRun(settings=1, start=starter(1, started), step=lambda d: False)) == []
+        and stepper.queue == []
+    )
     stepper.press("reset")
-    stepper.process(1, starter(1, started), step)
+    stepper.process(LiveRun(settings=1, start=starter(1, started), step=step))
     assert len(started) == 3 and not stepper.decoder.steps
     failed = Stepper()
     failed.press("step")
-    failed.process(0, lambda: None, step)  # a run that cannot start: nothing kept, nothing queued
+    failed.process(
+        LiveRun(settings=0, start=lambda: None, step=step)
+    )  # a run that cannot start: nothing kept, nothing queued
     assert failed.decoder is None and failed.queue == []
 
 
@@ -103,10 +108,10 @@ def test_a_replay_takes_the_same_clicks():
     replay, stepper = Replay(saved), Stepper()
     for action in ("step", "step", "back", "run"):
         stepper.press(action)
-    stepper.process(0, lambda: pytest.fail("a replay starts no run"), step, replay)
+    stepper.process(ReplayRun(trace=replay))
     assert replay.done and replay.trace() == saved
     stepper.press("reset")
-    stepper.process(0, lambda: pytest.fail("a replay starts no run"), step, replay)
+    stepper.process(ReplayRun(trace=replay))
     assert replay.cursor == 0
     with pytest.raises(ValueError):
         stepper.press("jump")

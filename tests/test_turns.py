@@ -148,7 +148,7 @@ def test_a_links_steps_are_paced_like_clicks_each_in_a_turn_and_stop_when_its_se
     """decode_steps=6 at 2 Steps a second, on a fake clock: six steps, each in a heavy turn of its own, 0.5 s apart
     (five waits: 2.5 s, none of it wall time); the same link whose tab closes after the third step takes no fourth."""
     from specviz.errors import SessionEndedError
-    from specviz.server.stepper import Stepper
+    from specviz.server.stepper import LiveRun, Stepper
     from specviz.server.turns import Pacer
 
     class Run:
@@ -170,7 +170,7 @@ def test_a_links_steps_are_paced_like_clicks_each_in_a_turn_and_stop_when_its_se
             except SessionEndedError:
                 return False
 
-        Stepper().open_link("settings", steps, lambda: run, step, pacer.wait)
+        Stepper().open_link(LiveRun(settings="settings", start=lambda: run, step=step, pace=pacer.wait), steps)
         return run, kinds, slept
 
     run, kinds, slept = open_link(6, None)

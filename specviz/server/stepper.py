@@ -11,7 +11,7 @@ stopped halfway goes on where it stopped, and every click is one action.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -25,11 +25,35 @@ class Note:
     text: str
 
 
+KEY = "decode_stepper"  # the Decode page's Stepper in a browser session's state
+
+
+@dataclass(frozen=True, kw_only=True)
+class LiveRun:
+    """The live form of the page's run: the settings it runs with, how a new run starts (`start`: a Decoder, or None
+    when it cannot: the page says why), how one Step is taken (`step`: False when it failed: the page says why), Run to
+    end's steps (`run_step`, default `step`: a server gives them a heavy job's turns) and what waits before each Step
+    (`pace`: a class server's Steps a second)."""
+
+    settings: Hashable
+    start: Callable[[], Any]
+    step: Callable[[Any], bool]
+    run_step: Callable[[Any], bool] | None = None
+    pace: Callable[[], Any] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplayRun:
+    """The replay form: a loaded trace (specviz.classroom.replay.Replay) stepped through; it starts and computes
+    nothing."""
+
+    trace: Any
+
+
 @dataclass
 class Stepper:
     """One browser session's run on the Decode page (a live decoder, or a replayed trace), and the clicks
-    waiting for it. `start` makes a new run with the page's settings (None when it cannot: the page says
-    why); `step` takes one step (False when it failed: the page says why)."""
+    waiting for it; `process` takes them on the run's live or replay form (LiveRun, ReplayRun)."""
 
     decoder: Any = None  # the live run: a specviz.Decoder
     settings: Hashable = None  # the settings it was started with
@@ -52,24 +76,14 @@ class Stepper:
         """The settings changed since this run started: the next Step starts a new run."""
         return self.decoder is not None and self.settings != settings
 
-    def process(
-        self,
-        settings: Hashable,
-        start: Callable[[], Any],
-        step: Callable[[Any], bool],
-        replay: Any = None,
-        progress: Callable[[int, int], None] | None = None,
-        run_step: Callable[[Any], bool] | None = None,
-        pace: Callable[[], Any] | None = None,
-    ) -> list[Note]:
-        """Take every queued action in order, on the replay if one is loaded, else on the live run. `run_step`
-        takes Run to end's steps (default: `step`; a server gives them a heavy job's turns); `pace` is called
-        before each Step (a class server's Steps a second)."""
+    def process(self, run: LiveRun | ReplayRun, progress: Callable[[int, int], None] | None = None) -> list[Note]:
+        """Take every queued action in order, on the replay if `run` is one, else on the live run (a new one where
+        there is none or its settings changed). `progress(tokens, limit)` is told after each of Run to end's steps."""
         notes: list[Note] = []
         while self.queue:
-            if pace is not None and self.queue[0] == "step" and replay is None:
-                pace()
-            if not self._do(self.queue[0], settings, start, (step, run_step or step), replay, progress, notes):
+            if isinstance(run, LiveRun) and run.pace is not None and self.queue[0] == "step":
+                run.pace()
+            if not self._do(self.queue[0], run, progress, notes):
                 self.queue.clear()  # a failure: the page shows it; the clicks after it are dropped, and said so
                 break
             self.queue.pop(0)
@@ -79,41 +93,34 @@ class Stepper:
         self.taken = 0
         return list(dict.fromkeys(notes))  # a note said once, however many clicks met it
 
-    def open_link(
-        self,
-        settings: Hashable,
-        steps: int,
-        start: Callable[[], Any],
-        step: Callable[[Any], bool],
-        pace: Callable[[], Any] | None = None,
-    ) -> None:
+    def open_link(self, live: LiveRun, steps: int) -> None:
         """A shared link: a new run with its settings, and its number of steps taken, each as a click's would be:
         `pace` before each (the session's Steps a second, the clicks' own), `step` in its turn (it stops the link's
         steps by returning False, as when its session has ended)."""
-        if self._start(settings, start):
+        if self._start(live):
             while len(self.decoder.steps) < steps and not self.decoder.done:
-                if pace is not None:
-                    pace()
-                if not step(self.decoder):
+                if live.pace is not None:
+                    live.pace()
+                if not live.step(self.decoder):
                     break
 
-    def _start(self, settings: Hashable, start: Callable[[], Any]) -> bool:
-        decoder = start()
+    def _start(self, live: LiveRun) -> bool:
+        decoder = live.start()
         if decoder is None:
             return False
-        self.decoder, self.settings = decoder, settings
+        self.decoder, self.settings = decoder, live.settings
         return True
 
-    def _do(self, action: Action, settings: Hashable, start, steps, replay, progress, notes: list[Note]) -> bool:
+    def _do(self, action: Action, form: LiveRun | ReplayRun, progress, notes: list[Note]) -> bool:
+        replay = form.trace if isinstance(form, ReplayRun) else None
         run = replay if replay is not None else self.decoder
-        step, run_step = steps
         if action == "reset":
             if replay is not None:
                 replay.cursor = 0
                 return True
-            return self._start(settings, start)
-        if action in ("step", "run") and replay is None and (run is None or self.stale(settings)):
-            if not self._start(settings, start):
+            return self._start(form)
+        if action in ("step", "run") and replay is None and (run is None or self.stale(form.settings)):
+            if not self._start(form):
                 return False
             run = self.decoder
         if run is None:
@@ -129,12 +136,23 @@ class Stepper:
             if replay is not None:
                 replay.step()
                 return True
-            return step(run)
+            return form.step(run)
         while not run.done:  # Run to end: a step at a time (a stopped run goes on from where it is)
             if replay is not None:
                 run.step()
-            elif not run_step(run):
+            elif not (form.run_step or form.step)(run):
                 return False
             if progress is not None:
                 progress(len(run.new_tokens), run.config.max_new_tokens)
         return True
+
+
+def session_stepper(state: MutableMapping[str, Any]) -> Stepper:
+    """The Decode page's Stepper in a browser session's `state` (Streamlit's session_state, handed in), made there the
+    first time: the one typed way every page reaches the Decode run."""
+    return state.setdefault(KEY, Stepper())
+
+
+def held_stepper(state: Mapping[str, Any]) -> Stepper | None:
+    """The session's Stepper if the Decode page made one (another page reading the Decode run: None before)."""
+    return state.get(KEY)
