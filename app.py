@@ -11,9 +11,12 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import streamlit as st
 import torch
 
-from pages import _compute, _downloads, _reruns, _server
-from pages._present import APP_CSS
-from pages._shell import mode_line, prepare_session, runtime_picker
+from pages._common.present import APP_CSS
+from pages._common.shell import mode_line, prepare_session, runtime_picker
+from pages._decode import reruns as _reruns
+from pages._serving import compute as _compute
+from pages._serving import config as _server
+from pages._serving import downloads as _downloads
 
 # One thread per model operation: with passive waiting, a second thread's wake-ups cost more than it saves on this
 # model's small products (a Step took more CPU and more time with two threads than with one:

@@ -107,7 +107,7 @@ async def download(client, student: Student, key: str, tries: int = 3) -> bytes:
     """The file behind a download button, asked for again (as a person clicks again) when the server answered 404:
     Streamlit deleted a deferred download's file at the second clean-up after it was made, and every session's
     script run that ends cleans up, so on a busy server the file could go before the browser's GET arrived (the app
-    now keeps it a minute: pages/_downloads.py). Each retry is counted (`download_retries`; 0 expected); a
+    now keeps it a minute: pages/_serving/downloads.py). Each retry is counted (`download_retries`; 0 expected); a
     download that fails `tries` times is an error."""
     from benchmarks.stclient import StreamlitClientError
 

@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import specviz
-from pages._shell import ensure_shell
+from pages._common.shell import ensure_shell
 from specviz.analysis.glossary import NOTE as GLOSSARY_NOTE
 from specviz.analysis.glossary import glossary_rows
 from specviz.analysis.theory import first_token_distribution

@@ -5,20 +5,18 @@ import json
 import streamlit as st
 
 import specviz
-from pages import _decode_sidebar as sidebar
-from pages import _drawing as drawing
-from pages import _own_settings as own_settings
-from pages import _quiz as quiz_ui
-from pages import _run_drawing as run_drawing
-from pages import _snapshot as snapshots
-from pages import _step as stepping
-from pages import _typed as typed_ui
-from pages._compute import compute_turn
-from pages._keys import keyboard_stepping
-from pages._pairs import codec_for, load_pair
-from pages._reading import trace_reading
-from pages._shell import ensure_shell
-from pages._widgets import downloads, share_link
+from pages._common import own_settings
+from pages._common import snapshot as snapshots
+from pages._common.shell import ensure_shell
+from pages._common.widgets import downloads, share_link
+from pages._decode import drawing, run_drawing, sidebar
+from pages._decode import quiz as quiz_ui
+from pages._decode import step as stepping
+from pages._decode import typed as typed_ui
+from pages._decode.keys import keyboard_stepping
+from pages._decode.reading import trace_reading
+from pages._serving.compute import compute_turn
+from pages._serving.pairs import codec_for, load_pair
 from specviz.classroom.settings import BROKEN_HELP
 from specviz.viz.plain import plain
 from specviz.viz.render import LEGEND, run_html, sentence

@@ -3,13 +3,13 @@
 import streamlit as st
 
 import specviz
-from pages import _timings
-from pages._busy import busy_notice
-from pages._compute import heavy_job
-from pages._pairs import cached_pair, load_pair
-from pages._present import COMPACT_CSS, presentation_toggle
-from pages._shell import ensure_shell
-from pages._widgets import share_link
+from pages._common.present import COMPACT_CSS, presentation_toggle
+from pages._common.shell import ensure_shell
+from pages._common.widgets import share_link
+from pages._serving import timings as _timings
+from pages._serving.busy import busy_notice
+from pages._serving.compute import heavy_job
+from pages._serving.pairs import cached_pair, load_pair
 from specviz.analysis import busy
 from specviz.analysis.counted import QUIET_MINUTE
 from specviz.analysis.measure import MeasurementError

@@ -7,12 +7,12 @@ import pandas as pd
 import streamlit as st
 
 import specviz
-from pages._compute import heavy_job
-from pages._pairs import load_pair
-from pages._picker import model_picker
-from pages._present import presentation_toggle
-from pages._shell import ensure_shell
-from pages._widgets import LIMITS, PROMPT_CHARS, share_link
+from pages._common.picker import model_picker
+from pages._common.present import presentation_toggle
+from pages._common.shell import ensure_shell
+from pages._common.widgets import limits, prompt_chars, share_link
+from pages._serving.compute import heavy_job
+from pages._serving.pairs import load_pair
 from specviz.analysis.lossless import METHOD, VARIANTS, check, first_tokens, reference, table_pair, variant_config
 from specviz.classroom import links
 from specviz.classroom.settings import LOSSLESS_SOURCES
@@ -36,10 +36,10 @@ if not present:  # on a projector the verdicts and charts say it
 TABLES = LOSSLESS_SOURCES[0]
 cols = st.columns([2.2, 1, 1.6, 1.4], vertical_alignment="bottom")
 source = cols[0].radio("Models", LOSSLESS_SOURCES, key="lossless_source", horizontal=True)
-tau = cols[1].number_input("τ", *LIMITS["lossless_tau"], key="lossless_tau")
-temperature = cols[2].slider("Temperature", *LIMITS["lossless_temperature"], step=0.05, key="lossless_temperature")
+tau = cols[1].number_input("τ", *limits()["lossless_tau"], key="lossless_tau")
+temperature = cols[2].slider("Temperature", *limits()["lossless_temperature"], step=0.05, key="lossless_temperature")
 if source == TABLES:
-    trials = cols[3].number_input("Trials per mode", *LIMITS["lossless_trials"], step=1000, key="lossless_trials")
+    trials = cols[3].number_input("Trials per mode", *limits()["lossless_trials"], step=1000, key="lossless_trials")
     example = {"token": ["a", "b", "c"], "p (target)": [0.5, 0.3, 0.2], "q (draft)": [0.2, 0.2, 0.6]}
     base = pd.DataFrame(st.session_state.get("lossless_table_link") or example)
     table = st.data_editor(base, key="lossless_table", hide_index=True, num_rows="dynamic")
@@ -50,11 +50,11 @@ if source == TABLES:
         st.stop()
 else:
     trials = cols[3].number_input(
-        "Trials per mode", *LIMITS["lossless_trials_real"], step=50, key="lossless_trials_real"
+        "Trials per mode", *limits()["lossless_trials_real"], step=50, key="lossless_trials_real"
     )
     with st.sidebar:
         chosen = model_picker("lossless")  # None: no pair to load (the sidebar says why)
-    prompt = st.text_input("Prompt", key="lossless_prompt", max_chars=PROMPT_CHARS)
+    prompt = st.text_input("Prompt", key="lossless_prompt", max_chars=prompt_chars())
     pair = load_pair(*chosen) if chosen else None
     if pair is None:
         st.stop()

@@ -3,12 +3,12 @@
 import streamlit as st
 
 import specviz
-from pages import _pay_import
-from pages import _pay_parts as parts
-from pages._picker import new_decode_pair
-from pages._present import COMPACT_CSS, presentation_toggle
-from pages._shell import ensure_shell
-from pages._widgets import LIMITS, share_link
+from pages._common.picker import new_decode_pair
+from pages._common.present import COMPACT_CSS, presentation_toggle
+from pages._common.shell import ensure_shell
+from pages._common.widgets import limits, share_link
+from pages._pay import imported as _pay_import
+from pages._pay import parts
 from specviz.analysis import outlook as ol
 from specviz.analysis.costmodel import HARDWARE, MODELS
 from specviz.analysis.theory import ceiling
@@ -39,10 +39,12 @@ if where != parts.HERE:
         st.session_state.pop("pay_pair", None)
     pair_name = cols[1].selectbox("Model pair", offered, key="pay_pair")
 batch = cols[2].select_slider("Batch (sequences at once)", ol.BATCHES, key="pay_batch")
-context = cols[3].number_input("Context (tokens)", *LIMITS["pay_context"], step=256, key="pay_context")
+context = cols[3].number_input("Context (tokens)", *limits()["pay_context"], step=256, key="pay_context")
 cols = st.columns([3, 1.6, 3.4], vertical_alignment="bottom")
 source = cols[0].radio("Acceptance from", parts.SOURCES, key="pay_source", horizontal=True)
-alpha = cols[1].slider("α (by hand)", *LIMITS["pay_alpha"], step=0.05, key="pay_alpha", disabled=source != "α by hand")
+alpha = cols[1].slider(
+    "α (by hand)", *limits()["pay_alpha"], step=0.05, key="pay_alpha", disabled=source != "α by hand"
+)
 accept, note = parts.acceptance(source, alpha)
 cols[2].caption(f"Acceptance: {accept.words()}." + (f" {note}" if note else ""))
 parts.few_steps_warning(accept)  # one Decode step: rates of 0.00 or 1.00, said

@@ -5,19 +5,19 @@ import time
 import streamlit as st
 
 import specviz
-from pages import _history as history_ui
-from pages import _own_settings as own_settings
-from pages import _race_greedy as greedy_ui
-from pages import _snapshot as snapshots
-from pages import _timings as timings_ui
-from pages._busy import busy_notice
-from pages._compute import compute_turn, heavy_job
-from pages._pairs import load_pair
-from pages._picker import decode_race, new_decode_pair
-from pages._present import COMPACT_CSS, presentation_toggle
-from pages._race_verdict import verdict
-from pages._shell import ensure_shell
-from pages._widgets import LIMITS, share_link
+from pages._common import own_settings
+from pages._common import snapshot as snapshots
+from pages._common.picker import decode_race, new_decode_pair
+from pages._common.present import COMPACT_CSS, presentation_toggle
+from pages._common.shell import ensure_shell
+from pages._common.widgets import limits, share_link
+from pages._race import greedy as greedy_ui
+from pages._race.verdict import verdict
+from pages._serving import history as history_ui
+from pages._serving import timings as timings_ui
+from pages._serving.busy import busy_notice
+from pages._serving.compute import compute_turn, heavy_job
+from pages._serving.pairs import load_pair
 from specviz.analysis.busy import where_measured
 from specviz.analysis.race import BY_LABEL, YOURS, Race, RaceResult, ask_before, at_race_time, finish, stop_reason
 from specviz.analysis.snapshot import freeze, runtime_of
@@ -33,7 +33,7 @@ cols = st.columns([3.2, 1, 1, 1.6], vertical_alignment="bottom")
 if new_decode_pair("race") is not None:  # a pair of the user's own stepped on Decode: raced here, once chosen
     st.session_state["race_preset"] = YOURS
 label = cols[0].selectbox("Race", [*BY_LABEL, YOURS], key="race_preset")
-max_new = cols[1].number_input("Tokens", *LIMITS["race_max_new"], key="race_max_new")
+max_new = cols[1].number_input("Tokens", *limits()["race_max_new"], key="race_max_new")
 start = cols[2].button("Start", type="primary", key="race_start", icon=":material/flag:")
 with cols[3]:
     presentation_toggle("race_present")

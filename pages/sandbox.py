@@ -2,10 +2,11 @@
 
 import streamlit as st
 
-from pages import _compute, _drawing
-from pages._present import COMPACT_CSS, presentation_toggle
-from pages._shell import ensure_shell
-from pages._widgets import LIMITS, knob_widgets, rule_widget, share_link
+from pages._common.present import COMPACT_CSS, presentation_toggle
+from pages._common.shell import ensure_shell
+from pages._common.widgets import knob_widgets, limits, rule_widget, share_link
+from pages._decode import drawing as _drawing
+from pages._serving import compute as _compute
 from specviz import MODES, ConfigError
 from specviz.classroom import sandbox as sb
 from specviz.viz import charts
@@ -38,7 +39,7 @@ if state.get("sandbox_loaded") != preset:  # a new exercise: its table, context,
     state.update({"sandbox_loaded": preset, "sandbox_tau": case.tau, "sandbox_case": case})
     if preset != sb.CUSTOM:
         state.update({"sandbox_context": case.context, **sb.draw_values(case)})
-tau = cols[3].number_input("τ", *LIMITS["sandbox_tau"], key="sandbox_tau")
+tau = cols[3].number_input("τ", *limits()["sandbox_tau"], key="sandbox_tau")
 case = sb.resize(state["sandbox_case"], tau)  # the edited table, resized: no edit is lost when τ changes
 results = st.container()  # the verdict, the marked text and the chart: first on screen, drawn once the table is read
 
@@ -71,22 +72,22 @@ draw = {"format": "%.3f", "step": 0.01}
 r_cols = st.columns(tau + 1)
 for t in range(tau):
     r_cols[t].number_input(
-        f"r{t + 1}", *LIMITS[f"sandbox_r{t}"], key=f"sandbox_r{t}", help="the acceptance draw", **draw
+        f"r{t + 1}", *limits()[f"sandbox_r{t}"], key=f"sandbox_r{t}", help="the acceptance draw", **draw
     )
-seed = r_cols[tau].number_input("seed", *LIMITS["sandbox_seed"], key="sandbox_seed")
+seed = r_cols[tau].number_input("seed", *limits()["sandbox_seed"], key="sandbox_seed")
 if lossless:  # the draft samples from q, and the next token is sampled: each draw on screen
     u_cols = st.columns(tau + 1)
     for t in range(tau):
         u_cols[t].number_input(
             f"u{t + 1}",
-            *LIMITS[f"sandbox_u{t}"],
+            *limits()[f"sandbox_u{t}"],
             key=f"sandbox_u{t}",
             **draw,
             help="the draft's draw: it proposes the token whose interval of q holds u",
         )
     u_cols[tau].number_input(
         "s",
-        *LIMITS["sandbox_s"],
+        *limits()["sandbox_s"],
         key="sandbox_s",
         **draw,
         help="the draw that samples the next token from its distribution",

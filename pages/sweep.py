@@ -3,18 +3,25 @@
 import streamlit as st
 
 import specviz
-from pages import _server
-from pages import _snapshot as snapshots
-from pages import _sweep_drafts as sweep_drafts
-from pages import _sweep_extras as extras
-from pages import _sweep_view as view
-from pages import _timings as timings_ui
-from pages._compute import heavy_job
-from pages._pairs import load_pair
-from pages._picker import follow_decode, model_picker
-from pages._present import COMPACT_CSS, presentation_toggle
-from pages._shell import ensure_shell
-from pages._widgets import LIMITS, PROMPT_CHARS, downloads, knob_widgets, rule_widget, sampling_widgets, share_link
+from pages._common import snapshot as snapshots
+from pages._common.picker import follow_decode, model_picker
+from pages._common.present import COMPACT_CSS, presentation_toggle
+from pages._common.shell import ensure_shell
+from pages._common.widgets import (
+    downloads,
+    knob_widgets,
+    limits,
+    prompt_chars,
+    rule_widget,
+    sampling_widgets,
+    share_link,
+)
+from pages._serving import config as _server
+from pages._serving import timings as timings_ui
+from pages._serving.compute import heavy_job
+from pages._serving.pairs import load_pair
+from pages._sweep import drafts as sweep_drafts
+from pages._sweep import extras, view
 from specviz.analysis.snapshot import freeze, runtime_of
 from specviz.analysis.sweep import Sweep, SweepSettings
 from specviz.analysis.sweep_summary import SweepSummary
@@ -26,37 +33,16 @@ with st.sidebar:
     follow_decode("sweep")  # after a Step on Decode with a pair of your own: that pair; else a button brings it
     chosen = model_picker("sweep")  # None: no pair to load (the sidebar says why)
     st.header("Prompts")
-    prompts_text = st.text_area("One prompt per line", key="sweep_prompts", height=110, max_chars=PROMPT_CHARS)
+    prompts_text = st.text_area("One prompt per line", key="sweep_prompts", height=110, max_chars=prompt_chars())
     chat = st.toggle("Chat template", key="sweep_chat", help="Wrap each prompt as a user message (Instruct models)")
     st.header("Sweep")
-    low, high = st.slider("τ range", *LIMITS["sweep_taus"], key="sweep_taus")
-    max_new = st.number_input("Tokens per run", *LIMITS["sweep_max_new"], key="sweep_max_new")
-    seeds = st.number_input("Seeds per τ and prompt", *LIMITS["sweep_seeds"], key="sweep_seeds")
+    low, high = st.slider("τ range", *limits()["sweep_taus"], key="sweep_taus")
+    max_new = st.number_input("Tokens per run", *limits()["sweep_max_new"], key="sweep_max_new")
+    seeds = st.number_input("Seeds per τ and prompt", *limits()["sweep_seeds"], key="sweep_seeds")
     sampling = sampling_widgets("sweep")
     rule = rule_widget("sweep", sampling["mode"])
     knobs = knob_widgets("sweep", rule)  # a lossy rule's settings
-    st.header("τ policies")
-    policies = tuple(
-        name
-        for name, on in (
-            ("heuristic", st.toggle("Heuristic: +2 after all accepted, −1 after a rejection", key="sweep_heuristic")),
-            ("confidence", st.toggle("Confidence: stop drafting when the draft is unsure", key="sweep_confidence")),
-        )
-        if on
-    )
-    policy_tau = st.number_input(
-        "Policy τ: the start (heuristic) or the cap (confidence)",
-        *LIMITS["sweep_policy_tau"],
-        key="sweep_policy_tau",
-        disabled=not policies,
-    )
-    threshold = st.slider(
-        "Confidence threshold (top probability of q)",
-        *LIMITS["sweep_threshold"],
-        step=0.05,
-        key="sweep_threshold",
-        disabled="confidence" not in policies,
-    )
+    policies, policy_tau, threshold = view.policy_widgets()  # τ policies beside the fixed τ
 
 top = st.columns([3, 1.4], vertical_alignment="bottom")
 top[0].html(COMPACT_CSS)

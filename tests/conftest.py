@@ -42,8 +42,8 @@ def embedded_cache(tmp_path_factory):
 
 @pytest.fixture(autouse=True)
 def specviz_cache_as_it_was():
-    """An app run under a test's $SPECVIZ_CACHE_DIR hands its cache folder down (pages/_server.py: embedded.use_cache);
-    after the test the library's is the one it was."""
+    """An app run under a test's $SPECVIZ_CACHE_DIR hands its cache folder down (pages/_serving/config.py:
+    embedded.use_cache); after the test the library's is the one it was."""
     from specviz.models import embedded
 
     before = embedded.named_cache()

@@ -15,8 +15,9 @@ from tests.app_helpers import ROOT, decoder
 def queues(monkeypatch, tmp_path):
     """Class mode (2 Steps a second, one heavy job at a time), its Steps paced on a fake clock (no wall time), and the
     server's turns and heavy-job slots recorded: (kind of each turn taken, owner of each slot held, the sleeps)."""
-    from pages import _compute, _server
-    from pages import _step as _decode_step
+    from pages._decode import step as _decode_step
+    from pages._serving import compute as _compute
+    from pages._serving import config as _server
     from specviz.server import config
     from specviz.server.turns import Pacer, Slots, Turns
 
@@ -51,7 +52,7 @@ def test_a_links_steps_are_a_paced_heavy_job_and_stop_when_its_session_ends(load
     each a heavy turn inside one heavy-job slot (the server's, the student's and the address's share), 0.5 s apart on
     the clicks' own pacer (two waits, on a fake clock). The same link with 5 steps whose tab closes after the second
     step's turn: no third step, no traceback, and the slot given back."""
-    from pages import _compute
+    from pages._serving import compute as _compute
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.query_params.update(decode_steps="3")
@@ -77,7 +78,7 @@ def test_opening_a_tab_takes_a_steps_turn_once_the_lecturers_first(loads, queues
     """Issue 68.2: a tab's first run is queued like a Step (a burst of tab loads waits behind the lecturer's Steps, not
     beside them); its later runs take no turn of their own; the lecturer's tab opens in the lecturer's turn. Its slot
     in the heavy-job queue counts against the student's browser and their address, the lecturer's against nobody."""
-    from pages import _server
+    from pages._serving import config as _server
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
@@ -119,7 +120,7 @@ def test_a_race_is_one_heavy_job_each_piece_in_a_turn_of_its_own_and_stops_with_
     step or a token of the target alone) a heavy turn of its own, so the class's Steps go between; the pair's costs
     one more. Its tab closed as the fourth heavy turn is asked for: that turn refused, nothing after it, no traceback,
     the slot given back."""
-    from pages import _compute
+    from pages._serving import compute as _compute
 
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
     at.run()
@@ -152,7 +153,8 @@ def class_share(tmp_path, monkeypatch):
 
     import streamlit as st
 
-    from pages import _server, _share
+    from pages._serving import config as _server
+    from pages._serving import share as _share
 
     monkeypatch.setattr(_share, "session_id", lambda: st.session_state.setdefault("test_tab", uuid.uuid4().hex))
     path = tmp_path / "class.toml"
@@ -204,7 +206,8 @@ def test_the_lecturers_run_takes_a_students_run_memory_and_the_student_is_told(l
     is not refused but takes that run's memory (the student's run given back); the student's tab says so once, and
     their next Step starts a new run. (The tiny pair is loaded by the `loads` fixture, outside the store: its planned
     parts are none, so the budget counts the runs alone.)"""
-    from pages import _pairs, _share
+    from pages._serving import pairs as _pairs
+    from pages._serving import share as _share
 
     monkeypatch.setattr(_pairs, "planned_parts", lambda *args, **kwargs: [])
     student_tab = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()

@@ -12,7 +12,7 @@ from tests.app_helpers import LAZY_PANELS, ROOT, app, busy_machine, decoder
 
 
 def test_the_trace_is_read_for_its_bottleneck_and_timed_on_the_runtime_that_runs(loads):
-    from pages._reading import CACHE
+    from pages._decode.reading import CACHE
 
     at = app()
     at.button(key="decode_run_all").click().run()
@@ -177,7 +177,7 @@ def test_decodes_timing_tiles_say_one_step_then_their_spread_and_a_busy_server(l
 
 
 def test_the_reading_says_it_could_not_measure_an_impossible_run(loads, monkeypatch):
-    from pages import _reading
+    from pages._decode import reading as _reading
     from specviz.analysis.measure import MeasurementError
 
     def impossible(run, measured=None):

@@ -24,7 +24,7 @@ def quiz_step(at: AppTest, kind: str = "predict") -> AppTest:
 
 
 def answer_all(at: AppTest, step: specviz.StepTrace, answers) -> None:
-    from pages._quiz import widget_id
+    from pages._decode.quiz import widget_id
 
     for t, guess in enumerate(answers):
         at.radio(key=f"decode_guess_{widget_id(step)}_{t}").set_value(guess)
@@ -59,7 +59,7 @@ def test_quiz_shows_nothing_derived_from_r_or_the_decisions_before_reveal(loads)
 
 
 def test_quiz_scores_answered_tokens_and_keeps_the_score_through_back_and_step(loads):
-    from pages._quiz import BOOK
+    from pages._decode.quiz import BOOK
 
     at = quiz_step(app())
     step = decoder(at).steps[-1]
@@ -84,7 +84,7 @@ def test_quiz_scores_answered_tokens_and_keeps_the_score_through_back_and_step(l
 def test_quiz_on_the_rule_shows_r_and_asks_how_many_are_kept(loads):
     at = quiz_step(app(), kind="rule")
     step = decoder(at).steps[-1]
-    from pages._quiz import widget_id
+    from pages._decode.quiz import widget_id
 
     table = step_table(at)
     assert "r" in table.columns and "p/q" in table.columns and "decision" not in table.columns

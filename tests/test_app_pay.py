@@ -135,11 +135,11 @@ def test_every_upload_is_capped_and_an_oversized_engine_log_is_refused_with_a_me
     a message, nothing imported."""
     from streamlit import config
 
-    from pages import _widgets as _shared
+    from pages._common import widgets as _shared
 
     at = app(panels_open=False)
-    assert config.get_option("server.maxUploadSize") == _shared.UPLOAD_MB <= 50
-    assert at.file_uploader(key="decode_upload").proto.max_upload_size_mb == _shared.UPLOAD_MB
+    assert config.get_option("server.maxUploadSize") == _shared.upload_mb() <= 50
+    assert at.file_uploader(key="decode_upload").proto.max_upload_size_mb == _shared.upload_mb()
     at.switch_page("pages/pay.py").run()
     upload = at.file_uploader(key="pay_import_upload")
     assert upload.proto.max_upload_size_mb == 1

@@ -32,7 +32,7 @@ def test_the_race_streams_both_lanes_and_says_why_one_is_faster(loads):
 def served_reruns(monkeypatch):
     """Every AppTest run through app.py, as the server runs it. AppTest resets Streamlit's "pages folder" flag before
     each run, and with a pages/ folder beside app.py every run after the first then runs the page alone: app.py's
-    settings kept across pages (pages/_shell.py) never ran again, and a page switch forgot them. On a server,
+    settings kept across pages (pages/_common/shell.py) never ran again, and a page switch forgot them. On a server,
     st.navigation clears that flag for the process."""
     from streamlit.runtime.pages_manager import PagesManager
 
@@ -125,7 +125,7 @@ def test_a_greedy_race_whose_texts_part_says_where_and_why(monkeypatch):
 
 
 def test_the_same_question_again_asks_first_and_remembers_the_answer_in_this_session(monkeypatch):
-    """The suffix preset: the page hands the suffix draft this session's history (pages/_history.py), asks the
+    """The suffix preset: the page hands the suffix draft this session's history (pages/_serving/history.py), asks the
     question once first, then races the same question: the speculative lane keeps runs of the earlier answer."""
     from specviz.drafts.suffix import SuffixDrafter
     from tests.helpers import tiny_text_pair

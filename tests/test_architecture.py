@@ -182,15 +182,37 @@ def test_a_module_reading_class_settings_would_be_found():
 
 PAGES = LIBRARY.parent / "pages"
 PAGE_LINES = 150  # app.py and each page: widgets and calls (what it decides lives in specviz/)
-HELPER_LINES = 300  # a page's helper module (pages/_*.py): one concept a reader can hold; past it, split by concept
+HELPER_LINES = 300  # a page's helper module (pages/_CONCEPT/*.py): one concept a reader can hold; past it, split
+CONCEPTS = ("_common", "_decode", "_pay", "_race", "_serving", "_sweep")  # pages/'s helpers, by concept
+
+
+def is_helper(path: Path) -> bool:
+    return path.relative_to(PAGES).parts[0].startswith("_")
 
 
 def test_pages_are_thin():
     """docs/architecture.md: a page is widgets and calls, 150 lines at most; its helpers one concept each, 300 at
     most."""
-    sizes = {p: len(p.read_text().splitlines()) for p in [LIBRARY.parent / "app.py", *PAGES.glob("*.py")]}
-    long = {p.name: n for p, n in sizes.items() if n > (HELPER_LINES if p.name.startswith("_") else PAGE_LINES)}
+    sizes = {p: len(p.read_text().splitlines()) for p in [LIBRARY.parent / "app.py", *PAGES.rglob("*.py")]}
+    long = {
+        p.name: n
+        for p, n in sizes.items()
+        if n > (HELPER_LINES if p.parent != LIBRARY.parent and is_helper(p) else PAGE_LINES)
+    }
     assert long == {}, f"pages over {PAGE_LINES} lines, helpers over {HELPER_LINES}: {long}"
+
+
+def test_pages_helpers_live_in_a_folder_of_their_concept():
+    """Issue 66.5: beside the pages (pages/*.py, each one the app's navigation names) only folders of helpers, one per
+    concept: the Decode page's, Would it pay there?'s, the τ sweep's, the Race's, serving, and what every page uses."""
+    import importlib.util
+
+    loose = sorted(p.name for p in PAGES.glob("*.py") if p.name != "__init__.py" and p.name.startswith("_"))
+    folders = sorted(p.name for p in PAGES.iterdir() if p.is_dir() and not p.name.startswith("__"))
+    assert loose == [] and folders == list(CONCEPTS)
+    named = re.findall(r'st\.Page\("pages/(\w+)\.py"', (LIBRARY.parent / "app.py").read_text())
+    assert sorted(named) == sorted(p.stem for p in PAGES.glob("*.py") if p.name != "__init__.py")
+    assert all(importlib.util.find_spec(f"pages.{c}") is not None for c in CONCEPTS)
 
 
 def unused_imports(source: str) -> list[str]:
@@ -211,7 +233,7 @@ def unused_imports(source: str) -> list[str]:
 def test_no_page_module_is_a_facade():
     found = {
         p.name: names
-        for p in [LIBRARY.parent / "app.py", *PAGES.glob("*.py")]
+        for p in [LIBRARY.parent / "app.py", *PAGES.rglob("*.py")]
         if (names := unused_imports(p.read_text()))
     }
     assert found == {}, f"names imported and not used (re-exported?): {found}"
@@ -219,22 +241,24 @@ def test_no_page_module_is_a_facade():
 
 def test_a_facade_would_be_found():
     facade = (
-        "from pages._compute import compute_turn, heavy_job  # noqa: F401 (re-exported)\nfrom pages._pairs import *\n"
+        "from pages._serving.compute import compute_turn, heavy_job  # noqa: F401 (re-exported)\n"
+        "from pages._serving.pairs import *\n"
     )
     assert unused_imports(facade) == ["*", "compute_turn", "heavy_job"]
-    listed = "from pages._pairs import load_pair\n__all__ = ['load_pair']\n"  # named in __all__ only: handed on
+    listed = "from pages._serving.pairs import load_pair\n__all__ = ['load_pair']\n"  # named in __all__ only: handed on
     assert unused_imports(listed) == ["load_pair"]
     uses = (
-        "from __future__ import annotations\nimport streamlit as st\nimport specviz.viz\nfrom pages import _step as s\n"
+        "from __future__ import annotations\nimport streamlit as st\nimport specviz.viz\n"
+        "from pages._decode import step as s\n"
     )
     uses += "def f() -> specviz.viz.X:\n    with s.turn():\n        st.write(1)\n"
     assert unused_imports(uses) == []
 
 
 # The environment is read at the top only: specviz.server.config (ServerConfig.from_environ, every SPECVIZ_* variable
-# and the class settings file), called by the CLI and by the app through pages/_server.py; what it read is handed down
-# as arguments, and nothing below asks for the class policy itself.
-TOP = ("specviz/server/config.py", "specviz/cli.py", "pages/_server.py", "app.py")
+# and the class settings file), called by the CLI and by the app through pages/_serving/config.py; what it read is
+# handed down as arguments, and nothing below asks for the class policy itself.
+TOP = ("specviz/server/config.py", "specviz/cli.py", "pages/_serving/config.py", "app.py")
 
 
 def reads_environment(source: str) -> list[str]:
@@ -253,7 +277,7 @@ def reads_environment(source: str) -> list[str]:
 
 def test_only_the_top_reads_the_environment_or_the_class_policy():
     root = LIBRARY.parent
-    below = [p for p in [*LIBRARY.rglob("*.py"), *(root / "pages").glob("*.py")] if p.is_file()]
+    below = [p for p in [*LIBRARY.rglob("*.py"), *(root / "pages").rglob("*.py")] if p.is_file()]
     wrong = {
         path: found
         for p in below
@@ -283,7 +307,7 @@ def test_every_package_of_the_library_is_in_the_wheel():
 
 def walk_claims(text: str) -> list[tuple[str, list[str]]]:
     """docs/architecture.md's Step walk as (file, the names given after it) in order: every backticked path ending in
-    .py, with the backticked names that follow it, each after a comma ("`pages/_step.py`, `take`, `take_clicks`")."""
+    .py, with the backticked names that follow it, each after a comma ("`pages/_decode/step.py`, `take`, `step`")."""
     section = text.split("## A Step, from the button to the chart")[1].split("\n## ")[0]
     section = " ".join(section.split())
     found = re.findall(r"`([\w/.]+\.py)`((?:, `[A-Za-z_][\w.]*`)*)", section)
@@ -310,5 +334,5 @@ def test_the_docs_step_walk_names_files_and_functions_that_exist():
 
 
 def test_a_walk_naming_a_function_that_is_gone_would_be_found():
-    text = "## A Step, from the button to the chart\n1. `pages/_step.py`, `buttons`, `no_such_thing`: x.\n## Next\n"
-    assert walk_claims(text) == [("pages/_step.py", ["buttons", "no_such_thing"])]
+    text = "## A Step, from the button to the chart\n1. `pages/_decode/step.py`, `buttons`, `gone`: x.\n## Next\n"
+    assert walk_claims(text) == [("pages/_decode/step.py", ["buttons", "gone"])]

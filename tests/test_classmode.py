@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import specviz
-from pages import _server
+from pages._serving import config as _server
 from specviz.class_policy import FIELDS, ClassPolicy, RefusedError
 from specviz.models.remote.http import post
 from specviz.server import config
@@ -83,7 +83,7 @@ def class_mode(monkeypatch, tmp_path):
             lines.append(f"{key} = {json.dumps(value)}")
         path = tmp_path / "class.toml"
         path.write_text("\n".join(lines) + "\n")
-        monkeypatch.setenv(config.CLASS_MODE_ENV, "1")  # the app's, read at its top (pages/_server.py)
+        monkeypatch.setenv(config.CLASS_MODE_ENV, "1")  # the app's, read at its top (pages/_serving/config.py)
         monkeypatch.setenv(config.CLASS_SETTINGS_ENV, str(path))
         _server.forget()
         return _server.class_policy()

@@ -1,5 +1,5 @@
-"""pages/_downloads.py: a download's file waits KEEP_S seconds for its fetch however many script runs end meanwhile
-(a class server ends several a second), on Streamlit's own media file manager."""
+"""pages/_serving/downloads.py: a download's file waits KEEP_S seconds for its fetch however many script runs end
+meanwhile (a class server ends several a second), on Streamlit's own media file manager."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from streamlit.runtime import media_file_manager
 from streamlit.runtime.media_file_manager import MediaFileManager
 from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
-from pages import _downloads
+from pages._serving import downloads as _downloads
 
 
 class Clock:

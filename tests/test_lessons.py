@@ -487,7 +487,7 @@ def test_a_lessons_run_takes_a_heavy_turn_for_each_piece_of_its_work(lessons_pag
     """Issue 52.5: a lesson's run is not one heavy turn from start to end: each piece of it (here "The order of a
     step": reading the prompt, then its one step) takes a turn of its own, so the class's Steps go between them and
     a closed tab's run stops at its next piece (specviz.core.pieces)."""
-    from pages import _compute
+    from pages._serving import compute as _compute
 
     taken = []
 

@@ -1,13 +1,13 @@
-"""pages/_reruns.py: a fragment's rerun asked for while the session's script runs becomes a whole-app rerun (so that
-Streamlit stops the running script and takes each click, instead of merging the clicks into one); on an idle page it
-stays the fragment's."""
+"""pages/_decode/reruns.py: a fragment's rerun asked for while the session's script runs becomes a whole-app rerun (so
+that Streamlit stops the running script and takes each click, instead of merging the clicks into one); on an idle page
+it stays the fragment's."""
 
 from __future__ import annotations
 
 from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.runtime.app_session import AppSession
 
-from pages import _reruns
+from pages._decode import reruns as _reruns
 
 
 class Session:

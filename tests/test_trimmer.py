@@ -72,7 +72,7 @@ def test_sessions_kept_past_their_time_are_dropped_and_what_they_held_is_freed()
     from streamlit.runtime.memory_session_storage import MemorySessionStorage
     from streamlit.runtime.session_manager import SessionInfo
 
-    from pages._shell import drop_expired_sessions
+    from pages._common.shell import drop_expired_sessions
 
     class Run:  # what a closed tab's state holds
         pass

@@ -1,4 +1,4 @@
-"""What "Would it pay there?" reads from the rest of the app (pages/_pay_parts.py draws it): the acceptance it carries
+"""What "Would it pay there?" reads from the rest of the app (pages/_pay/parts.py draws it): the acceptance it carries
 over (the Decode run, the τ sweep, or α by hand), the pair this machine is timed on, and the Decode page's GGUF pair as
 the cost model sees it from the headers alone."""
 

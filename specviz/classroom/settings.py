@@ -202,7 +202,7 @@ SETTINGS: dict[str, Setting] = {
         Setting("decode_present", False),
         Setting("decode_figures", False),  # q, p and r written under each draft token of the marked text
         Setting("decode_typed", ""),  # "Your draft": the words the next Step proposes (specviz.drafts.typed)
-        Setting("decode_drafts", ""),  # link only: the run's typed drafts, {"step": "words"} (pages/_typed.py)
+        Setting("decode_drafts", ""),  # link only: the run's typed drafts, {"step": "words"} (pages/_decode/typed.py)
         Setting("decode_quiz", False),
         Setting("decode_quiz_kind", "predict", tuple(KINDS)),
         Setting("decode_steps", 0, (0, 10_000)),  # link only: steps to take on opening

@@ -1,6 +1,6 @@
 """The server's configuration: every `SPECVIZ_*` environment variable and the class settings file, read once.
 
-The app (through pages/_server.py) and the command line read it at the top, with `ServerConfig.from_environ`,
+The app (through pages/_serving/config.py) and the command line read it at the top, with `ServerConfig.from_environ`,
 and hand its parts down as arguments: the class policy, what "auto" runtime means, the largest model, the folders
 GGUF files are found in, how llama.cpp runs, a served target's timeout. Nothing below the top reads the environment
 (tests/test_architecture.py checks it); a library user who hands nothing gets the library's own defaults.

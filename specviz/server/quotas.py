@@ -2,10 +2,10 @@
 student, so that one student's 28 tabs neither fill the server nor lock the class out (docs/class-server.md,
 "Each student's share").
 
-A student is what the app hands in as `student`: the browser (its tabs share one key; pages/_compute.py says which).
-The lecturer's session is exempt from every quota and goes first for memory: before the lecturer is refused a run, the
-students' runs that have not stepped for longest are given back (`give_back(session)`, the page drops the run), a
-student's idle runs first. A refusal names the student's own use only, never another session's.
+A student is what the app hands in as `student`: the browser (its tabs share one key; pages/_serving/compute.py says
+which). The lecturer's session is exempt from every quota and goes first for memory: before the lecturer is refused a
+run, the students' runs that have not stepped for longest are given back (`give_back(session)`, the page drops the run),
+a student's idle runs first. A refusal names the student's own use only, never another session's.
 
 Memory is counted as runs use it: a run's estimate (`RunMemory`, from its token counts and its models' KV bytes per
 token, not a constant) is set against the operator's budget beside what the models hold, before the run starts; it

@@ -13,7 +13,8 @@ import gc
 import streamlit as st
 
 import specviz
-from pages import _compute, _server
+from pages._serving import compute as _compute
+from pages._serving import config as _server
 from specviz import specs
 from specviz.loading import AUTO, Spec, check_allowed, planned_parts, resolve_runtime
 from specviz.models import embedded, hub

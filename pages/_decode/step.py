@@ -1,7 +1,7 @@
 """The Decode page's step controller: the buttons (Step, Run to end, Back, Reset), each click queued in the session's
 Stepper (specviz.server.stepper), the queue taken in order, each step in the server's compute turn
-(pages/_compute.py) with the typed draft asked for, if any (pages/_typed.py), and the run kept in the session. What
-the page then draws of the run: pages/_drawing.py. Widgets and calls."""
+(pages/_serving/compute.py) with the typed draft asked for, if any (pages/_decode/typed.py), and the run kept in the
+session. What the page then draws of the run: pages/_decode/drawing.py. Widgets and calls."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import functools
 import streamlit as st
 
 import specviz
-from pages import _history as history_ui
-from pages import _share
-from pages import _typed as typed_ui
-from pages._compute import compute_turn, heavy_job, heavy_turn, pacer
+from pages._decode import typed as typed_ui
+from pages._serving import history as history_ui
+from pages._serving import share as _share
+from pages._serving.compute import compute_turn, heavy_job, heavy_turn, pacer
 from specviz.core.prompt import toggled_chat
 from specviz.server.stepper import LiveRun, ReplayRun, Stepper, session_stepper
 from specviz.specs import ModelSpec
@@ -65,8 +65,8 @@ def new_run(pair, prompt: str, chat: bool, config) -> specviz.Decoder | None:
 
 
 def step(dec: specviz.Decoder, turn) -> bool:
-    """One step in a compute turn, with the typed draft asked for, if any (pages/_typed.py); a failure (a remote server
-    down mid-run) is a message, the run kept."""
+    """One step in a compute turn, with the typed draft asked for, if any (pages/_decode/typed.py); a failure (a remote
+    server down mid-run) is a message, the run kept."""
     try:
         with turn(), typed_ui.typed_step(dec):
             dec.step()

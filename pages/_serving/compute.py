@@ -15,7 +15,7 @@ import streamlit as st
 from streamlit import runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from pages import _server
+from pages._serving import config as _server
 from specviz.class_policy import RefusedError
 from specviz.core import pieces
 from specviz.errors import SessionEndedError

@@ -7,8 +7,8 @@ from __future__ import annotations
 import streamlit as st
 
 import specviz
-from pages import _server
-from pages._compute import heavy_job
+from pages._serving import config as _server
+from pages._serving.compute import heavy_job
 from specviz.analysis.passes import verify_timing
 from specviz.analysis.rules_compare import compare_rules
 from specviz.analysis.trees import compare as compare_trees

@@ -8,8 +8,8 @@ import zlib
 import streamlit as st
 
 import specviz
-from pages._present import COMPACT_CSS, presentation_toggle
-from pages._widgets import LIMITS
+from pages._common.present import COMPACT_CSS, presentation_toggle
+from pages._common.widgets import limits
 from specviz.classroom import quiz
 from specviz.viz.plain import plain
 from specviz.viz.render import token_label
@@ -92,9 +92,9 @@ def tau_control(where) -> None:
     """τ on a projector's row: the sidebar's own τ (decode_tau, kept across pages), shown and changed from here, so
     that a lecturer changes τ without leaving presentation view (and its toggles: issue 65.5). A change reruns the
     whole page (decode.py), whose sidebar then builds the settings with it."""
-    st.session_state["decode_tau_present"] = st.session_state.get("decode_tau", LIMITS["decode_tau"][0])
+    st.session_state["decode_tau_present"] = st.session_state.get("decode_tau", limits()["decode_tau"][0])
     where.number_input(
-        "τ", *LIMITS["decode_tau"], key="decode_tau_present", on_change=_take_tau, help="Draft tokens per step"
+        "τ", *limits()["decode_tau"], key="decode_tau_present", on_change=_take_tau, help="Draft tokens per step"
     )
 
 

@@ -14,8 +14,9 @@ import streamlit as st
 from streamlit import runtime
 
 import specviz
-from pages import _server, _share
-from pages._typed import from_link as typed_from_link
+from pages._decode.typed import from_link as typed_from_link
+from pages._serving import config as _server
+from pages._serving import share as _share
 from specviz.analysis import snapshot
 from specviz.classroom import links, sandbox, settings
 from specviz.classroom.settings import RUNTIME_HELP, gguf_target_line, runtime_line
@@ -27,7 +28,7 @@ from specviz.viz.plain import plain
 from specviz.viz.render import sentence
 
 SHELL_MARK = "specviz_shell"
-APP = Path(__file__).resolve().parents[1] / "app.py"
+APP = Path(__file__).resolve().parents[2] / "app.py"
 
 
 def ensure_shell() -> None:
@@ -63,7 +64,9 @@ def prepare_session(page: str = "") -> None:
     trimmer.ensure_running(before=lambda: (drop_expired_sessions(), _share.reap(share)))  # ended sessions' memory back
     defaults = settings.defaults(class_policy=_server.class_policy())  # every page's widgets, from the one registry
     st.session_state[SHELL_MARK] = True  # pages check that they run inside this navigation
-    st.session_state.pop("specviz_snapshot_problem", None)  # said on the first run's page only (pages/_snapshot.py)
+    st.session_state.pop(
+        "specviz_snapshot_problem", None
+    )  # said on the first run's page only (pages/_common/snapshot.py)
     if "specviz_lecturer" not in st.session_state:  # a class server: the lecturer's link (lecturer=KEY) goes first
         rules = _server.class_policy()
         key = st.query_params.get("lecturer", "")

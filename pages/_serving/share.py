@@ -15,9 +15,9 @@ from streamlit import runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 import specviz
-from pages import _server
-from pages._compute import student
-from pages._pairs import pair_cache
+from pages._serving import config as _server
+from pages._serving.compute import student
+from pages._serving.pairs import pair_cache
 from specviz.class_policy import RefusedError
 from specviz.core.prompt import encode_prompt, toggled_chat
 from specviz.server.quotas import Quotas, RunMemory, kv_bytes_per_token, run_memory, scored_per_step

@@ -7,9 +7,9 @@ from typing import NamedTuple
 import streamlit as st
 
 import specviz
-from pages import _typed as typed_ui
-from pages import _widgets as ui
-from pages._picker import model_picker
+from pages._common import widgets as ui
+from pages._common.picker import model_picker
+from pages._decode import typed as typed_ui
 from specviz.classroom.settings import BROKEN_HELP, POLICY_HELP, TREE_HELP
 from specviz.classroom.settings import TYPED_EXERCISE as EXERCISE
 from specviz.classroom.settings import TYPED_STORY as STORY
@@ -70,17 +70,17 @@ def inputs(off: bool) -> Inputs:
     target, draft = model_picker("decode", disabled=off) or (None, None)
     st.header("Prompt")
     prompt_presets(off)  # the textbook's exercise, and the sentence as a story that reads well
-    prompt = st.text_area("Prompt", key="decode_prompt", height=90, disabled=off, max_chars=ui.PROMPT_CHARS)
+    prompt = st.text_area("Prompt", key="decode_prompt", height=90, disabled=off, max_chars=ui.prompt_chars())
     chat = st.toggle("Chat template", key="decode_chat", help="Wrap the prompt as a user message", disabled=off)
     typed_ui.sidebar_panel(off, prompt, chat)  # "Your draft": the words the next Step proposes
     st.header("Decoding")
-    tau = st.slider("τ — draft tokens per step", *ui.LIMITS["decode_tau"], key="decode_tau", disabled=off)
+    tau = st.slider("τ — draft tokens per step", *ui.limits()["decode_tau"], key="decode_tau", disabled=off)
     sampling = ui.sampling_widgets("decode", disabled=off)
     lossless = sampling["mode"] == "lossless"
     rule = ui.rule_widget("decode", sampling["mode"], disabled=off)
     knobs = ui.knob_widgets("decode", rule, disabled=off)  # a lossy rule's thresholds
-    seed = st.number_input("Seed", *ui.LIMITS["decode_seed"], key="decode_seed", disabled=off)
-    max_new = st.number_input("Max new tokens", *ui.LIMITS["decode_max_new"], key="decode_max_new", disabled=off)
+    seed = st.number_input("Seed", *ui.limits()["decode_seed"], key="decode_seed", disabled=off)
+    max_new = st.number_input("Max new tokens", *ui.limits()["decode_max_new"], key="decode_max_new", disabled=off)
     st.header("Variants")
     tree_on = st.toggle(
         "Token tree (as SGLang and EAGLE run it)",
@@ -91,7 +91,7 @@ def inputs(off: bool) -> Inputs:
     shape = [
         st.number_input(
             name,
-            *ui.LIMITS[f"decode_tree_{key}"],
+            *ui.limits()[f"decode_tree_{key}"],
             key=f"decode_tree_{key}",
             help=TREE_HELP[name],
             disabled=off or not tree_on,
@@ -99,11 +99,11 @@ def inputs(off: bool) -> Inputs:
         for name, key in (("topk", "topk"), ("steps", "steps"), ("num_draft_tokens", "nodes"))
     ]
     policy = st.selectbox(
-        "τ policy", ui.LIMITS["decode_policy"], key="decode_policy", disabled=off or tree_on, help=POLICY_HELP
+        "τ policy", ui.limits()["decode_policy"], key="decode_policy", disabled=off or tree_on, help=POLICY_HELP
     )
     threshold = st.slider(
         "Confidence threshold",
-        *ui.LIMITS["decode_threshold"],
+        *ui.limits()["decode_threshold"],
         step=0.05,
         key="decode_threshold",
         disabled=off or tree_on or policy != "confidence",
@@ -116,7 +116,7 @@ def inputs(off: bool) -> Inputs:
         "A saved trace (JSON): replayed without any model",
         type="json",
         key="decode_upload",
-        max_upload_size=ui.UPLOAD_MB,
+        max_upload_size=ui.upload_mb(),
     )
     try:
         config = view_of.decode_config(

@@ -9,7 +9,7 @@ import threading
 import streamlit as st
 
 import specviz
-from pages import _server
+from pages._serving import config as _server
 from specviz.drafts.suffix import NODE_BYTES, SuffixDrafter, SuffixHistory, SuffixSettings
 
 SESSION_BYTES = 100_000_000  # one person's earlier answers: about 270,000 tree nodes

@@ -8,10 +8,10 @@ import contextlib
 import streamlit as st
 
 import specviz
-from pages import _snapshot as snapshots
-from pages import _timings as timings_ui
-from pages._busy import busy_notice
-from pages._widgets import lazy_expander
+from pages._common import snapshot as snapshots
+from pages._common.widgets import lazy_expander
+from pages._serving import timings as timings_ui
+from pages._serving.busy import busy_notice
 from specviz.analysis.counted import QUIET_MINUTE
 from specviz.analysis.diagnosis import Diagnosis, diagnose, diagnose_counted
 from specviz.analysis.measure import MeasurementError, paired_run

@@ -1,15 +1,15 @@
 """What the Decode page draws of the run as a whole: before its first step, what a step can yield; then the running
 metrics and the run's charts up to the step shown, and the run as the serving engines log it. Widgets and calls; the
-step shown itself: pages/_drawing.py (whose `chart` builds each chart once per session for the same trace)."""
+step shown itself: pages/_decode/drawing.py (whose `chart` builds each chart once per session for the same trace)."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 import specviz
-from pages._busy import busy_notice
-from pages._drawing import chart
-from pages._widgets import LIMITS, lazy_expander
+from pages._common.widgets import lazy_expander, limits
+from pages._decode.drawing import chart
+from pages._serving.busy import busy_notice
 from specviz.analysis.engine_logs import GLOSSARY, engine_report
 from specviz.viz import run_charts
 from specviz.viz import view as view_of
@@ -74,7 +74,7 @@ def engine_logs_panel(run: specviz.RunTrace) -> None:
         if not box.open:
             return
         label = "Steps per vLLM log interval (0: the whole run in one line)"
-        every = st.columns([1, 2])[0].number_input(label, *LIMITS["decode_log_every"], key="decode_log_every")
+        every = st.columns([1, 2])[0].number_input(label, *limits()["decode_log_every"], key="decode_log_every")
         report = engine_report(run, int(every))
         st.code(report, language=None, wrap_lines=True)
         st.caption(

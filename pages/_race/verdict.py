@@ -1,13 +1,13 @@
 """The race's result in words (pages/race.py draws the lanes): the speedup coloured by its interval, why, with the
-pair's costs every page reads (pages/_timings.py), where it was measured, and whether both wrote the same text. Beside
-it, or in its place where the clocks were disturbed, the counted work at the pair's kept costs (labelled with the
+pair's costs every page reads (pages/_serving/timings.py), where it was measured, and whether both wrote the same text.
+Beside it, or in its place where the clocks were disturbed, the counted work at the pair's kept costs (labelled with the
 calibration it rests on), and the ceiling with what α and c cost of it."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from pages import _race_greedy as greedy_ui
+from pages._race import greedy as greedy_ui
 from specviz.analysis.counted import uncosted
 from specviz.analysis.measure import BusyMachine, MeasurementError
 from specviz.analysis.pairtimes import PairTimings

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import _server
-from pages._widgets import UPLOAD_MB
+from pages._common.widgets import upload_mb
+from pages._serving import config as _server
 from specviz.analysis.snapshot import Snapshot, SnapshotError, from_json
 from specviz.classroom import links
 from specviz.classroom.replay import Replay, replay_for
@@ -52,7 +52,7 @@ def panel(kind: str, snap: Snapshot | None) -> None:
             else:
                 st.code(links.share_url(st.context.url or "", {"snapshot": param}), language=None, wrap_lines=True)
         upload = st.file_uploader(
-            "Open a snapshot file", type="json", key=f"{kind}_snapshot_upload", max_upload_size=UPLOAD_MB
+            "Open a snapshot file", type="json", key=f"{kind}_snapshot_upload", max_upload_size=upload_mb()
         )
         if upload is not None:
             try:

@@ -1,4 +1,4 @@
-"""Decode's "Your draft" panel (the textbook's presets above the prompt: pages/_decode_sidebar.py): type the draft as
+"""Decode's "Your draft" panel (the textbook's presets above the prompt: pages/_decode/sidebar.py): type the draft as
 words, see them as tokens, and take the next Step with them on the real target (specviz.drafts.typed): p of each
 typed token, the draft model's q for it, the mode's decisions and the target's next token. Widgets and calls; the
 typed draft itself is specviz.drafts.typed."""

@@ -1,6 +1,6 @@
 """The τ sweep's "Across drafts" panel: for the pair's target, whatever it is (a GGUF file, the embedded one, a hub id),
 every draft that fits it run on the same held-out prompts as one interleaved benchmark (specviz.classroom.across),
-one recommendation and the settings to run it (pages/_sweep_across.py draws them); the drafts that do not fit, each
+one recommendation and the settings to run it (pages/_sweep/across.py draws them); the drafts that do not fit, each
 with its reason."""
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from pathlib import Path
 import streamlit as st
 
 import specviz
-from pages import _own_models as own_models
-from pages import _server
-from pages import _sweep_across as view
-from pages import _timings as timings
-from pages._compute import heavy_job
-from pages._pairs import pair_cache
-from pages._picker import PRESETS
+from pages._common import own_models
+from pages._common.picker import PRESETS
+from pages._serving import config as _server
+from pages._serving import timings
+from pages._serving.compute import heavy_job
+from pages._serving.pairs import pair_cache
+from pages._sweep import across as view
 from specviz import specs
 from specviz.analysis.sweep import SweepSettings
 from specviz.classroom import across

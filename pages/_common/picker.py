@@ -1,4 +1,4 @@
-"""The sidebar's pair picker: the presets, the GGUF files on this computer (pages/_own_models.py), or free text
+"""The sidebar's pair picker: the presets, the GGUF files on this computer (pages/_common/own_models.py), or free text
 for a hub id, a folder, a GGUF spec or a served target."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 import specviz
-from pages import _own_models as own_models
+from pages._common import own_models
 from specviz import specs
 from specviz.analysis.race import RacePreset, your_race
 from specviz.classroom.settings import CUSTOM, ON_THIS_COMPUTER

@@ -7,8 +7,8 @@ from __future__ import annotations
 import streamlit as st
 
 import specviz
-from pages import _pay_engine
-from pages import _widgets as ui
+from pages._common import widgets as ui
+from pages._pay import engine as _pay_engine
 from specviz.analysis import engine_advice as ea
 from specviz.analysis import engine_import as ei
 from specviz.analysis import outlook as ol
@@ -58,9 +58,9 @@ def _hardware(hardware: Hardware, target: Model, context: int) -> tuple[Hardware
     cols = st.columns([2.4, 1, 1, 1], vertical_alignment="bottom")
     way = cols[0].radio("Hardware for your engine", ea.HARDWARE_CHOICES, key="pay_import_hw", horizontal=True)
     mine = way != ea.HARDWARE_CHOICES[0]
-    t1 = cols[1].number_input("T(1), ms", *ui.LIMITS["pay_import_t1"], key="pay_import_t1", disabled=not mine)
-    k = cols[2].number_input("k tokens", *ui.LIMITS["pay_import_k"], key="pay_import_k", disabled=not mine)
-    tk = cols[3].number_input("T(k), ms", *ui.LIMITS["pay_import_tk"], key="pay_import_tk", disabled=not mine)
+    t1 = cols[1].number_input("T(1), ms", *ui.limits()["pay_import_t1"], key="pay_import_t1", disabled=not mine)
+    k = cols[2].number_input("k tokens", *ui.limits()["pay_import_k"], key="pay_import_k", disabled=not mine)
+    tk = cols[3].number_input("T(k), ms", *ui.limits()["pay_import_tk"], key="pay_import_tk", disabled=not mine)
     if not mine:
         return hardware, None
     return ea.typed_hardware(hardware, target, float(t1), float(tk), int(k), context)
@@ -89,7 +89,7 @@ def section(
         tau = imp.positions
     else:
         label = "its --speculative-num-steps" if tree else "τ it ran at"
-        tau = cols[0].number_input(label, *ui.LIMITS["pay_import_tau"], key="pay_import_tau")
+        tau = cols[0].number_input(label, *ui.limits()["pay_import_tau"], key="pay_import_tau")
     if not imp.positions:
         cols[2].caption(
             "Your numbers do not say the τ they ran at (--spec-draft-n-max, num_speculative_tokens): type it."
@@ -131,5 +131,5 @@ def section(
     left.plotly_chart(rates_chart(accept, ea.from_outlook(own)), key="pay_import_rates_chart")
     right.plotly_chart(advice_chart(mine, theirs), key="pay_import_batch_chart")
     st.table(plain_cells(ea.table(mine, theirs, "your engine", "this app's run")))
-    st.caption(f"This app's run: {own.words()}.")  # its names made plain where it was built (pages/_pay_parts.py)
+    st.caption(f"This app's run: {own.words()}.")  # its names made plain where it was built (pages/_pay/parts.py)
     _pay_engine.settings(mine, batch, reading)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages import _server
+from pages._serving import config as _server
 from specviz import specs
 from specviz.classroom import across
 from specviz.drafts import kinds

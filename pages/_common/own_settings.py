@@ -8,7 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from pages._picker import decode_choice
+from pages._common.picker import decode_choice
 from specviz.analysis import engine_flags
 from specviz.specs import GGUFFile, ModelSpec
 from specviz.viz.plain import plain

@@ -1,15 +1,15 @@
 """What the Decode page draws of the step shown: the step picked, its tree, q against p with every decision, the
 target's next token, the top-10 of q and p and the step's numbers; the same step under each verification rule and as
 a slide. Every chart built once per session for the same trace (`chart`). Widgets and calls; what to show and say is
-decided in specviz.viz and specviz.analysis. How the run got its steps: pages/_step.py; the run as a whole (its
-running metrics and charts): pages/_run_drawing.py."""
+decided in specviz.viz and specviz.analysis. How the run got its steps: pages/_decode/step.py; the run as a whole (its
+running metrics and charts): pages/_decode/run_drawing.py."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 import specviz
-from pages._widgets import lazy_expander
+from pages._common.widgets import lazy_expander
 from specviz.viz import charts, slide
 from specviz.viz import view as view_of
 from specviz.viz.memo import FigureMemo

@@ -8,8 +8,8 @@ from __future__ import annotations
 import streamlit as st
 
 import specviz
-from pages._compute import heavy_job
-from pages._server import config
+from pages._serving.compute import heavy_job
+from pages._serving.config import config
 from specviz.analysis.pairtimes import PairTimings, TimingBook
 from specviz.viz.plain import plain
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import _own_settings as own_settings
-from pages import _widgets as ui
+from pages._common import own_settings
+from pages._common import widgets as ui
 from specviz.analysis import engine_advice as ea
 from specviz.analysis import engine_flags as ef
 from specviz.analysis import engine_import as ei
@@ -50,7 +50,10 @@ def settings(advice: ea.Advice, batch: int, reading: ei.Reading) -> None:
     model = cols[2].text_input("Your draft (path or name)", key="pay_import_model")
     target = cols[3].text_input("Your target (path or name)", key="pay_import_target")
     typed = cols[4].number_input(
-        "llama.cpp build", *ui.LIMITS["pay_import_build"], key="pay_import_build", help="0: as your log says, else now"
+        "llama.cpp build",
+        *ui.limits()["pay_import_build"],
+        key="pay_import_build",
+        help="0: as your log says, else now",
     )
     build = int(typed) or reading.build
     if build:

@@ -1,12 +1,14 @@
 """The τ sweep's results on the page, live or frozen: the verdict, the charts and the tables, all drawn
-from one SweepSummary (specviz.analysis.sweep), so a snapshot looks exactly as the measurement did."""
+from one SweepSummary (specviz.analysis.sweep), so a snapshot looks exactly as the measurement did; and the
+sidebar's τ policies."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from pages import _timings as timings_ui
-from pages._busy import busy_notice
+from pages._common.widgets import limits
+from pages._serving import timings as timings_ui
+from pages._serving.busy import busy_notice
 from specviz.analysis.busy import where_measured
 from specviz.analysis.sweep_summary import SweepSummary
 from specviz.viz import sweep_charts as charts
@@ -66,3 +68,31 @@ def draw(summary: SweepSummary, present: bool) -> None:
         st.caption("mean τ: draft tokens per step as the policy chose them. A policy's trace records its τ per step.")
     st.subheader("Results")
     st.table(summary.to_frame())
+
+
+def policy_widgets() -> tuple[tuple[str, ...], int, float]:
+    """The sidebar's τ policies (heuristic, confidence), run beside the fixed τ: (those on, the policy τ, the confidence
+    threshold)."""
+    st.header("τ policies")
+    policies = tuple(
+        name
+        for name, on in (
+            ("heuristic", st.toggle("Heuristic: +2 after all accepted, −1 after a rejection", key="sweep_heuristic")),
+            ("confidence", st.toggle("Confidence: stop drafting when the draft is unsure", key="sweep_confidence")),
+        )
+        if on
+    )
+    policy_tau = st.number_input(
+        "Policy τ: the start (heuristic) or the cap (confidence)",
+        *limits()["sweep_policy_tau"],
+        key="sweep_policy_tau",
+        disabled=not policies,
+    )
+    threshold = st.slider(
+        "Confidence threshold (top probability of q)",
+        *limits()["sweep_threshold"],
+        step=0.05,
+        key="sweep_threshold",
+        disabled="confidence" not in policies,
+    )
+    return policies, policy_tau, threshold

@@ -1,4 +1,4 @@
-"""The widgets every page shares: each widget's range from the one settings registry (LIMITS), the longest prompt and
+"""The widgets every page shares: each widget's range from the one settings registry (limits()), the longest prompt and
 upload, the sampling and rule widgets, an expander built only while open, the share link and the downloads."""
 
 from __future__ import annotations
@@ -7,21 +7,33 @@ import streamlit as st
 from streamlit import config as streamlit_config
 
 import specviz
-from pages import _server
+from pages._serving import config as _server
 from specviz.class_policy import UPLOAD_BYTES
 from specviz.classroom import links, settings
 from specviz.classroom.settings import KNOBS, MODE_HELP, RULE_HELP, RULE_LABELS
 from specviz.core.config import RULES
 
-# Every widget's range or choices, by its key, from the one settings registry (links check the same).
-LIMITS = settings.allowed(_server.class_policy())
-PROMPT_CHARS = settings.prompt_chars(_server.class_policy())  # class mode: the longest prompt a student may type
-UPLOAD_MB = max(
-    1, -(-(_server.class_policy().upload_bytes if _server.class_policy().on else UPLOAD_BYTES) // 1_000_000)
-)
+
+def limits() -> dict:
+    """Every widget's range or choices, by its key, from the one settings registry (links check the same), under the
+    class policy as the server reads it now (pages/_serving/config.py: read again when its settings change)."""
+    return settings.allowed(_server.class_policy())
+
+
+def prompt_chars() -> int:
+    """The longest prompt a student may type (class mode), else the app's."""
+    return settings.prompt_chars(_server.class_policy())
+
+
+def upload_mb() -> int:
+    """The largest upload, in MB: the class's cap in class mode, else the app's."""
+    rules = _server.class_policy()
+    return max(1, -(-(rules.upload_bytes if rules.on else UPLOAD_BYTES) // 1_000_000))
+
+
 # Every upload, from any widget or a request made by hand, is refused by the server itself past the app's largest cap
 # (HTTP 413 before it is kept in memory; Streamlit's own default is 200 MB); each widget says its own cap first.
-streamlit_config.set_option("server.maxUploadSize", UPLOAD_MB)
+streamlit_config.set_option("server.maxUploadSize", upload_mb())
 
 
 def sampling_widgets(prefix: str, disabled: bool = False) -> dict:
@@ -30,10 +42,14 @@ def sampling_widgets(prefix: str, disabled: bool = False) -> dict:
     return {
         "mode": st.radio("Mode", specviz.MODES, key=f"{prefix}_mode", horizontal=True, help=MODE_HELP, **off),
         "temperature": st.slider(
-            "Temperature (0 = argmax)", *LIMITS[f"{prefix}_temperature"], step=0.05, key=f"{prefix}_temperature", **off
+            "Temperature (0 = argmax)",
+            *limits()[f"{prefix}_temperature"],
+            step=0.05,
+            key=f"{prefix}_temperature",
+            **off,
         ),
-        "top_k": st.number_input("Top-k (0 = all tokens)", *LIMITS[f"{prefix}_top_k"], key=f"{prefix}_top_k", **off),
-        "top_p": st.slider("Top-p", *LIMITS[f"{prefix}_top_p"], step=0.05, key=f"{prefix}_top_p", **off),
+        "top_k": st.number_input("Top-k (0 = all tokens)", *limits()[f"{prefix}_top_k"], key=f"{prefix}_top_k", **off),
+        "top_p": st.slider("Top-p", *limits()[f"{prefix}_top_p"], step=0.05, key=f"{prefix}_top_p", **off),
     }
 
 
@@ -57,7 +73,7 @@ def knob_widgets(prefix: str, rule: str, disabled: bool = False) -> dict:
     lossless rule."""
     return {
         field: st.number_input(
-            label, *LIMITS[f"{prefix}_{field}"], step=0.05, key=f"{prefix}_{field}", help=text, disabled=disabled
+            label, *limits()[f"{prefix}_{field}"], step=0.05, key=f"{prefix}_{field}", help=text, disabled=disabled
         )
         for label, field, text in KNOBS.get(rule, ())
     }

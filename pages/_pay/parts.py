@@ -6,10 +6,10 @@ from __future__ import annotations
 import streamlit as st
 
 import specviz
-from pages import _server
-from pages import _timings as timings_ui
-from pages._pairs import load_pair
-from pages._picker import decode_choice
+from pages._common.picker import decode_choice
+from pages._serving import config as _server
+from pages._serving import timings as timings_ui
+from pages._serving.pairs import load_pair
 from specviz import specs
 from specviz.analysis import outlook as ol
 from specviz.analysis.measure import Spread
@@ -73,8 +73,8 @@ def timed_pair_words() -> str:
 
 def measured_here() -> tuple[ol.Calibration | None, specviz.ModelPair | None]:
     """This machine's calibration on the Decode page's pair (timed_pair) and the runtime chosen in the sidebar: the
-    roofline fitted to the pair's kept timings (pages/_timings.py: the same T(k) and c every page reads), measured
-    on a click where no page has yet."""
+    roofline fitted to the pair's kept timings (pages/_serving/timings.py: the same T(k) and c every page reads),
+    measured on a click where no page has yet."""
     target, draft, note = timed_pair()
     pair = load_pair(target, draft)
     if pair is None:

@@ -1,0 +1,1 @@
+"""The Race page's parts: the greedy race and its verdict."""
