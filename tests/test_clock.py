@@ -315,3 +315,25 @@ def test_a_pairs_timings_that_stay_disturbed_are_withheld(self_pair):
     timer = clock.FakeTimer(PASS, disturbed=lambda what, k, i: what == "pass" and k == 5)
     with pytest.raises(BusyMachine, match="busy machine"):
         measure_pair(self_pair, ids, ks=(1, 5), repeats=3, timer=timer)
+
+
+def test_a_refusal_adds_the_pages_advice_only_where_the_error_gives_none():
+    """A busy machine's refusal says to measure again itself (its `advises`); an impossible timing does not, so the
+    page's advice follows it; the words "again" in a message no longer decide it."""
+    from specviz.analysis.measure import BusyMachine, MeasurementError
+    from specviz.viz.render import refusal
+
+    busy = BusyMachine(clock.busy_message("this run", ["a core was taken"]))
+    assert refusal(busy, "Run it later.") == sentence_of(busy)
+    impossible = MeasurementError("a pass cheaper than one token's: timed again, still wrong")
+    assert (
+        refusal(impossible, "Run it later.")
+        == "A pass cheaper than one token's: timed again, still wrong. Run it later."
+    )
+
+
+def sentence_of(exc: Exception) -> str:
+    from specviz.viz.render import sentence
+
+    text = sentence(exc)
+    return text[:1].upper() + text[1:]

@@ -10,7 +10,7 @@ from specviz.class_policy import RefusedError
 from specviz.drafts.typed import TypedDraft
 from specviz.models.store import ModelStore
 from specviz.server.paircache import PairCache
-from specviz.server.quotas import TOP_ENTRY_BYTES, Quotas, RunMemory, kv_bytes_per_token, run_memory, scored_per_step
+from specviz.server.quotas import TOP_ENTRY_BYTES, Quotas, RunMemory, kv_bytes_per_token, run_memory
 from tests.helpers import hf_pair, table_pair
 
 GB = 1_000_000_000
@@ -93,9 +93,9 @@ def test_a_trees_run_is_estimated_with_its_nodes_not_its_depth():
     """A tree of 3 levels × 2 children with 6 nodes scores 6 draft positions a step (and keeps 7 rows of logits), not
     its depth 3: 100 + 20 + 6 + 1 = 127 positions of KV at 1,000 bytes, 2 × 7 rows × 50 words × 4 bytes of logits."""
     tree = specviz.SpecConfig(topk=2, steps=3, num_draft_tokens=6, mode="greedy")
-    assert (scored_per_step(tree), scored_per_step(specviz.SpecConfig(tau=4))) == (6, 4)
+    assert (tree.scored_per_step, specviz.SpecConfig(tau=4).scored_per_step) == (6, 4)
     memory = run_memory(
-        prompt_tokens=100, max_new_tokens=20, tau=scored_per_step(tree), target_kv=1_000, draft_kv=0, vocab=50, top=0
+        prompt_tokens=100, max_new_tokens=20, tau=tree.scored_per_step, target_kv=1_000, draft_kv=0, vocab=50, top=0
     )
     assert (memory.kv, memory.rest) == (127_000, 2 * 7 * 50 * 4)
 

@@ -20,7 +20,7 @@ from pages._serving.compute import student
 from pages._serving.pairs import pair_cache
 from specviz.class_policy import RefusedError
 from specviz.core.prompt import encode_prompt, toggled_chat
-from specviz.server.quotas import Quotas, RunMemory, kv_bytes_per_token, run_memory, scored_per_step
+from specviz.server.quotas import Quotas, RunMemory, kv_bytes_per_token, run_memory
 from specviz.viz.plain import plain
 
 
@@ -90,7 +90,7 @@ def estimate(pair: specviz.ModelPair, prompt: str, chat: bool, config) -> RunMem
     return run_memory(
         prompt_tokens=len(ids),
         max_new_tokens=config.max_new_tokens,
-        tau=scored_per_step(config),  # a tree's nodes
+        tau=config.scored_per_step,  # a tree's nodes
         target_kv=kv_bytes_per_token(pair.target),
         draft_kv=kv_bytes_per_token(pair.draft),
         vocab=pair.target.vocab_size,

@@ -110,16 +110,29 @@ def from_import(
     if imp.rates is not None and imp.partial and k > len(imp.rates) and imp.mean_length is not None:
         return _tail(imp, k, steps, source)
     if imp.rates is not None:
-        measured = imp.rates[:k]
-        m = len(measured)
-        before = measured[-2] if m > 1 else 1.0
-        q = measured[-1] / before if before > 0 else 0.0
-        rates = measured + tuple(measured[-1] * q**j for j in range(1, MAX_TAU - m + 1))
-        words = (
-            f"measured per-position rates up to τ = {m}; beyond, each further position is kept with the last measured "
-            f"conditional rate a{m} / a{m - 1} = {q:.3f} (an extrapolation)"
-        )
-        return AcceptanceModel(source, rates, m, None, steps, words)
+        return _extended(imp.rates[:k], steps, source)
+    return _from_mean_length(imp, k, steps, source, tree, p_min, n_min)
+
+
+def _extended(measured: tuple[float, ...], steps: float | None, source: str) -> AcceptanceModel:
+    """Per-position rates measured up to m: beyond, each further position kept with the last measured conditional
+    rate a_m / a_(m−1) (an extrapolation)."""
+    m = len(measured)
+    before = measured[-2] if m > 1 else 1.0
+    q = measured[-1] / before if before > 0 else 0.0
+    rates = measured + tuple(measured[-1] * q**j for j in range(1, MAX_TAU - m + 1))
+    words = (
+        f"measured per-position rates up to τ = {m}; beyond, each further position is kept with the last measured "
+        f"conditional rate a{m} / a{m - 1} = {q:.3f} (an extrapolation)"
+    )
+    return AcceptanceModel(source, rates, m, None, steps, words)
+
+
+def _from_mean_length(
+    imp: EngineImport, k: int, steps: float | None, source: str, tree: bool, p_min: float | None, n_min: int
+) -> AcceptanceModel:
+    """Only a mean acceptance length (or a rate × τ): the α whose i.i.d. chain of τ = k gives it, with what the
+    reading leaves open (drafts that stop early, a tree fitted as a chain) in words."""
     length = imp.mean_length
     how = "mean acceptance length"
     floor = None

@@ -49,10 +49,14 @@ class MeasurementError(SpecvizError):
     """A measurement that cannot be physically right (e.g. a speedup above tokens per step / v): a bug
     or a stale timing, never shown as a result."""
 
+    advises = False  # its message says what to do next itself (a page adds no advice of its own)
+
 
 class BusyMachine(MeasurementError):
     """A measurement whose work waited for a core (specviz.analysis.clock: its own evidence, not the load average)
     and stayed so after it was timed again: withheld with "measured on a busy machine: measure again"."""
+
+    advises = True  # clock.busy_message: "… measure again when the machine is quieter"
 
 
 @dataclass(frozen=True)

@@ -150,6 +150,12 @@ class SpecConfig:
         """The most draft tokens one step can accept: τ for a chain, steps for a tree."""
         return self.steps if self.tree else self.tau
 
+    @property
+    def scored_per_step(self) -> int:
+        """The draft positions one step scores and keeps: τ on a chain, every node of a token tree (its
+        num_draft_tokens, not its depth)."""
+        return self.num_draft_tokens if self.tree else self.tau
+
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         if self.verification == "token":  # the default rule: settings saved before it existed read the same

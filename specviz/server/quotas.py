@@ -80,12 +80,6 @@ class RunMemory:
         return self.rest + (0 if self.counted else self.kv)
 
 
-def scored_per_step(config: Any) -> int:
-    """The draft positions one step of a run with `config` (a SpecConfig) scores and keeps: τ on a chain, every node
-    of a token tree (its `num_draft_tokens`, not its depth)."""
-    return config.num_draft_tokens if config.tree else config.tau
-
-
 def run_memory(
     *,
     prompt_tokens: int,
@@ -98,11 +92,11 @@ def run_memory(
     sized: bool = False,
     counted: bool = False,
 ) -> RunMemory:
-    """A run's memory from its real sizes; `tau`: the draft positions a step scores (`scored_per_step`: a tree's
-    nodes). Its caches hold the prompt, the new tokens and a draft's τ + 1 positions past them (`sized`: a llama.cpp
-    session's own context, rounded up to 256 tokens), in both models. A step keeps τ + 1 rows of float32 logits from
-    each model while it decides, and its trace keeps, per position, the top-n of q, p and the residual (`top` entries
-    of TOP_ENTRY_BYTES); a run makes at most `max_new_tokens` steps."""
+    """A run's memory from its real sizes; `tau`: the draft positions a step scores (SpecConfig.scored_per_step: a
+    tree's nodes). Its caches hold the prompt, the new tokens and a draft's τ + 1 positions past them (`sized`: a
+    llama.cpp session's own context, rounded up to 256 tokens), in both models. A step keeps τ + 1 rows of float32
+    logits from each model while it decides, and its trace keeps, per position, the top-n of q, p and the residual
+    (`top` entries of TOP_ENTRY_BYTES); a run makes at most `max_new_tokens` steps."""
     tokens = prompt_tokens + max_new_tokens + tau + 1
     if sized:
         tokens = -(-tokens // SIZED_TO) * SIZED_TO

@@ -272,12 +272,36 @@ def step_chart(
     ✓ or ✗ in large type. `names`: the draft's and the target's model names (their quantization labels q and p).
     `own` (a typed draft): under a token that is not the draft model's own first choice, that choice. `width`: the
     narrowest the page draws it (px): ticks, bar labels and decisions are laid out so that none runs into another
-    there (`decision_layout`)."""
-    q_name, p_name = roles(*names)
+    there (`decision_layout`). Its parts: the ticks, the bars of q and p with their labels, the rule's marker, the
+    draws, the decisions above the columns, the layout."""
     column = (width - MARGIN_L - MARGIN_R) / max(step.tau, 1)
+    x = step_ticks(step, column, font_size, own)
+    colors = ["#777777"] * step.tau if hide_decisions else [DECISION_COLORS[d] for d in step.decision]
+    data = step_bars(step, x, column, font_size, names)
+    data += rule_marker(step, x, colors, hide_decisions, show_draws)
+    if any(r is not None for r in step.r) and (show_draws or not hide_decisions):
+        data.append(
+            {
+                "type": "scatter",
+                "name": "r (uniform draw)",
+                "x": x,
+                "y": list(step.r),
+                "mode": "markers",
+                "marker": {"symbol": "x-thin", "size": 20, "color": colors, "line": {"width": 4, "color": colors}},
+                "hovertemplate": "r = %{y:.3f}<extra></extra>",
+            }
+        )
+    annotations, rows, row_px = decisions_above(step, x, colors, hide_decisions, marks, font_size, width)
+    layout = step_layout(step, data, x, annotations, hide_decisions, rows * row_px, height, font_size, width)
+    return built(data, layout, font_size)
+
+
+def step_ticks(step: StepTrace, column: float, font_size: int, own: bool) -> list[str]:
+    """Each column's tick: "3. token" (a typed draft's: the draft's own pick under it), or two short lines where the
+    draft is long or a column too narrow for a tick's line."""
     picks = [own_choice(step, t) for t in range(step.tau)] if own else [None] * step.tau
 
-    def ticks(short: bool) -> list[str]:  # "3. token" (a typed draft's: the draft's own pick under it), or short
+    def ticks(short: bool) -> list[str]:
         cut = max(2, min(SHORT_CHARS, int((column - 8) / (0.62 * font_size)))) if short else LABEL_CHARS
         head = [f"{t + 1}<br>" if short else f"{t + 1}. " for t in range(step.tau)]
         return [
@@ -286,29 +310,39 @@ def step_chart(
         ]
 
     x = ticks(short=False)
-    many = step.tau > MANY_TAU or any(  # a long draft or narrow columns: two short tick lines
+    many = step.tau > MANY_TAU or any(
         text_width(line, font_size) > column - 8 for tick in x for line in tick.split("<br>")
     )
-    x = ticks(short=True) if many else x
-    whole = [f"{t + 1}. {chart_label(s)}" for t, s in enumerate(step.draft_text)]
-    # every bar's label, the smallest too (a sliver's value is all the room sees of it: issue 55), where every column
-    # has room for both of its bars' labels side by side (a bar is 0.4 of a column; issue 47's "0.297% 0.0375%" ran
-    # into one): three significant digits, else two; else none, the numbers in the hover and the step's table
+    return ticks(short=True) if many else x
+
+
+def bar_labels(step: StepTrace, column: float, font_size: int) -> list[list[str]]:
+    """Every bar's label, the smallest too (a sliver's value is all the room sees of it: issue 55), where every column
+    has room for both of its bars' labels side by side (a bar is 0.4 of a column; issue 47's "0.297% 0.0375%" ran
+    into one): three significant digits, else two; else none ([[], []]), the numbers in the hover and the step's
+    table. q above p is never written as q ≤ p: the room would read "kept outright" a token that was tested (and
+    perhaps rejected); more digits where rounding met them."""
     labels, room = [[], []], 0.4 * column - 4
     for form in (prob_text, prob_short):
         labels = [[form(v) for v in values] for values in (step.q, step.p)]
         if all((text_width(a, font_size) + text_width(b, font_size)) / 2 <= room for a, b in zip(*labels, strict=True)):
             break
     else:
-        labels = [[], []]
-    for t in range(step.tau if labels[0] else 0):  # q above p never written as q ≤ p: the room would read "kept
-        digits = 3  # outright" a token that was tested (and perhaps rejected); more digits where rounding met them
+        return [[], []]
+    for t in range(step.tau):
+        digits = 3
         while step.q[t] > step.p[t] and percent_of(labels[0][t]) <= percent_of(labels[1][t]) and digits < 10:
             labels[0][t], labels[1][t] = prob_text(step.q[t], digits), prob_text(step.p[t], digits)
             digits += 1
-    colors = ["#777777"] * step.tau if hide_decisions else [DECISION_COLORS[d] for d in step.decision]
-    accept_prob = [min(1.0, ratio) for ratio in step.ratio]
-    data = [
+    return labels
+
+
+def step_bars(step: StepTrace, x: list[str], column: float, font_size: int, names: tuple[str, str]) -> list[dict]:
+    """The bars of q and p for each draft token, labelled (bar_labels), the whole token in the hover."""
+    q_name, p_name = roles(*names)
+    labels = bar_labels(step, column, font_size)
+    whole = [f"{t + 1}. {chart_label(s)}" for t, s in enumerate(step.draft_text)]
+    return [
         {
             "type": "bar",
             "name": name,
@@ -323,30 +357,37 @@ def step_chart(
         }
         for name, values, color, texts in ((q_name, step.q, Q_COLOR, labels[0]), (p_name, step.p, P_COLOR, labels[1]))
     ]
+
+
+def rule_marker(step: StepTrace, x: list[str], colors: list[str], hidden: bool, show_draws: bool) -> list[dict]:
+    """What each draw is tested against, by the step's rule: greedy's argmax of p (kept iff ŷ is it; none while the
+    decisions are hidden, unless the draws are shown), the engines' rules' own threshold (one-hot's p(ŷ), block's h),
+    or the textbook's min(1, p/q)."""
     greedy = bool(step.r) and all(r is None for r in step.r)
     if greedy:  # kept iff it is p's most likely token: p's argmax marked, no chance that does not apply
-        if show_draws or not hide_decisions:
-            best = [top[0] if top else TokenProb(-1, "?", 0.0) for top in step.p_top]
-            data.append(
-                {
-                    "type": "scatter",
-                    "name": "max p: the target's most likely token (greedy keeps ŷ only if ŷ is it)",
-                    "x": x,
-                    "y": [b.prob for b in best],
-                    "mode": "markers",
-                    "customdata": [chart_label(b.text) for b in best],
-                    "marker": {"symbol": "star", "size": 22, "color": colors, "line": {"width": 2, "color": "black"}},
-                    "hovertemplate": "argmax p: %{customdata} (p = %{y:.3f})<extra></extra>",
-                }
-            )
-    elif step.verify is not None:  # the engines' rules: r against the rule's own threshold
+        if not (show_draws or not hidden):
+            return []
+        best = [top[0] if top else TokenProb(-1, "?", 0.0) for top in step.p_top]
+        return [
+            {
+                "type": "scatter",
+                "name": "max p: the target's most likely token (greedy keeps ŷ only if ŷ is it)",
+                "x": x,
+                "y": [b.prob for b in best],
+                "mode": "markers",
+                "customdata": [chart_label(b.text) for b in best],
+                "marker": {"symbol": "star", "size": 22, "color": colors, "line": {"width": 2, "color": "black"}},
+                "hovertemplate": "argmax p: %{customdata} (p = %{y:.3f})<extra></extra>",
+            }
+        ]
+    if step.verify is not None:  # the engines' rules: r against the rule's own threshold
         one_hot = step.verify.rule == "one-hot"
         name = (
             "p(ŷ): kept while r ≤ p(ŷ) (q taken as one-hot)"
             if one_hot
             else ("h: pass while r ≤ h (not the chance to keep: n is the last pass)")
         )
-        data.append(
+        return [
             {
                 "type": "scatter",
                 "name": name,
@@ -361,40 +402,36 @@ def step_chart(
                 },
                 "hovertemplate": ("p(ŷ)" if one_hot else "h") + " = %{y:.3f}<extra></extra>",
             }
-        )
-    else:
-        data.append(
-            {
-                "type": "scatter",
-                "name": "min(1, p/q): chance to accept",
-                "x": x,
-                "y": accept_prob,
-                "mode": "markers",
-                "marker": {
-                    "symbol": "diamond-wide",
-                    "size": 22,
-                    "color": colors,
-                    "line": {"width": 2, "color": "black"},
-                },
-                "hovertemplate": "min(1, p/q) = %{y:.3f}<extra></extra>",
-            }
-        )
-    if any(r is not None for r in step.r) and (show_draws or not hide_decisions):
-        data.append(
-            {
-                "type": "scatter",
-                "name": "r (uniform draw)",
-                "x": x,
-                "y": list(step.r),
-                "mode": "markers",
-                "marker": {"symbol": "x-thin", "size": 20, "color": colors, "line": {"width": 4, "color": colors}},
-                "hovertemplate": "r = %{y:.3f}<extra></extra>",
-            }
-        )
+        ]
+    return [
+        {
+            "type": "scatter",
+            "name": "min(1, p/q): chance to accept",
+            "x": x,
+            "y": [min(1.0, ratio) for ratio in step.ratio],
+            "mode": "markers",
+            "marker": {"symbol": "diamond-wide", "size": 22, "color": colors, "line": {"width": 2, "color": "black"}},
+            "hovertemplate": "min(1, p/q) = %{y:.3f}<extra></extra>",
+        }
+    ]
+
+
+def decisions_above(
+    step: StepTrace,
+    x: list[str],
+    colors: list[str],
+    hidden: bool,
+    marks: Sequence[bool | None],
+    font_size: int,
+    width: int,
+) -> tuple[list[dict], int, float]:
+    """Each column's decision written above the plot area, clear of the markers at 1.0 (the class's answer, right or
+    wrong, above it), in staggered rows where one row has no room (decision_layout): (the annotations, their rows,
+    a row's height in px)."""
     size, mark_size = font_size - 2, font_size + 4
     forms = []
     for t in range(step.tau):
-        wide, short = decision_forms(step, t, hide_decisions)
+        wide, short = decision_forms(step, t, hidden)
         mark = marks[t] if t < len(marks) else None
         if mark is not None:  # the class's answer, right or wrong, above the decision
             colour = DECISION_COLORS["accepted" if mark else "rejected"]
@@ -406,26 +443,42 @@ def step_chart(
         )
     chosen, rows, row_px = decision_layout(forms, width)
     annotations = [
-        {  # above the plot area, clear of the markers at 1.0; staggered rows where one row has no room
+        {
             "x": label,
             "y": 1.0,
             "yref": "paper",
             "yanchor": "bottom",
             "yshift": (t % rows) * row_px,
             "text": "<br>".join(line for line, _ in chosen[t]),
-            "hovertext": None if hide_decisions else decision_reason(step, t),
+            "hovertext": None if hidden else decision_reason(step, t),
             "showarrow": False,
             "font": {"color": color, "size": size},
         }
         for t, (label, color) in enumerate(zip(x, colors, strict=True))
     ]
+    return annotations, rows, row_px
+
+
+def step_layout(
+    step: StepTrace,
+    data: list[dict],
+    x: list[str],
+    annotations: list[dict],
+    hidden: bool,
+    decisions_px: float,
+    height: int,
+    font_size: int,
+    width: int,
+) -> dict:
+    """The title (the question while the decisions are hidden, else what the step kept), the margins that hold the
+    decisions above and the ticks and the legend's rows below, the axes."""
     title = (
         f"Step {step.index + 1}: {step.tau} draft tokens: which will the target accept?"
-        if hide_decisions
+        if hidden
         else f"Step {step.index + 1}: {step.n_accepted} of {step.tau} draft tokens accepted, then "
         f"'{chart_label(step.next_text)}' from the target ({step.next_rule})"
     )
-    top = title_block(font_size) + int(rows * row_px) + 8
+    top = title_block(font_size) + int(decisions_px) + 8
     tick_px = max(tick.count("<br>") + 1 for tick in x) * font_size * LINE_SPACING + 12
     rows_of_legend, used = 1, 0.0
     for entry in (text_width(t["name"], font_size) + 44 for t in data):  # an entry: its symbol, its name, a gap
@@ -433,7 +486,7 @@ def step_chart(
             (rows_of_legend + 1, entry) if used and used + entry > width - 20 else (rows_of_legend, used + entry)
         )
     bottom = int(tick_px + rows_of_legend * (font_size + 12) + 8)
-    layout = {
+    return {
         "barmode": "group",
         "annotations": annotations,
         "title": {"text": title, "y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 10}},  # above all
@@ -443,7 +496,6 @@ def step_chart(
         "margin": {"t": top, "b": bottom, "l": MARGIN_L, "r": MARGIN_R},
         "height": height,
     }
-    return built(data, layout, font_size)
 
 
 def top_chart(

@@ -383,12 +383,13 @@ def sentence(message: object) -> str:
 
 
 def refusal(message: object, advice: str) -> str:
-    """A refused measurement's text as a sentence (`sentence`), then `advice` where the text gives none of its own: a
-    busy machine's refusal already says to measure again when it is quieter (specviz.analysis.clock.busy_message),
-    and the page's "Run it again when the server is quieter." after it said the same thing twice."""
+    """A refused measurement's text as a sentence (`sentence`), then `advice` where the error gives none of its own
+    (its `advises`): a busy machine's refusal already says to measure again when it is quieter
+    (specviz.analysis.clock.busy_message), and the page's "Run it again when the server is quieter." after it said the
+    same thing twice."""
     text = sentence(message)
     text = text[:1].upper() + text[1:]  # after the page's own bold sentence: "…this run.** A target pass…"
-    return text if " again" in text else f"{text} {advice}"
+    return text if getattr(message, "advises", False) else f"{text} {advice}"
 
 
 def threshold_name(step: StepTrace) -> str:
