@@ -119,6 +119,7 @@ def test_the_runtime_is_chosen_in_the_sidebar_said_in_words_and_missing_ones_are
 
 
 @pytest.mark.slow
+@pytest.mark.numeric  # no clock: on both cores in `make test`
 def test_models_on_this_computer_lists_the_gguf_files_found_and_a_found_pair_steps(
     embedded_cache, tmp_path, monkeypatch
 ):

@@ -13,6 +13,7 @@ from tests.app_helpers import ROOT, app, decoder
 
 
 @pytest.mark.slow
+@pytest.mark.numeric  # no clock: on both cores in `make test`
 def test_decode_sidebar_keeps_its_pair_after_a_step_and_other_pages(tmp_path):
     """Over Streamlit's own websocket protocol (benchmarks.stclient speaks what the browser does; AppTest runs
     app.py's settings keeper only on a session's first run): a Custom pair, one Step (a fragment's run), the About

@@ -97,6 +97,7 @@ REAL_PROMPTS = ("The cat sat on the", "Write a haiku about rain.", "def fibonacc
 
 
 @pytest.mark.slow
+@pytest.mark.numeric  # no clock: on both cores in `make test`
 def test_the_real_pair_shared_by_four_concurrent_runs(embedded_cache):
     """The measured failure: the embedded feature draft, loaded once, four runs at a time (the
     other kinds of draft are covered on tiny models above)."""

@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers import save_tiny
 
-pytestmark = pytest.mark.slow  # builds a wheel and starts fresh interpreters
+pytestmark = [pytest.mark.slow, pytest.mark.numeric]  # builds a wheel, starts fresh interpreters; reads no clock
 ROOT = Path(__file__).resolve().parents[1]
 
 

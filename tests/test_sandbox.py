@@ -119,6 +119,7 @@ def test_table_round_trip_keeps_what_is_typed_uses_it_normalised_and_checks():
 
 
 @pytest.mark.slow  # 4,000 repetitions per mode: in `make test`, not in `make test-fast`
+@pytest.mark.numeric  # no clock: on both cores in `make test`
 def test_lossless_check_verdicts_on_tables():
     pair = table_pair([0.5, 0.3, 0.2], [0.2, 0.2, 0.6])
     verdicts = {}

@@ -121,6 +121,7 @@ def test_verdicts_name_a_best_tau_only_where_the_intervals_separate_it():
 
 
 @pytest.mark.slow  # many repetitions: in `make test`, not in `make test-fast`
+@pytest.mark.numeric  # no clock: on both cores in `make test`
 def test_constant_beta_histogram_matches_the_iid_model():
     """Context-free p and q in lossless mode: every draft token is accepted with probability
     β = Σ min(p, q) = 0.6, independently, so P(n = k) = β^k (1 − β) for k < τ and β^τ at τ."""

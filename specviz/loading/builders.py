@@ -191,27 +191,26 @@ def gguf_pair(
         lambda lm: lm.nbytes(),
     )
     codec = LlamaCodec(runner, model.name)
+    beside = Beside(  # the draft's file, opened and checked above, is handed to its kind as it is
+        spec=target,
+        model=runner,
+        torch=None,
+        tokenizer=None,
+        limit=limit,
+        device=torch.device("cpu"),
+        dtype=torch.float32,
+        progress=progress,
+        lean=True,
+        llama=settings.llama,
+        open_gguf=lambda spec: draft_model if spec == draft and draft_model else open_gguf(spec, progress, places),
+        target_gguf=lambda: info,
+    )
     if draft_model is None:
-        beside = Beside(
-            spec=target,
-            model=runner,
-            torch=None,
-            tokenizer=None,
-            limit=limit,
-            device=torch.device("cpu"),
-            dtype=torch.float32,
-            progress=progress,
-            lean=True,
-            llama=settings.llama,
-            open_gguf=lambda spec: open_gguf(spec, progress, places),
-            target_gguf=lambda: info,
-        )
         return ModelPair(runner, kind.build(draft, beside), codec)
     say(f"Loading draft {draft_model.name} on llama.cpp...")
-    draft_lm = parts.take(
-        draft_key,
-        lambda: llamacpp.from_settings(draft_model.path, draft_model.name, settings.llama),
-        f"{draft_model.name} (llama.cpp)",
-        lambda lm: lm.nbytes(),
-    )
+    draft_lm = parts.take(draft_key, lambda: kind.build(draft, beside), f"{draft_model.name} (llama.cpp)", sized)
     return ModelPair(runner, draft_lm, codec)
+
+
+def sized(model: NextTokenModel) -> int:
+    return model.nbytes()

@@ -1,6 +1,7 @@
 """A GGUF draft (`PATH.gguf`, `ollama:NAME[:TAG]`, `hf:ORG/REPO:QUANT`) beside the embedded target: its header is
 checked against the target's float32 GGUF (vocabulary, special tokens, chat template) before it loads, and it runs on
-llama.cpp. Beside a GGUF target specviz.loading pairs the two files itself (their memory is checked together)."""
+llama.cpp. Beside a GGUF target too: specviz.loading opens both files first (their memory is checked together) and
+hands the draft's to `build`."""
 
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ class GGUFDraft(DraftKind):
         return isinstance(spec, specs.GGUFFile)
 
     def build(self, spec: specs.ModelSpec, beside: Beside) -> NextTokenModel:
-        if not isinstance(beside.spec, specs.Embedded) or beside.target_gguf is None:
+        """Beside the embedded target (its float32 GGUF's header) or a GGUF target: its file opened (found,
+        downloaded or made here), checked against the target's header, and loaded on llama.cpp."""
+        if beside.target_gguf is None:
             raise ModelError(
                 f"a GGUF draft ({spec.text!r}) pairs with the embedded target or a GGUF target; {beside.spec.text!r} "
                 "is neither"
