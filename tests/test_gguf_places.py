@@ -32,6 +32,20 @@ def test_default_places_follow_each_tools_own_rules():
     assert places[-1] == g.Place(source="$SPECVIZ_MODELS_DIR", path=Path("/h/m"))
     assert g.default_places({**env, "HF_HUB_CACHE": "/hc"}, home)[0].path == Path("/hc")
     assert g.default_places({"XDG_CACHE_HOME": "/c"}, home)[0].path == Path("/c/huggingface/hub")
+    # the library's own: huggingface_hub's cache as the hub client set it, the other places as at home
+    assert g.default_places(env, home, hf_cache=Path("/hub"))[0].path == Path("/hub")
+
+
+def test_the_librarys_places_are_the_usual_ones_with_the_hub_clients_own_cache():
+    """One place locates the model caches (specviz.models.gguf.default_places): load_pair's default places are the
+    usual ones at home with the Hugging Face cache where huggingface_hub keeps it."""
+    from huggingface_hub import constants
+
+    from specviz.loading.options import LoadSettings
+
+    found = LoadSettings().found_in()
+    assert found == g.default_places({}, Path.home(), hf_cache=Path(constants.HF_HUB_CACHE))
+    assert found[0] == g.Place(source=g.HF_CACHE, path=Path(constants.HF_HUB_CACHE))
 
 
 def ollama_store(root: Path, model: Path) -> Path:

@@ -35,8 +35,7 @@ class LoadSettings:
             return list(self.places)
         from huggingface_hub import constants
 
-        hub = gguf.Place(source=gguf.HF_CACHE, path=Path(constants.HF_HUB_CACHE))
-        return [hub if place.source == gguf.HF_CACHE else place for place in gguf.default_places({}, Path.home())]
+        return gguf.default_places({}, Path.home(), hf_cache=Path(constants.HF_HUB_CACHE))
 
 
 DEFAULTS = LoadSettings()  # load_pair's when none is handed: read as options.DEFAULTS at each call

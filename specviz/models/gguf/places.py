@@ -27,16 +27,19 @@ from specviz.models.gguf.records import (
 )
 
 
-def default_places(env: Mapping[str, str], home: Path) -> list[Place]:
+def default_places(env: Mapping[str, str], home: Path, hf_cache: Path | None = None) -> list[Place]:
     """The usual places, as huggingface_hub, LM Studio and Ollama choose them from `env` and `home`: the Hugging
     Face cache ($HF_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else
-    ~/.cache/huggingface/hub), LM Studio's two models folders, Ollama's store ($OLLAMA_MODELS, else
-    ~/.ollama/models and the Linux service's /usr/share/ollama/.ollama/models), and $SPECVIZ_MODELS_DIR."""
+    ~/.cache/huggingface/hub; `hf_cache` where the caller knows it: huggingface_hub's own setting), LM Studio's two
+    models folders, Ollama's store ($OLLAMA_MODELS, else ~/.ollama/models and the Linux service's
+    /usr/share/ollama/.ollama/models), and $SPECVIZ_MODELS_DIR. The one place that locates them all."""
 
     def path(value: str) -> Path:
         return home / value[2:] if value.startswith("~/") else Path(value)
 
-    if env.get("HF_HUB_CACHE"):
+    if hf_cache is not None:
+        hf = hf_cache
+    elif env.get("HF_HUB_CACHE"):
         hf = path(env["HF_HUB_CACHE"])
     elif env.get("HF_HOME"):
         hf = path(env["HF_HOME"]) / "hub"
