@@ -58,8 +58,8 @@ def decode_choice() -> tuple[ModelSpec, ModelSpec, str, int, bool | None] | None
     stepper = held_stepper(st.session_state)
     if stepper is None or stepper.decoder is None or not stepper.settings:
         return None
-    target, draft, _runtime, prompt, _toggle, config = stepper.settings
-    return target, draft, prompt, config.tau, stepper.decoder.chat
+    run = stepper.settings  # specviz.server.stepper.RunSettings
+    return run.target, run.draft, run.prompt, run.config.tau, stepper.decoder.chat
 
 
 def pair_keys(target: ModelSpec, draft: ModelSpec) -> dict[str, str]:

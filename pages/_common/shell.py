@@ -120,7 +120,7 @@ def _own_gguf_target() -> str:
     stepper = held_stepper(st.session_state)
     if stepper is None or stepper.decoder is None or not stepper.settings:
         return ""
-    target = stepper.settings[0]
+    target = stepper.settings.target
     return stepper.decoder.pair.target.name if isinstance(target, GGUFFile) else ""
 
 

@@ -16,7 +16,7 @@ from pages._serving import history as history_ui
 from pages._serving import share as _share
 from pages._serving.compute import compute_turn, heavy_job, heavy_turn, pacer
 from specviz.core.prompt import toggled_chat
-from specviz.server.stepper import LiveRun, ReplayRun, Stepper, session_stepper
+from specviz.server.stepper import LiveRun, ReplayRun, RunSettings, Stepper, session_stepper
 from specviz.specs import ModelSpec
 from specviz.viz import view as view_of
 from specviz.viz.plain import plain
@@ -125,7 +125,7 @@ def take(pair, replay, target: ModelSpec | None, draft: ModelSpec | None, prompt
     """A link's steps (on a session's first run) and then every queued click, in order, on the replay if one is loaded,
     else on the live run (a new one when the settings changed). (the run to draw, whether its settings are old). The
     settings hold the pair's specs, which compare by value (a found file's spec equals the same file written out)."""
-    settings = (target, draft, pair.runtime if pair else None, prompt, chat, config)  # a new runtime: a new run
+    settings = RunSettings(target, draft, pair.runtime if pair else None, prompt, chat, config)
     start_run = functools.partial(new_run, pair, prompt, chat, config)
     mine = stepper()
     if mine.given_back:  # a class server took this tab's idle run back for another run's memory

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 Action = Literal["step", "run", "back", "reset"]
 ACTIONS: tuple[Action, ...] = ("step", "run", "back", "reset")
@@ -26,6 +26,18 @@ class Note:
 
 
 KEY = "decode_stepper"  # the Decode page's Stepper in a browser session's state
+
+
+class RunSettings(NamedTuple):
+    """What a Decode run was started with, by name: a new run starts when any of it changes (the specs compare by
+    value: a found file's spec equals the same file written out; a new runtime is a new run)."""
+
+    target: Any  # its ModelSpec, None where the sidebar has no pair
+    draft: Any
+    runtime: str | None
+    prompt: str
+    chat: bool
+    config: Any  # its SpecConfig
 
 
 @dataclass(frozen=True, kw_only=True)
