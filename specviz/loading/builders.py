@@ -126,16 +126,38 @@ def remote_pair(
 ) -> ModelPair:
     """A served target (specviz.models.remote) and a local draft model, whose tokenizer must be the
     server's: checked on probe strings before the first step."""
-    if kinds.kind_of(draft).needs & {TARGET, TARGET_WEIGHTS}:
+    kind = kinds.kind_of(draft)
+    if kind.needs & {TARGET, TARGET_WEIGHTS}:
         raise ModelError(
             f"with a remote target the draft must be a standalone local model with its tokenizer: 'embedded' "
             f"(SmolLM2-135M-Instruct), a hub id or a model folder; {draft.text!r} needs the target's weights here"
         )
     say = progress or (lambda _msg: None)
     say(f"Loading draft {draft.text}...")
-    model, tokenizer = parts.torch_model(draft, limit, progress)
-    draft_lm = HFModel(model, name_of(draft))
-    codec = HFCodec(tokenizer, draft_lm.name)
+    tokenizers: dict[ModelSpec, Any] = {}
+
+    def open_model(spec: ModelSpec) -> NextTokenModel:  # a standalone model from the store, its tokenizer kept
+        model, tokenizers[spec] = parts.torch_model(spec, limit, progress)
+        return HFModel(model, name_of(spec))
+
+    beside = Beside(
+        spec=target,
+        model=None,
+        torch=None,
+        tokenizer=None,
+        limit=limit,
+        device=parts.keys.device,
+        dtype=parts.keys.dtype,
+        progress=progress,
+        lean=False,
+        llama=settings.llama,
+        open_gguf=lambda spec: open_gguf(spec, progress, settings.found_in()),
+        open_model=open_model,
+    )
+    draft_lm = kind.build(draft, beside)  # the kind builds it (a hub model, a folder, the embedded model)
+    if draft not in tokenizers:
+        raise ModelError(f"a draft beside a served target brings its own tokenizer; {draft.text!r} has none here")
+    codec = HFCodec(tokenizers[draft], draft_lm.name)
     say(f"Checking {target.served} against the draft's tokenizer...")
     check = rules.check_url if rules.on else None
     timeout = settings.remote_timeout_s

@@ -65,7 +65,7 @@ class Beside:
     """What a draft is built beside: the loaded target and the settings of the load (specviz.loading makes it)."""
 
     spec: specs.ModelSpec  # the target's
-    model: NextTokenModel  # the target as it runs
+    model: NextTokenModel | None  # the target as it runs; None beside a served target (none runs here)
     torch: HFModel | None  # its transformers model (weights a draft may share); None for a GGUF target
     tokenizer: Any  # its transformers tokenizer, None for a GGUF target
     limit: int  # the largest model allowed, in parameters
@@ -76,6 +76,8 @@ class Beside:
     llama: LlamaSettings  # how llama.cpp runs a draft on it (a server's, handed in through load_pair)
     open_gguf: Callable[[specs.ModelSpec], GGUFModel]  # a GGUF spec's file, found or made (loading's places)
     target_gguf: Callable[[], gguf.GGUFInfo] | None = None  # the target's GGUF header, where it has one
+    # beside a served target: a standalone model with its own tokenizer, from loading's store (the pair's codec)
+    open_model: Callable[[specs.ModelSpec], NextTokenModel] | None = None
 
     def say(self, message: str) -> None:
         if self.progress is not None:

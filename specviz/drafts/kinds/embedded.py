@@ -1,12 +1,13 @@
 """The `embedded` draft: with the embedded target, its distilled draft in assets/draft/ (or, where that folder is
 missing, its first 8 layers untrained); with another torch target its first 8 layers; beside a served target,
-SmolLM2-135M-Instruct itself, a standalone model with its tokenizer (loaded by specviz.loading)."""
+SmolLM2-135M-Instruct itself, a standalone model with its tokenizer (from loading's store: `Beside.open_model`)."""
 
 from __future__ import annotations
 
 from specviz import specs
 from specviz.drafts import DEFAULT_DIR, is_draft_dir, load_trained
 from specviz.drafts.kinds import TOKENIZER, TRAINED, Beside, DraftKind, register
+from specviz.drafts.kinds.model import standalone
 from specviz.drafts.kinds.trained import file_params
 from specviz.drafts.subset import early_exit
 from specviz.models.lm import HFModel, NextTokenModel
@@ -27,7 +28,8 @@ class EmbeddedDraft(DraftKind):
         return isinstance(spec, specs.Embedded)
 
     def build(self, spec: specs.ModelSpec, beside: Beside) -> NextTokenModel:
-        assert beside.torch is not None
+        if beside.torch is None:  # beside a served target: SmolLM2-135M-Instruct itself, with its tokenizer
+            return standalone(spec, beside)
         if isinstance(beside.spec, specs.Embedded) and is_draft_dir(DEFAULT_DIR):
             beside.say("Building the distilled draft from assets/draft...")
             name = f"{beside.torch.name} distilled draft (embedded)"

@@ -30,7 +30,8 @@ class ModelDraft(DraftKind):
         return isinstance(spec, specs.Named)
 
     def build(self, spec: specs.ModelSpec, beside: Beside) -> NextTokenModel:
-        assert beside.torch is not None
+        if beside.torch is None:  # beside a served target: the model alone, its tokenizer the pair's codec
+            return standalone(spec, beside)
         if spec == beside.spec:
             return beside.torch  # the same model as the target: it drafts for itself
         model, tokenizer = load_model(str(spec), beside.limit, beside.device, beside.dtype, beside.progress)
@@ -51,6 +52,15 @@ class ModelDraft(DraftKind):
             note = "llama.cpp and LM Studio run GGUF files: convert both models to run them there."
             return served_flags(target, file, tau, "draft_model"), note
         return (), f"vLLM and SGLang run {label} beside a hub target: this target is not one."
+
+
+def standalone(spec: specs.ModelSpec, beside: Beside) -> NextTokenModel:
+    """The draft as a model of its own with its own tokenizer (beside a served target, loading's `open_model`)."""
+    if beside.open_model is None:
+        raise ModelError(
+            f"{spec.text!r} drafts beside a served target or a torch target; {beside.spec.text!r} is neither"
+        )
+    return beside.open_model(spec)
 
 
 def estimated_params(spec: specs.ModelSpec) -> int:
