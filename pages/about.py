@@ -8,7 +8,7 @@ from pages._common.shell import ensure_shell
 from specviz.analysis.glossary import NOTE as GLOSSARY_NOTE
 from specviz.analysis.glossary import glossary_rows
 from specviz.analysis.theory import first_token_distribution
-from specviz.viz import charts, run_charts
+from specviz.viz import run_charts, step_chart
 from specviz.viz.plain import plain
 
 ensure_shell()
@@ -43,7 +43,7 @@ table_pair = specviz.ModelPair(
     specviz.WordCodec("abc"),
 )
 example = specviz.Decoder(table_pair, "a", specviz.SpecConfig(tau=3, seed=3)).step()
-st.plotly_chart(charts.step_chart(example), key="about_step_chart")
+st.plotly_chart(step_chart.step_chart(example), key="about_step_chart")
 st.caption(
     f"Seed 3: r = {', '.join(f'{r:.2f}' for r in example.r)}; {example.n_accepted} accepted, then "
     f"'{plain(example.next_text)}' ({example.next_rule}). A diamond above its cross means r ≤ p/q: accepted."

@@ -9,7 +9,7 @@ from pages._decode import drawing as _drawing
 from pages._serving import compute as _compute
 from specviz import MODES, ConfigError
 from specviz.classroom import sandbox as sb
-from specviz.viz import charts
+from specviz.viz import charts, step_chart
 from specviz.viz.plain import plain
 from specviz.viz.render import argmax_ties, next_token_source, run_html
 
@@ -123,7 +123,7 @@ with results:
     st.html(run_html(before, [step], words=True, legend=True, figures=present))
     chart_col, next_col = st.columns([2, 1]) if present else (st.container(), None)
     size = {"height": 380, "font_size": 20} if present else {"height": 380}
-    chart_col.plotly_chart(charts.step_chart(step, **size), key="sandbox_step_chart")
+    chart_col.plotly_chart(step_chart.step_chart(step, **size), key="sandbox_step_chart")
     if next_col is not None:
         next_col.plotly_chart(charts.next_token_chart(step, height=380, font_size=18, rows=6), key="sandbox_next_chart")
 same = next_token_source(step)[1]  # the rejected token chosen again by argmax, and a tie: why, as Decode says it

@@ -37,8 +37,8 @@ def test_a_typed_draft_is_proposed_as_typed_and_decided_by_the_modes_own_rule_wi
     assert (step.next_text, step.next_rule, step.next_prob) == ("a", "argmax", pytest.approx(0.5))  # argmax p there
     assert step.emitted == (1, 0) and [top[0].text for top in step.q_top] == ["c", "c"]
     assert step.beta == pytest.approx((0.6, 0.6))  # Σ min(p, q) = .2 + .2 + .2: the full rows are the model's
-    from specviz.viz.charts import step_chart
     from specviz.viz.render import own_choice, run_html
+    from specviz.viz.step_chart import step_chart
 
     assert own_choice(step, 0).text == "c" and own_choice(step, 1) is None  # marked where it differs
     html = run_html("a", [step], figures=True)

@@ -6,9 +6,10 @@ import re
 import pytest
 
 from specviz.analysis.theory import expected_tokens_per_step
-from specviz.viz.charts import DECISION_COLORS, legend_rows, step_chart, top_chart
+from specviz.viz.charts import DECISION_COLORS, legend_rows, top_chart
 from specviz.viz.render import chart_label, run_html, token_label
 from specviz.viz.run_charts import history_chart, per_position_chart, theory_chart
+from specviz.viz.step_chart import step_chart
 from tests.helpers import runs_by_mode
 
 

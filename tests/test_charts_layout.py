@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from specviz.viz.charts import step_chart
 from specviz.viz.render import chart_label, run_html
+from specviz.viz.step_chart import step_chart
 from tests.helpers import runs_by_mode
 
 SOURCE_SANS = """

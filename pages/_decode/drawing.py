@@ -10,7 +10,7 @@ import streamlit as st
 
 import specviz
 from pages._common.widgets import lazy_expander
-from specviz.viz import charts, slide
+from specviz.viz import charts, slide, step_chart
 from specviz.viz import view as view_of
 from specviz.viz.memo import FigureMemo
 from specviz.viz.plain import plain, plain_cells
@@ -64,7 +64,7 @@ def draw_step(
         )
     with beside[0] if beside else st.container():
         st.plotly_chart(
-            chart(charts.step_chart, view, hidden, draws, marks=marks, names=names, own=typed is not None, **size),
+            chart(step_chart.step_chart, view, hidden, draws, marks=marks, names=names, own=typed is not None, **size),
             key="decode_step_chart",
         )
         if typed and not (beside and not hidden):

@@ -8,8 +8,9 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from specviz.core.trace import StepTrace
-from specviz.viz.charts import DECISION_SYMBOLS, WORDY_TAU, step_chart, title_block
+from specviz.viz.charts import DECISION_SYMBOLS, WORDY_TAU
 from specviz.viz.memo import PlainFigure
+from specviz.viz.step_chart import step_chart, title_block
 
 WIDTH, HEIGHT, SCALE = 960, 540, 2  # 16:9, saved at 1920×1080
 SLIDE_FONT = 15  # px at 960 wide: 30 px in the saved picture

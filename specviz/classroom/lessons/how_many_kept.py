@@ -6,7 +6,7 @@ from specviz.classroom.lessons.common import Evidence, Lesson, Load
 from specviz.classroom.sandbox import PRESETS as EXERCISES
 from specviz.classroom.sandbox import sandbox_step
 from specviz.models.pair import ModelPair
-from specviz.viz import charts
+from specviz.viz import step_chart
 
 
 def how_many_kept(pair: ModelPair, load: Load) -> Evidence:
@@ -17,7 +17,7 @@ def how_many_kept(pair: ModelPair, load: Load) -> Evidence:
     return Evidence(
         f"n = {step.n_accepted}: position {first} fails its test (r = {step.r[first - 1]:.2f} > p/q = "
         f"{step.ratio[first - 1]:.2f}); later positions would pass theirs but come after it: discarded.",
-        (charts.step_chart(step),),
+        (step_chart.step_chart(step),),
         table.rename(columns={"draft_text": "token", "ratio": "p/q"}),
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from specviz.classroom.lessons.common import Evidence, Lesson, Load, decode
 from specviz.models.pair import ModelPair
-from specviz.viz import charts
+from specviz.viz import charts, step_chart
 from specviz.viz.plain import plain
 
 
@@ -14,7 +14,7 @@ def next_token(pair: ModelPair, load: Load) -> Evidence:
     return Evidence(
         f"{step.n_accepted} of {step.tau} draft tokens were accepted; the next token '{plain(step.next_text)}' came "
         f"from the target's p at position {step.n_accepted + 1}, by rule {step.next_rule}.",
-        (charts.step_chart(step), charts.next_token_chart(step)),
+        (step_chart.step_chart(step), charts.next_token_chart(step)),
     )
 
 

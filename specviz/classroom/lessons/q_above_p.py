@@ -10,7 +10,7 @@ from specviz.classroom.lessons.common import Evidence, Lesson, Load
 from specviz.classroom.sandbox import PRESETS as EXERCISES
 from specviz.classroom.sandbox import sandbox_step
 from specviz.models.pair import ModelPair
-from specviz.viz import charts
+from specviz.viz import step_chart
 
 
 def q_above_p(pair: ModelPair, load: Load) -> Evidence:
@@ -19,7 +19,7 @@ def q_above_p(pair: ModelPair, load: Load) -> Evidence:
     kept = sum(sandbox_step(dataclasses.replace(case, r=(float(r),))).n_accepted for r in draws)
     return Evidence(
         f"With q = 0.8 > p = 0.6 the token was kept in {kept} of 1000 draws ({kept / 1000:.3f}); p/q = 0.75.",
-        (charts.step_chart(sandbox_step(case)),),
+        (step_chart.step_chart(sandbox_step(case)),),
     )
 
 

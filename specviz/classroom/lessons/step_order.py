@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from specviz.classroom.lessons.common import Evidence, Lesson, Load, decode
 from specviz.models.pair import ModelPair
-from specviz.viz import charts
+from specviz.viz import step_chart
 from specviz.viz.plain import plain
 
 
@@ -15,7 +15,7 @@ def step_order(pair: ModelPair, load: Load) -> Evidence:
         f"Draft: {step.tau} draft forwards, {step.draft_ms:.0f} ms. Verify: one target pass over {step.tau + 1} "
         f"positions, {step.verify_ms:.0f} ms. Decide: {', '.join(step.decision)}. Append: {plain(repr(kept))} and the "
         f"target's '{plain(step.next_text)}'.",
-        (charts.step_chart(step),),
+        (step_chart.step_chart(step),),
     )
 
 
