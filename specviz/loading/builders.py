@@ -26,9 +26,29 @@ from specviz.pair_parts import Parts, name_of
 from specviz.specs import ModelSpec
 
 
+def beside(target: ModelSpec, limit: int, parts: Parts, progress: Any, settings: LoadSettings, **given: Any) -> Beside:
+    """What a draft is built beside (specviz.drafts.kinds): the load's limit, device, dtype, progress, llama.cpp
+    settings and GGUF places, and `given`: what the target is (model, torch, tokenizer, its GGUF header, a standalone
+    model's loader, lean) and whatever differs from the load's own."""
+    made = {
+        "spec": target,
+        "model": None,
+        "torch": None,
+        "tokenizer": None,
+        "limit": limit,
+        "device": parts.keys.device,
+        "dtype": parts.keys.dtype,
+        "progress": progress,
+        "lean": False,
+        "llama": settings.llama,
+        "open_gguf": lambda spec: open_gguf(spec, progress, settings.found_in()),
+    }
+    return Beside(**{**made, **given})
+
+
 def beside_torch(
     target: ModelSpec,
-    torch_lm: HFModel,
+    target_lm: HFModel,
     tokenizer: Any,
     limit: int,
     parts: Parts,
@@ -36,23 +56,15 @@ def beside_torch(
     lean: bool,
     settings: LoadSettings,
 ) -> Beside:
-    """What a draft is built beside a torch target (specviz.drafts.kinds)."""
-    return Beside(
-        spec=target,
-        model=torch_lm,
-        torch=torch_lm,
-        tokenizer=tokenizer,
-        limit=limit,
-        device=parts.keys.device,
-        dtype=parts.keys.dtype,
-        progress=progress,
-        lean=lean,
-        llama=settings.llama,
-        open_gguf=lambda spec: open_gguf(spec, progress, settings.found_in()),
-        target_gguf=(lambda: gguf.read_info(embedded.ensure_f32_gguf(progress)))
-        if isinstance(target, specs.Embedded)
-        else None,
+    """Beside a torch target: its transformers model, as it runs and as weights to share; the embedded target's float32
+    GGUF header for a GGUF draft beside it."""
+    header = (
+        (lambda: gguf.read_info(embedded.ensure_f32_gguf(progress))) if isinstance(target, specs.Embedded) else None
     )
+    return beside(
+        target, limit, parts, progress, settings, model=target_lm, torch=target_lm, tokenizer=tokenizer, lean=lean,
+        target_gguf=header,
+    )  # fmt: skip
 
 
 def local_pair(
@@ -105,10 +117,10 @@ def local_pair(
     if kind.is_target:
         return ModelPair(runner, runner, HFCodec(tokenizer, target_lm.name))
     lean = runtime != TORCH  # the fast runtimes run the draft's lean forward too
-    beside = beside_torch(target, target_lm, tokenizer, limit, parts, progress, lean, settings)
+    here = beside_torch(target, target_lm, tokenizer, limit, parts, progress, lean, settings)
     draft_lm = parts.take(
         parts.keys.draft(target, draft, lean),
-        lambda: kind.build(draft, beside),
+        lambda: kind.build(draft, here),
         f"draft {draft.text} for {target_lm.name}" + (" (lean)" if lean else ""),
         lambda lm: lm.nbytes() if FILE in kind.needs else tensor_bytes(lm, target_model) - tensor_bytes(target_model),
     )
@@ -140,21 +152,9 @@ def remote_pair(
         model, tokenizers[spec] = parts.torch_model(spec, limit, progress)
         return HFModel(model, name_of(spec))
 
-    beside = Beside(
-        spec=target,
-        model=None,
-        torch=None,
-        tokenizer=None,
-        limit=limit,
-        device=parts.keys.device,
-        dtype=parts.keys.dtype,
-        progress=progress,
-        lean=False,
-        llama=settings.llama,
-        open_gguf=lambda spec: open_gguf(spec, progress, settings.found_in()),
-        open_model=open_model,
-    )
-    draft_lm = kind.build(draft, beside)  # the kind builds it (a hub model, a folder, the embedded model)
+    draft_lm = kind.build(
+        draft, beside(target, limit, parts, progress, settings, open_model=open_model)
+    )  # the kind builds it (a hub model, a folder, the embedded model)
     if draft not in tokenizers:
         raise ModelError(f"a draft beside a served target brings its own tokenizer; {draft.text!r} has none here")
     codec = HFCodec(tokenizers[draft], draft_lm.name)
@@ -213,24 +213,16 @@ def gguf_pair(
         lambda lm: lm.nbytes(),
     )
     codec = LlamaCodec(runner, model.name)
-    beside = Beside(  # the draft's file, opened and checked above, is handed to its kind as it is
-        spec=target,
-        model=runner,
-        torch=None,
-        tokenizer=None,
-        limit=limit,
-        device=torch.device("cpu"),
-        dtype=torch.float32,
-        progress=progress,
-        lean=True,
-        llama=settings.llama,
+    here = beside(
+        target, limit, parts, progress, settings, model=runner, device=torch.device("cpu"), dtype=torch.float32,
+        lean=True, target_gguf=lambda: info,
+        # the draft's file, opened and checked above, is handed to its kind as it is
         open_gguf=lambda spec: draft_model if spec == draft and draft_model else open_gguf(spec, progress, places),
-        target_gguf=lambda: info,
-    )
+    )  # fmt: skip
     if draft_model is None:
-        return ModelPair(runner, kind.build(draft, beside), codec)
+        return ModelPair(runner, kind.build(draft, here), codec)
     say(f"Loading draft {draft_model.name} on llama.cpp...")
-    draft_lm = parts.take(draft_key, lambda: kind.build(draft, beside), f"{draft_model.name} (llama.cpp)", sized)
+    draft_lm = parts.take(draft_key, lambda: kind.build(draft, here), f"{draft_model.name} (llama.cpp)", sized)
     return ModelPair(runner, draft_lm, codec)
 
 
