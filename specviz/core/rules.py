@@ -24,7 +24,7 @@ The lossy rules (docs/algorithm.md, "Lossy rules"; their exact cost: specviz.cor
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -213,9 +213,7 @@ def one_hot_q(s: Drafted) -> Choice:
     """One-hot (docs/algorithm.md, "One-hot q"): q taken as one-hot at the drafted token, so ŷ_t is kept while
     r_t ≤ p(ŷ_t); at the first failure the next token is sampled from p without ŷ_t."""
     threshold = tuple(at(s.p[: s.tau], s.draft).tolist())
-    passed = _drawn_under(s, threshold)
-    without = lambda n: residual(s.p[n], one_hot(torch.tensor(s.draft[n]), s.p.shape[-1]))  # noqa: E731
-    return _first_failure_ends(s, "one-hot", threshold, passed, without)
+    return _first_failure_ends(s, "one-hot", threshold, _drawn_under(s, threshold), _without_drafted(s))
 
 
 def block(s: Drafted) -> Choice:
@@ -246,8 +244,7 @@ def sglang(s: Drafted) -> Choice:
     """SGLang's accept thresholds (lossy) on a chain: ŷ_t is kept while r_t ≤ min(1, p(ŷ_t)/t_a) or p(ŷ_t) ≥ t_s; at
     the first failure the next token is sampled from p without ŷ_t."""
     threshold = _lossy_threshold(s, "sglang")
-    without = lambda n: residual(s.p[n], one_hot(torch.tensor(s.draft[n]), s.p.shape[-1]))  # noqa: E731
-    return _first_failure_ends(s, "sglang", threshold, _drawn_under(s, threshold), without)
+    return _first_failure_ends(s, "sglang", threshold, _drawn_under(s, threshold), _without_drafted(s))
 
 
 def ensemble(s: Drafted) -> Choice:
@@ -270,6 +267,11 @@ BY_RULE = {
 
 def _drawn_under(s: Drafted, threshold: Sequence[float]) -> tuple[bool, ...]:
     return tuple(r <= h for r, h in zip(s.r, threshold, strict=True))
+
+
+def _without_drafted(s: Drafted) -> Callable[[int], torch.Tensor]:
+    """At a failure at position n: p there without the drafted token, renormalised (q taken as one-hot at it)."""
+    return lambda n: residual(s.p[n], one_hot(torch.tensor(s.draft[n]), s.p.shape[-1]))
 
 
 def _first_failure(passed: Sequence[bool]) -> int:
