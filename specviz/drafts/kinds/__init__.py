@@ -95,9 +95,8 @@ class DraftKind:
     offer: str = ""  # the spec the sidebar offers beside any target ("" : none, it needs more than a name)
     example: str = ""  # a spec text of this kind
     needs: frozenset[str] = frozenset({TARGET})
-    across: str = (
-        ""  # what it is in Across drafts (GGUF, TRAINED, EARLY, LOOKUP, MODEL or a class of its own); "": none
-    )
+    # what it is in Across drafts: GGUF, TRAINED, EARLY, LOOKUP, MODEL or a class of its own ("": not listed there)
+    across: str = ""
 
     def parse(self, text: str) -> specs.ModelSpec | None:
         """This kind's spec for a text of its own; None for the texts specviz.specs reads."""
