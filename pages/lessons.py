@@ -14,7 +14,7 @@ from specviz.analysis import busy
 from specviz.analysis.counted import QUIET_MINUTE
 from specviz.analysis.measure import MeasurementError
 from specviz.classroom.lessons import BY_KEY, LESSONS
-from specviz.core.pieces import piece
+from specviz.pieces import piece
 from specviz.viz import charts
 from specviz.viz.plain import plain, plain_cells
 from specviz.viz.render import refusal
@@ -57,7 +57,7 @@ with body:
             st.stop()
         try:
             # each piece of the run (a step, a round of timed passes, a load) in a heavy turn of its own: the class's
-            # Steps go between them, and a closed tab's run stops at its next piece (specviz.core.pieces)
+            # Steps go between them, and a closed tab's run stops at its next piece (specviz.pieces)
             with heavy_job(), st.spinner("Running it live…"):
                 load = lambda target, draft, runtime=None: loaded(target, draft, runtime or pair.runtime)  # noqa: E731
                 kept = _timings.kept if lesson.timed else None  # the pair's timings, as every page reads them
@@ -112,6 +112,8 @@ with body:
     if evidence.held:
         st.caption(f"The premise, checked on this run: {evidence.premise}. It held.")
     st.markdown(f"**What the run showed.** {evidence.finding}")
+    if evidence.ceiling:  # beside its speedup: the ceiling at its τ, and what α and c cost of it
+        st.caption(f"**The ceiling.** {plain(evidence.ceiling)}")
 with beside:
     for i, figure in enumerate(evidence.figures):  # on a projector every label at 18 px (docs/app.md)
         st.plotly_chart(charts.sized(figure, 18) if present else figure, key=f"lessons_figure_{i}")

@@ -322,6 +322,14 @@ def test_a_timed_lesson_on_a_busy_machine_answers_from_counted_work_at_the_kept_
     assert evidence.calibration == kept.label() and evidence.held is not None
     (where,) = [c.value for c in at.caption if c.value.startswith("Costs from the calibration kept just now on torch")]
     assert "with this lesson's settings" in where
+    # its ceiling beside its speedup, from the same kept costs: T(1) 10 ms, T(5) 18 ms, a draft forward 1 ms: v(5) =
+    # 1.8, c = 0.1, so a perfect free draft at τ = 4 gives 5/1.8 = 2.78×
+    assert evidence.ceiling.startswith(
+        "A perfect draft that costs nothing would give 2.78× here ((τ + 1)/v(τ + 1) = 5/1.80)"
+    )
+    assert "τ·c = 4 × 0.10 = 0.40 one-token passes a step" in evidence.ceiling
+    assert evidence.ceiling.endswith(f"(v and c from {kept.label()})")
+    assert any(c.value.startswith("**The ceiling.** A perfect draft that costs nothing") for c in at.caption)
     import json
 
     titles = [json.loads(c.proto.spec)["layout"].get("yaxis", {}).get("title", {}) for c in at.get("plotly_chart")]
@@ -369,6 +377,29 @@ def test_the_laptop_slowdown_and_the_server_speedup_from_the_same_three_numbers(
     assert speedup(0.7, *server) == pytest.approx(2.77310 / 1.22, abs=1e-4)
     lesson = BY_KEY["laptop-slowdown"]
     assert lesson.choices[lesson.right].startswith("What the draft costs against its target (c)")
+
+
+def test_a_lessons_table_puts_the_ceiling_and_what_alpha_and_c_cost_beside_each_speedup():
+    """The ceiling's columns by hand. Laptop (τ = 16, v = 1.8, c = 0.4, α = 0.7): (τ + 1)/v = 17/1.8 = 9.44×; E/v =
+    3.3258/1.8 = 1.848×, so α costs 7.60×; E/(τc + v) = 3.3258/8.2 = 0.4056×, so c costs 1.44×. Server (τ = 4, v = 1.1,
+    c = 0.03): 5/1.1 = 4.55×, E/v = 2.7731/1.1 = 2.521× (α 2.02×), E/1.22 = 2.273× (c 0.25×). A reading without v and
+    c: dashes."""
+    from specviz.analysis.theory import ceiling
+    from specviz.classroom.lessons.common import ceiling_columns
+    from specviz.classroom.lessons.laptop_slowdown import CASES
+
+    laptop, server = ((tau, v, c) for _, _, tau, c, v in CASES)
+    assert ceiling_columns(ceiling(*laptop, alpha=0.7)) == {
+        "ceiling (τ + 1)/v": "9.44×",
+        "α costs": "7.60×",
+        "c costs": "1.44×",
+    }
+    assert ceiling_columns(ceiling(*server, alpha=0.7)) == {
+        "ceiling (τ + 1)/v": "4.55×",
+        "α costs": "2.02×",
+        "c costs": "0.25×",
+    }
+    assert set(ceiling_columns(None).values()) == {"–"}
 
 
 def test_a_lesson_whose_timings_cannot_be_right_says_so_with_the_answer(lessons_page, monkeypatch):
@@ -486,7 +517,7 @@ def test_the_timed_lessons_read_the_pairs_kept_timings_as_every_page_does(lesson
 def test_a_lessons_run_takes_a_heavy_turn_for_each_piece_of_its_work(lessons_page, monkeypatch):
     """Issue 52.5: a lesson's run is not one heavy turn from start to end: each piece of it (here "The order of a
     step": reading the prompt, then its one step) takes a turn of its own, so the class's Steps go between them and
-    a closed tab's run stops at its next piece (specviz.core.pieces)."""
+    a closed tab's run stops at its next piece (specviz.pieces)."""
     from pages._serving import compute as _compute
 
     taken = []

@@ -12,7 +12,6 @@ from specviz.analysis.counted import uncosted
 from specviz.analysis.measure import BusyMachine, MeasurementError
 from specviz.analysis.pairtimes import PairTimings
 from specviz.analysis.race import RaceResult
-from specviz.analysis.theory import ceiling
 from specviz.viz.plain import plain
 from specviz.viz.render import refusal
 
@@ -53,7 +52,7 @@ def verdict(
             f"**The race could not clock a speed.** {why} {counted} The texts are right.",
             icon=":material/timer_off:",
         )
-    split = _ceiling(result, timings)
+    split = result.ceiling(timings)
     if split:
         st.caption(f"**The ceiling.** {plain(split)}")
     if where and summary is not None:  # a race whose times were withheld was not "measured" as anything
@@ -63,15 +62,3 @@ def verdict(
             "beside it) and a lesson's are other measurements."
         )
     greedy_ui.texts(result, greedy)  # the same text, or where the texts part and why (batch variance, or a bug)
-
-
-def _ceiling(result: RaceResult, timings: PairTimings | None) -> str:
-    """The ceiling at the race's τ from the pair's kept v, and the race's speedup split into α's and c's shares (E
-    its counted tokens per pass); from the race's own v and c where none are kept and its clocks are right; "" else."""
-    if timings is not None and timings.quiet:
-        v, c, whose = timings.v(result.tau + 1), timings.c, f" (v and c from {timings.label()})"
-    elif not result.void() and result.verify_cost > 0:
-        v, c, whose = result.verify_cost, result.draft_ms_per_token / result.one_token_ms, " (v and c from this race)"
-    else:
-        return ""
-    return ceiling(result.tau, v, c, tokens_per_pass=result.tokens_per_pass).words("this draft's") + whose

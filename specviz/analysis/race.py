@@ -40,10 +40,11 @@ from specviz.analysis.measure import (
     rate_ratio,
 )
 from specviz.analysis.pairtimes import PairTimings
+from specviz.analysis.theory import ceiling
 from specviz.core.config import SpecConfig
 from specviz.core.engine import Decoder
-from specviz.core.pieces import piece as work_piece
 from specviz.models.pair import ModelPair
+from specviz.pieces import piece as work_piece
 from specviz.specs import ModelSpec
 
 
@@ -270,6 +271,18 @@ class RaceResult:
     def verify_cost(self) -> float:
         """v(τ + 1): a verify pass over the target alone's time per token, both measured here."""
         return self.verify_ms / self.one_token_ms if self.one_token_ms else 0.0
+
+    def ceiling(self, timings: PairTimings | None = None) -> str:
+        """The ceiling at the race's τ and its speedup split into what α and c cost, in words (Ceiling.words, E its
+        counted tokens per pass), with whose v and c: the pair's kept calibration where one is kept quietly, else
+        this race's own where its clocks are right; "" where neither."""
+        if timings is not None and timings.quiet:
+            v, c, whose = timings.v(self.tau + 1), timings.c, f" (v and c from {timings.label()})"
+        elif not self.void() and self.verify_cost > 0:
+            v, c, whose = self.verify_cost, self.draft_ms_per_token / self.one_token_ms, " (v and c from this race)"
+        else:
+            return ""
+        return ceiling(self.tau, v, c, tokens_per_pass=self.tokens_per_pass).words("this draft's") + whose
 
     def void(self) -> str:
         """Why no speed can be shown from this race (`check`'s refusal, in words), "" where one can."""

@@ -31,6 +31,7 @@ def busy_server(pair: ModelPair, load: Load) -> Evidence:
                 "best τ": tau,
                 "speedup": round(speed, 2),
                 "v(τ + 1)": round(at.verify[tau - 1], 2),
+                "ceiling (τ + 1)/v": f"{(tau + 1) / at.verify[tau - 1]:.2f}×",
                 "reading weights and KV, ms": round(parts["read"] * 1000, 2),
                 "arithmetic, ms": round(parts["compute"] * 1000, 2),
                 "the verify pass is": "compute-bound" if parts["compute"] > parts["read"] else "memory-bound",

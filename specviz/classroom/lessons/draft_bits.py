@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from specviz.classroom.lessons.common import Evidence, Lesson, Load, Timings, measured_run
+from specviz.classroom.lessons.common import Evidence, Lesson, Load, Timings, ceiling_columns, measured_run
 from specviz.models.pair import ModelPair
 from specviz.viz import charts
 
@@ -30,6 +30,7 @@ def draft_bits(pair: ModelPair, load: Load, timings: Timings | None = None) -> E
                 "c (draft / target pass)": c.text(unit=""),
                 "speedup": d.run_speedup.text(),
             }
+            | ceiling_columns(d.ceiling())
         )
     table = pd.DataFrame(rows)
     figure = go.Figure()

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from specviz.analysis.theory import expected_tokens_per_step
-from specviz.classroom.lessons.common import Evidence, Lesson, Load, Timings, measured_run
+from specviz.analysis.theory import ceiling, expected_tokens_per_step
+from specviz.classroom.lessons.common import Evidence, Lesson, Load, Timings, ceiling_columns, measured_run
 from specviz.models.pair import ModelPair
 
 ALPHA = 0.7  # the acceptance assumed for both published pairs: a same-family draft on prose (stated on screen)
@@ -42,6 +42,7 @@ def laptop_slowdown(pair: ModelPair, load: Load, timings: Timings | None = None)
                 "S = E / (τc + v)": f"{speedup(ALPHA, tau, c, v):.2f}×",
                 "reported": reported,
             }
+            | ceiling_columns(ceiling(tau, v, c, alpha=ALPHA))
         )
     measured, d = measured_run(load("embedded", "embedded:Q4_0"), timings, tau=4, mode="greedy", max_new_tokens=32)
     c, v, e = d.c_one_token, d.verify_cost, measured.trace.metrics.mean_acceptance_length
@@ -59,6 +60,7 @@ def laptop_slowdown(pair: ModelPair, load: Load, timings: Timings | None = None)
             "S = E / (τc + v)": f"{e / (4 * c.value + v.value):.2f}×",
             "reported": f"{'costed' if d.calibration else 'measured'} {d.run_speedup.text()}" if d.run_speedup else "–",
         }
+        | ceiling_columns(d.ceiling())
     )
     laptop, server = (speedup(ALPHA, tau, c_, v_) for _, _, tau, c_, v_ in CASES)
     return Evidence(

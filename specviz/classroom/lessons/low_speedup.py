@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from specviz.analysis.measure import check_ideal
-from specviz.classroom.lessons.common import Evidence, Lesson, Load, Timings, measured_run, time_chart
+from specviz.classroom.lessons.common import (
+    Evidence,
+    Lesson,
+    Load,
+    Timings,
+    ceiling_words,
+    measured_run,
+    time_chart,
+)
 from specviz.models.pair import ModelPair
 from specviz.viz import run_charts
 
@@ -25,6 +33,7 @@ def low_speedup(pair: ModelPair, load: Load, timings: Timings | None = None) -> 
         f"{d.verify_cost.text(unit='')} one-token passes and the draft was cheap, so the slowdown the question "
         "describes did not arise here; on a runtime or a load where v is large it does.",
         calibration=d.calibration,
+        ceiling=ceiling_words(d),
     )
 
 

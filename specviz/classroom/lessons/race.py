@@ -38,6 +38,7 @@ def race(pair: ModelPair, load: Load) -> Evidence:
         f"cost {result.verify_cost:.1f} single-token passes on {lookup.runtime} with the "
         "load of the moment; run it again on a quieter machine.",
         prompt=preset.prompt,
+        ceiling=result.ceiling(),
     )
 
 

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from specviz.classroom.lessons.common import Evidence, Lesson, Load, Timings, measured_run, time_chart
+from specviz.classroom.lessons.common import (
+    Evidence,
+    Lesson,
+    Load,
+    Timings,
+    ceiling_words,
+    measured_run,
+    time_chart,
+)
 from specviz.models.pair import ModelPair
 from specviz.viz import run_charts
 
@@ -22,6 +30,7 @@ def slower(pair: ModelPair, load: Load, timings: Timings | None = None) -> Evide
         why_not=f"this run measured {speed.text()}, an interval that reaches 1: the load on the machine moved the "
         "timings while it ran; run it again on a quieter machine.",
         calibration=d.calibration,
+        ceiling=ceiling_words(d),
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from specviz.analysis.measure import against_one
-from specviz.classroom.lessons.common import Evidence, Lesson, Load, Timings, measured_run
+from specviz.classroom.lessons.common import Evidence, Lesson, Load, Timings, ceiling_columns, measured_run
 from specviz.models.pair import ModelPair
 
 
@@ -27,6 +27,7 @@ def swapped_roles(pair: ModelPair, load: Load, timings: Timings | None = None) -
                 "mean acceptance length": measured.trace.metrics.mean_acceptance_length,
                 "speedup (95% interval)": d.run_speedup.text(),
             }
+            | ceiling_columns(d.ceiling())
         )
     table = pd.DataFrame(rows)
     usual, big = rows
