@@ -67,26 +67,20 @@ def _cache_bytes(session) -> int:
 
 
 def test_the_issue_probes_run_by_hand():
-    """The issue's tab: a prompt of 1,680 tokens, 256 new, τ = 4 on the embedded pair on llama.cpp (46,080 bytes a
-    token in the target; the trained draft, 4 layers of the same shape: 6,144 × 4 = 24,576 would be its; here the
-    draft's 15,360), sized to a whole 256: 1,680 + 256 + 5 = 1,941 → 2,048 positions × 61,440 = 125,829,120 bytes of
-    KV; beside it 2 × 5 rows × 49,152 × 4 bytes of logits = 1,966,080 and 256 steps × 5 positions × 3 lists × 10
-    entries of TOP_ENTRY_BYTES."""
+    """The issue's tab: a prompt of 1,680 tokens, 256 new, τ = 4, the target on llama.cpp (its context allocated when
+    the run opens it: `opens`, here the 0.33 GB the embedded target's 2,048-token context would take) and a torch
+    draft of 15,360 bytes a token, whose cache grows with the run: 1,680 + 256 + 5 = 1,941 positions × 15,360 =
+    29,813,760 bytes; beside it 2 × 5 rows × 49,152 × 4 bytes of logits = 1,966,080 and 256 steps × 5 positions × 3
+    lists × 10 entries of TOP_ENTRY_BYTES."""
     memory = run_memory(
-        prompt_tokens=1_680,
-        max_new_tokens=256,
-        tau=4,
-        target_kv=46_080,
-        draft_kv=15_360,
-        vocab=49_152,
-        sized=True,
-        counted=True,
+        prompt_tokens=1_680, max_new_tokens=256, tau=4, target_kv=0, draft_kv=15_360, vocab=49_152, opens=330_000_000
     )
-    assert memory.kv == 2_048 * 61_440 == 125_829_120
+    assert memory.kv == 1_941 * 15_360 == 29_813_760
     assert memory.rest == 1_966_080 + 256 * 5 * 3 * 10 * TOP_ENTRY_BYTES == 1_966_080 + 7_680_000
-    assert memory.uncounted == memory.rest  # llama.cpp's store counts the KV once the run's sessions open
-    unsized = run_memory(prompt_tokens=1_680, max_new_tokens=256, tau=4, target_kv=46_080, draft_kv=0, vocab=49_152)
-    assert unsized.kv == 1_941 * 46_080 and unsized.uncounted == unsized.total
+    assert memory.total == 29_813_760 + 9_646_080 + 330_000_000
+    assert memory.grows == memory.total - 330_000_000  # the store counts the context once the run opens it
+    torch_only = run_memory(prompt_tokens=1_680, max_new_tokens=256, tau=4, target_kv=46_080, draft_kv=0, vocab=49_152)
+    assert torch_only.kv == 1_941 * 46_080 and torch_only.opens == 0 and torch_only.grows == torch_only.total
 
 
 def test_a_trees_run_is_estimated_with_its_nodes_not_its_depth():
@@ -104,7 +98,8 @@ def test_a_llama_cpp_context_of_its_own_is_counted_with_its_buffers_and_given_ba
     """The tiny GGUF (vocabulary 320, width 64, 4 heads, 2 layers × 2 KV heads × 16 wide: 512 bytes of float32 KV a
     token), a session of 200 tokens in a context of its own, rounded up to 256: its KV 256 × 512 = 131,072 B; the
     output buffer 512 rows × (320 + 64) × 4 = 786,432; the compute buffer 512 × 320 × 4 = 655,360 of logits and
-    512 × 256 × 4 heads × 4 = 2,097,152 of attention scores: 3,670,016 bytes more while it is open, none after."""
+    512 × 256 × 4 heads × 4 = 2,097,152 of attention scores: 3,670,016 bytes more while it is open, none after; and
+    read before it opens, as a class server's budget counts it."""
     from specviz.models import llamacpp
     from tests.helpers import write_tiny_gguf
 
@@ -112,11 +107,44 @@ def test_a_llama_cpp_context_of_its_own_is_counted_with_its_buffers_and_given_ba
         pytest.skip("llama.cpp is not installed (make llama)")
     model = llamacpp.LlamaCppModel(write_tiny_gguf(tmp_path / "tiny.gguf"), "tiny", context=256)
     before = model.nbytes()
+    assert model.opening_bytes(200) == model.context_bytes(256) == 131_072 + 786_432 + 655_360 + 2_097_152 == 3_670_016
     session = model.new_session(tokens=200)
-    assert model.context_bytes(256) == 131_072 + 786_432 + 655_360 + 2_097_152 == 3_670_016
     assert model.nbytes() - before == 3_670_016
     session.close()
     assert model.nbytes() == before
+
+
+def test_the_shared_batched_context_is_counted_with_its_buffers_before_it_opens(tmp_path):
+    """The tiny GGUF with 2 streams of 256 tokens shared by linear runs: the first such run opens the batched
+    context, 2 × 256 × 512 = 262,144 B of KV and the same buffers as one context of 256 (786,432 + 655,360 +
+    2,097,152): 3,801,088 bytes, read before it opens; the second takes the other stream (0 more); a third finds
+    none free and would open a context of its own (3,670,016); a tree's run always does. Through the pair: both
+    models that size their sessions are summed, a draft that reads the target's session is not."""
+    from specviz.models import llamacpp
+    from tests.helpers import write_tiny_gguf
+
+    if not llamacpp.available():
+        pytest.skip("llama.cpp is not installed (make llama)")
+    model, draft = (
+        llamacpp.LlamaCppModel(
+            write_tiny_gguf(tmp_path / f"{n}.gguf", seed=n), str(n), context=256, slots=2, slot_tokens=256
+        )
+        for n in (1, 2)
+    )
+    before = model.nbytes()
+    assert specviz.ModelPair(model, draft, None).opening_bytes(200, linear=True) == 2 * 3_801_088
+    assert model.opening_bytes(200, linear=True) == 262_144 + 786_432 + 655_360 + 2_097_152 == 3_801_088
+    first = model.new_session(tokens=200, linear=True)
+    assert model.nbytes() - before == 3_801_088
+    assert model.opening_bytes(200, linear=True) == 0
+    second = model.new_session(tokens=200, linear=True)
+    assert model.nbytes() - before == 3_801_088
+    assert model.opening_bytes(200, linear=True) == 3_670_016 == model.opening_bytes(200, linear=False)
+    first.close()
+    assert model.opening_bytes(200, linear=True) == 0  # its stream is free again
+    second.close()
+    model.close()
+    draft.close()
 
 
 # --- tabs and runs per student --------------------------------------------------------------------------
@@ -185,7 +213,7 @@ def test_memory_past_the_budget_refuses_a_student_with_their_own_use_and_the_lec
     now[0] = 10.0
     q.touch(("a", 0))  # A's first tab steps again: its run is the most recently used now
     q.start_run(("l", 0), run)  # nobody idle: the least recently stepped student run, A's second, is given back
-    assert given == [("a", 1)] and q.runs_bytes() == 3 * run.uncounted  # A's first and third, the lecturer's
+    assert given == [("a", 1)] and q.runs_bytes() == 3 * run.total  # A's first and third, the lecturer's
     now[0] = 100.0  # every student run idle: a student's run takes an idle one's memory too
     q.start_run(("b", 0), run)
     assert given == [("a", 1), ("a", 2)]
@@ -223,10 +251,24 @@ def test_a_run_that_fails_to_start_leaves_the_run_the_tab_keeps_counted():
     assert q.runs_bytes() == 0
 
 
-def test_counted_kv_is_not_counted_twice():
-    q, _, _ = quotas(budget_bytes=6 * GB, held=lambda: 5 * GB)
+def test_what_a_run_opens_is_counted_by_the_run_until_it_is_open_then_by_the_store():
+    """5 GB of models, a budget of 6: a run whose llama.cpp context takes 0.6 GB when it opens is counted at 0.6 GB
+    (and its 100 bytes beside) from the moment it is let start, so a second such run is refused before the first has
+    opened anything (5 + 0.6 + 0.6 > 6: the budget cannot be passed by one run at a time); once the first has opened
+    (the store now counts 5.6), the run counts only its 100 bytes, and its context is not counted twice."""
+    held = [5 * GB]
+    q, _, _ = quotas(budget_bytes=6 * GB, held=lambda: held[0])
+    run = RunMemory(kv=0, rest=100, opens=600_000_000)
     q.open_session("tab", "student-a")
-    q.start_run("tab", RunMemory(kv=2 * GB, rest=100, counted=True))  # llama.cpp's store counts the 2 GB itself
+    q.open_session("other", "student-b")
+    q.start_run("tab", run)
+    assert q.runs_bytes() == 600_000_100
+    with pytest.raises(RefusedError, match=r"needs about 0\.60 GB.* hold 5\.6 GB of the 6\.0 GB"):
+        q.start_run("other", run)
+    q.opened("tab")
+    held[0] += 600_000_000
+    assert q.runs_bytes() == 100
+    q.restore_run("tab", run)  # a later run failed to start: the run kept is open
     assert q.runs_bytes() == 100
 
 

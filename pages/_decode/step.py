@@ -56,7 +56,9 @@ def new_run(pair, prompt: str, chat: bool, config) -> specviz.Decoder | None:
         with st.spinner(f"Reading the prompt into both models ({len(prompt):,} characters)…"), compute_turn():
             # a chain's draft can then be given a typed draft; a suffix draft matches this session's earlier answers
             mine = typed_ui.run_pair(history_ui.remembered(pair), config)
-            return specviz.Decoder(mine, prompt, config, chat=toggled_chat(mine, chat), compare_rules=True)
+            run = specviz.Decoder(mine, prompt, config, chat=toggled_chat(mine, chat), compare_rules=True)
+        _share.opened()  # what its sessions allocated is the models' count now, no longer the run's
+        return run
     except specviz.SpecvizError as exc:
         if undo is not None:  # counted, then failed to start: the session holds the run it keeps
             undo()

@@ -19,6 +19,7 @@ from pages._serving import config as _server
 from pages._serving.compute import student
 from pages._serving.pairs import pair_cache
 from specviz.class_policy import RefusedError
+from specviz.core.engine import session_tokens
 from specviz.core.prompt import encode_prompt, toggled_chat
 from specviz.server.quotas import Quotas, RunMemory, kv_bytes_per_token, run_memory
 from specviz.viz.plain import plain
@@ -83,20 +84,23 @@ def reap(share: Quotas) -> int:
 
 def estimate(pair: specviz.ModelPair, prompt: str, chat: bool, config) -> RunMemory:
     """A Decode run's memory before it starts: its prompt's tokens as the run will read them, its new tokens and
-    draft length, the pair's KV bytes per token and vocabulary (llama.cpp's own contexts: sized, and counted by the
-    store once open)."""
+    draft length, the pair's KV bytes per token and vocabulary; for a model that sizes its sessions when they open
+    (llama.cpp), what it would allocate for this run's now (its own context and buffers, or the shared batched
+    context where this run opens it)."""
     _, ids, _ = encode_prompt(pair, prompt, toggled_chat(pair, chat))  # as the Decoder will read it
-    sized = bool(pair.target.capabilities.sized_sessions)
+
+    def growing(model) -> int:
+        return 0 if model.capabilities.sized_sessions else kv_bytes_per_token(model)
+
     return run_memory(
         prompt_tokens=len(ids),
         max_new_tokens=config.max_new_tokens,
         tau=config.scored_per_step,  # a tree's nodes
-        target_kv=kv_bytes_per_token(pair.target),
-        draft_kv=kv_bytes_per_token(pair.draft),
+        target_kv=growing(pair.target),
+        draft_kv=growing(pair.draft),
         vocab=pair.target.vocab_size,
         top=config.top_n,  # the trace's top-n lists of q, p and the residual
-        sized=sized,
-        counted=sized,
+        opens=pair.opening_bytes(session_tokens(len(ids), config), linear=not config.tree),
     )
 
 
@@ -108,12 +112,18 @@ def start_run(stepper, pair: specviz.ModelPair, prompt: str, chat: bool, config)
         return lambda: None
     memory = estimate(pair, prompt, chat, config)
     with contextlib.suppress(RefusedError):  # pairs first; what they cannot free, runs may (and say so in own words)
-        pair_cache().room_for_run(memory.uncounted, lecturer())
+        pair_cache().room_for_run(memory.total, lecturer())
     share = quotas()
     share.open_session(session, student(), lecturer())  # a session the shell did not count (a page run alone)
     replaced = share.start_run(session, memory)
     _steppers()[session] = stepper
     return lambda: share.restore_run(session, replaced)
+
+
+def opened() -> None:
+    """This session's new run has opened its sessions: what they allocated is in the models' count from now on."""
+    if (session := session_id()) is not None:
+        quotas().opened(session)
 
 
 def touch() -> None:

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 
 import torch
 
-from specviz.core import lossy, pieces
+from specviz import pieces
+from specviz.core import lossy
 from specviz.core import tree as tree_mod
 from specviz.core.config import VERIFICATIONS, SpecConfig
 from specviz.core.prompt import encode_prompt
@@ -64,10 +65,8 @@ class Decoder:
         self.prompt_ids = tuple(ids)
         self._ids = list(ids)
         self._gen = torch.Generator().manual_seed(self.config.seed)
-        most = len(ids) + self.config.max_new_tokens + max(MAX_TAU, self.config.num_draft_tokens) + 2
-        self._target, self._draft = pair.new_sessions(
-            tokens=most, linear=not self.config.tree
-        )  # the most this run holds, a step's draft included
+        linear = not self.config.tree  # the most this run holds, a step's draft included
+        self._target, self._draft = pair.new_sessions(tokens=session_tokens(len(ids), self.config), linear=linear)
         if self.config.tree:
             for role, session in (("target", self._target), ("draft", self._draft)):
                 if not isinstance(session, TreeSession):
@@ -77,7 +76,7 @@ class Decoder:
         self._history: list[torch.Tensor] = []  # generator state before each step, for undo()
         self.compare_rules = compare_rules
         self._outcomes: dict[int, tuple[RuleOutcome, ...]] = {}  # step index → each rule's outcome
-        with pieces.piece():  # reading the prompt is model work: a piece of its own (specviz.core.pieces)
+        with pieces.piece():  # reading the prompt is model work: a piece of its own (specviz.pieces)
             self.prefill_ms = self._prefill()
 
     # --- public ---------------------------------------------------------------------------------
@@ -117,7 +116,7 @@ class Decoder:
             raise DecodingFinished(f"the run has finished ({self.stop_reason}); reset to start again")
         state = self._gen.get_state()
         try:
-            with pieces.piece():  # one step, one piece: a server may let others go between two (specviz.core.pieces)
+            with pieces.piece():  # one step, one piece: a server may let others go between two (specviz.pieces)
                 if self.config.tree:
                     trace = self._tree_step(len(self._steps), min(self.config.steps, self._budget() - 1))
                 else:
@@ -331,6 +330,12 @@ class Decoder:
         """Tokens this run may still emit (max_new_tokens, and the target's context length)."""
         left = self.config.max_new_tokens - (len(self._ids) - len(self.prompt_ids))
         return token_budget(left, self.pair.target.max_length, len(self._ids))
+
+
+def session_tokens(prompt_tokens: int, config: SpecConfig) -> int:
+    """The most a run holds in its models' caches, a step's draft included: what its sessions are opened for (a
+    model that allocates them up front, llama.cpp, sizes them so; a class server counts them so before the run)."""
+    return prompt_tokens + config.max_new_tokens + max(MAX_TAU, config.num_draft_tokens) + 2
 
 
 def next_plan(planned: int, accepted: int) -> int:

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import torch
 
+from specviz import pieces
 from specviz.errors import ModelError
 from specviz.limits import MAX_TREE_NODES
 from specviz.models import cpu
@@ -137,7 +138,7 @@ class LlamaCppModel:
                 stream = pool.lease()
                 if stream is not None:
                     return PooledSession(pool, stream, self._session_closed)
-            size = self.context if not tokens else min(self.context, -(-tokens // 256) * 256)
+            size = self._size(tokens)
             session = LlamaCppSession(self, size)
         except BaseException:
             self._session_closed(0)
@@ -146,23 +147,43 @@ class LlamaCppModel:
             self._session_bytes += self.context_bytes(size)
         return session
 
-    def context_bytes(self, size: int) -> int:
-        """What a context of its own of `size` tokens holds once a run has read a long prompt into it: its KV cache;
-        the output buffer, which grows to a batch's rows of logits and hidden states; and the compute buffer of a
-        batch's pass (its logits and attention scores). An upper bound: a context that never reads a whole batch
-        touches less (measured against a real context: docs/class-server.md, "Each student's share")."""
+    def context_bytes(self, size: int, streams: int = 1) -> int:
+        """What a context of `streams` KV streams of `size` tokens each (a run's context of its own: one; the shared
+        batched context: its slots) holds once a long prompt was read into it: its KV cache; the output buffer,
+        which grows to a batch's rows of logits and hidden states; and the compute buffer of a batch's pass (its
+        logits and attention scores over one stream's cells). An upper bound: a context that never reads a whole
+        batch touches less (measured against real contexts: docs/class-server.md, "Each student's share")."""
         output = BATCH * (self.vocab_size + self.hidden_size) * 4
         compute = BATCH * self.vocab_size * 4 + BATCH * size * self.n_head * 4
-        return size * self.kv_bytes_per_token + output + compute
+        return size * streams * self.kv_bytes_per_token + output + compute
+
+    def opening_bytes(self, tokens: int | None = None, linear: bool = False) -> int:
+        """What `new_session(tokens, linear)` would add to `nbytes()` now: nothing for a stream of the shared batched
+        context while one is free; the whole batched context where it would open for this run; else a context of
+        the run's own (`context_bytes`). Read before a run starts, so that a budget counts it before it is held."""
+        if linear and tokens and self.slots and tokens <= min(self.context, self.slot_tokens):
+            with self._pool_lock:
+                pool = self._pool
+            if pool is None:
+                return self.context_bytes(min(self.context, self.slot_tokens), self.slots)
+            if pool.can_lease():
+                return 0
+        return self.context_bytes(self._size(tokens))
+
+    def _size(self, tokens: int | None) -> int:
+        """The tokens a context of a run's own holds: `tokens` rounded up to 256, at most (and by default) the
+        model's context."""
+        return self.context if not tokens else min(self.context, -(-tokens // 256) * 256)
 
     # --- memory: what it holds, and giving it back ----------------------------------------------------
 
     def nbytes(self) -> int:
-        """What this model holds now: its weights, the shared batched context's KV cache once opened, and what the
-        sessions open in contexts of their own hold (`context_bytes`: their KV caches and buffers)."""
+        """What this model holds now: its weights, the shared batched context once opened, and what the sessions
+        open in contexts of their own hold (`context_bytes`: their KV caches and buffers)."""
         weights = int(self._lib.llama_model_size(self._model)) if self._model else 0
-        pooled = self._pool.slots * self._pool.tokens if self._pool is not None else 0
-        return weights + pooled * self.kv_bytes_per_token + self._session_bytes
+        pool = self._pool
+        pooled = self.context_bytes(pool.tokens, pool.slots) if pool is not None else 0
+        return weights + pooled + self._session_bytes
 
     def close(self) -> None:
         """Give the model back: its batched context and weights are freed now, or, while runs still hold sessions
@@ -419,6 +440,8 @@ class LlamaCppSession(RecordingSession):
         clock = time.perf_counter()
         rows, feats = [], []
         for at in range(0, len(tokens), BATCH):
+            if at:
+                pieces.between()  # a long prompt's next pass: more urgent work (the lecturer's) may go first
             chunk = tokens[at : at + BATCH]
             batch.n_tokens = len(chunk)
             for i, (token, position, seqs) in enumerate(chunk):

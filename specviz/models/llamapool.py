@@ -124,6 +124,11 @@ class SlotPool:
                 self._forget_oldest()
             return self._hold() if len(self._held) < self.slots else None
 
+    def can_lease(self) -> bool:
+        """Whether `lease` would give a stream now (one free, or a kept prompt's to give up)."""
+        with self._cond:
+            return len(self._held) - len(self._released) < self.slots or bool(self._prefixes)
+
     def release(self, stream: Stream) -> None:
         """Give a stream back. Safe from a finaliser in any thread: the stream is emptied at the next lease."""
         self._released.append(stream)  # list.append is atomic; nothing here waits

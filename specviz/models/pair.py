@@ -60,6 +60,14 @@ class ModelPair:
             return target, self.draft.new_session(target)
         return target, self.draft.new_session(**sized(self.draft))
 
+    def opening_bytes(self, tokens: int, linear: bool = False) -> int:
+        """What `new_sessions(tokens, linear)` would add now to what the models count as held (`nbytes()`): the
+        memory a model that sizes its sessions (llama.cpp) allocates for them when they open; 0 for the others,
+        whose caches grow as a run goes (counted by their KV bytes per token: specviz.server.quotas)."""
+        models = (self.target,) if self.draft.capabilities.reads_target else (self.target, self.draft)
+        sized = [m for m in models if m.capabilities.sized_sessions and hasattr(m, "opening_bytes")]
+        return sum(int(m.opening_bytes(tokens, linear)) for m in sized)
+
     def swapped(self) -> ModelPair:
         """The same two models with their roles exchanged: the draft becomes the target whose output
         the run reproduces, the target drafts for it (a lesson: the big model drafting for the small)."""

@@ -9,8 +9,9 @@ a student's idle runs first. A refusal names the student's own use only, never a
 
 Memory is counted as runs use it: a run's estimate (`RunMemory`, from its token counts and its models' KV bytes per
 token, not a constant) is set against the operator's budget beside what the models hold, before the run starts; it
-is released when the run ends or its tab closes (`reap`). What the store already counts (llama.cpp's sized sessions
-and shared streams) is not counted twice.
+is released when the run ends or its tab closes (`reap`). What a model allocates for a run's sessions when they open
+(llama.cpp's contexts and buffers, counted by the store once open) is counted by the run until its sessions are open
+(`opened`), and by the store after: never twice, never missed in between.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from specviz.class_policy import RefusedError
 
 GB = 1e9
 TOP_ENTRY_BYTES = 200  # one (token, probability, text) entry of a step's top-n lists, as Python objects
-SIZED_TO = 256  # llama.cpp sizes a session's own context up to a multiple of this (specviz.models.llamacpp)
 
 
 def browser_token(cookie: str) -> str:
@@ -62,22 +62,23 @@ def kv_bytes_per_token(model: Any, depth: int = 4) -> int:
 
 @dataclass(frozen=True, kw_only=True)
 class RunMemory:
-    """What one run holds, estimated before it starts: `kv` its KV caches (target and draft), `rest` what else grows
-    with it (one pass's kept logits, its trace's top-n lists), `counted` whether the store counts its KV already
-    (llama.cpp opens a session's memory in a model the store sizes: then only `rest` is added)."""
+    """What one run holds, estimated before it starts: `kv` the KV caches that grow as it goes (torch's, target and
+    draft), `rest` what else grows with it (one pass's kept logits, its trace's top-n lists), `opens` what its models
+    allocate when its sessions open (llama.cpp: a context of its own with its buffers, or the shared batched context
+    where this run opens it; ModelPair.opening_bytes), which the store counts from then on."""
 
     kv: int
     rest: int
-    counted: bool = False
+    opens: int = 0
 
     @property
     def total(self) -> int:
-        return self.kv + self.rest
+        return self.kv + self.rest + self.opens
 
     @property
-    def uncounted(self) -> int:
-        """What the budget adds for it beside the store's count."""
-        return self.rest + (0 if self.counted else self.kv)
+    def grows(self) -> int:
+        """What the budget counts for it beside the store's count once its sessions are open."""
+        return self.kv + self.rest
 
 
 def run_memory(
@@ -89,21 +90,19 @@ def run_memory(
     draft_kv: int,
     vocab: int,
     top: int = 10,
-    sized: bool = False,
-    counted: bool = False,
+    opens: int = 0,
 ) -> RunMemory:
     """A run's memory from its real sizes; `tau`: the draft positions a step scores (SpecConfig.scored_per_step: a
-    tree's nodes). Its caches hold the prompt, the new tokens and a draft's τ + 1 positions past them (`sized`: a
-    llama.cpp session's own context, rounded up to 256 tokens), in both models. A step keeps τ + 1 rows of float32
-    logits from each model while it decides, and its trace keeps, per position, the top-n of q, p and the residual
-    (`top` entries of TOP_ENTRY_BYTES); a run makes at most `max_new_tokens` steps."""
+    tree's nodes). Its growing caches (`target_kv`, `draft_kv`: bytes a token, 0 for a model whose sessions are
+    sized when they open: those are `opens`) hold the prompt, the new tokens and a draft's τ + 1 positions past them.
+    A step keeps τ + 1 rows of float32 logits from each model while it decides, and its trace keeps, per position,
+    the top-n of q, p and the residual (`top` entries of TOP_ENTRY_BYTES); a run makes at most `max_new_tokens`
+    steps."""
     tokens = prompt_tokens + max_new_tokens + tau + 1
-    if sized:
-        tokens = -(-tokens // SIZED_TO) * SIZED_TO
     kv = tokens * (target_kv + draft_kv)
     logits = 2 * (tau + 1) * vocab * 4
     trace = max_new_tokens * (tau + 1) * 3 * top * TOP_ENTRY_BYTES
-    return RunMemory(kv=kv, rest=logits + trace, counted=counted)
+    return RunMemory(kv=kv, rest=logits + trace, opens=opens)
 
 
 @dataclass
@@ -112,6 +111,13 @@ class _Session:
     lecturer: bool
     run: RunMemory | None = None
     used: float = 0.0  # when its run last started or stepped
+    open: bool = False  # its run's sessions are open: what they allocated is in the store's count
+
+    @property
+    def counts(self) -> int:
+        """What its run adds to the store's count."""
+        run = self.run
+        return 0 if run is None else run.grows + (0 if self.open else run.opens)
 
 
 @dataclass
@@ -186,15 +192,21 @@ class Quotas:
             except RefusedError:
                 me.run = previous
                 raise
-            me.run, me.used = memory, self.clock()
+            me.run, me.used, me.open = memory, self.clock(), False
             return previous
 
     def restore_run(self, session: Hashable, run: RunMemory | None) -> None:
         """A run `start_run` counted did not start (its prompt could not be read, a draft failed): the session holds
-        the run it had before (the page keeps it), or none."""
+        the run it had before (the page keeps it, its sessions open), or none."""
         with self._lock:
             if (me := self._sessions.get(session)) is not None:
-                me.run = run
+                me.run, me.open = run, True
+
+    def opened(self, session: Hashable) -> None:
+        """The session's run has opened its sessions: the store counts what they allocated from now on."""
+        with self._lock:
+            if (me := self._sessions.get(session)) is not None:
+                me.open = True
 
     def touch(self, session: Hashable) -> None:
         """A session's run stepped: it is in use."""
@@ -210,7 +222,7 @@ class Quotas:
     def runs_bytes(self) -> int:
         """What the open runs add to the store's count."""
         with self._lock:
-            return sum(s.run.uncounted for s in self._sessions.values() if s.run is not None)
+            return sum(s.counts for s in self._sessions.values())
 
     def use(self, student: Hashable) -> tuple[int, int, int]:
         """(tabs, open runs, bytes of those runs) of one student."""
@@ -227,7 +239,7 @@ class Quotas:
             return
         while True:
             held, runs = self.held(), self.runs_bytes()
-            if held + runs + memory.uncounted <= self.budget_bytes:
+            if held + runs + memory.total <= self.budget_bytes:
                 return
             victim = self._victim(me)
             if victim is None:
