@@ -2,8 +2,8 @@
 (memory_gb 6.0) on a loopback port; one browser (one XSRF cookie, as a student's tabs share it) opens `--tabs`
 tabs of a one-step link with the longest prompt the class allows and the most new tokens, one after another; the
 server's resident memory (RSS, the server and its children) is read after each, then a minute after the tabs
-closed. Then the lecturer's Step latency, quiet and while the student opens `--wave` tabs at once, and whether the
-lecturer can still start a run.
+closed. A second student (another browser) opens one tab beside the first one's: it must start its run, or be refused
+for its own use only. Then the lecturer's Step latency, quiet and while the student opens `--wave` tabs at once.
 
 Reported: RSS at start, its highest, against memory_gb + 0.5 GB; the tabs the server refused and the first refusal's
 words; RSS a minute after the tabs closed, against the start + 0.2 GB; the lecturer's Step p50 / p95 quiet and
@@ -104,6 +104,14 @@ async def probe(url: str, pid: int, args: argparse.Namespace) -> None:
 
     again = await lecturer_steps(lecturer, 3)
     print(f"the lecturer steps beside them: {statistics.median(again):.2f} s, errors {lecturer.errors()[:2]}")
+    other = await open_tab(url, long_link(args.chars, args.max_new, 999), None)  # another browser: another student
+    why = refusal(other)
+    print(
+        "a second student's tab beside them: "
+        + (f"refused: {why[:200]}" if why else f"not refused, errors {other.errors()[:2]}")
+        + f"; names the first student's use: {bool(why) and any(w in why for w in ('other tabs', 'other open run'))}"
+    )
+    tabs.append(other)
     for client in tabs:
         await client.close()
     await asyncio.sleep(args.after)

@@ -8,6 +8,10 @@ between two pieces, and a session that has ended is refused its next turn, so it
 a piece runs in its parent's turn: a decoding step inside a timed step waits for nothing, so no wait is ever timed.
 Likewise a piece inside a turn its caller took itself and marked `held()` takes none (a turn is never taken twice).
 
+Inside a piece, `between()` marks a point where the work may wait for more urgent work (a long prompt's passes, one
+after another): a caller that runs it inside `making_way(aside)` has `aside()` called there (a server's lecturer
+goes first: a student's page opening lets the lecturer's Step run between two of its passes, not after all of them).
+
 The choice lives in a context variable of the thread that computes, never on a model: two sessions sharing one
 model each keep their own. Same inputs, same results: pieces change only when the work runs, not what it computes.
 """
@@ -23,6 +27,7 @@ Turn = Callable[[], AbstractContextManager]
 
 _turn: ContextVar[Turn | None] = ContextVar("specviz_piece_turn", default=None)
 _inside: ContextVar[bool] = ContextVar("specviz_inside_piece", default=False)
+_aside: ContextVar[Callable[[], object] | None] = ContextVar("specviz_piece_aside", default=None)
 
 
 @contextlib.contextmanager
@@ -54,3 +59,20 @@ def piece() -> Iterator[None]:
         return
     with turn(), held():
         yield
+
+
+@contextlib.contextmanager
+def making_way(aside: Callable[[], object]) -> Iterator[None]:
+    """Within this block (in this thread), each `between()` calls `aside()` (which may wait, or raise to stop)."""
+    token = _aside.set(aside)
+    try:
+        yield
+    finally:
+        _aside.reset(token)
+
+
+def between() -> None:
+    """A point between two parts of a piece's work where it may wait for more urgent work: what `making_way` named,
+    if anything."""
+    if (aside := _aside.get()) is not None:
+        aside()

@@ -223,9 +223,11 @@ def write_gguf(
     return path
 
 
-def write_tiny_gguf(path, seed: int = 0, layers: int = 2, width: int = 64, words: int = 61, renamed: int | None = None):
+def write_tiny_gguf(
+    path, seed: int = 0, layers: int = 2, width: int = 64, words: int = 61, renamed: int | None = None, context=256
+):
     """A real (random) llama-architecture GGUF in float32 that llama.cpp loads and runs in milliseconds: `layers`
-    blocks of width `width` (4 heads, 2 KV heads, a feed-forward twice as wide), an untied output, and a
+    blocks of width `width` (4 heads, 2 KV heads, a feed-forward twice as wide), `context` tokens, an untied output, a
     SentencePiece-style vocabulary: <unk>, <s>, </s>, the 256 bytes (any text encodes), then `words` tokens "▁t0",
     "▁t1", …; token `renamed`, if given, spelled "▁x" instead (another vocabulary)."""
     import numpy as np
@@ -235,7 +237,7 @@ def write_tiny_gguf(path, seed: int = 0, layers: int = 2, width: int = 64, words
     heads, kv_heads, ff = 4, 2, 2 * width
     writer = GGUFWriter(path, "llama")
     writer.add_name(f"tiny llama {layers}x{width}")
-    writer.add_context_length(256)
+    writer.add_context_length(context)
     writer.add_embedding_length(width)
     writer.add_block_count(layers)
     writer.add_feed_forward_length(ff)

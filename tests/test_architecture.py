@@ -97,6 +97,7 @@ LAYERS = {
     "specviz.bounded": 0,  # imports nothing of specviz: the caller names the error it raises
     "specviz.limits": 1,
     "specviz.class_policy": 1,  # the class policy: a plain record every layer may be handed
+    "specviz.pieces": 1,  # where work may let a server's other work go in between: marked from models up
     "specviz.models": 2,
     "specviz.core": 3,
     "specviz.specs": 3,  # a model spec parsed once (the user's text → a typed spec): below drafts and loading

@@ -1,4 +1,4 @@
-"""Pieces of a long computation (specviz.core.pieces): a lesson's run, a race, a measurement let a server's Steps go
+"""Pieces of a long computation (specviz.pieces): a lesson's run, a race, a measurement let a server's Steps go
 between their pieces, never inside a timed one, stop at the next piece once their session has ended, and compute
 exactly what they compute without pieces."""
 
@@ -14,8 +14,8 @@ from specviz.analysis.measure import paired_run
 from specviz.analysis.race import Race
 from specviz.core.config import SpecConfig
 from specviz.core.engine import Decoder
-from specviz.core.pieces import held, in_pieces, piece
 from specviz.errors import SessionEndedError
+from specviz.pieces import held, in_pieces, piece
 from tests.helpers import hf_pair
 
 PROMPT = [1, 2, 3, 4]
@@ -178,3 +178,37 @@ def test_each_thread_keeps_its_own_choice(pair):
         thread.join()
     assert other and other[0] >= 3
     assert taken.events == []
+
+
+def test_a_long_prompt_on_llama_cpp_makes_way_between_its_passes_and_reads_the_same(tmp_path):
+    """The tiny GGUF reads a prompt of 1,100 tokens in three passes of at most 512: inside `making_way(aside)`,
+    `aside` is called between them (twice: never before the first or after the last), and the logits and features
+    are the same bits as without; an aside that raises (the session ended) stops the reading there."""
+    import torch
+
+    from specviz.models import llamacpp
+    from specviz.pieces import making_way
+    from tests.helpers import write_tiny_gguf
+
+    if not llamacpp.available():
+        pytest.skip("llama.cpp is not installed (make llama)")
+    model = llamacpp.LlamaCppModel(write_tiny_gguf(tmp_path / "tiny.gguf", context=2048), "tiny", context=2048)
+    prompt = [(7 * i) % 300 + 3 for i in range(1_100)]
+    plain = model.new_session(tokens=1_200)
+    expected = plain.extend(prompt, keep=3)
+    calls = []
+    session = model.new_session(tokens=1_200)
+    with making_way(lambda: calls.append("aside")):
+        got = session.extend(prompt, keep=3)
+    assert len(calls) == 2 and torch.equal(got, expected)
+    assert torch.equal(session.features(0, 1_100), plain.features(0, 1_100))
+
+    def ended():
+        raise SessionEndedError("the tab closed")
+
+    stopped = model.new_session(tokens=1_200)
+    with pytest.raises(SessionEndedError), making_way(ended):
+        stopped.extend(prompt, keep=3)
+    for s in (plain, session, stopped):
+        s.close()
+    model.close()

@@ -178,3 +178,84 @@ def test_a_links_steps_are_paced_like_clicks_each_in_a_turn_and_stop_when_its_se
     assert slept == pytest.approx([0.4] * 5)  # 0.5 s apart, the 0.1 s of each step included
     run, kinds, _ = open_link(6, 3)
     assert len(run.steps) == 3 and kinds == ["heavy"] * 3
+
+
+# --- making way for the lecturer between two parts of a long piece of work ------------------------------------
+
+
+def test_a_students_long_work_makes_way_for_the_lecturers_turn_between_its_parts():
+    """Two turns at once (a class server's width): a student's page opening holds one, the lecturer takes the other.
+    At the opening's next part, `make_way` waits until the lecturer's turn is given back, then goes on; with no
+    lecturer there it returns at once. The student's work never runs beside the lecturer's."""
+    turns, events = Turns(width=2), []
+    lecturer_in, lecturer_out = threading.Event(), threading.Event()
+
+    def lecturer() -> None:
+        with turns.take("lecturer"):
+            events.append("lecturer in")
+            lecturer_in.set()
+            lecturer_out.wait(5)
+            events.append("lecturer out")
+
+    with turns.take("step"):
+        assert turns.make_way() == 0.0  # nobody earlier: no wait
+        thread = threading.Thread(target=lecturer)
+        thread.start()
+        assert lecturer_in.wait(5)
+        threading.Timer(0.2, lecturer_out.set).start()
+        waited = turns.make_way()
+        events.append("student's next part")
+        thread.join()
+    assert events == ["lecturer in", "lecturer out", "student's next part"] and waited >= 0.15
+    assert turns.waiting == 0
+
+
+def test_at_full_width_the_student_gives_its_turn_to_the_lecturer_and_takes_it_back_before_later_students():
+    """One turn at a time: the student's opening holds it, the lecturer and then another student's Step wait. At
+    the opening's next part it gives the turn to the lecturer, and takes it back after, before the Step that came
+    later; a holder's own later part has nothing to make way for."""
+    turns, order = Turns(width=1), []
+
+    def take(kind: str, name: str) -> None:
+        with turns.take(kind):
+            order.append(name)
+
+    with turns.take("step"):
+        order.append("opening, first part")
+        boss = threading.Thread(target=take, args=("lecturer", "lecturer"))
+        boss.start()
+        wait_until(lambda: turns.waiting == 2)
+        later = threading.Thread(target=take, args=("step", "a later Step"))
+        later.start()
+        wait_until(lambda: turns.waiting == 3)
+        turns.make_way()
+        order.append("opening, second part")
+        assert turns.make_way() == 0.0
+    boss.join()
+    later.join()
+    assert order == ["opening, first part", "lecturer", "opening, second part", "a later Step"]
+    assert turns.waiting == 0
+
+
+def test_a_session_that_ends_while_it_makes_way_gives_its_turn_up():
+    """The lecturer holds the other turn; the student's tab closes while its opening waits to go on: SessionEndedError,
+    and its turn is neither held nor queued (the holder's exit gives back nothing twice)."""
+    from specviz.errors import SessionEndedError
+
+    turns, open_tab = Turns(width=2), [True]
+    release = threading.Event()
+
+    def lecturer() -> None:
+        with turns.take("lecturer"):
+            release.wait(5)
+
+    boss = threading.Thread(target=lecturer)
+    with pytest.raises(SessionEndedError), turns.take("step"):
+        boss.start()
+        wait_until(lambda: turns.waiting == 2)
+        threading.Timer(0.1, lambda: open_tab.__setitem__(0, False)).start()
+        turns.make_way(alive=lambda: open_tab[0])
+    assert turns.waiting == 1  # the lecturer's alone
+    release.set()
+    boss.join()
+    assert turns.waiting == 0

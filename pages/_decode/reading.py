@@ -16,8 +16,8 @@ from specviz.analysis.counted import QUIET_MINUTE
 from specviz.analysis.diagnosis import Diagnosis, diagnose, diagnose_counted
 from specviz.analysis.measure import MeasurementError, paired_run
 from specviz.analysis.snapshot import freeze, runtime_of
-from specviz.core.pieces import in_pieces
 from specviz.core.trace import RunTrace
+from specviz.pieces import in_pieces
 from specviz.viz.plain import plain
 from specviz.viz.render import refusal
 

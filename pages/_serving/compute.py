@@ -1,6 +1,6 @@
 """The server's queues for model work, as the pages use them: the compute turn every model step takes (the class's
 Steps before heavy units, the lecturer first), the slots of heavy jobs, whose every piece of work takes a heavy
-turn of its own (specviz.core.pieces), a session's Steps a second, and what a session waiting in them sees
+turn of its own (specviz.pieces), a session's Steps a second, and what a session waiting in them sees
 (specviz.server.turns). Who asked: the client's address (a student's tabs share it, and a heavy job counts against
 it) and whether the browser session is still open; work ends with its session: a closed tab's next turn or slot is
 refused, so what a link or a widget started stops with its tab."""
@@ -16,8 +16,8 @@ from streamlit import runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from pages._serving import config as _server
+from specviz import pieces
 from specviz.class_policy import RefusedError
-from specviz.core import pieces
 from specviz.errors import SessionEndedError
 from specviz.server.quotas import browser_token
 from specviz.server.turns import Alive, Pacer, Slots, Turns
@@ -110,7 +110,7 @@ def _waiting_note(hold: Callable[[Callable], contextlib.AbstractContextManager])
 
 @contextlib.contextmanager
 def _turn(kind: str) -> Iterator[None]:
-    """A turn of `kind`, held: a piece of work inside it takes no second one (specviz.core.pieces.held)."""
+    """A turn of `kind`, held: a piece of work inside it takes no second one (specviz.pieces.held)."""
 
     def hold(note: Callable) -> contextlib.AbstractContextManager:
         def waiting(ahead: int, seconds: float) -> None:
@@ -120,7 +120,18 @@ def _turn(kind: str) -> Iterator[None]:
 
         return _turns().take(_kind(kind), waiting, alive=alive())
 
-    with _waiting_note(hold), pieces.held():
+    with _waiting_note(hold), pieces.held(), _making_way():
+        pieces.between()  # a page opening that holds its turn already: the lecturer's Step before its model work
+        yield
+
+
+@contextlib.contextmanager
+def _making_way() -> Iterator[None]:
+    """Between two parts of the work a turn is held for (a long prompt's passes; the model work of a page opening),
+    the turn is lent to a lecturer's turn that is held or waiting, and taken back after (Turns.make_way): a burst of
+    tab loads or a student's long prompt lets the lecturer's Step run alone between two of its parts."""
+    turns, still = _turns(), alive()
+    with pieces.making_way(lambda: turns.make_way(still)):
         yield
 
 
@@ -140,7 +151,7 @@ def heavy_turn() -> contextlib.AbstractContextManager:
 def heavy_job() -> Iterator[None]:
     """A whole heavy job (a sweep, a lossless check, a lesson, a race): in class mode at most the operator's
     number run at once on the server, the others waiting first come first served, and saying so. Inside it every
-    piece of work the library marks (a step, a round of timed passes: specviz.core.pieces) takes a heavy turn of
+    piece of work the library marks (a step, a round of timed passes: specviz.pieces) takes a heavy turn of
     its own: the class's Steps go between two pieces, and a closed tab's job stops at its next one."""
 
     def hold(note: Callable) -> contextlib.AbstractContextManager:
@@ -189,6 +200,7 @@ def page_open() -> Iterator[None]:
 
     with contextlib.ExitStack() as stack:
         stack.enter_context(_waiting_note(hold))
+        stack.enter_context(_making_way())
         _opening.stack = stack
         try:
             yield

@@ -32,7 +32,6 @@ import torch
 from specviz.analysis import clock
 from specviz.core.config import SpecConfig
 from specviz.core.engine import Decoder
-from specviz.core.pieces import piece as work_piece
 from specviz.core.prompt import encode_prompt
 from specviz.core.sampling import logits_to_probs, sample
 from specviz.core.trace import RunTrace
@@ -40,6 +39,7 @@ from specviz.errors import ConfigError, SpecvizError
 from specviz.limits import token_budget
 from specviz.models import threads as torch_threads
 from specviz.models.pair import ModelPair
+from specviz.pieces import piece as work_piece
 
 LEVEL = 0.95  # the bootstrap interval's coverage
 RESAMPLES = 1000
@@ -306,7 +306,7 @@ class TargetAlone:
         self.config, self.eos = config, pair.codec.eos_token_id
         self.timer, self.target = timer or clock.default(), pair.target
         self.session, self.gen = pair.target.new_session(), torch.Generator().manual_seed(config.seed)
-        with work_piece():  # reading the prompt: a piece of work of its own (specviz.core.pieces)
+        with work_piece():  # reading the prompt: a piece of work of its own (specviz.pieces)
             self.logits = torch_threads.on_one_thread(self.session.extend)(ids, keep=1)[-1]
         self.budget = token_budget(config.max_new_tokens, pair.target.max_length, len(ids))
         self.tokens: list[int] = []
@@ -458,7 +458,7 @@ def paired_run(
     """Decode speculatively, and right after each step let the target alone decode the tokens that step
     emitted, at the same context lengths: the two alternate a step at a time (tens of milliseconds
     apart), so a load that comes and goes falls on both. Each step and its counterpart is one piece of work
-    (specviz.core.pieces: a server's compute turn where the caller runs it `in_pieces`): both are timed in the same
+    (specviz.pieces: a server's compute turn where the caller runs it `in_pieces`): both are timed in the same
     turn, and no wait for it is timed. `max_steps`: stop there (a run
     timed again up to the step it had reached: same settings and seed, same steps). `timer`: each side timed with
     its evidence (specviz.analysis.clock; default: the real clock): a step either side of which waited for a core is

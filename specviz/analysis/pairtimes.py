@@ -39,10 +39,10 @@ from specviz.analysis.measure import (
     median_iqr,
 )
 from specviz.analysis.passes import clean_rounds
-from specviz.core.pieces import piece as work_piece
 from specviz.errors import ConfigError, SpecvizError
 from specviz.models.pair import ModelPair
 from specviz.models.store import tensor_bytes
+from specviz.pieces import piece as work_piece
 
 KS = (1, 2, 3, 4, 5, 6, 8, 12, 16)  # the pass lengths timed: τ + 1 for τ up to 15 (and the roofline's fit)
 VARIANCE_K = 4  # the batch variance kept beside the costs: passes of 4 tokens against one-token passes,
@@ -217,7 +217,7 @@ def measure_pair(
     timer = timer or clock.default()
     head = len(ids) - max(ks)
     target, draft = pair.new_sessions()  # a draft that reads the target's hidden states is given its session
-    with work_piece():  # reading the context is model work: a piece of its own (specviz.core.pieces)
+    with work_piece():  # reading the context is model work: a piece of its own (specviz.pieces)
         target.extend(list(ids[:head]), keep=1)
         if head > 1:
             draft.extend(list(ids[: head - 1]), keep=1)

@@ -11,10 +11,10 @@ from typing import Any, TypeVar
 
 from specviz.analysis import clock
 from specviz.analysis.measure import BusyMachine, Spread, check_verify_cost, median_iqr
-from specviz.core.pieces import piece as work_piece
 from specviz.core.prompt import encode_prompt
 from specviz.errors import ConfigError
 from specviz.models.pair import ModelPair
+from specviz.pieces import piece as work_piece
 
 # A round with a disturbed pass is timed again, up to RETRIES × the rounds asked for in all; fewer clean rounds than
 # asked for by then: the measurement is withheld (BusyMachine).

@@ -116,7 +116,7 @@ def compare_rules(
     progress: Callable[[int, int, str], None] | None = None,
 ) -> RuleComparison:
     """Token-wise lossless runs per τ, prompt and seed, every step that drafted judged by every rule (each step and
-    each prompt read a piece of work: specviz.core.pieces)."""
+    each prompt read a piece of work: specviz.pieces)."""
     if not prompts or not taus or not seeds:
         raise ConfigError("comparing the rules needs at least one prompt, one τ and one seed")
     base = SpecConfig(mode="lossless", temperature=temperature, top_k=top_k, top_p=top_p, max_new_tokens=max_new_tokens)

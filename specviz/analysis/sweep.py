@@ -179,7 +179,7 @@ class Sweep:
 
     def advance(self) -> Iterator[tuple[int, int, Unit]]:
         """Run the pending units one by one; yields (done, total, unit) after each. Each step of a unit with its
-        target-alone counterpart is a piece of work (specviz.core.pieces): run `in_pieces` of a shared server's compute
+        target-alone counterpart is a piece of work (specviz.pieces): run `in_pieces` of a shared server's compute
         turn, the turn is taken and given back every step, so a class's Steps go between them, not after whole runs."""
         total = len(self.units())
         done = total - len(self.pending())

@@ -109,7 +109,7 @@ def compare(
 ) -> ChainTreeResult:
     """Chain (τ = B) and tree (TREE_SHAPES[B], num_draft_tokens = B) for every budget B, pooled over
     prompts and seeds, each run timed step by step beside the target alone on the same tokens (each step a piece of
-    work: specviz.core.pieces)."""
+    work: specviz.pieces)."""
     unknown = [b for b in budgets if b not in TREE_SHAPES]
     if unknown or not prompts:
         raise ConfigError(f"budgets must be among {BUDGETS} and at least one prompt given; got {list(budgets)}")

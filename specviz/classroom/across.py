@@ -307,7 +307,7 @@ def run(
     """Load each chosen draft's pair (`load(spec)`; one that fails is withheld with why), run them as one interleaved
     benchmark (sweep_drafts; `caches`: label → its units kept between calls), read each pair's costs from `book` (timed
     now where it has none: a measurement withheld as busy is kept as its message), close the pairs, and recommend. The
-    runs and the timings are pieces of work (specviz.core.pieces: a server's turns where the caller runs this
+    runs and the timings are pieces of work (specviz.pieces: a server's turns where the caller runs this
     `in_pieces`). `progress(fraction, text)` is told after each piece of work. `finished_only`: no run is started, the
     recommendation is made from the runs `caches` hold (a benchmark cut short with Stop)."""
     say = progress or (lambda _fraction, _text: None)

@@ -105,16 +105,54 @@ class Turns:
                 self._cond.notify_all()
             raise
         start = self._clock()
-        self._mine.depth = 1
+        self._mine.depth, self._mine.ticket = 1, me
         try:
             yield self
         finally:
-            self._mine.depth = 0
+            self._mine.depth, self._mine.ticket = 0, None
             with self._cond:
                 self._holders.discard(me)
                 name = _kind(me)
                 self._mean[name] = 0.8 * self._mean[name] + 0.2 * (self._clock() - start)
                 self._cond.notify_all()
+
+    def make_way(self, alive: Alive | None = None) -> float:
+        """From a thread that holds a turn, between two parts of its work (a long prompt's passes, a page's parts):
+        while a turn of an earlier kind is held or waits (the lecturer's, for a student's page opening), give this
+        one back and wait; then take it back, ahead of the turns of its own kind that came after it. The seconds it
+        waited; none where this thread holds no turn or no earlier kind is there. SessionEndedError, the place given
+        up, once `alive()` is false while it waits."""
+        me = getattr(self._mine, "ticket", None)
+        if me is None:
+            return 0.0
+        with self._cond:
+            if not self._earlier(me):
+                return 0.0
+            self._holders.discard(me)
+            heapq.heappush(self._queue, me)
+            self._cond.notify_all()
+        start = time.monotonic()
+        try:
+            while True:
+                _check(alive)
+                with self._cond:
+                    if not self._earlier(me) and len(self._holders) < self.width and self._queue[0] == me:
+                        heapq.heappop(self._queue)
+                        self._holders.add(me)
+                        return time.monotonic() - start
+                    self._cond.wait(0.25)
+        except BaseException:
+            with self._cond:
+                if me in self._queue:
+                    self._queue.remove(me)
+                    heapq.heapify(self._queue)
+                self._cond.notify_all()
+            self._mine.ticket = None  # the turn is given up: its holder's exit has nothing to give back
+            raise
+
+    def _earlier(self, me: tuple[int, int]) -> bool:
+        """(Holding the lock.) A turn of an earlier kind than `me`'s is held or waits."""
+        return any(t[0] < me[0] for t in self._holders) or any(t[0] < me[0] for t in self._queue)
 
     def __enter__(self) -> Turns:
         self._plain.held = self.take("step")
