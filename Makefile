@@ -27,20 +27,28 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml | $(PY)
 install: $(STAMP)
 
 # llama-cpp-python, built from source once into .wheels/ with ggml's CPU variants: one CPU library per x86 level
-# (SSE4.2, AVX2, AVX-512 in five kinds, AMX), the widest this CPU runs loaded at start (specviz.models.llamacpp;
-# no -march=native, which segfaults on some of these CPUs; the variants go beside libggml in the package), and
-# ggml's own thread pool instead of OpenMP (the app sets OMP_WAIT_POLICY=PASSIVE for torch, which made llama.cpp's
-# two threads slower than one); then installed from there: into .venv for the llama.cpp runtime
-# (`make llama`), and with its server into .venv-llama for the remote-target tests (`make server`).
-# About 8 minutes on 2 cores (5 with one portable AVX2 library: the 13 more take 6 CPU-minutes); the stamp's name
-# changes with the flags.
+# specviz picks from (LLAMA_CPUS: any x86-64, AVX2, AVX2 with VNNI (recent laptops), AVX-512, AVX-512 with VNNI, and
+# with BF16 (Zen 4/5, Sapphire Rapids)), the widest this CPU runs loaded at start (specviz.models.llamacpp; no
+# -march=native, which segfaults on some of these CPUs; the variants go beside libggml in the package), and ggml's own
+# thread pool instead of OpenMP (the app sets OMP_WAIT_POLICY=PASSIVE for torch, which made llama.cpp's two threads
+# slower than one); then installed from there: into .venv for the llama.cpp runtime (`make llama`), and with its server
+# into .venv-llama for the remote-target tests (`make server`). ggml has no option to choose its variants and the
+# package builds libraries its Python bindings never load, so the sdist is unpacked and cut first
+# (scripts/llamasource.py; its multimodal library is off too): 19.5 CPU-minutes on 2 cores instead of 37.6 for all 14
+# variants (docs/performance.md). The stamp's name changes with the flags.
 LLAMA_PIN := llama-cpp-python==0.3.36
 LLAMA_WHEELS := .wheels
-LLAMA_WHEEL_STAMP := $(LLAMA_WHEELS)/.built-cpu-variants
+LLAMA_CPUS := x64 haswell alderlake skylakex icelake zen4
+LLAMA_WHEEL_STAMP := $(LLAMA_WHEELS)/.built-cpus-$(subst $(eval) ,-,$(LLAMA_CPUS))
 LLAMA_CMAKE := -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DCMAKE_INSTALL_BINDIR=llama_cpp/lib \
-	-DGGML_OPENMP=OFF
+	-DGGML_OPENMP=OFF -DLLAVA_BUILD=OFF
 $(LLAMA_WHEEL_STAMP): | $(PY)
-	CMAKE_ARGS="$(LLAMA_CMAKE)" $(PY) -m pip wheel --quiet --no-cache-dir --no-deps -w $(LLAMA_WHEELS) "$(LLAMA_PIN)"
+	rm -rf $(LLAMA_WHEELS)/src && mkdir -p $(LLAMA_WHEELS)/src
+	$(PY) -m pip download --quiet --no-deps --no-binary :all: -d $(LLAMA_WHEELS)/src "$(LLAMA_PIN)"
+	$(PY) scripts/llamasource.py $(LLAMA_WHEELS)/src/llama_cpp_python-0.3.36.tar.gz $(LLAMA_WHEELS)/src/tree $(LLAMA_CPUS)
+	rm -f $(LLAMA_WHEELS)/llama_cpp_python-*.whl
+	CMAKE_ARGS="$(LLAMA_CMAKE)" $(PY) -m pip wheel --quiet --no-cache-dir --no-deps -w $(LLAMA_WHEELS) $(LLAMA_WHEELS)/src/tree
+	rm -rf $(LLAMA_WHEELS)/src
 	touch $@
 
 LLAMA_RUNTIME_STAMP := $(VENV)/.llama
