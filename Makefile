@@ -34,7 +34,7 @@ install: $(STAMP)
 # slower than one); then installed from there: into .venv for the llama.cpp runtime (`make llama`), and with its server
 # into .venv-llama for the remote-target tests (`make server`). ggml has no option to choose its variants and the
 # package builds libraries its Python bindings never load, so the sdist is unpacked and cut first
-# (scripts/llamasource.py; its multimodal library is off too): 19.5 CPU-minutes on 2 cores instead of 37.6 for all 14
+# (scripts/llamasource.py; its multimodal library is off too): 13 CPU-minutes on 2 cores instead of 37.6 for all 14
 # variants (docs/performance.md). The stamp's name changes with the flags.
 LLAMA_PIN := llama-cpp-python==0.3.36
 LLAMA_WHEELS := .wheels

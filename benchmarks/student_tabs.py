@@ -83,7 +83,7 @@ async def probe(url: str, pid: int, args: argparse.Namespace) -> None:
     await lecturer_steps(lecturer, 2)  # warm
     start_rss = tree_rss_gb(pid)
     print(f"the lecturer's page open, its pair loaded and stepped: {start_rss:.2f} GB (the start)")
-    quiet = await lecturer_steps(lecturer, args.steps)
+    quiet = await lecturer_steps(lecturer, args.steps, pause=0.2)  # as beside the wave below: like against like
     print(f"lecturer Step, quiet: p50 {statistics.median(quiet):.2f} s, p95 {p95(quiet):.2f} s")
 
     tabs, refused, highest, cookie = [], [], start_rss, None

@@ -96,6 +96,19 @@ def test_opening_a_tab_takes_a_steps_turn_once_the_lecturers_first(loads, queues
     assert not lecturer.exception and queues["turns"] == ["lecturer"]
 
 
+def test_the_lecturers_steps_are_not_paced_and_a_students_are(queues, monkeypatch):
+    """The lecturer is exempt from every per-student bound, the class's Steps a second included: a lecturer clicking
+    Step every 0.2 s waited 0.3 s for the pacer each time (issue 68's probe had read that as the server's delay)."""
+    import streamlit as st
+
+    from pages._serving import compute
+
+    monkeypatch.setattr(st, "session_state", {})
+    assert compute.pacer().rate == 2.0
+    monkeypatch.setattr(st, "session_state", {"specviz_lecturer": True})
+    assert compute.pacer().rate is None
+
+
 def test_a_400_word_sandbox_link_at_tau_8_is_priced_before_it_starts_and_taken_in_turn(loads, queues):
     """Issue 57.4's link: 400 words, τ = 8, lossless. q uniform, p ∝ 1 … 400 at every position, so each of the 400
     ratios differs and the block rule's weights multiply past its cap: said, not computed; token-wise exact by hand:

@@ -215,6 +215,8 @@ def _let_go_of_opening() -> None:
 
 
 def pacer() -> Pacer:
-    """A session's Steps a second: the class's bound in class mode, none otherwise."""
+    """A session's Steps a second: the class's bound for a student in class mode; none for the lecturer (exempt from
+    every per-student bound) or outside class mode."""
     rules = _server.class_policy()
-    return Pacer(rules.steps_per_second if rules.on else None)
+    paced = rules.on and not st.session_state.get("specviz_lecturer")
+    return Pacer(rules.steps_per_second if paced else None)
