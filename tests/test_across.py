@@ -177,7 +177,8 @@ def test_the_recommendation_on_a_tiny_pair_with_injected_pass_times():
     steps, both the first gives 80 / 38 = 2.11×, both the second 60 / 38 = 1.58× (each a quarter of the resamples,
     so the 95% interval's ends): 1.58–2.11×. At τ = 1, four steps of 1 + 12 = 13 ms emitting 2, 2, 2, 1: 70 / 52 =
     1.35×, so τ = 3 is its best. The random draft is accepted never: at τ = 1 seven steps of one token, 10 / 13 = 0.77×.
-    The pair's timings, from the book: T(1) = 10 ms, v(4) = 16 / 10 = 1.60, c = 1 / 10 = 0.10."""
+    The pair's timings, from the book: T(1) = 10 ms, v(4) = 16 / 10 = 1.60, c = 1 / 10 = 0.10. Beside each speedup its
+    ceiling, (τ + 1)/v(τ + 1), and what α and c cost of it."""
     result = benchmark(1.0, "copy", "random")
     rec = result.recommendation
     assert (rec.draft, rec.tau) == ("copy", 3)
@@ -195,6 +196,9 @@ def test_the_recommendation_on_a_tiny_pair_with_injected_pass_times():
             "tokens per step": "4.00",
             "c": "0.10",
             "v(τ + 1)": "1.60",
+            "ceiling (τ + 1)/v": "2.50×",  # 4/1.6; E = 4 keeps it all (α costs 0); 4/(3 · 0.1 + 1.6) = 2.11×
+            "α costs": "0.00×",
+            "c costs": "0.39×",
         },
         {
             "draft": "random",
@@ -204,6 +208,9 @@ def test_the_recommendation_on_a_tiny_pair_with_injected_pass_times():
             "tokens per step": "1.00",
             "c": "0.10",
             "v(τ + 1)": "1.20",
+            "ceiling (τ + 1)/v": "1.67×",  # 2/1.2; E = 1: 1/1.2 = 0.83× (α costs 0.83×); 1/1.3 = 0.77× (c 0.06×)
+            "α costs": "0.83×",
+            "c costs": "0.06×",
         },
     ]
     server, studio = result.flags  # the settings to run the copy at τ = 3: every step drafts 3 (p-min 0)

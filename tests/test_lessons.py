@@ -384,8 +384,7 @@ def test_a_lessons_table_puts_the_ceiling_and_what_alpha_and_c_cost_beside_each_
     3.3258/1.8 = 1.848×, so α costs 7.60×; E/(τc + v) = 3.3258/8.2 = 0.4056×, so c costs 1.44×. Server (τ = 4, v = 1.1,
     c = 0.03): 5/1.1 = 4.55×, E/v = 2.7731/1.1 = 2.521× (α 2.02×), E/1.22 = 2.273× (c 0.25×). A reading without v and
     c: dashes."""
-    from specviz.analysis.theory import ceiling
-    from specviz.classroom.lessons.common import ceiling_columns
+    from specviz.analysis.theory import ceiling, ceiling_columns
     from specviz.classroom.lessons.laptop_slowdown import CASES
 
     laptop, server = ((tau, v, c) for _, _, tau, c, v in CASES)

@@ -75,6 +75,18 @@ class Ceiling:
         )
 
 
+CEILING_COLUMNS = ("ceiling (τ + 1)/v", "α costs", "c costs")
+
+
+def ceiling_columns(split: Ceiling | None) -> dict[str, str]:
+    """A table's columns beside a speedup: the ceiling at its τ, (τ + 1)/v(τ + 1), and what α and c cost of it, as
+    text; dashes without a Ceiling (no v and c)."""
+    if split is None:
+        return dict.fromkeys(CEILING_COLUMNS, "–")
+    lost = (split.ceiling, split.ceiling - split.with_alpha, split.with_alpha - split.with_c)
+    return {column: f"{x:.2f}×" for column, x in zip(CEILING_COLUMNS, lost, strict=True)}
+
+
 def ceiling(tau: int, v: float, c: float, alpha: float | None = None, tokens_per_pass: float | None = None) -> Ceiling:
     """The ceiling at τ and the pair's speedup split into what α and c cost (Ceiling), E from α's formula or from
     tokens per pass counted in a run (one of the two); ValueError where v is not positive or neither is given."""

@@ -26,6 +26,7 @@ from specviz.analysis.draft_sweep import (
 from specviz.analysis.engine_flags import Flag
 from specviz.analysis.pairtimes import PairTimings, TimingBook
 from specviz.analysis.sweep import SweepSettings
+from specviz.analysis.theory import ceiling, ceiling_columns
 from specviz.class_policy import ClassPolicy
 from specviz.drafts import kinds
 from specviz.drafts.kinds import EARLY, GGUF, LOOKUP, MODEL, TRAINED, EngineTarget
@@ -289,6 +290,9 @@ class Across:
                     "c": "–" if costs is None else f"{costs[0]:.2f}",
                     "v(τ + 1)": "–" if costs is None else f"{costs[1]:.2f}",
                 }
+                | ceiling_columns(
+                    None if costs is None else ceiling(row.tau, costs[1], costs[0], tokens_per_pass=row.tokens_per_step)
+                )
             )
         return rows
 

@@ -15,7 +15,6 @@ from specviz.analysis.counted import Work, uncosted
 from specviz.analysis.diagnosis import Diagnosis, diagnose, diagnose_counted
 from specviz.analysis.measure import MeasurementError, PairedRun, paired_run
 from specviz.analysis.pairtimes import PairTimings, size_ratio
-from specviz.analysis.theory import Ceiling
 from specviz.core.config import SpecConfig
 from specviz.core.engine import Decoder
 from specviz.models.pair import ModelPair
@@ -106,18 +105,6 @@ def ceiling_words(reading: Diagnosis) -> str:
     if split is None:
         return ""
     return split.words("this draft's") + f" (v and c from {reading.calibration or 'this run, measured'})"
-
-
-def ceiling_columns(split: Ceiling | None) -> dict[str, str]:
-    """A lesson table's columns beside a speedup: the ceiling at its τ, (τ + 1)/v(τ + 1), and what α and c cost of
-    it (theory.Ceiling); dashes without v and c."""
-    if split is None:
-        return dict.fromkeys(CEILING_COLUMNS, "–")
-    lost = (split.ceiling, split.ceiling - split.with_alpha, split.with_alpha - split.with_c)
-    return {column: f"{x:.2f}×" for column, x in zip(CEILING_COLUMNS, lost, strict=True)}
-
-
-CEILING_COLUMNS = ("ceiling (τ + 1)/v", "α costs", "c costs")
 
 
 def time_chart(measured: PairedRun, reading: Diagnosis | None = None) -> go.Figure:

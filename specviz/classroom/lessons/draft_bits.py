@@ -6,7 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 
-from specviz.classroom.lessons.common import Evidence, Lesson, Load, Timings, ceiling_columns, measured_run
+from specviz.analysis.theory import ceiling_columns
+from specviz.classroom.lessons.common import Evidence, Lesson, Load, Timings, measured_run
 from specviz.models.pair import ModelPair
 from specviz.viz import charts
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from specviz.analysis.theory import ceiling, expected_tokens_per_step
-from specviz.classroom.lessons.common import Evidence, Lesson, Load, Timings, ceiling_columns, measured_run
+from specviz.analysis.theory import ceiling, ceiling_columns, expected_tokens_per_step
+from specviz.classroom.lessons.common import Evidence, Lesson, Load, Timings, measured_run
 from specviz.models.pair import ModelPair
 
 ALPHA = 0.7  # the acceptance assumed for both published pairs: a same-family draft on prose (stated on screen)

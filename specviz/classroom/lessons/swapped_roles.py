@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from specviz.analysis.measure import against_one
-from specviz.classroom.lessons.common import Evidence, Lesson, Load, Timings, ceiling_columns, measured_run
+from specviz.analysis.theory import ceiling_columns
+from specviz.classroom.lessons.common import Evidence, Lesson, Load, Timings, measured_run
 from specviz.models.pair import ModelPair
 
 
