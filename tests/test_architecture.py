@@ -203,6 +203,24 @@ def test_pages_are_thin():
     assert long == {}, f"pages over {PAGE_LINES} lines, helpers over {HELPER_LINES}: {long}"
 
 
+SHARED_CONCEPTS = ("_common", "_serving")  # what every page uses: they import no page's own folder
+
+
+def test_what_every_page_uses_imports_no_pages_own_helpers():
+    """Issue 66: pages/_common and pages/_serving serve every page, so they import none of one page's folders
+    (_decode, _pay, _race, _sweep): the shell reads a link's typed drafts itself, and Decode reads them from it."""
+    own = [c for c in CONCEPTS if c not in SHARED_CONCEPTS]
+    pattern = re.compile(rf"^\s*(?:from|import) pages\.({'|'.join(own)})\b", re.M)
+    wrong = [
+        f"{p.relative_to(PAGES)} imports pages.{m}"
+        for concept in SHARED_CONCEPTS
+        for p in sorted((PAGES / concept).glob("*.py"))
+        for m in pattern.findall(p.read_text())
+    ]
+    assert wrong == []
+    assert pattern.findall("from pages._decode.typed import from_link\n") == ["_decode"]  # it would find one
+
+
 def test_pages_helpers_live_in_a_folder_of_their_concept():
     """Issue 66.5: beside the pages (pages/*.py, each one the app's navigation names) only folders of helpers, one per
     concept: the Decode page's, Would it pay there?'s, the τ sweep's, the Race's, serving, and what every page uses."""

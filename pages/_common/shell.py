@@ -14,12 +14,12 @@ import streamlit as st
 from streamlit import runtime
 
 import specviz
-from pages._decode.typed import from_link as typed_from_link
 from pages._serving import config as _server
 from pages._serving import share as _share
 from specviz.analysis import snapshot
 from specviz.classroom import links, sandbox, settings
 from specviz.classroom.settings import RUNTIME_HELP, gguf_target_line, runtime_line
+from specviz.drafts.typed import typed_from_link
 from specviz.loading import RUNTIMES
 from specviz.server import trimmer
 from specviz.server.stepper import held_stepper
@@ -28,6 +28,7 @@ from specviz.viz.plain import plain
 from specviz.viz.render import sentence
 
 SHELL_MARK = "specviz_shell"
+TYPED_LINK = "decode_typed_link"  # a link's typed drafts, taken by the steps Decode replays (pages/_decode/typed.py)
 APP = Path(__file__).resolve().parents[2] / "app.py"
 
 
@@ -75,7 +76,10 @@ def prepare_session(page: str = "") -> None:
     if "specviz_kept" not in st.session_state:  # a session's first run: settings from the link, if any
         from_link, problems = settings.from_link(st.query_params.to_dict(), _server.class_policy())
         st.session_state["decode_autostep"] = from_link.pop("decode_steps", 0)
-        typed_from_link(from_link.pop("decode_drafts", ""), problems)  # the typed drafts of the steps it replays
+        try:  # the typed drafts of the steps it replays (Decode's "Your draft"); what cannot be read is said
+            st.session_state[TYPED_LINK] = typed_from_link(from_link.pop("decode_drafts", ""))
+        except specviz.ConfigError as exc:
+            problems.append(str(exc))
         st.session_state["lossless_table_link"] = links.table(from_link.pop("lossless_table", ""), problems)
         worksheet = {k: from_link.pop(k) for k in list(from_link) if k.startswith("sandbox_")}
         st.session_state["specviz_kept"] = {**defaults, **from_link}

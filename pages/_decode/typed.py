@@ -10,15 +10,15 @@ import contextlib
 import streamlit as st
 
 import specviz
+from pages._common.shell import TYPED_LINK as LINK
 from specviz.classroom import typed as texts
-from specviz.drafts.typed import GUARANTEE, MAX_CHARS, TypedDraft, typed_from_link, typed_to_link, typed_tokens
+from specviz.drafts.typed import GUARANTEE, MAX_CHARS, TypedDraft, typed_to_link, typed_tokens
 from specviz.server.stepper import Stepper, session_stepper
 from specviz.viz.plain import plain
 
 WORDS = "decode_typed"  # the text box
 NEXT = "decode_typed_next"  # the words the next Step proposes (a click on "Step with your draft")
 BOOK = "decode_typed_steps"  # step index → (the words typed for it, their tokens), in the run on screen
-LINK = "decode_typed_link"  # a link's typed steps, taken by the steps the link replays
 
 
 def run_pair(pair: specviz.ModelPair | None, config) -> specviz.ModelPair | None:
@@ -69,14 +69,6 @@ def link_value(steps: int) -> dict:
     """What a link carries of the run's typed drafts (the first `steps` steps)."""
     book = {i: words for i, (words, _) in st.session_state.get(BOOK, {}).items() if i < steps}
     return {"decode_drafts": typed_to_link(book)} if book else {}
-
-
-def from_link(text: str, problems: list[str]) -> None:
-    """A link's typed drafts, for the steps it replays; what cannot be read is said and left out."""
-    try:
-        st.session_state[LINK] = typed_from_link(text)
-    except specviz.ConfigError as exc:
-        problems.append(str(exc))
 
 
 def _stepper() -> Stepper:
