@@ -237,6 +237,26 @@ def test_at_full_width_the_student_gives_its_turn_to_the_lecturer_and_takes_it_b
     assert turns.waiting == 0
 
 
+def test_a_heavy_job_makes_way_for_the_lecturer_only_not_for_students_steps():
+    """A heavy unit between two passes of a long prompt: students' Steps held and waiting beside it do not stop it
+    (they go before it in the queue already; in a class that steps all the time it would never go on)."""
+    turns = Turns(width=2)
+    student_in, student_out = threading.Event(), threading.Event()
+
+    def student() -> None:
+        with turns.take("step"):
+            student_in.set()
+            student_out.wait(5)
+
+    with turns.take("heavy"):
+        thread = threading.Thread(target=student)
+        thread.start()
+        assert student_in.wait(5)
+        assert turns.make_way() == 0.0
+    student_out.set()
+    thread.join()
+
+
 def test_a_session_that_ends_while_it_makes_way_gives_its_turn_up():
     """The lecturer holds the other turn; the student's tab closes while its opening waits to go on: SessionEndedError,
     and its turn is neither held nor queued (the holder's exit gives back nothing twice)."""

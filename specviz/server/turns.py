@@ -117,11 +117,12 @@ class Turns:
                 self._cond.notify_all()
 
     def make_way(self, alive: Alive | None = None) -> float:
-        """From a thread that holds a turn, between two parts of its work (a long prompt's passes, a page's parts):
-        while a turn of an earlier kind is held or waits (the lecturer's, for a student's page opening), give this
-        one back and wait; then take it back, ahead of the turns of its own kind that came after it. The seconds it
-        waited; none where this thread holds no turn or no earlier kind is there. SessionEndedError, the place given
-        up, once `alive()` is false while it waits."""
+        """From a thread that holds a turn, between two parts of its work (a long prompt's passes, a page opening's
+        model work): while the lecturer's turn is held or waits, give this one back and wait; then take it back,
+        ahead of the turns of its own kind that came after it. Only the lecturer's: a heavy job makes no way for
+        students' Steps here (they already go before it in the queue; in a class that steps all the time it would
+        never go on). The seconds it waited; none where this thread holds no turn, holds the lecturer's, or no
+        lecturer's turn is there. SessionEndedError, the place given up, once `alive()` is false while it waits."""
         me = getattr(self._mine, "ticket", None)
         if me is None:
             return 0.0
@@ -151,8 +152,9 @@ class Turns:
             raise
 
     def _earlier(self, me: tuple[int, int]) -> bool:
-        """(Holding the lock.) A turn of an earlier kind than `me`'s is held or waits."""
-        return any(t[0] < me[0] for t in self._holders) or any(t[0] < me[0] for t in self._queue)
+        """(Holding the lock.) The lecturer's turn is held or waits, and `me` is not the lecturer's."""
+        first = PRIORITY["lecturer"]
+        return me[0] > first and any(t[0] == first for t in (*self._holders, *self._queue))
 
     def __enter__(self) -> Turns:
         self._plain.held = self.take("step")
