@@ -17,10 +17,12 @@ from specviz.loading.presets import check_allowed
 from specviz.loading.runtime import resolve_runtime
 from specviz.models import gguf, llamacpp
 from specviz.models.hub import EMBEDDED, resolve_device, resolve_dtype
+from specviz.models.llamapool import context_bytes
 from specviz.pair_parts import Keys
 from specviz.specs import ModelSpec
 
 EMBEDDED_KV_BYTES = 2 * 30 * 3 * 64 * 4  # a token's float32 keys and values: 30 layers, 3 KV heads of 64
+EMBEDDED_SHAPE = (49_152, 576, 9)  # its vocabulary, hidden size and attention heads (a batch's buffers)
 
 
 def planned_parts(
@@ -48,14 +50,22 @@ def planned_parts(
     keys, places = Keys(dev, torch_dtype, settings.llama.slots_for(rules.on)), settings.found_in()
     if isinstance(target, specs.Served):
         return [(keys.torch(draft), estimated_params(draft) * width)]
-    slots = keys.slots
-    pooled = slots * settings.llama.slot_tokens
+    slots, tokens = keys.slots, settings.llama.slot_tokens
+
+    def pooled(kv: int | None, vocab: int, hidden: int | None, heads: int | None) -> int:
+        """The shared batched context (none without slots), its buffers included."""
+        if not slots:
+            return 0
+        shape = {"vocab": vocab, "hidden": hidden or 0, "heads": heads or 0}
+        return context_bytes(size=tokens, streams=slots, kv_bytes_per_token=kv or 0, **shape)
+
     if target.is_gguf:
         path = known_gguf_path(target, places)
         if path is None:  # it would have to be downloaded first: its size is not known here
             return []
         info = gguf.read_info(path)
-        planned = [(keys.llama(path, slots), info.file_bytes + pooled * (info.kv_bytes_per_token or 0))]
+        pool = pooled(info.kv_bytes_per_token, info.vocab_size, info.n_embd, info.n_head)
+        planned = [(keys.llama(path, slots), info.file_bytes + pool)]
         if draft.is_gguf and (draft_path := known_gguf_path(draft, places)) is not None and draft_path != path:
             planned.append((keys.llama(draft_path, 0), gguf_file_bytes(draft, draft_path)))
         return planned
@@ -65,7 +75,7 @@ def planned_parts(
         return [(keys.kernels(target, draft), size)]
     planned = [(keys.torch(target), estimated_params(target) * width)]
     if runtime == llamacpp.RUNTIME:
-        planned.append((keys.llama(EMBEDDED, slots), EMBEDDED_PARAMS * 4 + pooled * EMBEDDED_KV_BYTES))
+        planned.append((keys.llama(EMBEDDED, slots), EMBEDDED_PARAMS * 4 + pooled(EMBEDDED_KV_BYTES, *EMBEDDED_SHAPE)))
     if not kind.is_target:
         lean = runtime != TORCH
         size = kind.params(draft, target) * width * (2 if lean else 1)  # lean: prepared copies beside

@@ -42,7 +42,7 @@ from specviz.models.llamabackend import (  # noqa: F401 (re-exported: the names 
     cpu_variant,
     cpu_variants,
 )
-from specviz.models.llamapool import BATCH, PooledSession, RecordingSession, SlotPool, float_buffer
+from specviz.models.llamapool import BATCH, PooledSession, RecordingSession, SlotPool, context_bytes, float_buffer
 from specviz.models.llamasettings import (  # noqa: F401 (re-exported: the names every caller knows)
     BEND_ENV,
     CLASS_SLOTS,
@@ -148,14 +148,16 @@ class LlamaCppModel:
         return session
 
     def context_bytes(self, size: int, streams: int = 1) -> int:
-        """What a context of `streams` KV streams of `size` tokens each (a run's context of its own: one; the shared
-        batched context: its slots) holds once a long prompt was read into it: its KV cache; the output buffer,
-        which grows to a batch's rows of logits and hidden states; and the compute buffer of a batch's pass (its
-        logits and attention scores over one stream's cells). An upper bound: a context that never reads a whole
-        batch touches less (measured against real contexts: docs/class-server.md, "Each student's share")."""
-        output = BATCH * (self.vocab_size + self.hidden_size) * 4
-        compute = BATCH * self.vocab_size * 4 + BATCH * size * self.n_head * 4
-        return size * streams * self.kv_bytes_per_token + output + compute
+        """What a context of this model with `streams` KV streams of `size` tokens each holds, its buffers included
+        (llamapool.context_bytes)."""
+        return context_bytes(
+            size=size,
+            streams=streams,
+            kv_bytes_per_token=self.kv_bytes_per_token,
+            vocab=self.vocab_size,
+            hidden=self.hidden_size,
+            heads=self.n_head,
+        )
 
     def opening_bytes(self, tokens: int | None = None, linear: bool = False) -> int:
         """What `new_session(tokens, linear)` would add to `nbytes()` now: nothing for a stream of the shared batched

@@ -33,6 +33,19 @@ from specviz.models import threads as torch_threads
 from specviz.models.lm import SessionStats
 
 BATCH = 512  # tokens per llama_decode call
+
+
+def context_bytes(*, size: int, streams: int, kv_bytes_per_token: int, vocab: int, hidden: int, heads: int) -> int:
+    """What a llama.cpp context of `streams` KV streams of `size` tokens each holds once a long prompt was read into it
+    (a run's context of its own: one stream; the shared batched context: its slots): its float32 KV cache; the output
+    buffer, which grows to a batch's rows of logits and hidden states; and the compute buffer of a batch's pass (its
+    logits and attention scores over one stream's cells). An upper bound: a context that never reads a whole batch
+    touches less (measured against real contexts: docs/class-server.md, "Each student's share")."""
+    output = BATCH * (vocab + hidden) * 4
+    compute = BATCH * vocab * 4 + BATCH * size * heads * 4
+    return size * streams * kv_bytes_per_token + output + compute
+
+
 PREFIXES = 4  # prompts whose streams a pool keeps to copy (a class opens the lecturer's link: one prompt for all)
 
 

@@ -91,6 +91,7 @@ def _info(path: Path, header: Header, tensors: list[tuple[str, int, int]], file_
         pad_text=specials["padding"][1],
         chat_template=md.get("tokenizer.chat_template"),
         vocab_fingerprint=_fingerprint(header.tokens),
+        n_head=_heads(md, arch),
     )
 
 
@@ -137,6 +138,13 @@ def _quantization(file_type: Any, tensors: list[tuple[str, int, int]]) -> str:
         except ValueError:
             elements[f"type {kind}"] += count
     return elements.most_common(1)[0][0] if elements else "unknown"
+
+
+def _heads(md: dict[str, Any], arch: str) -> int | None:
+    heads = md.get(f"{arch}.attention.head_count")
+    if heads is None:
+        return None
+    return max(heads) if isinstance(heads, tuple) else int(heads)
 
 
 def _kv_bytes(md: dict[str, Any], arch: str) -> int | None:

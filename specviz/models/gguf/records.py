@@ -43,6 +43,7 @@ class GGUFInfo:
     pad_text: str | None
     chat_template: str | None  # the Jinja template of tokenizer.chat_template
     vocab_fingerprint: str  # SHA-256 of the token list (texts in id order): equal lists, equal fingerprints
+    n_head: int | None = None  # attention heads (the most of any layer)
 
 
 @dataclass(frozen=True, kw_only=True)
