@@ -98,9 +98,11 @@ class FeatureDraftModel:
     ) -> None:
         """`lean`: run the draft with specviz.drafts.lean (the same function, less overhead per
         token); otherwise through its transformers modules (the reference). `forward`: a lean forward made here
-        (an Int8FeatureDraft). `threads`: the torch threads of every pass, from whatever thread (default: the count
-        of the thread that makes it; specviz.models.threads)."""
-        self.draft = draft.eval()
+        (an Int8FeatureDraft), which holds every weight it reads: the module is then let go (`draft` None), so its
+        float32 weights are not kept beside the forward's own. `threads`: the torch threads of every pass, from
+        whatever thread (default: the count of the thread that makes it; specviz.models.threads)."""
+        self.draft = draft.eval() if forward is None else None
+        self.dtype, self.device = draft.fc.weight.dtype, draft.fc.weight.device
         self.threads = threads or torch_threads.current()
         self.capabilities = Capabilities(reads_target=True, can_target=False, threads=self.threads)
         self.name = name
@@ -124,11 +126,11 @@ class FeatureDraftSession(SessionStats):
         super().__init__()
         self._draft = owner.forward
         self._threads = owner.threads
-        self._dtype = owner.draft.fc.weight.dtype
+        self._dtype = owner.dtype
         self._target = target
         target.record_features()
         self._cache = owner.forward.new_cache()
-        self._device = owner.draft.fc.weight.device
+        self._device = owner.device
         self._tokens: list[int] = []
         # positions before this one were computed with the target's own f_{t−1}; the rest (always a
         # suffix: a draft block) with the draft's predicted features
