@@ -31,23 +31,23 @@ _aside: ContextVar[Callable[[], object] | None] = ContextVar("specviz_piece_asid
 
 
 @contextlib.contextmanager
-def in_pieces(turn: Turn) -> Iterator[None]:
+def _set(var: ContextVar, value: object) -> Iterator[None]:
+    """`var` is `value` within this block (in this thread), and what it was after."""
+    token = var.set(value)
+    try:
+        yield
+    finally:
+        var.reset(token)
+
+
+def in_pieces(turn: Turn) -> AbstractContextManager:
     """Within this block (in this thread), each outermost `piece()` runs inside `turn()`."""
-    token = _turn.set(turn)
-    try:
-        yield
-    finally:
-        _turn.reset(token)
+    return _set(_turn, turn)
 
 
-@contextlib.contextmanager
-def held() -> Iterator[None]:
+def held() -> AbstractContextManager:
     """Within this block (in this thread) a turn is held already, taken by the caller itself: a piece takes none."""
-    token = _inside.set(True)
-    try:
-        yield
-    finally:
-        _inside.reset(token)
+    return _set(_inside, True)
 
 
 @contextlib.contextmanager
@@ -61,14 +61,9 @@ def piece() -> Iterator[None]:
         yield
 
 
-@contextlib.contextmanager
-def making_way(aside: Callable[[], object]) -> Iterator[None]:
+def making_way(aside: Callable[[], object]) -> AbstractContextManager:
     """Within this block (in this thread), each `between()` calls `aside()` (which may wait, or raise to stop)."""
-    token = _aside.set(aside)
-    try:
-        yield
-    finally:
-        _aside.reset(token)
+    return _set(_aside, aside)
 
 
 def between() -> None:

@@ -127,9 +127,10 @@ def _turn(kind: str) -> Iterator[None]:
 
 @contextlib.contextmanager
 def _making_way() -> Iterator[None]:
-    """Between two parts of the work a turn is held for (a long prompt's passes; the model work of a page opening),
-    the turn is lent to a lecturer's turn that is held or waiting, and taken back after (Turns.make_way): a burst of
-    tab loads or a student's long prompt lets the lecturer's Step run alone between two of its parts."""
+    """Between two parts of the work a turn is held for (a long prompt's passes; the model work of a page opening,
+    whose compute turns come here too), the turn is lent to a lecturer's turn that is held or waiting, and taken back
+    after (Turns.make_way): a burst of tab loads or a student's long prompt lets the lecturer's Step run alone
+    between two of its parts."""
     turns, still = _turns(), alive()
     with pieces.making_way(lambda: turns.make_way(still)):
         yield
@@ -200,7 +201,6 @@ def page_open() -> Iterator[None]:
 
     with contextlib.ExitStack() as stack:
         stack.enter_context(_waiting_note(hold))
-        stack.enter_context(_making_way())
         _opening.stack = stack
         try:
             yield

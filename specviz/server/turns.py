@@ -83,9 +83,7 @@ class Turns:
             while True:
                 _check(alive)
                 with self._cond:
-                    if len(self._holders) < self.width and self._queue[0] == me:
-                        heapq.heappop(self._queue)
-                        self._holders.add(me)
+                    if self._took(me):
                         break
                     ahead = [t for t in self._queue if t < me] + sorted(self._holders)
                     if waiting is None or len(ahead) == said:
@@ -98,11 +96,7 @@ class Turns:
                 said, said_at = len(ahead), time.monotonic()
                 waiting(said, eta)  # outside the lock: it may draw on the page
         except BaseException:  # a rerun stopped this session while it waited: give up its place
-            with self._cond:
-                if me in self._queue:
-                    self._queue.remove(me)
-                    heapq.heapify(self._queue)
-                self._cond.notify_all()
+            self._give_up(me)
             raise
         start = self._clock()
         self._mine.depth, self._mine.ticket = 1, me
@@ -137,19 +131,29 @@ class Turns:
             while True:
                 _check(alive)
                 with self._cond:
-                    if not self._earlier(me) and len(self._holders) < self.width and self._queue[0] == me:
-                        heapq.heappop(self._queue)
-                        self._holders.add(me)
+                    if not self._earlier(me) and self._took(me):
                         return time.monotonic() - start
                     self._cond.wait(0.25)
         except BaseException:
-            with self._cond:
-                if me in self._queue:
-                    self._queue.remove(me)
-                    heapq.heapify(self._queue)
-                self._cond.notify_all()
+            self._give_up(me)
             self._mine.ticket = None  # the turn is given up: its holder's exit has nothing to give back
             raise
+
+    def _took(self, me: tuple[int, int]) -> bool:
+        """(Holding the lock.) `me` is first in the queue and a turn is free: it holds one now."""
+        if len(self._holders) < self.width and self._queue[0] == me:
+            heapq.heappop(self._queue)
+            self._holders.add(me)
+            return True
+        return False
+
+    def _give_up(self, me: tuple[int, int]) -> None:
+        """`me`'s place in the queue given up, and those waiting told."""
+        with self._cond:
+            if me in self._queue:
+                self._queue.remove(me)
+                heapq.heapify(self._queue)
+            self._cond.notify_all()
 
     def _earlier(self, me: tuple[int, int]) -> bool:
         """(Holding the lock.) The lecturer's turn is held or waits, and `me` is not the lecturer's."""
