@@ -64,6 +64,45 @@ def test_draft_sessions_follow_the_feature_rule_through_verification_and_rejecti
     assert t_session.features_length == t_session.length
 
 
+class CountedPasses:
+    """A feature draft's forward that counts its passes (a test's own object: no shared model is touched)."""
+
+    def __init__(self, draft: FeatureDraft) -> None:
+        self.draft, self.passes = draft, 0
+
+    def features(self, ids, *args, **kwargs):
+        self.passes += 1
+        return self.draft.features(ids, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.draft, name)
+
+
+def test_a_back_redoes_the_same_rows_in_the_same_pass():
+    """A step's accepted draft tokens are redone on the target's features in the next step's first pass, and after
+    Back in that same pass again: the q of the Step again equals the q of the Step before the Back bit for bit (in
+    float32 a pass over 3 rows rounds its sums differently from a pass over 1)."""
+    target = tiny_llama(0).float()
+    draft = CountedPasses(make_feature_draft(target))
+    pair = ModelPair(HFModel(target, "t"), FeatureDraftModel(draft.draft, "d", forward=draft), IdsCodec(None))
+    t_session, d_session = pair.new_sessions()
+    t_session.extend([5, 17, 3], keep=1)
+    d_session.extend([5, 17, 3], keep=1)
+    for token in (88, 9):  # the draft proposes 9, then 40 (on its own feature), and the target accepts both
+        d_session.extend([token], keep=1)
+    t_session.extend([88, 9, 40], keep=3)
+    confirmed = [5, 17, 3, 88, 9, 40, 60]
+    for session in (t_session, d_session):
+        session.crop(min(session.length, len(confirmed) - 1))
+    assert draft.passes == 3
+    first = d_session.extend(confirmed[d_session.length :], keep=1)
+    assert draft.passes == 4  # 9 redone beside 40 and 60 in one pass
+    d_session.crop(len(confirmed) - 1)  # Back
+    again = d_session.extend(confirmed[d_session.length :], keep=1)
+    assert draft.passes == 5
+    assert torch.equal(again, first)
+
+
 @pytest.mark.parametrize("mode", ["greedy", "textbook", "lossless"])
 def test_decodes_in_every_mode_and_greedy_output_is_the_targets(mode):
     target = tiny_llama(0)

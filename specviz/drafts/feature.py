@@ -136,6 +136,9 @@ class FeatureDraftSession(SessionStats):
         # suffix: a draft block) with the draft's predicted features
         self._true_upto = 0
         self._g: list[torch.Tensor] = []  # the draft's output feature at each position
+        # where the pass that computed each position began (−1: a tree pass), so that a crop that cuts a pass in two
+        # (Back, or a look ahead such as Decoder.next_rows) has its rows redone in one pass again (`crop`)
+        self._pass_start: list[int] = []
 
     def _known(self) -> int:
         return self._target.features_length
@@ -156,16 +159,17 @@ class FeatureDraftSession(SessionStats):
             while i < len(ids):
                 pos = len(self._tokens)
                 known = self._known()
-                # the prompt in one pass; after it, one position at a time. A pass over n rows rounds its sums
-                # differently from n passes over one (another kernel for another row count), so positions
-                # redone on true features are redone one by one: a Back and the same Step again then give the
-                # same q bit for bit as the Step without the Back (it once differed by ~1e-6 in a later step)
-                n = max(1, min(len(ids) - i, known - pos + 1)) if pos == 0 else 1
+                # every position whose previous feature the target has given in one pass (the prompt; a step's
+                # accepted draft tokens redone on true features with the token after them, as EAGLE does), so
+                # a step costs one forward per draft token; then one at a time on the draft's own features
+                n = max(1, min(len(ids) - i, known - pos + 1))
                 prev = self._previous(pos, n, known)
                 chunk = torch.tensor([ids[i : i + n]], dtype=torch.long, device=self._device)
                 g = self._draft.features(chunk, prev.unsqueeze(0), cache=self._cache)[0]
+                self.forwards += 1
                 for j in range(n):
                     self._tokens.append(ids[i + j])
+                    self._pass_start.append(pos)
                     if pos + j - 1 < known and self._true_upto == pos + j:
                         self._true_upto += 1
                     self._g.append(g[j])
@@ -174,7 +178,6 @@ class FeatureDraftSession(SessionStats):
             hidden = torch.cat(outputs)[-keep:]
             logits = self._draft.head(hidden).to("cpu", torch.float64)
         self.forward_seconds += time.perf_counter() - start
-        self.forwards += 1
         self.length = len(self._tokens)
         return logits
 
@@ -200,6 +203,7 @@ class FeatureDraftSession(SessionStats):
             g_new = list(g)
             logits = self._draft.head(g).to("cpu", torch.float64)
         self._tokens.extend(int(y) for y in ids)
+        self._pass_start.extend(-1 for _ in ids)
         self._g.extend(g_new)
         self._tree.extend(new)
         self.length = len(self._tokens)
@@ -212,6 +216,7 @@ class FeatureDraftSession(SessionStats):
         if len(kept) < self.length:
             gather_cache(self._cache, kept)
             self._tokens = [self._tokens[i] for i in kept]
+            self._pass_start = [self._pass_start[i] for i in kept]
             self._g = [self._g[i] for i in kept]
         self._keep_linear(len(kept))
 
@@ -229,12 +234,17 @@ class FeatureDraftSession(SessionStats):
     def _crop(self, length: int) -> None:
         if length < len(self._tokens):
             self._cache.crop(length - len(self._tokens))
-            del self._tokens[length:], self._g[length:]
+            del self._tokens[length:], self._g[length:], self._pass_start[length:]
             self._true_upto = min(self._true_upto, length)
             self.length = length
 
     def crop(self, length: int) -> None:
+        """Back to `length` tokens. Where that cuts a pass in two, its kept rows are redone in the next extend's first
+        pass, with the tokens after them, as they were computed before: a pass over n rows rounds its sums differently
+        from a pass over fewer, and a Back and the same Step again then give the same q bit for bit."""
         self._check_crop(length)
+        if 0 < length < len(self._tokens) and self._pass_start[length] == self._pass_start[length - 1] >= 0:
+            self._true_upto = min(self._true_upto, self._pass_start[length])
         self._crop(length)
 
 
