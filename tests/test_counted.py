@@ -78,9 +78,21 @@ def test_counted_work_at_the_kept_costs_worked_by_hand():
     # 2.333/(0.3 + 1.6) = 1.228× (the counted speedup: every step drafted τ)
     split = result.ceiling(3)
     assert (split.ceiling, split.with_alpha, split.with_c) == pytest.approx((2.5, 7 / 3 / 1.6, 7 / 3 / 1.9))
-    assert uncosted(result.work).startswith("Counted: 7 tokens in 3 target passes (2.33 a pass), 9 draft tokens.")
+    assert uncosted(result.work).startswith("Counted: 7 tokens in 3 target passes (2.33 a pass), 9 draft forwards.")
     assert "one quiet minute of calibration" in uncosted(result.work)
     assert Costed(work=Work(tokens=0, pass_tokens=(), drafted=0), timings=timings).speedup == 0.0
+
+
+def test_a_tree_pays_one_draft_forward_per_level_worked_by_hand():
+    """T(k) = 10 + 2(k − 1) ms (T(7) = 22: v(7) = 2.2), a draft forward 1 ms (c = 0.1). Three tree steps of 6 nodes
+    grown in 3 levels, emitting 3, 1 and 2 tokens: 6 tokens in 3 passes of 7 tokens. Speculation: 3 · 2.2 + 9 · 0.1
+    = 7.5 one-token passes (9 draft forwards, one a level; not 18, one a node): 6/7.5 = 0.8× the target alone."""
+    timings = timings_of({k: fake_ms("pass", k) for k in range(1, 8)}, fake_ms("draft", 1))
+    steps = [StepCount(3, n - 1, (), tuple(range(n)), 0.0, 0.0, nodes=6, depth=3, draft_passes=3) for n in (3, 1, 2)]
+    result = costed(steps, timings)
+    assert result.work == Work(tokens=6, pass_tokens=(7, 7, 7), drafted=9)
+    assert (result.verify_units, result.draft_units) == pytest.approx((6.6, 0.9))
+    assert result.speedup == pytest.approx(0.8)
 
 
 def test_a_calibration_is_kept_on_disk_and_read_back_by_a_later_book_on_the_same_machine(tmp_path):

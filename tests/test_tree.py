@@ -11,10 +11,11 @@ import pytest
 import torch
 
 from specviz import Decoder, HFModel, ModelPair, SpecConfig
+from specviz.analysis.counted import Work
 from specviz.analysis.lossless import check, first_tokens, reference
 from specviz.classroom.replay import load_trace
 from specviz.core import tree as tree_mod
-from specviz.core.trace import RunTrace
+from specviz.core.trace import RunTrace, TreeTrace
 from specviz.drafts.feature import FeatureDraftModel
 from specviz.drafts.lookup import PromptLookupDrafter
 from specviz.drafts.subset import early_exit
@@ -472,3 +473,41 @@ def test_a_one_hot_tree_records_what_each_main_line_token_was_compared_with():
     data["steps"][0]["r"][0] = data["steps"][0]["tree"]["nodes"][1]["r"] = 0.5  # (a pass against it, as recorded)
     with pytest.raises(TraceError, match="was not compared with p"):
         RunTrace.from_dict(data)
+
+
+class _SessionsKept:
+    """A draft model whose sessions the test can read (a test's own wrapper: the shared model is not touched)."""
+
+    def __init__(self, model) -> None:
+        self.model, self.sessions = model, []
+
+    def new_session(self, *args):
+        self.sessions.append(self.model.new_session(*args))
+        return self.sessions[-1]
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+
+@pytest.mark.parametrize(("kind", "mode"), [("random", "textbook"), ("feature", "greedy"), ("early-exit", "lossless")])
+def test_a_tree_step_counts_one_draft_pass_per_level_not_per_node(pairs, kind, mode):
+    """docs/algorithm.md: each level costs one draft forward over all its expanded nodes. A tree of 3 levels of
+    topk 2 keeping 6 nodes: 3 draft passes a step (the root's, then 2 levels), whatever the pruning keeps, and the
+    counted work charges c for those 3, not for the 6 nodes (the draft's own session counts the same passes)."""
+    pair = pairs[kind]
+    kept = _SessionsKept(pair.draft)
+    watched = ModelPair(pair.target, kept, pair.codec)
+    run = Decoder(watched, PROMPT, tree_config(2, 3, 6, mode=mode, seed=1, max_new_tokens=12)).run()
+    first = run.steps[0]
+    assert (first.draft_passes, first.nodes) == (3, 6)
+    passes = [s.draft_passes for s in run.steps]
+    assert max(passes) == 3  # fewer only where the run's last tokens cap the tree's depth
+    assert kept.sessions[0].forwards == 1 + sum(passes)  # the prompt's pass, then each step's
+    work = Work.of_steps(run.steps)
+    assert work.drafted == sum(passes) < sum(s.nodes for s in run.steps)
+    assert work.pass_tokens == tuple(s.nodes + 1 for s in run.steps)
+    saved = dataclasses.asdict(run.steps[0].tree)
+    del saved["draft_passes"]
+    again = TreeTrace.from_dict(saved)
+    assert again.draft_passes == 0  # a trace saved before the passes were kept reads as its kept depth
+    assert dataclasses.replace(run.steps[0], tree=again).draft_passes == max(n.depth for n in again.nodes)

@@ -138,8 +138,8 @@ class FakeTimer(Timer):
         return result, Timed(ms=float(ms), threads=threads, free=free, cores=cores)
 
     def step_parts(self, step) -> tuple[float, float]:
-        """`step.nodes` draft forwards and one pass over them and the target's own token."""
-        return step.nodes * self.ms("draft", 1), self.ms("pass", step.nodes + 1)
+        """`step.draft_passes` draft forwards and one pass over its nodes and the target's own token."""
+        return step.draft_passes * self.ms("draft", 1), self.ms("pass", step.nodes + 1)
 
 
 def threads_of(model, tokens: int) -> int:

@@ -5,8 +5,8 @@ it says which calibration it rests on (PairTimings.label), and a live clock is s
 undisturbed (docs/algorithm.md, "Count, then cost").
 
 The target alone emits one token a pass: `tokens` one-token passes. Speculation pays, per step, one pass over the
-step's draft tokens and the target's own (v(k) one-token passes, k = drafted + 1) and a forward of the draft per
-draft token (c each): speedup = tokens / (Σ v(k) + c · Σ drafted).
+step's draft tokens and the target's own (v(k) one-token passes, k = draft tokens + 1) and the draft's forwards (c
+each: one per draft token of a chain, one per level of a tree): speedup = tokens / (Σ v(k) + c · Σ forwards).
 """
 
 from __future__ import annotations
@@ -30,16 +30,16 @@ class Work:
 
     tokens: int  # emitted
     pass_tokens: tuple[int, ...]  # tokens in each target pass: a step's draft tokens and the target's own
-    drafted: int  # draft forwards (draft tokens proposed)
+    drafted: int  # draft forwards: a chain's draft tokens; a tree's levels (each one pass over its expanded nodes)
 
     @classmethod
     def of_steps(cls, steps: Iterable) -> Work:
-        """From a run's steps (StepTrace, StepCount: their `emitted` tokens and `nodes` verified)."""
+        """From a run's steps (StepTrace, StepCount: their `emitted` tokens, `nodes` verified and `draft_passes`)."""
         steps = list(steps)
         return cls(
             tokens=sum(len(s.emitted) for s in steps),
             pass_tokens=tuple(s.nodes + 1 for s in steps),
-            drafted=sum(s.nodes for s in steps),
+            drafted=sum(s.draft_passes for s in steps),
         )
 
     @property
@@ -51,10 +51,10 @@ class Work:
         return self.tokens / self.passes if self.passes else 0.0
 
     def words(self) -> str:
-        """'48 tokens in 20 target passes (2.40 a pass), 60 draft tokens'."""
+        """'48 tokens in 20 target passes (2.40 a pass), 60 draft forwards'."""
         return (
             f"{self.tokens} tokens in {self.passes} target passes ({self.tokens_per_pass:.2f} a pass), "
-            f"{self.drafted} draft tokens"
+            f"{self.drafted} draft forwards"
         )
 
 

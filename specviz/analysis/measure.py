@@ -359,7 +359,7 @@ class TargetAlone:
 @dataclass(frozen=True)
 class PairedStep:
     tokens: int  # emitted by the speculative step
-    drafted: int  # draft tokens it proposed (nodes verified, for a tree)
+    drafted: int  # the draft's forwards: its draft tokens (a tree: one per level)
     spec_ms: float  # the speculative step's wall time (draft, verify, decide, record)
     draft_ms: float
     verify_ms: float
@@ -479,7 +479,7 @@ def paired_run(
         steps.append(
             PairedStep(
                 tokens=len(step.emitted),
-                drafted=step.nodes,
+                drafted=step.draft_passes,
                 spec_ms=spec.ms,
                 draft_ms=draft_ms,
                 verify_ms=verify_ms,

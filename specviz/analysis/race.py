@@ -14,7 +14,7 @@ specviz.analysis.batchvar says where and why they part where the runtime's kerne
 The result says why the faster lane is faster (docs/algorithm.md, "Verify cost"): tokens per target pass on
 one side, and what a target pass over τ + 1 tokens cost in one-token passes on the other; a result that no
 runtime could give is refused (specviz.analysis.measure.check_bounds), never stated. Whatever the clocks say, the
-work is counted (tokens, target passes and the tokens in each, draft tokens): at the pair's kept costs it gives the
+work is counted (tokens, target passes and the tokens in each, draft forwards): at the pair's kept costs it gives the
 speed a busy machine cannot clock (`RaceResult.costed`, specviz.analysis.counted).
 """
 
@@ -222,7 +222,7 @@ class RaceResult:
     same_text: bool  # both lanes emitted the same tokens (in greedy mode, unless batch variance flipped a near tie)
     mode: str = field(default="greedy")
     pass_tokens: tuple[int, ...] = ()  # counted: the tokens in each of speculation's target passes (drafted + 1)
-    drafted: int = 0  # counted: speculation's draft tokens
+    drafted: int = 0  # counted: speculation's draft forwards (a chain's draft tokens, a tree's levels)
 
     @property
     def work(self) -> Work:
@@ -470,7 +470,7 @@ class Race:
             draft_ms_per_token=sum(parts[0] for parts in timed) / max(drafted, 1),
             same_text=alone.tokens == spec.tokens,
             pass_tokens=tuple(s.nodes + 1 for s in steps),
-            drafted=sum(s.nodes for s in steps),
+            drafted=sum(s.draft_passes for s in steps),
         )
 
     def run(self) -> RaceResult:

@@ -23,6 +23,7 @@ class StepCounts(Protocol):
     verify_ms: float
     nodes: int  # draft tokens the target verified: τ for a chain, every node of a tree
     depth: int  # the deepest draft position: τ for a chain, the deepest node of a tree
+    draft_passes: int  # the draft's forwards: τ for a chain, one per level of a tree
 
 
 @dataclass(frozen=True)
@@ -38,12 +39,15 @@ class StepCount:
     nodes: int = -1  # −1: a chain, τ nodes
     depth: int = -1  # −1: a chain, τ deep
     cost: Any = None  # a lossy rule's step: its CostTrace (specviz.core.trace), read for tv_mean and the like
+    draft_passes: int = -1  # −1: a chain, τ forwards
 
     def __post_init__(self) -> None:
         if self.nodes < 0:
             object.__setattr__(self, "nodes", self.tau)
         if self.depth < 0:
             object.__setattr__(self, "depth", self.tau)
+        if self.draft_passes < 0:
+            object.__setattr__(self, "draft_passes", self.tau)
 
     @classmethod
     def of(cls, step: StepCounts) -> StepCount:
@@ -57,6 +61,7 @@ class StepCount:
             step.nodes,
             step.depth,
             getattr(step, "cost", None),
+            step.draft_passes,
         )
 
 

@@ -154,6 +154,7 @@ def record_tree_step(
         stop=walked.stop,
         root_p_top=tree_mod.top(p_at(-1), n_top, text),
         root_q_top=tree_mod.top(q_at(-1), n_top, text),
+        draft_passes=tree.passes,
     )
     return dataclasses.replace(step, tree=tree_trace)
 

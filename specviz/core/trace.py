@@ -72,6 +72,9 @@ class TreeTrace:
     stop: int  # node where the walk stopped (−1: the root); the next token hangs below it
     root_p_top: TopN  # top of p at the root
     root_q_top: TopN  # top of q at the root
+    # the draft's passes that grew the tree: one per level, over all its expanded nodes (docs/algorithm.md); 0: a
+    # trace saved before they were kept (read as its kept depth, which pruning can leave shallower)
+    draft_passes: int = 0
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TreeTrace:
@@ -201,6 +204,13 @@ class StepTrace:
         if self.tree is None:
             return self.tau
         return max((node.depth for node in self.tree.nodes), default=0)
+
+    @property
+    def draft_passes(self) -> int:
+        """The draft's forwards this step: one per draft token of a chain, one per level of a tree."""
+        if self.tree is None:
+            return self.tau
+        return self.tree.draft_passes or self.depth
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)

@@ -23,8 +23,8 @@ Warp = Callable[[torch.Tensor], torch.Tensor]  # logits [V] → probabilities [V
 
 
 def root_only(session, pending: Sequence[int], warp: Warp) -> DraftTree:
-    """A tree with no node (no room left for a draft token): only the root's q."""
-    tree = DraftTree()
+    """A tree with no node (no room left for a draft token): only the root's q, from one draft pass."""
+    tree = DraftTree(passes=1)
     tree.dist[-1] = tree.ranking[-1] = _proposals(warp)(session.extend(list(pending), keep=1)[-1])
     tree.session_index[-1] = session.length - 1
     return tree
@@ -64,6 +64,7 @@ class DraftTree:
     ranking: dict[int, torch.Tensor] = field(default_factory=dict)  # node → [V]
     session_index: dict[int, int] = field(default_factory=dict)
     paths: list[tuple[int, ...]] = field(default_factory=list)  # rank path of each node
+    passes: int = 0  # the draft forwards that grew it (one per level)
 
     def add(self, parent: int, token: int, q: float, rank: int, weight: float | None = None) -> int:
         """A child of `parent`; its path score multiplies `weight` (default: q) onto the parent's."""
@@ -101,6 +102,7 @@ def draft_tree(
     rank_by = _proposals(lambda row: torch.softmax(row, -1)) if config.mode == "greedy" else warp
     tree = DraftTree()
     row = session.extend(list(pending), keep=1)[-1]  # [V]: the draft's logits after the last confirmed token
+    tree.passes = 1
     tree.dist[-1], tree.ranking[-1] = warp(row), rank_by(row)
     tree.session_index[-1] = session.length - 1
     frontier = [-1]
@@ -113,6 +115,7 @@ def draft_tree(
             break
         parents = [tree.session_index[tree.parent[i]] for i in frontier]
         rows = session.extend_tree([tree.token[i] for i in frontier], parents)  # [len(frontier), V]
+        tree.passes += 1
         base = session.length - len(frontier)
         for j, node in enumerate(frontier):
             tree.dist[node], tree.ranking[node] = warp(rows[j]), rank_by(rows[j])
@@ -167,7 +170,7 @@ def _keep(tree: DraftTree, count: int, shape: set, lossless: bool) -> DraftTree:
     order = sorted(chosen, key=lambda i: (tree.depth[i], i))
     new_index = {old: j for j, old in enumerate(order)}
     new_index[-1] = -1
-    kept = DraftTree()
+    kept = DraftTree(passes=tree.passes)
     for old in order:
         kept.parent.append(new_index[tree.parent[old]])
         kept.token.append(tree.token[old])
