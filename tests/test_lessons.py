@@ -137,6 +137,7 @@ def lesson_opens_from_its_link_and_runs_live(key):
         assert "(more)" in shown and "Same text: True" in shown, shown
     if key == "tree-knobs":
         assert "never exceeded steps: True" in shown and "16.0 at num_draft_tokens = 16" in shown, shown
+        assert "never more than steps a pass, whatever num_draft_tokens: True" in shown, shown
     if key == "choose-tau":  # a pass over more tokens costs more than one (v > 1): S_v promises less than S
         peak = float(re.search(r"S_v peaks at τ = \d+ \(([\d.]+)×\)", shown).group(1))
         assert peak < 2.47, shown

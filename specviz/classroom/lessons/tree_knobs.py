@@ -18,16 +18,19 @@ def tree_knobs(pair: ModelPair, load: Load) -> Evidence:
                 "steps": steps,
                 "num_draft_tokens": num,
                 "nodes verified per pass": sum(s.nodes for s in run.steps) / len(run.steps),
+                "draft forwards per pass": sum(s.draft_passes for s in run.steps) / len(run.steps),
                 "tokens per pass": run.metrics.mean_acceptance_length,
                 "deepest accepted": max(s.n_accepted for s in run.steps),
             }
         )
     table = pd.DataFrame(rows).round(2)
     capped = all(r["deepest accepted"] <= r["steps"] for r in rows)
+    levels = all(r["draft forwards per pass"] <= r["steps"] for r in rows)
     return Evidence(
         "Nodes verified per pass: "
         + ", ".join(f"{r['nodes verified per pass']:.1f} at num_draft_tokens = {r['num_draft_tokens']}" for r in rows)
-        + f"; the deepest accepted path never exceeded steps: {capped}.",
+        + f"; the deepest accepted path never exceeded steps: {capped}; the draft paid one forward per level, never "
+        f"more than steps a pass, whatever num_draft_tokens: {levels}.",
         (),
         table,
     )

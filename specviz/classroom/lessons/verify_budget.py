@@ -16,7 +16,7 @@ def verify_budget(pair: ModelPair, load: Load) -> Evidence:
             {
                 "τ": tau,
                 "tokens in 4 target passes": len(dec.new_tokens),
-                "draft forwards": sum(s.tau for s in dec.steps),
+                "draft forwards": sum(s.draft_passes for s in dec.steps),
             }
         )
     return Evidence(
