@@ -62,7 +62,7 @@ def test_a_fixed_verification_budget_says_a_tie_as_a_tie(monkeypatch):
 
     tokens = {1: 8, 2: 12, 4: 15, 6: 15, 8: 15}
     fake = lambda pair, count, tau, **_: SimpleNamespace(  # noqa: E731
-        new_tokens=[0] * tokens[tau], steps=[SimpleNamespace(tau=tau)] * count
+        new_tokens=[0] * tokens[tau], steps=[SimpleNamespace(tau=tau, draft_passes=tau)] * count
     )
     monkeypatch.setattr(verify_budget, "decode", fake)
     assert verify_budget.verify_budget(None, None).finding == (
