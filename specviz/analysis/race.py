@@ -459,7 +459,7 @@ class Race:
     def result(self) -> RaceResult:
         alone, spec = self._lane(False), self._lane(True)
         steps = self.spec.steps
-        drafted = sum(s.tau for s in steps)
+        drafted = sum(s.draft_passes for s in steps)  # forwards: c is one forward's cost
         timed = [self.timer.step_parts(s) for s in steps]
         return RaceResult(
             alone=alone,
@@ -470,7 +470,7 @@ class Race:
             draft_ms_per_token=sum(parts[0] for parts in timed) / max(drafted, 1),
             same_text=alone.tokens == spec.tokens,
             pass_tokens=tuple(s.nodes + 1 for s in steps),
-            drafted=sum(s.draft_passes for s in steps),
+            drafted=drafted,
         )
 
     def run(self) -> RaceResult:

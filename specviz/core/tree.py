@@ -100,9 +100,8 @@ def draft_tree(
     shape = set(rank_paths(config.topk, steps, config.num_draft_tokens)) if lossless else set()
     warp = _proposals(warp)
     rank_by = _proposals(lambda row: torch.softmax(row, -1)) if config.mode == "greedy" else warp
-    tree = DraftTree()
+    tree = DraftTree(passes=1)  # the root's pass, below; one more per level
     row = session.extend(list(pending), keep=1)[-1]  # [V]: the draft's logits after the last confirmed token
-    tree.passes = 1
     tree.dist[-1], tree.ranking[-1] = warp(row), rank_by(row)
     tree.session_index[-1] = session.length - 1
     frontier = [-1]
